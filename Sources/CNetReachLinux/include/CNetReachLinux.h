@@ -1,0 +1,38 @@
+// Kernel interfaces that `import Glibc` does not bring in: rtnetlink constants and structs,
+// ARPHRD_* link types, inotify, eventfd, and setns. Only declarations and static inline shims
+// live here; see DESIGN.md "Platform notes" for why the include order matters.
+#ifndef CNETREACHLINUX_H
+#define CNETREACHLINUX_H
+
+#ifdef __linux__
+
+// <net/if.h> must come before any <linux/...> header that pulls in <linux/if.h>, so the
+// kernel's libc-compat guards skip the definitions glibc already made.
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/inotify.h>
+#include <sys/eventfd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_link.h>
+#include <linux/if_addr.h>
+#include <linux/if_arp.h>
+
+/// Joins the network namespace referred to by `fd` on the calling thread (setns(2) with
+/// CLONE_NEWNET). Returns 0 or -1 with errno set. Defined in shims.c, where _GNU_SOURCE may be set
+/// without breaking the Glibc module.
+int cnr_setns_net(int fd);
+
+/// The calling thread's kernel thread id (gettid(2)).
+int cnr_gettid(void);
+
+static inline unsigned int cnr_nlmsg_align(unsigned int len) { return NLMSG_ALIGN(len); }
+static inline unsigned int cnr_rta_align(unsigned int len) { return RTA_ALIGN(len); }
+static inline unsigned int cnr_nlmsghdr_size(void) { return (unsigned int)sizeof(struct nlmsghdr); }
+static inline unsigned int cnr_ifinfomsg_size(void) { return (unsigned int)sizeof(struct ifinfomsg); }
+static inline unsigned int cnr_ifaddrmsg_size(void) { return (unsigned int)sizeof(struct ifaddrmsg); }
+static inline unsigned int cnr_rtmsg_size(void) { return (unsigned int)sizeof(struct rtmsg); }
+static inline unsigned int cnr_rtgenmsg_size(void) { return (unsigned int)sizeof(struct rtgenmsg); }
+
+#endif // __linux__
+#endif // CNETREACHLINUX_H

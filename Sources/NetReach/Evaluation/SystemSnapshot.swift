@@ -1,0 +1,188 @@
+/// Everything the evaluator needs to know about the system's network state, and nothing more:
+/// links, their addresses, default routes, and the configured nameservers.
+///
+/// The Linux backend keeps one up to date from rtnetlink and resolv.conf; a simulated network
+/// (`NetReachTesting`) builds them by hand. Fixtures read like `ip addr`/`ip route` output:
+///
+/// ```swift
+/// let snapshot = SystemSnapshot(
+///     links: [.init(index: 2, name: "eth0", isUp: true, hasCarrier: true)],
+///     addresses: [.init(interfaceIndex: 2, address: IPAddress("192.0.2.10")!, prefixLength: 24)],
+///     defaultRoutes: [.init(interfaceIndex: 2, gateway: IPAddress("192.0.2.1")!)],
+///     nameservers: [IPAddress("192.0.2.53")!]
+/// )
+/// let path = PathEvaluator.evaluate(snapshot)   // satisfied via eth0(wiredEthernet) ...
+/// ```
+public struct SystemSnapshot: Sendable, Hashable {
+    /// A network interface as the kernel reports it (RTM_NEWLINK), plus what sysfs says about it.
+    public struct Link: Sendable, Hashable {
+        /// Kernel interface index.
+        public var index: Int
+        /// Interface name.
+        public var name: String
+        /// `IFF_UP`: administratively up.
+        public var isUp: Bool
+        /// `IFF_RUNNING` or `IFF_LOWER_UP`: the link has carrier.
+        public var hasCarrier: Bool
+        /// `IFF_LOOPBACK`.
+        public var isLoopback: Bool
+        /// The link-layer type (`ARPHRD_*`; 1 is Ethernet).
+        public var hardwareType: UInt16
+        /// The driver kind from `IFLA_INFO_KIND` (`veth`, `bridge`, `tun`, `wireguard`, ...), if any.
+        public var kind: String?
+        /// `DEVTYPE` from sysfs `uevent` (`wlan`, `wwan`, `bridge`, ...), if readable.
+        public var deviceType: String?
+        /// Whether sysfs shows `wireless` or `phy80211` for the interface.
+        public var isWireless: Bool
+
+        /// Ethernet, the most common `hardwareType`.
+        public static let ethernetHardwareType: UInt16 = 1
+        /// Loopback's `hardwareType` (`ARPHRD_LOOPBACK`).
+        public static let loopbackHardwareType: UInt16 = 772
+
+        /// Creates a link.
+        public init(
+            index: Int, name: String, isUp: Bool = true, hasCarrier: Bool = true, isLoopback: Bool = false,
+            hardwareType: UInt16 = Link.ethernetHardwareType, kind: String? = nil, deviceType: String? = nil,
+            isWireless: Bool = false
+        ) {
+            self.index = index
+            self.name = name
+            self.isUp = isUp
+            self.hasCarrier = hasCarrier
+            self.isLoopback = isLoopback
+            self.hardwareType = hardwareType
+            self.kind = kind
+            self.deviceType = deviceType
+            self.isWireless = isWireless
+        }
+
+        /// Up with carrier: able to carry traffic.
+        public var isOperational: Bool { isUp && hasCarrier }
+    }
+
+    /// An address assigned to an interface (RTM_NEWADDR).
+    public struct Address: Sendable, Hashable {
+        /// The interface the address is on.
+        public var interfaceIndex: Int
+        /// The local address.
+        public var address: IPAddress
+        /// The prefix length.
+        public var prefixLength: UInt8
+        /// The kernel's scope (`RT_SCOPE_*`): 0 universe (global), 253 link, 254 host.
+        public var scope: UInt8
+        /// IPv6 duplicate address detection has not finished (`IFA_F_TENTATIVE`).
+        public var isTentative: Bool
+        /// IPv6 duplicate address detection failed (`IFA_F_DADFAILED`).
+        public var isDADFailed: Bool
+
+        /// Scope value for global addresses.
+        public static let globalScope: UInt8 = 0
+
+        /// Creates an address.
+        public init(
+            interfaceIndex: Int, address: IPAddress, prefixLength: UInt8, scope: UInt8 = Address.globalScope,
+            isTentative: Bool = false, isDADFailed: Bool = false
+        ) {
+            self.interfaceIndex = interfaceIndex
+            self.address = address
+            self.prefixLength = prefixLength
+            self.scope = scope
+            self.isTentative = isTentative
+            self.isDADFailed = isDADFailed
+        }
+
+        /// Whether the address can source traffic beyond the link: not tentative, DAD not failed,
+        /// and global in scope (IPv6) or not host-scoped (IPv4).
+        public var isUsable: Bool {
+            guard !isTentative, !isDADFailed else { return false }
+            switch address.family {
+            case .ipv4: return scope != 254
+            case .ipv6: return scope == Address.globalScope
+            }
+        }
+
+        /// The kernel identifies an address by interface, local address and prefix length.
+        struct Key: Hashable { var interfaceIndex: Int; var address: IPAddress; var prefixLength: UInt8 }
+        var key: Key { Key(interfaceIndex: interfaceIndex, address: address, prefixLength: prefixLength) }
+    }
+
+    /// A unicast default route (destination prefix length 0) in the main table, one per next hop.
+    public struct DefaultRoute: Sendable, Hashable {
+        /// The route's address family.
+        public var family: IPAddress.Family
+        /// The outgoing interface.
+        public var interfaceIndex: Int
+        /// The next hop, or `nil` for a device route (`ip route add default dev tun0`).
+        public var gateway: IPAddress?
+        /// The route's priority (`metric`); lower is preferred.
+        public var metric: UInt32
+        /// The routing table (254 is `main`).
+        public var table: UInt32
+
+        /// The main routing table's id.
+        public static let mainTable: UInt32 = 254
+
+        /// Creates a default route. The family defaults to the gateway's, or IPv4 without one.
+        public init(
+            family: IPAddress.Family? = nil, interfaceIndex: Int, gateway: IPAddress? = nil,
+            metric: UInt32 = 0, table: UInt32 = DefaultRoute.mainTable
+        ) {
+            self.family = family ?? gateway?.family ?? .ipv4
+            self.interfaceIndex = interfaceIndex
+            self.gateway = gateway
+            self.metric = metric
+            self.table = table
+        }
+    }
+
+    /// Links by interface index.
+    public var links: [Int: Link]
+    /// Addresses, keyed the way the kernel identifies them.
+    var addressTable: [Address.Key: Address]
+    /// Default routes (a set: the kernel never reports two identical next hops).
+    public var defaultRoutes: Set<DefaultRoute>
+    /// Nameservers from resolv.conf, in file order.
+    public var nameservers: [IPAddress]
+
+    /// Creates a snapshot from plain lists.
+    public init(
+        links: [Link] = [], addresses: [Address] = [], defaultRoutes: [DefaultRoute] = [],
+        nameservers: [IPAddress] = []
+    ) {
+        self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        self.addressTable = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
+        self.defaultRoutes = Set(defaultRoutes)
+        self.nameservers = nameservers
+    }
+
+    /// All addresses, in no particular order.
+    public var addresses: [Address] { Array(addressTable.values) }
+
+    /// Adds or replaces an address (same interface, address and prefix length).
+    public mutating func upsertAddress(_ address: Address) { addressTable[address.key] = address }
+
+    /// Removes an address; returns whether it was there.
+    @discardableResult
+    public mutating func removeAddress(_ address: Address) -> Bool { addressTable.removeValue(forKey: address.key) != nil }
+
+    /// Removes a link together with its addresses and routes (what RTM_DELLINK implies).
+    @discardableResult
+    public mutating func removeLink(index: Int) -> Bool {
+        let removed = links.removeValue(forKey: index) != nil
+        let addressCount = addressTable.count, routeCount = defaultRoutes.count
+        addressTable = addressTable.filter { $0.key.interfaceIndex != index }
+        removeRoutes(throughInterface: index)
+        return removed || addressCount != addressTable.count || routeCount != defaultRoutes.count
+    }
+
+    /// Removes every default route through an interface, optionally of one family only.
+    @discardableResult
+    public mutating func removeRoutes(throughInterface index: Int, family: IPAddress.Family? = nil) -> Bool {
+        let before = defaultRoutes.count
+        defaultRoutes = defaultRoutes.filter { route in
+            !(route.interfaceIndex == index && (family == nil || route.family == family))
+        }
+        return before != defaultRoutes.count
+    }
+}

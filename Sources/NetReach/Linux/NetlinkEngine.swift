@@ -1,0 +1,218 @@
+#if os(Linux)
+import CNetReachLinux
+import Foundation
+import Glibc
+
+/// The thread that reads the kernel: one netlink socket, one inotify descriptor for resolv.conf and
+/// one eventfd to stop it, all in a blocking `poll` with no timeout, so an idle monitor makes no
+/// wakeups. It keeps a ``SnapshotStore`` and hands each changed snapshot to `publish`, once per
+/// batch of messages read in one wakeup.
+final class NetlinkEngine: @unchecked Sendable {
+    // @unchecked: the socket, watcher and store exist only as locals of `run()` on the engine's own
+    // thread; `readiness` is guarded by its lock; `wakeFD` is written with write(2), which is
+    // thread-safe, and closed only in deinit, after every user has let go.
+    private let configuration: SystemPathSource.Configuration
+    private let publish: @Sendable (SystemSnapshot) -> Void
+    private let readiness = NSCondition()
+    private var readyResult: Result<Void, PathMonitorError>?
+    private let wakeFD: Int32
+
+    init(configuration: SystemPathSource.Configuration, publish: @escaping @Sendable (SystemSnapshot) -> Void) {
+        self.configuration = configuration
+        self.publish = publish
+        wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+    }
+
+    deinit { if wakeFD >= 0 { close(wakeFD) } }
+
+    /// Starts the engine's thread; it reads the initial state, then follows changes.
+    func launch() {
+        let thread = Thread { [self] in run() }
+        thread.name = "NetReach.netlink"
+        thread.start()
+    }
+
+    /// Blocks until the initial state has been published, or throws why it could not be read.
+    func waitUntilReady() throws(PathMonitorError) {
+        readiness.lock()
+        while readyResult == nil { readiness.wait() }
+        let result = readyResult!
+        readiness.unlock()
+        try result.get()
+    }
+
+    /// Asks the thread to finish; it closes its socket and watches on the way out.
+    func stop() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
+    }
+
+    private func signalReady(_ result: Result<Void, PathMonitorError>) {
+        readiness.lock()
+        readyResult = result
+        readiness.broadcast()
+        readiness.unlock()
+    }
+
+    private func run() {
+        guard wakeFD >= 0 else { return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno))) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 8)
+        defer { buffer.deallocate() }
+        var socket: NetlinkSocket
+        do {
+            socket = try NetlinkSocket(namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
+        } catch {
+            return signalReady(.failure(error))
+        }
+        var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
+        if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
+        var reader = MessageReader(sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil)
+        _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
+        do {
+            try reader.resync(&socket, buffer: buffer)
+        } catch {
+            return signalReady(.failure(error))
+        }
+        publish(reader.store.snapshot)
+        signalReady(.success(()))
+
+        var resyncPending = false
+        while true {
+            var fds = [
+                pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+            ]
+            // Only a failed resync sets a timeout; otherwise poll sleeps until something happens.
+            let ready = poll(&fds, nfds_t(fds.count), resyncPending ? 1000 : -1)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 || fds[0].revents != 0 { break }
+            var changed = false
+            if fds[1].revents != 0 || resyncPending {
+                do {
+                    changed = try reader.drain(&socket, buffer: buffer, forceResync: resyncPending)
+                    resyncPending = false
+                } catch {
+                    NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
+                    resyncPending = true
+                }
+            }
+            if fds[2].revents != 0, watcher?.drain() == true {
+                changed = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath)) || changed
+            }
+            if changed { publish(reader.store.snapshot) }
+        }
+    }
+}
+
+/// Turns received bytes into store updates: dumps, notifications, overruns and sysfs facts.
+struct MessageReader {
+    var store = SnapshotStore()
+    let sysfs: SysfsReader?
+    static let dumpTimeout: Int32 = 5000
+    static let resyncAttempts = 5
+
+    init(sysfs: SysfsReader?) { self.sysfs = sysfs }
+
+    /// Reads everything pending. Returns whether the snapshot changed. An overrun (ENOBUFS), a
+    /// message stream that cannot be trusted, or `forceResync` rebuilds the state with a full dump.
+    mutating func drain(_ socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool) throws(PathMonitorError) -> Bool {
+        var needsResync = forceResync
+        var changed = false
+        readLoop: while true {
+            switch try socket.receive(into: buffer) {
+            case .wouldBlock: break readLoop
+            case .overrun: needsResync = true
+            case .bytes(let count):
+                let outcome = apply(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                changed = outcome.changed || changed
+                needsResync = needsResync || outcome.untrusted
+            }
+        }
+        guard needsResync else { return changed }
+        NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
+        let before = store.snapshot
+        try resync(&socket, buffer: buffer)
+        return changed || store.snapshot != before
+    }
+
+    /// Rebuilds the store from dumps of links, addresses and routes. Notifications that arrive in
+    /// between are applied in the order received, which keeps the result consistent.
+    mutating func resync(_ socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
+        // Whatever is still queued predates the dump and may miss its own deletions: drop it.
+        while case .bytes = try socket.receive(into: buffer) {}
+        for _ in 0..<Self.resyncAttempts {
+            store.resetKernelState()
+            var consistent = true
+            for dump in NetlinkSocket.Dump.allCases {
+                consistent = try self.dump(dump, socket: &socket, buffer: buffer) && consistent
+            }
+            if consistent { return }
+        }
+        throw .dumpFailed("the kernel state kept changing during \(Self.resyncAttempts) dumps")
+    }
+
+    /// Runs one dump to its end; returns `false` if the kernel flagged it inconsistent or messages
+    /// were lost meanwhile.
+    private mutating func dump(_ dump: NetlinkSocket.Dump, socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
+        let sequence = try socket.requestDump(dump)
+        var consistent = true
+        while true {
+            var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 1, Self.dumpTimeout)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { throw .dumpFailed("no answer from the kernel within \(Self.dumpTimeout) ms") }
+            switch try socket.receive(into: buffer) {
+            case .wouldBlock: continue
+            case .overrun: consistent = false   // keep reading: a new dump cannot start before this one ends
+            case .bytes(let count):
+                let outcome = apply(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), dump: (sequence, socket.portID))
+                if outcome.untrusted { consistent = false }
+                if let error = outcome.dumpError { throw .dumpFailed("kernel refused the \(dump) dump: \(errnoDescription(error))") }
+                if let interrupted = outcome.dumpDone { return consistent && !interrupted }
+            }
+        }
+    }
+
+    struct Outcome {
+        var changed = false
+        /// The buffer's framing was broken, so messages may have been lost.
+        var untrusted = false
+        /// Set when the dump with the requested sequence ended (value: flagged interrupted).
+        var dumpDone: Bool?
+        var dumpError: Int32?
+    }
+
+    /// Applies one received buffer.
+    /// `dump` names the sequence and port of a dump under way, to recognize its replies.
+    mutating func apply(_ bytes: UnsafeRawBufferPointer, dump: (sequence: UInt32, portID: UInt32)? = nil) -> Outcome {
+        var outcome = Outcome()
+        for result in RtnetlinkParser.parse(bytes) {
+            switch result {
+            case .failure(let error):
+                NetReachDiagnostics.log("skipped a malformed netlink message: \(error)")
+                if case .truncatedHeader = error { outcome.untrusted = true }
+                if case .badLength = error { outcome.untrusted = true }
+            case .success(let envelope):
+                let ours = dump.map { envelope.sequence == $0.sequence && envelope.portID == $0.portID } ?? false
+                // The kernel flags any part of a dump that raced with a change, not only NLMSG_DONE.
+                if ours && envelope.flags & RtnetlinkParser.flagDumpInterrupted != 0 { outcome.untrusted = true }
+                switch envelope.message {
+                case .done(let interrupted) where ours:
+                    outcome.dumpDone = interrupted || envelope.flags & RtnetlinkParser.flagDumpInterrupted != 0
+                case .error(let code) where ours && code != 0:
+                    outcome.dumpError = code
+                case .newLink(var link):
+                    if let sysfs, store.snapshot.links[link.index]?.name != link.name {
+                        (link.deviceType, link.isWireless) = sysfs.facts(forInterface: link.name)
+                    }
+                    outcome.changed = store.apply(.newLink(link)) || outcome.changed
+                default:
+                    outcome.changed = store.apply(envelope.message) || outcome.changed
+                }
+            }
+        }
+        return outcome
+    }
+}
+#endif

@@ -1,0 +1,129 @@
+#if os(Linux)
+import CNetReachLinux
+import Glibc
+
+/// A NETLINK_ROUTE socket subscribed to link, address and route changes of both families.
+/// Thin: it opens, sends dump requests and receives bytes; parsing and state live elsewhere.
+struct NetlinkSocket: ~Copyable {
+    let fd: Int32
+    private(set) var portID: UInt32 = 0
+    private var sequence: UInt32 = 1
+
+    /// Opens the socket in the calling thread's network namespace, or in `namespace` (entered on
+    /// this thread with setns and left again, so only the socket stays bound to it).
+    init(namespace: NetworkNamespace?, receiveBufferSize: Int32) throws(PathMonitorError) {
+        let fd: Int32
+        if let namespace {
+            fd = try Self.openInNamespace(namespace)
+        } else {
+            fd = try Self.openSocket()
+        }
+        do {
+            portID = try Self.configure(fd, receiveBufferSize: receiveBufferSize)
+        } catch {
+            close(fd)
+            throw error
+        }
+        self.fd = fd
+    }
+
+    private static func openSocket() throws(PathMonitorError) -> Int32 {
+        let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
+        guard fd >= 0 else { throw .netlinkFailed(operation: "socket", errno: errno) }
+        return fd
+    }
+
+    /// Sizes the receive buffer and joins the multicast groups; returns the kernel-assigned port id.
+    private static func configure(_ fd: Int32, receiveBufferSize: Int32) throws(PathMonitorError) -> UInt32 {
+        // Room for bursts; as root SO_RCVBUFFORCE goes past rmem_max. An overrun still forces a resync.
+        var size = receiveBufferSize
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        address.nl_groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+        }
+        guard bound == 0 else { throw .netlinkFailed(operation: "bind", errno: errno) }
+        var length = socklen_t(MemoryLayout<sockaddr_nl>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return address.nl_pid
+    }
+
+    deinit { close(fd) }
+
+    private static func openInNamespace(_ namespace: NetworkNamespace) throws(PathMonitorError) -> Int32 {
+        let target = open(namespace.path, O_RDONLY | O_CLOEXEC)
+        guard target >= 0 else { throw .namespaceUnavailable(path: namespace.path, errno: errno) }
+        defer { close(target) }
+        let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        guard home >= 0 else { throw .namespaceUnavailable(path: "/proc/thread-self/ns/net", errno: errno) }
+        defer { close(home) }
+        guard cnr_setns_net(target) == 0 else { throw .namespaceUnavailable(path: namespace.path, errno: errno) }
+        let opened = Result { () throws(PathMonitorError) in try openSocket() }
+        // Going home can only fail if this thread lost CAP_SYS_ADMIN meanwhile; the thread is ours
+        // alone and only reads netlink and files by path, which the network namespace does not change.
+        if cnr_setns_net(home) != 0 {
+            NetReachDiagnostics.log("could not leave network namespace \(namespace.path): \(errnoDescription(errno))")
+        }
+        return try opened.get()
+    }
+
+    /// Kinds of dump the monitor needs, in the order it asks for them.
+    enum Dump: CaseIterable {
+        case links, addresses, routes
+
+        var requestType: UInt16 { switch self { case .links: 18; case .addresses: 22; case .routes: 26 } } // RTM_GET*
+        /// ifinfomsg is 16 bytes, ifaddrmsg 8, rtmsg 12; all zero = every family.
+        var bodySize: Int { switch self { case .links: 16; case .addresses: 8; case .routes: 12 } }
+    }
+
+    /// Sends a dump request and returns its sequence number.
+    mutating func requestDump(_ dump: Dump) throws(PathMonitorError) -> UInt32 {
+        sequence &+= 1
+        let length = RtnetlinkParser.headerSize + dump.bodySize
+        var request = [UInt8](repeating: 0, count: length)
+        request.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt32(length), toByteOffset: 0, as: UInt32.self)
+            raw.storeBytes(of: dump.requestType, toByteOffset: 4, as: UInt16.self)
+            raw.storeBytes(of: UInt16(NLM_F_REQUEST | NLM_F_DUMP), toByteOffset: 6, as: UInt16.self)
+            raw.storeBytes(of: sequence, toByteOffset: 8, as: UInt32.self)
+        }
+        var kernel = sockaddr_nl()
+        kernel.nl_family = sa_family_t(AF_NETLINK)
+        while true {
+            let sent = request.withUnsafeBytes { raw in
+                withUnsafePointer(to: &kernel) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
+                }
+            }
+            if sent == length { return sequence }
+            if sent < 0 && errno == EINTR { continue }
+            throw .netlinkFailed(operation: "send", errno: sent < 0 ? errno : EIO)
+        }
+    }
+
+    /// Outcome of one non-blocking receive.
+    enum Received { case bytes(Int), wouldBlock, overrun }
+
+    /// Receives one datagram into `buffer`.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Received {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count >= 0 { return .bytes(count) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case ENOBUFS: return .overrun
+            default: throw .netlinkFailed(operation: "recv", errno: errno)
+            }
+        }
+    }
+}
+#endif

@@ -1,0 +1,53 @@
+#if os(Linux)
+/// One rtnetlink message, reduced to what the snapshot store needs.
+enum RtnetlinkMessage: Sendable, Equatable {
+    case newLink(SystemSnapshot.Link)
+    case deleteLink(index: Int)
+    case newAddress(SystemSnapshot.Address)
+    case deleteAddress(SystemSnapshot.Address)
+    /// A default route change: one entry per next hop. `replaces` is set by NLM_F_REPLACE.
+    case newDefaultRoute([SystemSnapshot.DefaultRoute], replaces: Bool)
+    case deleteDefaultRoute([SystemSnapshot.DefaultRoute])
+    /// A route the monitor does not keep (not default, not main table, not unicast): O(1), dropped.
+    case ignoredRoute
+    /// End of a dump (NLMSG_DONE); `interrupted` when the kernel flagged NLM_F_DUMP_INTR.
+    case done(interrupted: Bool)
+    /// NLMSG_ERROR: `errno` 0 is an acknowledgement.
+    case error(errno: Int32)
+    /// NLMSG_OVERRUN or a type the monitor does not use.
+    case other(type: UInt16)
+}
+
+/// A parsed message with the header fields that tell dump replies from notifications.
+struct RtnetlinkEnvelope: Sendable, Equatable {
+    var sequence: UInt32
+    var portID: UInt32
+    var flags: UInt16
+    var message: RtnetlinkMessage
+}
+
+/// Why bytes could not be parsed. Every case is recoverable: the source skips the message or, when
+/// the stream itself cannot be trusted, resynchronizes with a fresh dump.
+enum NetlinkParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Fewer bytes than a netlink header.
+    case truncatedHeader(offset: Int, available: Int)
+    /// A header whose length is below the header size or beyond the buffer.
+    case badLength(offset: Int, length: Int, available: Int)
+    /// A known message type whose fixed body is shorter than its struct.
+    case truncatedBody(type: UInt16, length: Int)
+    /// An attribute whose length runs past its message.
+    case badAttribute(type: UInt16, offset: Int)
+    /// An address attribute of the wrong size for its family.
+    case badAddress(type: UInt16, length: Int)
+
+    var description: String {
+        switch self {
+        case .truncatedHeader(let offset, let available): "truncated netlink header at \(offset) (\(available) bytes left)"
+        case .badLength(let offset, let length, let available): "netlink length \(length) at \(offset) is invalid (\(available) bytes left)"
+        case .truncatedBody(let type, let length): "message type \(type) too short (\(length) bytes)"
+        case .badAttribute(let type, let offset): "attribute \(type) overruns its message at \(offset)"
+        case .badAddress(let type, let length): "address attribute \(type) has \(length) bytes"
+        }
+    }
+}
+#endif

@@ -1,0 +1,207 @@
+#if os(Linux)
+/// Parses the bytes of one `recv` from a NETLINK_ROUTE socket. A pure function: no system calls,
+/// every read bounds-checked, so a truncated, garbage or lying buffer yields an error, never a
+/// crash or a read past the end.
+///
+/// Netlink uses host byte order; addresses inside attributes are in network order.
+enum RtnetlinkParser {
+    // Values from <linux/netlink.h>, <linux/rtnetlink.h>, <linux/if_link.h>, <linux/if_addr.h>;
+    // kept here so the parser is plain Swift over bytes.
+    static let headerSize = 16
+    static let messageDone: UInt16 = 3, messageError: UInt16 = 2, messageOverrun: UInt16 = 4
+    static let newLink: UInt16 = 16, deleteLink: UInt16 = 17
+    static let newAddress: UInt16 = 20, deleteAddress: UInt16 = 21
+    static let newRoute: UInt16 = 24, deleteRoute: UInt16 = 25
+    static let flagMulti: UInt16 = 0x2, flagDumpInterrupted: UInt16 = 0x10, flagReplace: UInt16 = 0x100
+
+    /// Parses every message in `bytes`. A message whose body is malformed becomes a `.failure` and
+    /// parsing goes on with the next; a header that cannot be trusted ends the buffer with a
+    /// `.failure`, since the next message's start is then unknown.
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> [Result<RtnetlinkEnvelope, NetlinkParseError>] {
+        var results: [Result<RtnetlinkEnvelope, NetlinkParseError>] = []
+        var offset = 0
+        while offset < bytes.count {
+            let available = bytes.count - offset
+            guard available >= headerSize else {
+                results.append(.failure(.truncatedHeader(offset: offset, available: available)))
+                break
+            }
+            let length = Int(bytes.loadU32(at: offset))
+            guard length >= headerSize, length <= available else {
+                results.append(.failure(.badLength(offset: offset, length: length, available: available)))
+                break
+            }
+            let type = bytes.loadU16(at: offset + 4)
+            let flags = bytes.loadU16(at: offset + 6)
+            let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + headerSize)..<(offset + length)])
+            let parsed = Result { () throws(NetlinkParseError) in try parseBody(type: type, flags: flags, body) }
+            results.append(parsed.map {
+                RtnetlinkEnvelope(sequence: bytes.loadU32(at: offset + 8), portID: bytes.loadU32(at: offset + 12),
+                                  flags: flags, message: $0)
+            })
+            offset += align(length)
+        }
+        return results
+    }
+
+    /// Convenience for tests and fixtures.
+    static func parse(_ bytes: [UInt8]) -> [Result<RtnetlinkEnvelope, NetlinkParseError>] {
+        bytes.withUnsafeBytes { parse($0) }
+    }
+
+    static func align(_ length: Int) -> Int { (length + 3) & ~3 }
+
+    private static func parseBody(type: UInt16, flags: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+        switch type {
+        case messageDone:
+            return .done(interrupted: flags & flagDumpInterrupted != 0)
+        case messageError:
+            guard body.count >= 4 else { throw .truncatedBody(type: type, length: body.count) }
+            return .error(errno: -Int32(bitPattern: body.loadU32(at: 0)))
+        case newLink, deleteLink:
+            return try parseLink(type: type, body)
+        case newAddress, deleteAddress:
+            return try parseAddress(type: type, body)
+        case newRoute, deleteRoute:
+            return try parseRoute(type: type, replaces: flags & flagReplace != 0, body)
+        default:
+            return .other(type: type)
+        }
+    }
+
+    // struct ifinfomsg { u8 family; u8 pad; u16 type; s32 index; u32 flags; u32 change; }
+    private static func parseLink(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+        guard body.count >= 16 else { throw .truncatedBody(type: type, length: body.count) }
+        let index = Int(Int32(bitPattern: body.loadU32(at: 4)))
+        if type == deleteLink { return .deleteLink(index: index) }
+        let hardwareType = body.loadU16(at: 2)
+        let flags = body.loadU32(at: 8)
+        var name = ""
+        var kind: String?
+        try forEachAttribute(in: body, from: 16) { (attribute, value) throws(NetlinkParseError) in
+            switch attribute {
+            case 3: name = string(value)                          // IFLA_IFNAME
+            case 18:                                              // IFLA_LINKINFO (nested)
+                try forEachAttribute(in: value, from: 0) { (nested, nestedValue) throws(NetlinkParseError) in
+                    if nested == 1 { kind = string(nestedValue) } // IFLA_INFO_KIND
+                }
+            default: break
+            }
+        }
+        return .newLink(SystemSnapshot.Link(
+            index: index, name: name,
+            isUp: flags & 0x1 != 0,                 // IFF_UP
+            hasCarrier: flags & 0x40 != 0,          // IFF_RUNNING: LOWER_UP alone can still mean NO-CARRIER
+            isLoopback: flags & 0x8 != 0,           // IFF_LOOPBACK
+            hardwareType: hardwareType, kind: kind))
+    }
+
+    // struct ifaddrmsg { u8 family; u8 prefixlen; u8 flags; u8 scope; u32 index; }
+    private static func parseAddress(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+        guard body.count >= 8 else { throw .truncatedBody(type: type, length: body.count) }
+        let family = body[0]
+        guard family == 2 || family == 10 else { return .other(type: type) }   // AF_INET, AF_INET6
+        var flags = UInt32(body[2])
+        var local: IPAddress?, peer: IPAddress?
+        try forEachAttribute(in: body, from: 8) { (attribute, value) throws(NetlinkParseError) in
+            switch attribute {
+            case 1: peer = try ipAddress(value, family: family, attribute: attribute)   // IFA_ADDRESS
+            case 2: local = try ipAddress(value, family: family, attribute: attribute)  // IFA_LOCAL
+            case 8 where value.count >= 4: flags = value.loadU32(at: 0)                // IFA_FLAGS (u32)
+            default: break
+            }
+        }
+        // IFA_LOCAL is the local end on point-to-point links; IFA_ADDRESS otherwise.
+        guard let ip = local ?? peer else { return .other(type: type) }
+        let address = SystemSnapshot.Address(
+            interfaceIndex: Int(body.loadU32(at: 4)), address: ip, prefixLength: body[1], scope: body[3],
+            isTentative: flags & 0x40 != 0, isDADFailed: flags & 0x08 != 0)
+        return type == newAddress ? .newAddress(address) : .deleteAddress(address)
+    }
+
+    // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
+    private static func parseRoute(type: UInt16, replaces: Bool, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+        guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
+        let family = body[0]
+        // The O(1) exit that keeps a million-route table cheap: only unicast (type 1) default
+        // routes of IPv4/IPv6 with no source prefix are kept.
+        guard body[1] == 0, body[2] == 0, body[7] == 1, family == 2 || family == 10 else { return .ignoredRoute }
+        var table = UInt32(body[4])
+        var interfaceIndex: Int?
+        var gateway: IPAddress?
+        var metric: UInt32 = 0
+        var hops: [(Int, IPAddress?)] = []
+        try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
+            switch attribute {
+            case 4 where value.count >= 4: interfaceIndex = Int(value.loadU32(at: 0))       // RTA_OIF
+            case 5: gateway = try ipAddress(value, family: family, attribute: attribute)       // RTA_GATEWAY
+            case 6 where value.count >= 4: metric = value.loadU32(at: 0)                     // RTA_PRIORITY
+            case 15 where value.count >= 4: table = value.loadU32(at: 0)                     // RTA_TABLE
+            case 18 where value.count >= 2:                                                  // RTA_VIA
+                gateway = IPAddress(bytes: Array(value[2...]))
+            case 9: hops = try nextHops(value, family: family)                               // RTA_MULTIPATH
+            default: break
+            }
+        }
+        guard table == SystemSnapshot.DefaultRoute.mainTable else { return .ignoredRoute }
+        let routeFamily: IPAddress.Family = family == 2 ? .ipv4 : .ipv6
+        if hops.isEmpty, let interfaceIndex { hops = [(interfaceIndex, gateway)] }
+        let routes = hops.map { hop in
+            SystemSnapshot.DefaultRoute(family: routeFamily, interfaceIndex: hop.0, gateway: hop.1, metric: metric, table: table)
+        }
+        guard !routes.isEmpty else { return .ignoredRoute }   // nexthop objects (RTA_NH_ID) are not followed
+        return type == newRoute ? .newDefaultRoute(routes, replaces: replaces) : .deleteDefaultRoute(routes)
+    }
+
+    // struct rtnexthop { u16 len; u8 flags; u8 hops; s32 ifindex; } followed by attributes.
+    private static func nextHops(_ value: UnsafeRawBufferPointer, family: UInt8) throws(NetlinkParseError) -> [(Int, IPAddress?)] {
+        var hops: [(Int, IPAddress?)] = []
+        var offset = 0
+        while offset + 8 <= value.count {
+            let length = Int(value.loadU16(at: offset))
+            guard length >= 8, offset + length <= value.count else { throw .badAttribute(type: 9, offset: offset) }
+            let hop = UnsafeRawBufferPointer(rebasing: value[offset..<(offset + length)])
+            var gateway: IPAddress?
+            try forEachAttribute(in: hop, from: 8) { (attribute, attributeValue) throws(NetlinkParseError) in
+                if attribute == 5 { gateway = try ipAddress(attributeValue, family: family, attribute: attribute) }
+            }
+            hops.append((Int(Int32(bitPattern: hop.loadU32(at: 4))), gateway))
+            offset += align(length)
+        }
+        return hops
+    }
+
+    /// Calls `body` with each attribute (type without the nested/byte-order bits, value) from `start`.
+    static func forEachAttribute(
+        in buffer: UnsafeRawBufferPointer, from start: Int,
+        _ body: (UInt16, UnsafeRawBufferPointer) throws(NetlinkParseError) -> Void
+    ) throws(NetlinkParseError) {
+        var offset = start
+        while offset + 4 <= buffer.count {
+            let length = Int(buffer.loadU16(at: offset))
+            let type = buffer.loadU16(at: offset + 2) & 0x3fff
+            guard length >= 4, offset + length <= buffer.count else { throw .badAttribute(type: type, offset: offset) }
+            try body(type, UnsafeRawBufferPointer(rebasing: buffer[(offset + 4)..<(offset + length)]))
+            offset += align(length)
+        }
+    }
+
+    private static func ipAddress(_ value: UnsafeRawBufferPointer, family: UInt8, attribute: UInt16) throws(NetlinkParseError) -> IPAddress {
+        let expected = family == 2 ? 4 : 16
+        guard value.count == expected, let address = IPAddress(bytes: Array(value)) else {
+            throw .badAddress(type: attribute, length: value.count)
+        }
+        return address
+    }
+
+    private static func string(_ value: UnsafeRawBufferPointer) -> String {
+        String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Host-order loads that tolerate any alignment; callers check bounds first.
+    func loadU16(at offset: Int) -> UInt16 { loadUnaligned(fromByteOffset: offset, as: UInt16.self) }
+    func loadU32(at offset: Int) -> UInt32 { loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+}
+#endif

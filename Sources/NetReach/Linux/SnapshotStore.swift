@@ -1,0 +1,69 @@
+#if os(Linux)
+/// The system snapshot kept up to date from rtnetlink messages: a value with no I/O, so its rules
+/// are tested with message tables. Messages in; "changed or not" out.
+///
+/// It keeps only what evaluation needs: links, addresses, and main-table unicast default routes.
+/// A route event for anything else is dropped in O(1) by the parser and never stored.
+struct SnapshotStore: Sendable {
+    private(set) var snapshot = SystemSnapshot()
+
+    /// Applies one message; returns whether the snapshot changed.
+    mutating func apply(_ message: RtnetlinkMessage) -> Bool {
+        switch message {
+        case .newLink(var link):
+            let previous = snapshot.links[link.index]
+            if let previous, previous.name == link.name {
+                // sysfs facts were read when the link appeared; a flag change does not repeat them.
+                link.deviceType = link.deviceType ?? previous.deviceType
+                link.isWireless = link.isWireless || previous.isWireless
+            }
+            var changed = previous != link
+            snapshot.links[link.index] = link
+            // The kernel flushes a downed link's IPv4 routes without RTM_DELROUTE and does not restore
+            // them on link up, so forget them here or a later link-up would look routed.
+            if previous?.isUp == true && !link.isUp {
+                changed = snapshot.removeRoutes(throughInterface: link.index) || changed
+            }
+            return changed
+        case .deleteLink(let index):
+            return snapshot.removeLink(index: index)
+        case .newAddress(let address):
+            let previous = snapshot.addressTable[address.key]
+            snapshot.upsertAddress(address)
+            return previous != address
+        case .deleteAddress(let address):
+            return snapshot.removeAddress(address)
+        case .newDefaultRoute(let routes, let replaces):
+            var changed = false
+            if replaces, let first = routes.first {
+                // NLM_F_REPLACE: the kernel swapped the route with the same family, table and metric.
+                let replaced = snapshot.defaultRoutes.filter {
+                    $0.family == first.family && $0.table == first.table && $0.metric == first.metric
+                }
+                changed = !replaced.isEmpty
+                snapshot.defaultRoutes.subtract(replaced)
+            }
+            for route in routes { changed = snapshot.defaultRoutes.insert(route).inserted || changed }
+            return changed
+        case .deleteDefaultRoute(let routes):
+            var changed = false
+            for route in routes { changed = snapshot.defaultRoutes.remove(route) != nil || changed }
+            return changed
+        case .ignoredRoute, .done, .error, .other:
+            return false
+        }
+    }
+
+    /// Replaces the nameservers; returns whether they changed.
+    mutating func setNameservers(_ nameservers: [IPAddress]) -> Bool {
+        guard snapshot.nameservers != nameservers else { return false }
+        snapshot.nameservers = nameservers
+        return true
+    }
+
+    /// Forgets every kernel object before a full re-dump (nameservers are not the kernel's and stay).
+    mutating func resetKernelState() {
+        snapshot = SystemSnapshot(nameservers: snapshot.nameservers)
+    }
+}
+#endif

@@ -1,0 +1,95 @@
+/// What the network looks like to a ``PathMonitor``: whether it can be used, through which
+/// interfaces, and with which properties. The Linux counterpart of Network.framework's `NWPath`.
+///
+/// A path is a value: compare two paths with `==`, encode one as JSON, keep it in a log.
+///
+/// ```swift
+/// let path = monitor.currentPath
+/// if path.status == .satisfied, !path.isExpensive {
+///     startBackgroundUpload()
+/// } else if let reason = path.unsatisfiedReason {
+///     print("offline: \(reason)")          // offline: no default route
+/// }
+/// ```
+public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Whether the path can be used.
+    public var status: PathStatus
+    /// Why the path is not satisfied; `nil` when ``status`` is ``PathStatus/satisfied``.
+    public var unsatisfiedReason: UnsatisfiedReason?
+    /// Interfaces that can carry traffic under the monitor's requirements, the preferred one
+    /// (lowest default-route metric) first. Empty unless the path is satisfied.
+    public var availableInterfaces: [NetworkInterface]
+    /// Whether the path uses an interface that is cellular or configured as expensive.
+    public var isExpensive: Bool
+    /// Whether the path uses an interface configured as constrained. Linux has no Low Data Mode,
+    /// so this is only ever true through ``InterfaceClassification/constrainedInterfaces``.
+    public var isConstrained: Bool
+    /// Whether some available interface has a usable IPv4 address and an IPv4 default route.
+    public var supportsIPv4: Bool
+    /// Whether some available interface has a usable global IPv6 address and an IPv6 default route.
+    public var supportsIPv6: Bool
+    /// Whether the path is satisfied and resolv.conf names at least one nameserver.
+    public var supportsDNS: Bool
+    /// The gateways of the default routes through available interfaces, preferred first.
+    public var gateways: [IPAddress]
+
+    /// Creates a path. Usually you get paths from a ``PathMonitor``; this initializer is for tests
+    /// and simulated networks.
+    public init(
+        status: PathStatus,
+        unsatisfiedReason: UnsatisfiedReason? = nil,
+        availableInterfaces: [NetworkInterface] = [],
+        isExpensive: Bool = false,
+        isConstrained: Bool = false,
+        supportsIPv4: Bool = false,
+        supportsIPv6: Bool = false,
+        supportsDNS: Bool = false,
+        gateways: [IPAddress] = []
+    ) {
+        self.status = status
+        self.unsatisfiedReason = status == .satisfied ? nil : unsatisfiedReason
+        self.availableInterfaces = availableInterfaces
+        self.isExpensive = isExpensive
+        self.isConstrained = isConstrained
+        self.supportsIPv4 = supportsIPv4
+        self.supportsIPv6 = supportsIPv6
+        self.supportsDNS = supportsDNS
+        self.gateways = gateways
+    }
+
+    /// An unsatisfied path with the given reason and nothing available.
+    public static func unsatisfied(_ reason: UnsatisfiedReason) -> NetworkPath {
+        NetworkPath(status: .unsatisfied, unsatisfiedReason: reason)
+    }
+
+    /// `true` when ``status`` is ``PathStatus/satisfied``.
+    public var isConnected: Bool { status == .satisfied }
+
+    /// The preferred interface, if the path is satisfied.
+    public var primaryInterface: NetworkInterface? { availableInterfaces.first }
+
+    /// The type of the preferred interface, if the path is satisfied.
+    public var primaryInterfaceType: InterfaceType? { availableInterfaces.first?.type }
+
+    /// Whether the path uses an interface of the given type, as `NWPath.usesInterfaceType(_:)`.
+    public func usesInterfaceType(_ type: InterfaceType) -> Bool {
+        availableInterfaces.contains { $0.type == type }
+    }
+
+    /// One line a person can read, such as
+    /// `satisfied via eth0(wiredEthernet) ipv4 ipv6 dns gateways 192.0.2.1` or
+    /// `unsatisfied (no default route)`.
+    public var description: String {
+        guard status == .satisfied else {
+            return "\(status) (\(unsatisfiedReason?.description ?? "unknown"))"
+        }
+        var parts = ["satisfied via", availableInterfaces.map(\.description).joined(separator: ",")]
+        if supportsIPv4 { parts.append("ipv4") }
+        if supportsIPv6 { parts.append("ipv6") }
+        if supportsDNS { parts.append("dns") }
+        if isExpensive { parts.append("expensive") }
+        if isConstrained { parts.append("constrained") }
+        if !gateways.isEmpty { parts.append("gateways " + gateways.map(\.description).joined(separator: ",")) }
+        return parts.joined(separator: " ")
+    }
+}

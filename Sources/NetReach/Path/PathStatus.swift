@@ -1,0 +1,43 @@
+/// Whether a path can be used, as in Network.framework's `NWPath.Status`.
+public enum PathStatus: String, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The path can send and receive data.
+    case satisfied
+    /// The path cannot be used; ``NetworkPath/unsatisfiedReason`` says why.
+    case unsatisfied
+    /// The path is not available now but establishing a connection could make it so.
+    ///
+    /// The Linux kernel has no on-demand connections, so the Linux backend never reports this
+    /// status; it exists so ported code that switches over all cases keeps compiling, and so a
+    /// simulated network (`NetReachTesting`) can produce it.
+    case requiresConnection
+
+    public var description: String { rawValue }
+}
+
+/// Why a path is not satisfied.
+public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// There is no interface other than loopback.
+    case noInterface
+    /// Every candidate interface is administratively down or has no carrier.
+    case linkDown
+    /// An interface is up, but none has a usable address (none, or still tentative, or DAD failed).
+    case noAddress
+    /// An interface is up with an address, but no default route goes through it.
+    case noDefaultRoute
+    /// An interface would satisfy the path, but the monitor's requirements exclude its type.
+    case excludedByRequirements
+    /// The monitor could not observe the system (for example the netlink socket could not be
+    /// opened, or the network namespace could not be entered); ``PathMonitor/failure`` has details.
+    case monitorUnavailable
+
+    public var description: String {
+        switch self {
+        case .noInterface: "no interface"
+        case .linkDown: "link down"
+        case .noAddress: "no address"
+        case .noDefaultRoute: "no default route"
+        case .excludedByRequirements: "excluded by requirements"
+        case .monitorUnavailable: "monitor unavailable"
+        }
+    }
+}
