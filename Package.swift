@@ -31,6 +31,7 @@ let package = Package(
             name: "NetReachLinuxTests",
             dependencies: [
                 "NetReach",
+                "netreach",
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
             ]
         ),

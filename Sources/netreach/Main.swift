@@ -1,0 +1,2 @@
+// Placeholder until the CLI lands.
+@main struct NetreachPlaceholder { static func main() {} }
