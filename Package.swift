@@ -33,7 +33,9 @@ let package = Package(
                 "NetReach",
                 "netreach",
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
-            ]
+            ],
+            // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]
