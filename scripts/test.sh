@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs NetReach's tests: the README's test command, and what CI runs.
+#
+# - Installs iproute2 when it is missing and we are root (the namespace suites need `ip`).
+# - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
+# - Runs `swift test`: unit suites always; the network-namespace suites when root (they skip with a
+#   message otherwise, and must run, not skip, when CI=true).
+# - With CI=true (or --tsan), runs the concurrency stress suite again under ThreadSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tsan=false
+[ "${CI:-}" = "true" ] && tsan=true
+[ "${1:-}" = "--tsan" ] && tsan=true
+
+if ! command -v ip >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+    else
+        echo "note: iproute2 (ip) is missing; namespace suites will fail to set up" >&2
+    fi
+fi
+if [ "${CI:-}" = "true" ] && [ "$(id -u)" != "0" ]; then
+    echo "error: CI=true requires root: the network-namespace suites must run, not skip" >&2
+    exit 1
+fi
+
+echo "== build (warnings in our sources fail the run)"
+log=$(mktemp)
+if ! swift build --build-tests >"$log" 2>&1; then
+    cat "$log"
+    exit 1
+fi
+grep -Ev '^\[[0-9]+/[0-9]+\]' "$log" || true
+if grep -E '^/.*/(Sources|Tests)/.*: warning:' "$log" | grep -v '/.build' ; then
+    echo "error: the build has warnings (above)" >&2
+    exit 1
+fi
+
+echo "== swift test"
+swift test --skip-build
+
+if $tsan; then
+    echo "== ThreadSanitizer: ConcurrencyStressTests and PathMonitorTests"
+    swift test --sanitize=thread --scratch-path .build-tsan --filter 'ConcurrencyStressTests|PathMonitorTests'
+fi
