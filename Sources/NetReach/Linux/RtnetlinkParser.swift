@@ -72,6 +72,10 @@ enum RtnetlinkParser {
     // struct ifinfomsg { u8 family; u8 pad; u16 type; s32 index; u32 flags; u32 change; }
     private static func parseLink(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 16 else { throw .truncatedBody(type: type, length: body.count) }
+        // Only AF_UNSPEC messages describe the link itself. AF_BRIDGE ones describe bridge ports:
+        // a port leaving its bridge sends an AF_BRIDGE RTM_DELLINK while the link lives on
+        // (seen on this kernel with `ip link set v0 nomaster`).
+        guard body[0] == 0 else { return .other(type: type) }
         let index = Int(Int32(bitPattern: body.loadU32(at: 4)))
         if type == deleteLink { return .deleteLink(index: index) }
         let hardwareType = body.loadU16(at: 2)
@@ -88,6 +92,8 @@ enum RtnetlinkParser {
             default: break
             }
         }
+        // The kernel always names a link; a nameless one cannot be classified or shown.
+        guard !name.isEmpty else { return .other(type: type) }
         return .newLink(SystemSnapshot.Link(
             index: index, name: name,
             isUp: flags & 0x1 != 0,                 // IFF_UP
