@@ -1,2 +1,0 @@
-// Placeholder until the CLI lands.
-@main struct NetreachPlaceholder { static func main() {} }

@@ -1,0 +1,98 @@
+import Foundation
+import NetReach
+
+/// How `status`, `watch` and `wait` print a ``NetworkPath``, in one place so they always agree.
+///
+/// The human forms are meant to be grepped and cut, so they are stable: words in a fixed order,
+/// no colour, no localisation, timestamps in UTC.
+enum PathFormatting {
+    /// One line: `satisfied eth0(wiredEthernet) ipv4 ipv6 dns gw 192.0.2.1` or
+    /// `unsatisfied (no default route)`. Interfaces and gateways are comma-separated, preferred
+    /// first; `expensive` and `constrained` appear only when true.
+    static func line(_ path: NetworkPath) -> String {
+        guard path.status == .satisfied else {
+            return "\(path.status) (\(path.unsatisfiedReason?.description ?? "unknown"))"
+        }
+        var words = ["satisfied"]
+        if !path.availableInterfaces.isEmpty {
+            words.append(path.availableInterfaces.map(\.description).joined(separator: ","))
+        }
+        words += flagWords(path)
+        if !path.gateways.isEmpty {
+            words += ["gw", path.gateways.map(\.description).joined(separator: ",")]
+        }
+        return words.joined(separator: " ")
+    }
+
+    /// ``line(_:)`` prefixed with an ISO-8601 UTC timestamp with milliseconds:
+    /// `2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1`.
+    static func timestampedLine(_ path: NetworkPath, at date: Date) -> String {
+        "\(timestamp(date)) \(line(path))"
+    }
+
+    /// `key: value` lines for `status`, one property per line, every key always present
+    /// (`none`, `yes`/`no`), so `awk '/^dns:/ {print $2}'` works whatever the state.
+    static func block(_ path: NetworkPath) -> String {
+        let interfaces = path.availableInterfaces.map(\.description).joined(separator: " ")
+        let gateways = path.gateways.map(\.description).joined(separator: " ")
+        let rows: [(String, String)] = [
+            ("status", path.status.description),
+            ("reason", path.unsatisfiedReason?.description ?? "none"),
+            ("interfaces", interfaces.isEmpty ? "none" : interfaces),
+            ("ipv4", yesNo(path.supportsIPv4)),
+            ("ipv6", yesNo(path.supportsIPv6)),
+            ("dns", yesNo(path.supportsDNS)),
+            ("expensive", yesNo(path.isExpensive)),
+            ("constrained", yesNo(path.isConstrained)),
+            ("gateways", gateways.isEmpty ? "none" : gateways),
+        ]
+        let width = rows.map(\.0.count).max()! + 1
+        return rows.map { key, value in
+            (key + ":").padding(toLength: width, withPad: " ", startingAt: 0) + " " + value
+        }.joined(separator: "\n")
+    }
+
+    /// One JSON object on one line: the path's own `Codable` form, keys sorted, plus `timestamp`
+    /// (ISO-8601 UTC with milliseconds) when `date` is given. `unsatisfiedReason` is absent when
+    /// the path is satisfied.
+    static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            let data = try encoder.encode(TimestampedPath(path: path, timestamp: date.map(timestamp)))
+            return String(decoding: data, as: UTF8.self)
+        } catch {
+            // NetworkPath holds only strings, numbers and booleans; encoding it cannot fail.
+            preconditionFailure("cannot encode a NetworkPath as JSON: \(error)")
+        }
+    }
+
+    /// `2026-11-22T19:40:01.123Z`.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    /// The words for the path's true flags, in the order they are printed.
+    static func flagWords(_ path: NetworkPath) -> [String] {
+        [("ipv4", path.supportsIPv4), ("ipv6", path.supportsIPv6), ("dns", path.supportsDNS),
+         ("expensive", path.isExpensive), ("constrained", path.isConstrained)]
+            .filter(\.1).map(\.0)
+    }
+
+    private static func yesNo(_ value: Bool) -> String { value ? "yes" : "no" }
+}
+
+/// A path's JSON with a `timestamp` key beside its own keys (flat, so `jq .status` works on both
+/// `status --json` and `watch --json` lines).
+private struct TimestampedPath: Encodable {
+    var path: NetworkPath
+    var timestamp: String?
+
+    private enum CodingKeys: String, CodingKey { case timestamp }
+
+    func encode(to encoder: any Encoder) throws {
+        try path.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(timestamp, forKey: .timestamp)
+    }
+}

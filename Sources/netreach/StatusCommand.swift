@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import NetReach
+
+/// `netreach status`: the current path, once.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Print the current network path.",
+        discussion: """
+            Prints one `key: value` line per property (status, reason, interfaces with their \
+            types, ipv4, ipv6, dns, expensive, constrained, gateways); every key is always \
+            present. With --json, prints exactly one JSON object on one line instead.
+
+            The exit status says whether the path could be read, not whether it is satisfied: \
+            use `netreach wait --timeout 0` for that.
+
+            \(CLIExitCode.table(includesTimeout: false))
+            """
+    )
+
+    @Flag(help: "Print one JSON object on one line (keys sorted, with a \"timestamp\") instead of text.")
+    var json = false
+
+    @OptionGroup var monitorOptions: MonitorOptions
+
+    func run() throws {
+        let monitor = try monitorOptions.startMonitor()
+        defer { monitor.cancel() }
+        let path = monitor.currentPath
+        StandardStream.output.writeLine(json ? PathFormatting.json(path, at: Date()) : PathFormatting.block(path))
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Dispatch
+import NetReach
+
+/// `netreach wait`: exit 0 as soon as the network is usable, 1 if it is not within the timeout.
+/// For systemd units, container entrypoints and CI scripts, like `systemd-networkd-wait-online`.
+struct WaitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Wait until the network path is satisfied, then exit 0.",
+        discussion: """
+            Exits as soon as the path is satisfied with the given requirements, at once if it \
+            already is, and prints the path on standard output. If the path is not satisfied \
+            in time, prints why on standard error and exits 1:
+              netreach: timed out after 30s: unsatisfied (no default route)
+
+            Examples:
+              netreach wait --timeout 2m --ipv4 --dns && exec my-daemon
+              netreach wait --interface-type wiredEthernet --timeout 500ms --quiet
+              netreach wait --timeout 0      # check once, do not wait
+
+            \(CLIExitCode.table(includesTimeout: true))
+            """
+    )
+
+    @Option(
+        parsing: .unconditional,   // so `--timeout -3` reaches the parser and gets a clear error
+        help: ArgumentHelp(
+            "How long to wait: 30s, 500ms, 2m, 1h, 1.5s, or a number of seconds; 0 checks once without waiting. (default: 30s)",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
+    var timeout: WaitDuration = .seconds(30)
+
+    @Option(help: ArgumentHelp("Only count interfaces of this type.", valueName: "type"))
+    var interfaceType: InterfaceType?
+
+    @Flag(help: "Also require IPv4: an IPv4 address and an IPv4 default route.")
+    var ipv4 = false
+
+    @Flag(help: "Also require IPv6: a global IPv6 address and an IPv6 default route. With --ipv4, require both.")
+    var ipv6 = false
+
+    @Flag(help: "Also require a nameserver in resolv.conf.")
+    var dns = false
+
+    @Flag(name: [.short, .long], help: "Print nothing on success and no NetReach diagnostics; errors still go to standard error.")
+    var quiet = false
+
+    @OptionGroup var monitorOptions: MonitorOptions
+
+    private var condition: WaitCondition {
+        WaitCondition(requiresIPv4: ipv4, requiresIPv6: ipv6, requiresDNS: dns)
+    }
+
+    func run() async throws {
+        if quiet { NetReachDiagnostics.handler = nil }
+        let monitor = try monitorOptions.startMonitor(requiredInterfaceType: interfaceType)
+        defer { monitor.cancel() }
+
+        let initial = monitor.currentPath
+        if condition.isMet(by: initial) { return succeed(with: initial) }
+        if timeout.isZero { try timeOut(lastPath: initial) }
+
+        // When time is up, cancelling the monitor ends `paths`, and so the loop.
+        let deadline = Task { [timeout] in
+            guard (try? await Task.sleep(for: timeout.duration)) != nil else { return }
+            monitor.cancel()
+        }
+        defer { deadline.cancel() }
+        var last = initial
+        for await path in monitor.paths {
+            last = path
+            if condition.isMet(by: path) { return succeed(with: path) }
+        }
+        try timeOut(lastPath: last)
+    }
+
+    private func succeed(with path: NetworkPath) {
+        if !quiet { StandardStream.output.writeLine(PathFormatting.line(path)) }
+    }
+
+    private func timeOut(lastPath: NetworkPath) throws(ExitCode) -> Never {
+        StandardStream.complain("timed out after \(timeout): \(condition.shortfall(of: lastPath))")
+        throw CLIExitCode.timedOut
+    }
+}
