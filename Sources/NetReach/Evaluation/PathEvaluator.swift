@@ -7,8 +7,9 @@
 ///   only when required;
 /// - the path is satisfied when an interface the requirements allow is available;
 /// - otherwise the reason is the furthest any allowed interface got (no default route, then no
-///   address, then link down), or ``UnsatisfiedReason/excludedByRequirements`` when only an
-///   excluded interface was available.
+///   address, then link down); with no allowed interface at all, it is
+///   ``UnsatisfiedReason/excludedByRequirements`` when an excluded interface would have been
+///   available, and ``UnsatisfiedReason/noInterface`` otherwise.
 ///
 /// ```swift
 /// let path = PathEvaluator.evaluate(snapshot, requirements: .init(requiredInterfaceType: .wifi))
@@ -23,7 +24,7 @@ public enum PathEvaluator {
         var routesByInterface: [Int: [SystemSnapshot.DefaultRoute]] = [:]
         for route in snapshot.defaultRoutes { routesByInterface[route.interfaceIndex, default: []].append(route) }
         var usableFamilies: [Int: Set<IPAddress.Family>] = [:]
-        for address in snapshot.addressTable.values where address.isUsable {
+        for address in snapshot.addressTable.values where address.isUsable || isLoopbackUsable(address, in: snapshot) {
             usableFamilies[address.interfaceIndex, default: []].insert(address.address.family)
         }
 
@@ -45,7 +46,9 @@ public enum PathEvaluator {
         }
 
         guard !available.isEmpty else {
-            let reason = excludedWouldSatisfy ? .excludedByRequirements : (furthest ?? .noInterface)
+            // An allowed interface's own trouble ("the Wi-Fi link is down") says more than the fact
+            // that an excluded one would have worked.
+            let reason = furthest ?? (excludedWouldSatisfy ? .excludedByRequirements : .noInterface)
             return .unsatisfied(reason)
         }
         available.sort { ($0.metric, $0.interface.index) < ($1.metric, $1.interface.index) }
@@ -92,6 +95,11 @@ public enum PathEvaluator {
         guard let metric = usableRoutes.map(\.metric).min() else { return .unavailable(.noDefaultRoute) }
         return .available(Candidate(
             interface: interface, families: Set(usableRoutes.map(\.family)), routes: usableRoutes, metric: metric))
+    }
+
+    /// Loopback's addresses are host-scoped by nature; they are what a required loopback uses.
+    private static func isLoopbackUsable(_ address: SystemSnapshot.Address, in snapshot: SystemSnapshot) -> Bool {
+        !address.isTentative && !address.isDADFailed && snapshot.links[address.interfaceIndex]?.isLoopback == true
     }
 
     private static func rank(_ reason: UnsatisfiedReason?) -> Int {

@@ -86,7 +86,13 @@ final class NetlinkEngine: @unchecked Sendable {
             // Only a failed resync sets a timeout; otherwise poll sleeps until something happens.
             let ready = poll(&fds, nfds_t(fds.count), resyncPending ? 1000 : -1)
             if ready < 0 && errno == EINTR { continue }
-            if ready < 0 || fds[0].revents != 0 { break }
+            if ready < 0 {
+                // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
+                NetReachDiagnostics.log("netlink poll failed, re-reading the kernel state in 1 s: \(errnoDescription(errno))")
+                resyncPending = true
+                continue
+            }
+            if fds[0].revents != 0 { break }
             var changed = false
             if fds[1].revents != 0 || resyncPending {
                 do {

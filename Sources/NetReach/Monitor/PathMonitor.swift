@@ -166,8 +166,9 @@ public final class PathMonitor: Sendable {
             }
             if cancelledMeanwhile { subscription.cancel() }
         } catch {
+            // Reported through `failure` and the path's reason, not also logged: callers that show
+            // `failure` would otherwise print it twice.
             state.withLock { $0.failure = error }
-            NetReachDiagnostics.log("PathMonitor could not observe the system: \(error)")
             emit(.unsatisfied(.monitorUnavailable))
             state.withLock { if $0.phase == .starting { $0.phase = .running } }
         }

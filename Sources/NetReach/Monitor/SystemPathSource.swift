@@ -67,6 +67,8 @@ public final class SystemPathSource: PathSource {
         var subscribers: [UInt64: @Sendable (SystemSnapshot) -> Void] = [:]
         var nextID: UInt64 = 0
         var latest = SystemSnapshot()
+        /// How many engines this source has launched (tests check that monitors share one).
+        var launches = 0
     }
 
     private let state = Locked(State())
@@ -87,6 +89,7 @@ public final class SystemPathSource: PathSource {
                 self?.deliver(snapshot)
             }
             state.engine = engine
+            state.launches += 1
             engine.launch()
             return engine
         }
@@ -108,6 +111,15 @@ public final class SystemPathSource: PathSource {
         return PathSubscription { [weak self] in self?.unsubscribe(id, engine: engine) }
         #else
         throw .unsupportedPlatform
+        #endif
+    }
+
+    /// How many times a netlink engine was launched, and whether one runs now (for tests).
+    var engineStatistics: (launches: Int, running: Bool) {
+        #if os(Linux)
+        state.withLock { ($0.launches, $0.engine != nil) }
+        #else
+        (0, false)
         #endif
     }
 

@@ -76,6 +76,30 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
         availableInterfaces.contains { $0.type == type }
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case status, unsatisfiedReason, availableInterfaces, isExpensive, isConstrained
+        case supportsIPv4, supportsIPv6, supportsDNS, gateways
+    }
+
+    /// Encodes every key, `unsatisfiedReason` as `null` when satisfied, so line-oriented consumers
+    /// of JSON always see the same keys.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        if let unsatisfiedReason {
+            try container.encode(unsatisfiedReason, forKey: .unsatisfiedReason)
+        } else {
+            try container.encodeNil(forKey: .unsatisfiedReason)
+        }
+        try container.encode(availableInterfaces, forKey: .availableInterfaces)
+        try container.encode(isExpensive, forKey: .isExpensive)
+        try container.encode(isConstrained, forKey: .isConstrained)
+        try container.encode(supportsIPv4, forKey: .supportsIPv4)
+        try container.encode(supportsIPv6, forKey: .supportsIPv6)
+        try container.encode(supportsDNS, forKey: .supportsDNS)
+        try container.encode(gateways, forKey: .gateways)
+    }
+
     /// One line a person can read, such as
     /// `satisfied via eth0(wiredEthernet) ipv4 ipv6 dns gateways 192.0.2.1` or
     /// `unsatisfied (no default route)`.
