@@ -89,11 +89,9 @@ struct ResolvConfTextTests {
     }
 
     @Test func crlfLineEndingsAreAccepted() {
-        // The parser splits on "\n" and "\r", but Swift's Character treats "\r\n" as ONE grapheme
-        // that equals neither, so a CRLF file is a single "line" and every address keeps "\r\n".
-        withKnownIssue("ResolvConf.nameservers(in:) does not split CRLF lines") {
-            #expect(parse("nameserver 192.0.2.53\r\nnameserver 198.51.100.53\r\n") == [ip("192.0.2.53"), ip("198.51.100.53")])
-        }
+        // Swift's Character treats "\r\n" as ONE grapheme equal to neither "\r" nor "\n": splitting
+        // on those two alone would make a CRLF file a single line.
+        #expect(parse("nameserver 192.0.2.53\r\nnameserver 198.51.100.53\r\n") == [ip("192.0.2.53"), ip("198.51.100.53")])
     }
 
     @Test func emptyTextHasNoNameservers() {

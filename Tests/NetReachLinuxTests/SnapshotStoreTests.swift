@@ -90,9 +90,7 @@ struct SnapshotStoreTests {
         var store = store(holding: twoLinks)
         let changed = store.apply(.newDefaultRoute([eth0DefaultV4], replaces: true))
         #expect(store.snapshot == twoLinks)
-        withKnownIssue("SnapshotStore.apply reports a replace of a route by itself as a change") {
-            #expect(!changed)
-        }
+        #expect(!changed)
     }
 
     @Test func adminDownDropsTheLinksRoutesOfBothFamilies() {

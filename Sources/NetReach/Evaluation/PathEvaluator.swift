@@ -53,10 +53,7 @@ public enum PathEvaluator {
         }
         available.sort { ($0.metric, $0.interface.index) < ($1.metric, $1.interface.index) }
         let primary = available[0].interface
-        let gateways = available
-            .flatMap { $0.routes }
-            .sorted { ($0.metric, $0.interfaceIndex) < ($1.metric, $1.interfaceIndex) }
-            .compactMap(\.gateway)
+        let gateways = available.flatMap(\.routes).sorted(by: preferred).compactMap(\.gateway)
         return NetworkPath(
             status: .satisfied,
             availableInterfaces: available.map(\.interface),
@@ -95,6 +92,16 @@ public enum PathEvaluator {
         guard let metric = usableRoutes.map(\.metric).min() else { return .unavailable(.noDefaultRoute) }
         return .available(Candidate(
             interface: interface, families: Set(usableRoutes.map(\.family)), routes: usableRoutes, metric: metric))
+    }
+
+    /// A total order on routes: metric, then interface, then IPv4 before IPv6, then gateway bytes.
+    /// Ties must not fall back on the set's hash order (NetworkManager gives its IPv4 and IPv6
+    /// defaults the same metric), or equal snapshots would give paths that differ in order only.
+    private static func preferred(_ a: SystemSnapshot.DefaultRoute, _ b: SystemSnapshot.DefaultRoute) -> Bool {
+        if a.metric != b.metric { return a.metric < b.metric }
+        if a.interfaceIndex != b.interfaceIndex { return a.interfaceIndex < b.interfaceIndex }
+        if a.family != b.family { return a.family == .ipv4 }
+        return (a.gateway?.bytes ?? []).lexicographicallyPrecedes(b.gateway?.bytes ?? [])
     }
 
     /// Loopback's addresses are host-scoped by nature; they are what a required loopback uses.

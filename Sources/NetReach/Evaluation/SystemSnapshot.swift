@@ -22,7 +22,8 @@ public struct SystemSnapshot: Sendable, Hashable {
         public var name: String
         /// `IFF_UP`: administratively up.
         public var isUp: Bool
-        /// `IFF_RUNNING` or `IFF_LOWER_UP`: the link has carrier.
+        /// `IFF_RUNNING`: the link has carrier and is operational. `IFF_LOWER_UP` alone is not
+        /// enough: a veth shows `LOWER_UP` while still `NO-CARRIER` (seen on this kernel).
         public var hasCarrier: Bool
         /// `IFF_LOOPBACK`.
         public var isLoopback: Bool

@@ -12,7 +12,8 @@ enum ResolvConf {
     /// The nameservers named in `text`, in order, without duplicates.
     static func nameservers(in text: Substring) -> [IPAddress] {
         var result: [IPAddress] = []
-        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+        // `isNewline` covers "\r\n", which Swift treats as one Character equal to neither "\r" nor "\n".
+        for line in text.split(whereSeparator: \.isNewline) {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard fields.count >= 2, fields[0] == "nameserver",
                   let address = IPAddress(String(fields[1])), !result.contains(address) else { continue }

@@ -57,7 +57,8 @@ enum RtnetlinkParser {
             return .done(interrupted: flags & flagDumpInterrupted != 0)
         case messageError:
             guard body.count >= 4 else { throw .truncatedBody(type: type, length: body.count) }
-            return .error(errno: -Int32(bitPattern: body.loadU32(at: 0)))
+            // Wrapping negation: a lying kernel buffer with Int32.min must not trap.
+            return .error(errno: 0 &- Int32(bitPattern: body.loadU32(at: 0)))
         case newLink, deleteLink:
             return try parseLink(type: type, body)
         case newAddress, deleteAddress:

@@ -34,17 +34,15 @@ struct SnapshotStore: Sendable {
         case .deleteAddress(let address):
             return snapshot.removeAddress(address)
         case .newDefaultRoute(let routes, let replaces):
-            var changed = false
+            let before = snapshot.defaultRoutes
             if replaces, let first = routes.first {
                 // NLM_F_REPLACE: the kernel swapped the route with the same family, table and metric.
-                let replaced = snapshot.defaultRoutes.filter {
-                    $0.family == first.family && $0.table == first.table && $0.metric == first.metric
+                snapshot.defaultRoutes = snapshot.defaultRoutes.filter {
+                    !($0.family == first.family && $0.table == first.table && $0.metric == first.metric)
                 }
-                changed = !replaced.isEmpty
-                snapshot.defaultRoutes.subtract(replaced)
             }
-            for route in routes { changed = snapshot.defaultRoutes.insert(route).inserted || changed }
-            return changed
+            snapshot.defaultRoutes.formUnion(routes)
+            return snapshot.defaultRoutes != before
         case .deleteDefaultRoute(let routes):
             var changed = false
             for route in routes { changed = snapshot.defaultRoutes.remove(route) != nil || changed }

@@ -41,7 +41,8 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
     public init?(_ description: String) {
         var text = Substring(description)
         if let percent = text.firstIndex(of: "%") { text = text[..<percent] }
-        guard !text.isEmpty, text.utf8.count < 64 else { return nil }
+        // inet_pton stops at a NUL, so "192.0.2.1\0garbage" would otherwise parse.
+        guard !text.isEmpty, text.utf8.count < 64, !text.utf8.contains(0) else { return nil }
         let isV6 = text.contains(":")
         var buffer = [UInt8](repeating: 0, count: 16)
         let ok = String(text).withCString { cString in
