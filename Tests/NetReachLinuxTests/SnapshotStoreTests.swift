@@ -231,3 +231,43 @@ struct SnapshotStoreTests {
     }
 }
 #endif
+
+/// The kernel's silent IPv4 route flush when an interface loses its last IPv4 address.
+@Suite("SnapshotStore: last IPv4 address")
+struct SnapshotStoreLastAddressTests {
+    static let eth0 = SystemSnapshot.Link(index: 2, name: "eth0")
+    static let first = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("192.0.2.10")!, prefixLength: 24)
+    static let second = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("198.51.100.10")!, prefixLength: 24)
+    static let v6 = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("2001:db8::10")!, prefixLength: 64)
+    static let routeV4 = SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: IPAddress("192.0.2.1")!)
+    static let routeV6 = SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: IPAddress("2001:db8::1")!, metric: 1024)
+
+    func store(_ addresses: [SystemSnapshot.Address]) -> SnapshotStore {
+        var store = SnapshotStore()
+        _ = store.apply(.newLink(Self.eth0))
+        for address in addresses { _ = store.apply(.newAddress(address)) }
+        _ = store.apply(.newDefaultRoute([Self.routeV4, Self.routeV6], replaces: false))
+        return store
+    }
+
+    @Test func removingTheLastIPv4AddressDropsTheIPv4DefaultRouteOnly() {
+        var store = store([Self.first, Self.v6])
+        let changed = store.apply(.deleteAddress(Self.first))
+        #expect(changed)
+        #expect(store.snapshot.defaultRoutes == [Self.routeV6])
+    }
+
+    @Test func removingOneOfSeveralIPv4AddressesKeepsTheRoute() {
+        var store = store([Self.first, Self.second])
+        let changed = store.apply(.deleteAddress(Self.second))
+        #expect(changed)
+        #expect(store.snapshot.defaultRoutes == [Self.routeV4, Self.routeV6])
+    }
+
+    @Test func removingAnUnknownAddressChangesNothing() {
+        var store = store([Self.second])
+        let changed = store.apply(.deleteAddress(Self.first))
+        #expect(!changed)
+        #expect(store.snapshot.defaultRoutes.count == 2)
+    }
+}

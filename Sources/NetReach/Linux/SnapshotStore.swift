@@ -32,7 +32,16 @@ struct SnapshotStore: Sendable {
             snapshot.upsertAddress(address)
             return previous != address
         case .deleteAddress(let address):
-            return snapshot.removeAddress(address)
+            guard snapshot.removeAddress(address) else { return false }
+            // Likewise, when an interface loses its last IPv4 address the kernel disables IPv4 on it
+            // and flushes its IPv4 routes without RTM_DELROUTE (checked on this kernel; removing one
+            // of several addresses leaves the default route, and prefsrc routes are notified).
+            let index = address.interfaceIndex
+            if address.address.family == .ipv4,
+               !snapshot.addresses.contains(where: { $0.interfaceIndex == index && $0.address.family == .ipv4 }) {
+                snapshot.removeRoutes(throughInterface: index, family: .ipv4)
+            }
+            return true
         case .newDefaultRoute(let routes, let replaces):
             let before = snapshot.defaultRoutes
             if replaces, let first = routes.first {
