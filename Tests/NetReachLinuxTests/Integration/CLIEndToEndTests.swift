@@ -1,0 +1,205 @@
+import Foundation
+import NetReach
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `netreach` executable driven end to end, as scripts and containers use it (README "CLI"):
+/// exit 0 on success, 1 when `wait` times out (reason on standard error), 2 when the monitor cannot
+/// observe the system.
+@Suite("netreach CLI end to end (integration)", .needsNamespaceRoot)
+struct CLIEndToEndTests {
+    @Test func watchJSONFollowsRouteChangesAndExitsZeroOnSIGTERM() async throws {
+        try await NetnsLab.withLab { lab in
+            let watch = try NetreachProcess(["watch", "--json", "--namespace", lab.name])
+            defer { watch.kill() }
+            await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
+
+            try await lab.deleteDefaultRoute()
+            await LabPoll.until("watch prints unsatisfied(noDefaultRoute)") { watch.outputLines.count >= 2 }
+            try await lab.addDefaultRoute()
+            await LabPoll.until("watch prints satisfied again") { watch.outputLines.count >= 3 }
+            await LabPoll.settle()
+
+            watch.signal(SIGTERM)
+            let status = await watch.exitStatus()
+            #expect(status == 0, "standard error: \(watch.standardError)")
+            let paths = try watch.outputLines.map(Self.decodePath)
+            #expect(paths.map(PathStep.init) == [.satisfied, .unsatisfied(.noDefaultRoute), .satisfied])
+            #expect(paths.first?.isLabIPv4Satisfied == true)
+            #expect(paths.first == PathMonitor.freshPath(in: lab))
+            #expect(watch.outputLines.allSatisfy { $0.contains("\"timestamp\"") })
+        }
+    }
+
+    @Test func statusJSONIsTheMonitorsPath() async throws {
+        try await NetnsLab.withLab { lab in
+            let status = try NetreachProcess(["status", "--json", "--namespace", lab.name])
+            defer { status.kill() }
+            #expect(await status.exitStatus() == 0, "standard error: \(status.standardError)")
+            #expect(status.outputLines.count == 1)
+            let path = try Self.decodePath(status.outputLines.first ?? "")
+            #expect(path == PathMonitor.freshPath(in: lab))
+        }
+    }
+
+    @Test func waitExitsZeroAtOnceWhenAlreadySatisfied() async throws {
+        try await NetnsLab.withLab { lab in
+            let started = ContinuousClock.now
+            let wait = try NetreachProcess(["wait", "--timeout", "5s", "--namespace", lab.name])
+            defer { wait.kill() }
+            let status = await wait.exitStatus()
+            let elapsed = ContinuousClock.now - started
+            #expect(status == 0, "standard error: \(wait.standardError)")
+            #expect(elapsed < .seconds(2), "took \(elapsed) with --timeout 5s")
+            #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
+        }
+    }
+
+    @Test func waitStartedWithoutARouteExitsZeroSoonAfterTheRouteIsAdded() async throws {
+        try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
+            let wait = try NetreachProcess(["wait", "--timeout", "20s", "--namespace", lab.name])
+            defer { wait.kill() }
+            await LabPoll.settle(.milliseconds(500))
+            #expect(wait.isRunning, "wait exited before the route existed: \(wait.standardError)")
+
+            let routeAdded = ContinuousClock.now
+            try await lab.addDefaultRoute()
+            let status = await wait.exitStatus(timeout: .seconds(5))
+            let elapsed = ContinuousClock.now - routeAdded
+            #expect(status == 0, "standard error: \(wait.standardError)")
+            #expect(elapsed < .seconds(2), "exited \(elapsed) after the route was added")
+            #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
+        }
+    }
+
+    @Test func waitTimesOutWithStatusOneAndSaysWhy() async throws {
+        try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
+            let started = ContinuousClock.now
+            let wait = try NetreachProcess(["wait", "--timeout", "1s", "--namespace", lab.name])
+            defer { wait.kill() }
+            let status = await wait.exitStatus()
+            let elapsed = ContinuousClock.now - started
+            #expect(status == 1)
+            #expect(elapsed >= .milliseconds(900), "gave up after \(elapsed)")
+            #expect(wait.standardError.contains("no default route"), "standard error: \(wait.standardError)")
+            #expect(wait.outputLines.isEmpty)
+        }
+    }
+
+    static func decodePath(_ line: String) throws -> NetworkPath {
+        try JSONDecoder().decode(NetworkPath.self, from: Data(line.utf8))
+    }
+}
+
+/// A namespace that does not exist needs no root to be refused.
+@Suite("netreach CLI with a bad namespace (integration)")
+struct CLIBadNamespaceTests {
+    @Test(arguments: [["status"], ["status", "--json"], ["watch", "--json"], ["wait", "--timeout", "1s"]])
+    func aMissingNamespaceExitsTwoAndNamesIt(_ command: [String]) async throws {
+        let name = "nr-missing-\(UInt32.random(in: 0 ... .max))"
+        let run = try NetreachProcess(command + ["--namespace", name])
+        defer { run.kill() }
+        let status = await run.exitStatus()
+        #expect(status == 2, "standard error: \(run.standardError)")
+        #expect(run.standardError.contains("/var/run/netns/\(name)"), "standard error: \(run.standardError)")
+        #expect(run.outputLines.isEmpty)
+    }
+}
+
+// MARK: Running the executable
+
+/// One run of the `netreach` executable, its output collected line by line as it arrives.
+final class NetreachProcess: Sendable {
+    private struct Output {
+        var standardOutput = Data()
+        var standardError = Data()
+        var exitStatus: Int32?
+    }
+
+    private let output = LabLocked(Output())
+    private let process: Process
+    private let pid: pid_t
+
+    /// Starts `netreach ARGUMENTS...`.
+    init(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = try NetreachProcess.executable()
+        process.arguments = arguments
+        let standardOutput = Pipe(), standardError = Pipe()
+        process.standardOutput = standardOutput
+        process.standardError = standardError
+        process.standardInput = FileHandle.nullDevice
+        let output = self.output
+        process.terminationHandler = { finished in
+            let status = finished.terminationReason == .exit ? finished.terminationStatus : 128 + finished.terminationStatus
+            output.withLock { $0.exitStatus = status }
+        }
+        try process.run()
+        self.process = process
+        pid = process.processIdentifier
+        // Threads of their own (not Dispatch's pool) read each pipe to its end as data comes.
+        for (pipe, isError) in [(standardOutput, false), (standardError, true)] {
+            let handle = pipe.fileHandleForReading
+            Thread {
+                while true {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    output.withLock { isError ? $0.standardError.append(data) : $0.standardOutput.append(data) }
+                }
+            }.start()
+        }
+    }
+
+    /// Complete lines printed on standard output so far.
+    var outputLines: [String] {
+        let text = String(decoding: output.withLock { $0.standardOutput }, as: UTF8.self)
+        return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+    }
+
+    /// Everything printed on standard error so far.
+    var standardError: String { String(decoding: output.withLock { $0.standardError }, as: UTF8.self) }
+
+    var isRunning: Bool { output.withLock { $0.exitStatus == nil } }
+
+    func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
+
+    /// Kills the process if it still runs (cleanup after a failed expectation).
+    func kill() { if isRunning { signal(SIGKILL) } }
+
+    /// Waits (bounded) for the process to exit and returns its status (128 + signal if killed);
+    /// `nil`, with an issue recorded, if it did not exit in time.
+    func exitStatus(timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation) async -> Int32? {
+        await LabPoll.until("netreach exits", timeout: timeout, sourceLocation: sourceLocation) { !isRunning }
+        // Let the readers take the last bytes the process wrote before exiting.
+        try? await Task.sleep(for: .milliseconds(20))
+        return output.withLock { $0.exitStatus }
+    }
+
+    /// The `netreach` built as a dependency of this test target: next to the test bundle in the
+    /// build products directory, whatever the scratch path; else `.build/debug/netreach`.
+    static func executable() throws -> URL {
+        var directories: [URL] = []
+        if let executable = Bundle.main.executableURL { directories.append(executable.deletingLastPathComponent()) }
+        directories.append(Bundle.main.bundleURL)
+        if let first = CommandLine.arguments.first {
+            directories.append(URL(fileURLWithPath: first).absoluteURL.deletingLastPathComponent())
+        }
+        for start in directories {
+            var directory = start.standardizedFileURL
+            for _ in 0..<4 {
+                let candidate = directory.appendingPathComponent("netreach")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory.deleteLastPathComponent()
+            }
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let fallback = packageRoot.appendingPathComponent(".build/debug/netreach")
+        guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+            throw LabError.systemCall("locate netreach", "not next to \(directories.map(\.path)) nor at \(fallback.path)")
+        }
+        return fallback
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import NetReach
+import Testing
+
+/// DESIGN.md "Concurrency contract": `currentPath` may be read from any thread at any time. CI runs
+/// this suite again under ThreadSanitizer:
+/// `swift test --sanitize=thread --filter ConcurrencyStressTests`.
+@Suite("Concurrency stress against a network namespace", .needsNamespaceRoot)
+struct ConcurrencyStressTests {
+    static let readerCount = 8
+    static let flapCount = 1_000
+
+    @Test func currentPathReadFromEightThreadsDuringAThousandRouteFlaps() async throws {
+        try await NetnsLab.withLab { lab in
+            let handlerLog = PathLog()
+            let monitor = PathMonitor.started(in: lab, handler: handlerLog.append)
+            defer { monitor.cancel() }
+            let streamLog = PathLog.consuming(monitor.paths)
+
+            struct Tally { var reads = 0, invalid: [String] = [], finishedThreads = 0 }
+            let tally = LabLocked(Tally())
+            let stop = LabLocked(false)
+            for index in 0..<Self.readerCount {
+                let thread = Thread {
+                    var reads = 0
+                    var invalid: [String] = []
+                    while !stop.current {
+                        let path = monitor.currentPath
+                        reads += 1
+                        if !(path.isLabIPv4Satisfied || Self.isLabNoDefaultRoute(path)), invalid.count < 5 {
+                            invalid.append("\(path)")
+                        }
+                    }
+                    tally.withLock { tally in
+                        tally.reads += reads
+                        tally.invalid += invalid
+                        tally.finishedThreads += 1
+                    }
+                }
+                thread.name = "currentPath reader \(index)"
+                thread.start()
+            }
+
+            // One `ip -batch` process for all the flaps; it ends with the route in place.
+            try await lab.batch((0..<Self.flapCount).flatMap { _ in
+                ["route del default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)",
+                 "route add default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)"]
+            })
+            let fresh = PathMonitor.freshPath(in: lab)
+            #expect(fresh.isLabIPv4Satisfied)
+            await LabPoll.until("the monitor settles on the final path", timeout: .seconds(20)) {
+                monitor.currentPath == fresh && streamLog.last == fresh && handlerLog.last == fresh
+            }
+            stop.withLock { $0 = true }
+            await LabPoll.until("every reader thread stops") { tally.current.finishedThreads == Self.readerCount }
+
+            let result = tally.current
+            #expect(result.invalid.isEmpty, "invalid reads: \(result.invalid)")
+            #expect(result.reads >= Self.readerCount)
+            #expect(monitor.currentPath == fresh)
+            for log in [handlerLog, streamLog] {
+                let paths = log.paths
+                #expect(paths.first == fresh && paths.last == fresh)
+                #expect(zip(paths, paths.dropFirst()).allSatisfy { $0 != $1 }, "a path was delivered twice in a row")
+                #expect(paths.allSatisfy { $0.isLabIPv4Satisfied || Self.isLabNoDefaultRoute($0) })
+            }
+            #expect(handlerLog.paths == streamLog.paths)
+        }
+    }
+
+    private static func isLabNoDefaultRoute(_ path: NetworkPath) -> Bool {
+        path == .unsatisfied(.noDefaultRoute)
+    }
+}

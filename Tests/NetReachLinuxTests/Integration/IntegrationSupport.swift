@@ -1,0 +1,176 @@
+import Dispatch
+import Foundation
+import NetReach
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: Root gating
+
+/// Whether tests that create network namespaces run here: as root, or whenever `CI=true` (DESIGN.md
+/// "Testing": they must run, not skip, on CI; without root they then fail in ``NetnsLab``).
+enum NamespaceTestGate {
+    static var isRoot: Bool { getuid() == 0 }
+    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+    static var shouldRun: Bool { isRoot || isCI }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Skips a test or suite that creates network namespaces unless it can (root) or must (CI=true).
+    static var needsNamespaceRoot: Self {
+        .enabled(if: NamespaceTestGate.shouldRun, "needs root to create network namespaces; run as root or with CI=true")
+    }
+}
+
+// MARK: Shared state for tests
+
+/// A value behind an NSLock, which ThreadSanitizer understands (DESIGN.md: not Synchronization.Mutex).
+final class LabLocked<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only touched inside `withLock`, which holds `lock`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+
+    var current: Value { withLock { $0 } }
+}
+
+/// Everything one consumer (a handler or a `paths` sequence) received, in order.
+final class PathLog: Sendable {
+    private struct State {
+        var paths: [NetworkPath] = []
+        var finished = false
+    }
+
+    private let state = LabLocked(State())
+
+    init() {}
+
+    /// Starts a task that records each element of `stream` and marks the log finished when the
+    /// sequence ends. Create the stream (`monitor.paths`) before the change you want to see.
+    static func consuming(_ stream: AsyncStream<NetworkPath>) -> PathLog {
+        let log = PathLog()
+        Task {
+            for await path in stream { log.append(path) }
+            log.finish()
+        }
+        return log
+    }
+
+    /// For `pathUpdateHandler`.
+    func append(_ path: NetworkPath) { state.withLock { $0.paths.append(path) } }
+    func finish() { state.withLock { $0.finished = true } }
+
+    var paths: [NetworkPath] { state.withLock { $0.paths } }
+    var count: Int { state.withLock { $0.paths.count } }
+    var last: NetworkPath? { state.withLock { $0.paths.last } }
+    /// Whether the recorded sequence ended.
+    var isFinished: Bool { state.withLock { $0.finished } }
+    /// The sequence as (status, reason) steps, which is what the tests specify.
+    var steps: [PathStep] { paths.map(PathStep.init) }
+}
+
+/// The part of a path the specification talks about: status and reason.
+struct PathStep: Hashable, CustomStringConvertible {
+    var status: PathStatus
+    var reason: UnsatisfiedReason?
+
+    init(_ path: NetworkPath) {
+        status = path.status
+        reason = path.unsatisfiedReason
+    }
+
+    init(_ status: PathStatus, _ reason: UnsatisfiedReason? = nil) {
+        self.status = status
+        self.reason = reason
+    }
+
+    static let satisfied = PathStep(.satisfied)
+    static func unsatisfied(_ reason: UnsatisfiedReason) -> PathStep { PathStep(.unsatisfied, reason) }
+
+    var description: String { reason.map { "\(status)(\($0))" } ?? "\(status)" }
+}
+
+// MARK: Bounded waiting
+
+enum LabPoll {
+    /// Checks `condition` every 10 ms until it holds or `timeout` passes; on timeout records an
+    /// issue naming `what` and returns `false`. Never waits without bound.
+    @discardableResult
+    static func until(
+        _ what: String, timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: () -> Bool
+    ) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out after \(timeout) waiting until \(what)", sourceLocation: sourceLocation)
+                return false
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    /// Runs blocking `work` on a new thread and waits (bounded) for it to return, so a
+    /// deadlock in `work` fails the test instead of hanging it. Returns whether `work` finished.
+    @discardableResult
+    static func finishes(
+        _ what: String, timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
+        _ work: @escaping @Sendable () -> Void
+    ) async -> Bool {
+        let done = LabLocked(false)
+        // A thread of its own: a deadlocked `work` must not hold one of Dispatch's few workers.
+        Thread {
+            work()
+            done.withLock { $0 = true }
+        }.start()
+        return await until("\(what) returns", timeout: timeout, sourceLocation: sourceLocation) { done.current }
+    }
+
+    /// Lets time pass so that something that should *not* happen has had its chance.
+    static func settle(_ duration: Duration = .milliseconds(300)) async {
+        try? await Task.sleep(for: duration)
+    }
+}
+
+// MARK: Monitors
+
+extension PathMonitor {
+    /// A started monitor of a lab namespace (through the process-wide shared source).
+    static func started(in lab: NetnsLab, requiredInterfaceType: InterfaceType? = nil,
+                        prohibitedInterfaceTypes: [InterfaceType] = [],
+                        handler: (@Sendable (NetworkPath) -> Void)? = nil) -> PathMonitor {
+        let monitor = PathMonitor(requiredInterfaceType: requiredInterfaceType,
+                                  prohibitedInterfaceTypes: prohibitedInterfaceTypes, namespace: lab.namespace)
+        monitor.pathUpdateHandler = handler
+        monitor.start(queue: DispatchQueue(label: "NetReachLinuxTests.integration.monitor"))
+        return monitor
+    }
+
+    /// The path a brand-new monitor with its own source (so its own netlink socket and full dump)
+    /// sees in the lab right now: the reference for "the final state is correct".
+    static func freshPath(in lab: NetnsLab, resolvConfPath: String? = nil) -> NetworkPath {
+        let source = SystemPathSource(configuration: .init(namespace: lab.namespace, resolvConfPath: resolvConfPath))
+        let monitor = PathMonitor(source: source)
+        monitor.start(queue: DispatchQueue(label: "NetReachLinuxTests.integration.fresh"))
+        defer { monitor.cancel() }
+        return monitor.currentPath
+    }
+}
+
+extension NetworkPath {
+    /// The path the lab's `veth0` gives when it is satisfied over IPv4 (with the gateway 10.123.0.1).
+    var isLabIPv4Satisfied: Bool {
+        status == .satisfied && unsatisfiedReason == nil
+            && availableInterfaces.map(\.name) == [NetnsLab.interface]
+            && supportsIPv4 && gateways == [IPAddress(NetnsLab.ipv4Gateway)!]
+    }
+}
