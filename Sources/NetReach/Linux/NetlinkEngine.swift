@@ -174,7 +174,12 @@ struct MessageReader {
             case .bytes(let count):
                 let outcome = apply(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), dump: (sequence, socket.portID))
                 if outcome.untrusted { consistent = false }
-                if let error = outcome.dumpError { throw .dumpFailed("kernel refused the \(dump) dump: \(errnoDescription(error))") }
+                if let error = outcome.dumpError {
+                    // The kernel aborts a dump with ENOBUFS when the socket's buffer overflows while
+                    // it is being read (and EBUSY/EINTR are as passing): try the whole dump again.
+                    if [ENOBUFS, EBUSY, EINTR].contains(error) { return false }
+                    throw .dumpFailed("kernel refused the \(dump) dump: \(errnoDescription(error))")
+                }
                 if let interrupted = outcome.dumpDone { return consistent && !interrupted }
             }
         }
