@@ -1,0 +1,4 @@
+// RSS baseline: the Swift runtime alone.
+import Glibc
+print("ready")
+sleep(3)

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds the harness in release and runs it RUNS times (default 3) in namespaces of its own,
+# then prints the median of each headline number. Needs root. Every namespace it makes is named
+# nrbench-<this script's pid>-<run>[-p] and is deleted on exit, whatever happens.
+#
+#   sudo Benchmarks/run-latency.sh                 # 3 runs, 200+200 flaps, 10,000-change storms
+#   RUNS=1 Benchmarks/run-latency.sh --flaps 20 --storm 1000 --idle-seconds 2   # a quick look
+#   Benchmarks/run-latency.sh --same-peer-index    # the rate-limited linkwatch case (see RESULTS.md)
+#
+# Extra arguments go to every DetectionLatency run. Output: Benchmarks/.build/latency-runs/.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+runs="${RUNS:-3}"
+out="$here/.build/latency-runs"
+prefix="nrbench-$$"
+
+if [[ "$(id -u)" != 0 ]]; then echo "run-latency.sh: needs root (network namespaces)" >&2; exit 2; fi
+command -v ip >/dev/null || { echo "run-latency.sh: needs iproute2 (ip)" >&2; exit 2; }
+
+cleanup() {
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${prefix}-[0-9]+(-p)?$" || true); do
+        ip netns del "$ns" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cd "$here"
+echo "== building (release)" >&2
+timeout 1200 swift build -c release --product DetectionLatency >&2
+timeout 1200 swift build -c release --package-path "$here/.." --scratch-path "$here/.build/cli" --product netreach >&2
+# The same CLI with the Swift runtime and Foundation linked statically, for comparison.
+timeout 1200 swift build -c release --static-swift-stdlib --package-path "$here/.." --scratch-path "$here/.build/cli-static" --product netreach >&2
+harness="$(swift build -c release --show-bin-path)/DetectionLatency"
+cli="$here/.build/cli/release/netreach"
+cli_static="$here/.build/cli-static/release/netreach"
+
+mkdir -p "$out"
+# Resident-memory floors for a Swift process on this machine (see RESULTS.md): measured once.
+for base in plain essentials foundation; do
+    swiftc -O "$here/RSSBaselines/$base.swift" -o "$here/.build/rss-$base" 2>/dev/null
+    "$here/.build/rss-$base" >/dev/null & pid=$!
+    sleep 1.5
+    echo "rss baseline $base: $(awk '/^VmRSS/ {printf "%.1f MB", $2/1024}' /proc/$pid/status)"
+    wait $pid
+done | tee "$out/rss-baselines.txt"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)" | tee "$out/machine.txt"
+echo "swift: $(swift --version 2>&1 | head -1)" | tee -a "$out/machine.txt"
+echo "commit: $(git -C "$here/.." rev-parse --short HEAD) ($(git -C "$here/.." status --short -- Sources | wc -l) changed files under Sources/)" | tee -a "$out/machine.txt"
+
+for run in $(seq 1 "$runs"); do
+    echo "== run $run/$runs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    # Bounded: a run takes ~1 min; a stuck one is killed and its namespaces removed by cleanup.
+    timeout --signal=TERM --kill-after=10 600 "$harness" --namespace "$prefix-$run" --cli "$cli" --cli "$cli_static" \
+        --json "$out/run-$run.json" "$@" | tee "$out/run-$run.txt"
+done
+
+python3 - "$out" "$runs" <<'PY'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+reports = [json.load(open(f"{out}/run-{i}.json")) for i in range(1, runs + 1)]
+def med(values):
+    values = [v for v in values if isinstance(v, (int, float))]
+    return statistics.median(values) if values else float("nan")
+def row(name, get, fmt="{:.1f}"):
+    values = [get(r) for r in reports]
+    print(f"{name:58s} " + "  ".join(fmt.format(v) if isinstance(v, (int, float)) else str(v) for v in values)
+          + "   median " + fmt.format(med(values)))
+print(f"\n== medians over {runs} run(s) (each run's value, then the median)")
+row("floor p50 (µs)", lambda r: r["all"]["floor"]["p50"])
+row("NetReach p50 (µs)", lambda r: r["all"]["netReach"]["p50"])
+row("p50 ratio NetReach/floor (target <= 1.2)", lambda r: r["p50Ratio"], "{:.2f}")
+row("floor p99 (µs)", lambda r: r["all"]["floor"]["p99"])
+row("NetReach p99 (µs)", lambda r: r["all"]["netReach"]["p99"])
+row("p99 NetReach - floor (µs, target <= 1000)", lambda r: r["p99DeltaMicros"])
+row("NetReach max (µs)", lambda r: r["all"]["netReach"]["max"])
+row("timeouts", lambda r: r["timeouts"], "{:d}")
+row("dispatch hop p50 (µs)", lambda r: r["dispatchHop"]["p50"])
+row("CPU/isolated change, NetReach total (µs)", lambda r: r["latencyPhaseNetReachCPUPerChange"])
+row("CPU/isolated change, floor (µs)", lambda r: r["latencyPhaseFloorCPUPerChange"])
+for i, name in enumerate(["route storm", "mixed storm"]):
+    row(f"{name}: final state correct", lambda r: int(r["storms"][i]["finalCorrect"] and r["storms"][i]["freshMonitorAgrees"]), "{:d}")
+    row(f"{name}: NetReach resyncs", lambda r: r["storms"][i]["netReachResyncs"], "{:d}")
+    row(f"{name}: CPU/change NetReach total (µs, target <= 20)", lambda r: r["storms"][i]["netReachCPUMicros"] / r["storms"][i]["changes"], "{:.2f}")
+    row(f"{name}: CPU/notification NetReach total (µs)", lambda r: r["storms"][i]["netReachCPUMicros"] / r["storms"][i]["notifications"], "{:.2f}")
+    row(f"{name}: CPU/change floor (µs)", lambda r: r["storms"][i]["floorCPUMicros"] / r["storms"][i]["changes"], "{:.2f}")
+    row(f"{name}: probe after storm, floor (µs)", lambda r: r["storms"][i]["floorSettleMicros"])
+    row(f"{name}: probe after storm, NetReach (µs)", lambda r: r["storms"][i]["netReachSettleMicros"])
+row("idle engine context switches (target 0)", lambda r: r["idleEngineSwitches"], "{:d}")
+def cli(r, i, key):
+    entries = r.get("cli") or []
+    return (entries[i].get(key) or float("nan")) / 1024 if i < len(entries) else float("nan")
+row("netreach watch VmRSS (MB, target < 15)", lambda r: cli(r, 0, "rssKB"), "{:.1f}")
+row("netreach watch VmHWM (MB)", lambda r: cli(r, 0, "hwmKB"), "{:.1f}")
+row("netreach watch RssFile (MB, shared libraries)", lambda r: cli(r, 0, "fileKB"), "{:.1f}")
+row("netreach watch --static-swift-stdlib VmRSS (MB)", lambda r: cli(r, 1, "rssKB"), "{:.1f}")
+PY
