@@ -24,6 +24,24 @@ final class Recorder: @unchecked Sendable {
 /// Drains a serial queue so every block dispatched before it has run.
 func flush(_ queue: DispatchQueue) { queue.sync {} }
 
+/// A monitor on a simulated network whose handler records every path, on a serial queue.
+struct Harness {
+    let network: SimulatedNetwork
+    let monitor: PathMonitor
+    let recorder = Recorder()
+    let queue = DispatchQueue(label: "test")
+
+    init(_ network: SimulatedNetwork = .connected()) {
+        self.network = network
+        monitor = PathMonitor(source: network)
+        monitor.pathUpdateHandler = { [recorder] in recorder.append($0) }
+    }
+
+    func start() { monitor.start(queue: queue) }
+    /// Every path delivered so far, once the queue has run what was dispatched to it.
+    var delivered: [NetworkPath] { flush(queue); return recorder.all }
+}
+
 @Suite("PathMonitor lifecycle and delivery")
 struct PathMonitorTests {
     @Test func currentPathIsExactWhenStartReturns() {
@@ -37,33 +55,23 @@ struct PathMonitorTests {
     }
 
     @Test func firstDeliveryCarriesTheStartPath() {
-        let network = SimulatedNetwork.connected()
-        let monitor = PathMonitor(source: network)
-        let recorder = Recorder()
-        let queue = DispatchQueue(label: "test")
-        monitor.pathUpdateHandler = { recorder.append($0) }
-        monitor.start(queue: queue)
-        flush(queue)
-        #expect(recorder.all == [monitor.currentPath])
-        monitor.cancel()
+        let harness = Harness()
+        harness.start()
+        #expect(harness.delivered == [harness.monitor.currentPath])
+        harness.monitor.cancel()
     }
 
     @Test func deliversOnlyChanges() {
-        let network = SimulatedNetwork.connected()
-        let monitor = PathMonitor(source: network)
-        let recorder = Recorder()
-        let queue = DispatchQueue(label: "test")
-        monitor.pathUpdateHandler = { recorder.append($0) }
-        monitor.start(queue: queue)
+        let harness = Harness()
+        harness.start()
         // A second interface without a route changes the snapshot but not the path.
-        network.update { $0.links[99] = .init(index: 99, name: "eth9", isUp: false) }
-        network.update { _ in }
-        network.removeDefaultRoutes("eth0")
-        network.removeDefaultRoutes("eth0")
-        flush(queue)
-        #expect(recorder.all.map(\.status) == [.satisfied, .unsatisfied])
-        #expect(recorder.all.last?.unsatisfiedReason == .noDefaultRoute)
-        monitor.cancel()
+        harness.network.update { $0.links[99] = .init(index: 99, name: "eth9", isUp: false) }
+        harness.network.update { _ in }
+        harness.network.removeDefaultRoutes("eth0")
+        harness.network.removeDefaultRoutes("eth0")
+        #expect(harness.delivered.map(\.status) == [.satisfied, .unsatisfied])
+        #expect(harness.delivered.last?.unsatisfiedReason == .noDefaultRoute)
+        harness.monitor.cancel()
     }
 
     @Test func deliversInOrderEvenOnAConcurrentQueue() {
@@ -87,17 +95,12 @@ struct PathMonitorTests {
     }
 
     @Test func secondStartIsANoOp() {
-        let network = SimulatedNetwork.connected()
-        let monitor = PathMonitor(source: network)
-        let recorder = Recorder()
-        let queue = DispatchQueue(label: "test")
-        monitor.pathUpdateHandler = { recorder.append($0) }
-        monitor.start(queue: queue)
-        monitor.start(queue: queue)
-        flush(queue)
-        #expect(network.subscriberCount == 1)
-        #expect(recorder.all.count == 1)
-        monitor.cancel()
+        let harness = Harness()
+        harness.start()
+        harness.start()
+        #expect(harness.network.subscriberCount == 1)
+        #expect(harness.delivered.count == 1)
+        harness.monitor.cancel()
     }
 
     @Test func startAfterCancelIsANoOp() {
@@ -116,34 +119,24 @@ struct PathMonitorTests {
     }
 
     @Test func cancelStopsDeliveryAndReleasesTheSource() {
-        let network = SimulatedNetwork.connected()
-        let monitor = PathMonitor(source: network)
-        let recorder = Recorder()
-        let queue = DispatchQueue(label: "test")
-        monitor.pathUpdateHandler = { recorder.append($0) }
-        monitor.start(queue: queue)
-        flush(queue)
-        monitor.cancel()
-        monitor.cancel()  // idempotent
-        network.removeDefaultRoutes("eth0")
-        flush(queue)
-        #expect(recorder.all.count == 1)
-        #expect(network.subscriberCount == 0)
+        let harness = Harness()
+        harness.start()
+        #expect(harness.delivered.count == 1)
+        harness.monitor.cancel()
+        harness.monitor.cancel()  // idempotent
+        harness.network.removeDefaultRoutes("eth0")
+        #expect(harness.delivered.count == 1)
+        #expect(harness.network.subscriberCount == 0)
     }
 
     @Test func noHandlerRunsAfterCancelEvenIfAlreadyQueued() {
-        let network = SimulatedNetwork.connected()
-        let monitor = PathMonitor(source: network)
-        let recorder = Recorder()
-        let queue = DispatchQueue(label: "test")
-        monitor.pathUpdateHandler = { recorder.append($0) }
-        queue.suspend()
-        monitor.start(queue: queue)
-        network.removeDefaultRoutes("eth0")   // two deliveries now wait on the suspended queue
-        monitor.cancel()
-        queue.resume()
-        flush(queue)
-        #expect(recorder.all.isEmpty)
+        let harness = Harness()
+        harness.queue.suspend()
+        harness.start()
+        harness.network.removeDefaultRoutes("eth0")   // two deliveries now wait on the suspended queue
+        harness.monitor.cancel()
+        harness.queue.resume()
+        #expect(harness.delivered.isEmpty)
     }
 
     @Test(.timeLimit(.minutes(1))) func cancelFromInsideTheHandlerDoesNotDeadlock() async {

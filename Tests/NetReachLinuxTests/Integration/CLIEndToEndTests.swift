@@ -1,5 +1,5 @@
 import Foundation
-import NetReach
+@testable import NetReach
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -118,7 +118,7 @@ final class NetreachProcess: Sendable {
         var exitStatus: Int32?
     }
 
-    private let output = LabLocked(Output())
+    private let output = Locked(Output())
     private let process: Process
     private let pid: pid_t
 

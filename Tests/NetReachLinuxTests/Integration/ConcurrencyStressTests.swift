@@ -1,5 +1,5 @@
 import Foundation
-import NetReach
+@testable import NetReach
 import Testing
 
 /// DESIGN.md "Concurrency contract": `currentPath` may be read from any thread at any time. CI runs
@@ -18,8 +18,8 @@ struct ConcurrencyStressTests {
             let streamLog = PathLog.consuming(monitor.paths)
 
             struct Tally { var reads = 0, invalid: [String] = [], finishedThreads = 0 }
-            let tally = LabLocked(Tally())
-            let stop = LabLocked(false)
+            let tally = Locked(Tally())
+            let stop = Locked(false)
             for index in 0..<Self.readerCount {
                 let thread = Thread {
                     var reads = 0

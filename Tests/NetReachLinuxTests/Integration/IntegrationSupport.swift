@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import NetReach
+@testable import NetReach
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -25,20 +25,8 @@ extension Trait where Self == ConditionTrait {
 
 // MARK: Shared state for tests
 
-/// A value behind an NSLock, which ThreadSanitizer understands (DESIGN.md: not Synchronization.Mutex).
-final class LabLocked<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched inside `withLock`, which holds `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-
+extension Locked {
+    /// The value now (a copy taken under the lock).
     var current: Value { withLock { $0 } }
 }
 
@@ -49,7 +37,7 @@ final class PathLog: Sendable {
         var finished = false
     }
 
-    private let state = LabLocked(State())
+    private let state = Locked(State())
 
     init() {}
 
@@ -126,7 +114,7 @@ enum LabPoll {
         _ what: String, timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
         _ work: @escaping @Sendable () -> Void
     ) async -> Bool {
-        let done = LabLocked(false)
+        let done = Locked(false)
         // A thread of its own: a deadlocked `work` must not hold one of Dispatch's few workers.
         Thread {
             work()

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import NetReach
+@testable import NetReach
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -39,7 +39,7 @@ struct LifecycleIntegrationTests {
     @Test func cancelFromInsideThePathUpdateHandlerDoesNotDeadlock() async throws {
         try await NetnsLab.withLab { lab in
             let calls = PathLog()
-            let cancelReturned = LabLocked(false)
+            let cancelReturned = Locked(false)
             let monitor = PathMonitor(namespace: lab.namespace)
             monitor.pathUpdateHandler = { [weak monitor] path in
                 calls.append(path)
@@ -63,7 +63,7 @@ struct LifecycleIntegrationTests {
         try await NetnsLab.withLab { lab in
             let monitor = PathMonitor.started(in: lab)
             let seen = PathLog()
-            let done = LabLocked(false)
+            let done = Locked(false)
             Task {
                 for await path in monitor.paths {
                     seen.append(path)

@@ -1,5 +1,5 @@
 import Foundation
-import NetReach
+@testable import NetReach
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -277,7 +277,7 @@ enum LabCommand {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         // Read standard error on another thread so neither pipe can fill up and stall the child.
-        let errorText = LabLocked(Data())
+        let errorText = Locked(Data())
         let errorsRead = DispatchSemaphore(value: 0)
         Thread {
             let data = errors.fileHandleForReading.readDataToEndOfFile()
