@@ -145,8 +145,11 @@ struct MessageReader {
     /// Rebuilds the store from dumps of links, addresses and routes. Notifications that arrive in
     /// between are applied in the order received, which keeps the result consistent.
     mutating func resync(_ socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
-        // Whatever is still queued predates the dump and may miss its own deletions: drop it.
-        while case .bytes = try socket.receive(into: buffer) {}
+        // Whatever is still queued predates the dump and may miss its own deletions: drop it all,
+        // past any further overrun, until the socket is empty.
+        discard: while true {
+            if case .wouldBlock = try socket.receive(into: buffer) { break discard }
+        }
         for _ in 0..<Self.resyncAttempts {
             store.resetKernelState()
             var consistent = true
