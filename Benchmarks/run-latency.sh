@@ -7,11 +7,11 @@
 #   RUNS=1 Benchmarks/run-latency.sh --flaps 20 --storm 1000 --idle-seconds 2   # a quick look
 #   Benchmarks/run-latency.sh --same-peer-index    # the rate-limited linkwatch case (see RESULTS.md)
 #
-# Extra arguments go to every DetectionLatency run. Output: Benchmarks/.build/latency-runs/.
+# Extra arguments go to every DetectionLatency run. Output: Benchmarks/.build/latency-runs/<time>-<pid>/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 runs="${RUNS:-3}"
-out="$here/.build/latency-runs"
+out="$here/.build/latency-runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
 prefix="nrbench-$$"
 
 if [[ "$(id -u)" != 0 ]]; then echo "run-latency.sh: needs root (network namespaces)" >&2; exit 2; fi
@@ -86,6 +86,8 @@ for i, name in enumerate(["route storm", "mixed storm"]):
     row(f"{name}: CPU/change floor (µs)", lambda r: r["storms"][i]["floorCPUMicros"] / r["storms"][i]["changes"], "{:.2f}")
     row(f"{name}: probe after storm, floor (µs)", lambda r: r["storms"][i]["floorSettleMicros"])
     row(f"{name}: probe after storm, NetReach (µs)", lambda r: r["storms"][i]["netReachSettleMicros"])
+row("storm 3 (16 KiB 2nd monitor): both monitors correct", lambda r: int(r["storms"][2]["finalCorrect"] and r["storms"][2]["freshMonitorAgrees"] and bool(r["storms"][2].get("secondMonitorCorrect"))), "{:d}")
+row("storm 3: resyncs (ENOBUFS re-dumps, both monitors)", lambda r: r["storms"][2]["netReachResyncs"], "{:d}")
 row("idle engine context switches (target 0)", lambda r: r["idleEngineSwitches"], "{:d}")
 def cli(r, i, key):
     entries = r.get("cli") or []
