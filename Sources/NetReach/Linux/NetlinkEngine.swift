@@ -3,8 +3,8 @@ import CNetReachLinux
 import Foundation
 import Glibc
 
-/// The thread that reads the kernel: one netlink socket, one inotify descriptor for resolv.conf and
-/// one eventfd to stop it, all in a blocking `poll` with no timeout, so an idle monitor makes no
+/// The thread that reads the kernel: a netlink socket for notifications, another for dumps, one
+/// inotify descriptor for resolv.conf and one eventfd to stop it, all in a blocking `poll` with no timeout, so an idle monitor makes no
 /// wakeups. It keeps a ``SnapshotStore`` and hands each changed snapshot to `publish`, once per
 /// batch of messages read in one wakeup.
 final class NetlinkEngine: @unchecked Sendable {
@@ -28,7 +28,7 @@ final class NetlinkEngine: @unchecked Sendable {
     /// Starts the engine's thread; it reads the initial state, then follows changes.
     func launch() {
         let thread = Thread { [self] in run() }
-        thread.name = "NetReach.netlink"
+        thread.name = "netreach-nl"   // Linux keeps 15 characters of a thread name
         thread.start()
     }
 
@@ -58,31 +58,37 @@ final class NetlinkEngine: @unchecked Sendable {
         guard wakeFD >= 0 else { return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno))) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 8)
         defer { buffer.deallocate() }
-        var socket: NetlinkSocket
-        do {
-            socket = try NetlinkSocket(namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
-        } catch {
-            return signalReady(.failure(error))
-        }
-        var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
-        if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
         var reader = MessageReader(sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil)
-        _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
-        do {
-            try reader.resync(&socket, buffer: buffer)
+        do throws(PathMonitorError) {
+            // The events socket joins its groups before the first dump, so nothing is missed between.
+            var events = try NetlinkSocket(.events, namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
+            var dumps = try NetlinkSocket(.dumps, namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
+            var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
+            if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
+            _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
+            try reader.resync(events: &events, dumps: &dumps, buffer: buffer)
+            publish(reader.store.snapshot)
+            signalReady(.success(()))
+            follow(events: &events, dumps: &dumps, watcher: &watcher, reader: &reader, buffer: buffer)
         } catch {
-            return signalReady(.failure(error))
+            signalReady(.failure(error))
         }
-        publish(reader.store.snapshot)
-        signalReady(.success(()))
+    }
 
+    /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
+    /// `stop()` says something; publish once per wake-up if the snapshot changed.
+    private func follow(
+        events: inout NetlinkSocket, dumps: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
+        reader: inout MessageReader, buffer: UnsafeMutableRawBufferPointer
+    ) {
         var resyncPending = false
+        var fds = [
+            pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: events.fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
-            var fds = [
-                pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0),
-            ]
+            for index in fds.indices { fds[index].revents = 0 }
             // Only a failed resync sets a timeout; otherwise poll sleeps until something happens.
             let ready = poll(&fds, nfds_t(fds.count), resyncPending ? 1000 : -1)
             if ready < 0 && errno == EINTR { continue }
@@ -92,11 +98,11 @@ final class NetlinkEngine: @unchecked Sendable {
                 resyncPending = true
                 continue
             }
-            if fds[0].revents != 0 { break }
+            if fds[0].revents != 0 { return }
             var changed = false
             if fds[1].revents != 0 || resyncPending {
                 do {
-                    changed = try reader.drain(&socket, buffer: buffer, forceResync: resyncPending)
+                    changed = try reader.drain(events: &events, dumps: &dumps, buffer: buffer, forceResync: resyncPending)
                     resyncPending = false
                 } catch {
                     NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
@@ -120,13 +126,15 @@ struct MessageReader {
 
     init(sysfs: SysfsReader?) { self.sysfs = sysfs }
 
-    /// Reads everything pending. Returns whether the snapshot changed. An overrun (ENOBUFS), a
-    /// message stream that cannot be trusted, or `forceResync` rebuilds the state with a full dump.
-    mutating func drain(_ socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool) throws(PathMonitorError) -> Bool {
+    /// Reads every pending notification. Returns whether the snapshot changed. An overrun (ENOBUFS),
+    /// a message stream that cannot be trusted, or `forceResync` rebuilds the state with a full dump.
+    mutating func drain(
+        events: inout NetlinkSocket, dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool
+    ) throws(PathMonitorError) -> Bool {
         var needsResync = forceResync
         var changed = false
         readLoop: while true {
-            switch try socket.receive(into: buffer) {
+            switch try events.receive(into: buffer) {
             case .wouldBlock: break readLoop
             case .overrun: needsResync = true
             case .bytes(let count):
@@ -138,31 +146,42 @@ struct MessageReader {
         guard needsResync else { return changed }
         NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
         let before = store.snapshot
-        try resync(&socket, buffer: buffer)
+        try resync(events: &events, dumps: &dumps, buffer: buffer)
         return changed || store.snapshot != before
     }
 
-    /// Rebuilds the store from dumps of links, addresses and routes. Notifications that arrive in
-    /// between are applied in the order received, which keeps the result consistent.
-    mutating func resync(_ socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
-        // Whatever is still queued predates the dump and may miss its own deletions: drop it all,
-        // past any further overrun, until the socket is empty.
-        discard: while true {
-            if case .wouldBlock = try socket.receive(into: buffer) { break discard }
-        }
+    /// Rebuilds the store from dumps of links, addresses and routes.
+    ///
+    /// Why this is exact: every notification carries the whole new state of its object, so a dump
+    /// taken after the events socket was emptied, followed by every notification queued since, in
+    /// order, ends in the kernel's state, whatever the dump saw of changes made meanwhile. The dumps
+    /// run on their own socket, which joins no group: a flood of notifications cannot stall them.
+    mutating func resync(
+        events: inout NetlinkSocket, dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) {
+        // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
+        // drop it all, past any further overrun, until the socket is empty.
+        try discardPending(events, buffer: buffer)
         for _ in 0..<Self.resyncAttempts {
+            // Replies to a dump that an earlier attempt gave up on must not be read as this one's.
+            try discardPending(dumps, buffer: buffer)
             store.resetKernelState()
             var consistent = true
             for dump in NetlinkSocket.Dump.allCases {
-                consistent = try self.dump(dump, socket: &socket, buffer: buffer) && consistent
+                consistent = try self.dump(dump, socket: &dumps, buffer: buffer) && consistent
             }
             if consistent { return }
         }
         throw .dumpFailed("the kernel state kept changing during \(Self.resyncAttempts) dumps")
     }
 
-    /// Runs one dump to its end; returns `false` if the kernel flagged it inconsistent or messages
-    /// were lost meanwhile.
+    private func discardPending(_ socket: borrowing NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
+        while true {
+            if case .wouldBlock = try socket.receive(into: buffer) { return }
+        }
+    }
+
+    /// Runs one dump to its end; returns `false` if the kernel flagged it inconsistent or aborted it.
     private mutating func dump(_ dump: NetlinkSocket.Dump, socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
         let sequence = try socket.requestDump(dump)
         var consistent = true
@@ -209,6 +228,8 @@ struct MessageReader {
                 if case .badLength = error { outcome.untrusted = true }
             case .success(let envelope):
                 let ours = dump.map { envelope.sequence == $0.sequence && envelope.portID == $0.portID } ?? false
+                // On the dumps socket only the current dump's replies count.
+                if dump != nil && !ours { continue }
                 // The kernel flags any part of a dump that raced with a change, not only NLMSG_DONE.
                 if ours && envelope.flags & RtnetlinkParser.flagDumpInterrupted != 0 { outcome.untrusted = true }
                 switch envelope.message {

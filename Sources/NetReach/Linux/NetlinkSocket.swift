@@ -2,8 +2,10 @@
 import CNetReachLinux
 import Glibc
 
-/// A NETLINK_ROUTE socket subscribed to link, address and route changes of both families.
-/// Thin: it opens, sends dump requests and receives bytes; parsing and state live elsewhere.
+/// A NETLINK_ROUTE socket: either subscribed to link, address and route changes of both families
+/// (the *events* socket), or joined to no group (the *dumps* socket, whose buffer a flood of
+/// notifications can never fill). Thin: it opens, sends dump requests and receives bytes; parsing
+/// and state live elsewhere.
 struct NetlinkSocket: ~Copyable {
     let fd: Int32
     private(set) var portID: UInt32 = 0
@@ -11,7 +13,13 @@ struct NetlinkSocket: ~Copyable {
 
     /// Opens the socket in the calling thread's network namespace, or in `namespace` (entered on
     /// this thread with setns and left again, so only the socket stays bound to it).
-    init(namespace: NetworkNamespace?, receiveBufferSize: Int32) throws(PathMonitorError) {
+    /// What a socket is for.
+    enum Role { case events, dumps }
+
+    /// Opens a socket for `role`; `receiveBufferSize` applies to the events socket (a dumps
+    /// socket keeps the kernel's default: the kernel sends the next part of a dump only when the
+    /// previous one has been read).
+    init(_ role: Role, namespace: NetworkNamespace?, receiveBufferSize: Int32) throws(PathMonitorError) {
         let fd: Int32
         if let namespace {
             fd = try Self.openInNamespace(namespace)
@@ -19,7 +27,7 @@ struct NetlinkSocket: ~Copyable {
             fd = try Self.openSocket()
         }
         do {
-            portID = try Self.configure(fd, receiveBufferSize: receiveBufferSize)
+            portID = try Self.configure(fd, role: role, receiveBufferSize: receiveBufferSize)
         } catch {
             close(fd)
             throw error
@@ -34,15 +42,17 @@ struct NetlinkSocket: ~Copyable {
     }
 
     /// Sizes the receive buffer and joins the multicast groups; returns the kernel-assigned port id.
-    private static func configure(_ fd: Int32, receiveBufferSize: Int32) throws(PathMonitorError) -> UInt32 {
-        // Room for bursts; as root SO_RCVBUFFORCE goes past rmem_max. An overrun still forces a resync.
-        var size = receiveBufferSize
-        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
-            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
+    private static func configure(_ fd: Int32, role: Role, receiveBufferSize: Int32) throws(PathMonitorError) -> UInt32 {
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
-        address.nl_groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE)
+        if role == .events {
+            // Room for bursts; as root SO_RCVBUFFORCE goes past rmem_max. An overrun still forces a resync.
+            var size = receiveBufferSize
+            if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+                _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            }
+            address.nl_groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE)
+        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
         }
