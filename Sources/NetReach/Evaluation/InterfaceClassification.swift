@@ -36,11 +36,8 @@ public struct InterfaceClassification: Sendable, Hashable {
         if let override = Self.lookup(link.name, in: typeOverrides) { return override }
         if link.isLoopback || link.hardwareType == SystemSnapshot.Link.loopbackHardwareType { return .loopback }
         if link.isWireless || link.deviceType == "wlan" { return .wifi }
-        if link.deviceType == "wwan" || ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"].contains(link.kind ?? "") {
-            return .cellular
-        }
-        let virtualKinds: Set<String> = ["tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp"]
-        if let kind = link.kind, virtualKinds.contains(kind) { return .other }
+        if link.deviceType == "wwan" || Self.cellularKinds.contains(link.kind ?? "") { return .cellular }
+        if let kind = link.kind, Self.virtualKinds.contains(kind) { return .other }
         if link.hardwareType == SystemSnapshot.Link.ethernetHardwareType {
             // Without sysfs (another namespace's links are not in ours) fall back on the names
             // every distribution gives wireless and cellular devices.
@@ -55,6 +52,10 @@ public struct InterfaceClassification: Sendable, Hashable {
         return .other
     }
 
+    // Built once: the classifier runs for every link on every change.
+    private static let cellularKinds: Set<String> = ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"]
+    private static let virtualKinds: Set<String> = ["tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp"]
+
     /// Whether traffic over the named interface counts as expensive, cellular aside.
     public func isMarkedExpensive(_ name: String) -> Bool { Self.matches(name, expensiveInterfaces) }
 
@@ -62,10 +63,11 @@ public struct InterfaceClassification: Sendable, Hashable {
     public func isMarkedConstrained(_ name: String) -> Bool { Self.matches(name, constrainedInterfaces) }
 
     private static func matches(_ name: String, _ patterns: Set<String>) -> Bool {
-        patterns.contains { pattern($0, matches: name) }
+        !patterns.isEmpty && patterns.contains { pattern($0, matches: name) }
     }
 
     private static func lookup(_ name: String, in table: [String: InterfaceType]) -> InterfaceType? {
+        guard !table.isEmpty else { return nil }
         if let exact = table[name] { return exact }
         // Longest matching prefix wins, so "wg-office*" beats "wg*".
         return table.filter { pattern($0.key, matches: name) }.max { $0.key.count < $1.key.count }?.value

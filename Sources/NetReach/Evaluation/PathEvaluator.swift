@@ -21,23 +21,24 @@ public enum PathEvaluator {
         requirements: PathRequirements = PathRequirements(),
         classification: InterfaceClassification = .automatic
     ) -> NetworkPath {
-        var routesByInterface: [Int: [SystemSnapshot.DefaultRoute]] = [:]
-        for route in snapshot.defaultRoutes { routesByInterface[route.interfaceIndex, default: []].append(route) }
-        var usableFamilies: [Int: Set<IPAddress.Family>] = [:]
+        // Families as bits, so the per-event work allocates two small dictionaries and one array.
+        var addressed: [Int: Families] = Dictionary(minimumCapacity: snapshot.links.count)
         for address in snapshot.addressTable.values where address.isUsable || isLoopbackUsable(address, in: snapshot) {
-            usableFamilies[address.interfaceIndex, default: []].insert(address.address.family)
+            addressed[address.interfaceIndex, default: []].insert(Families(address.address.family))
+        }
+        var routed: [Int: (families: Families, metric: UInt32)] = Dictionary(minimumCapacity: snapshot.links.count)
+        for route in snapshot.defaultRoutes where addressed[route.interfaceIndex]?.contains(Families(route.family)) == true {
+            let previous = routed[route.interfaceIndex] ?? ([], .max)
+            routed[route.interfaceIndex] = (previous.families.union(Families(route.family)), min(previous.metric, route.metric))
         }
 
         var available: [Candidate] = []
         var furthest: UnsatisfiedReason?
         var excludedWouldSatisfy = false
-
         for link in snapshot.links.values {
             let type = classification.type(of: link)
             if type == .loopback && requirements.requiredInterfaceType != .loopback { continue }
-            let outcome = assess(link, type: type, families: usableFamilies[link.index] ?? [],
-                                 routes: routesByInterface[link.index] ?? [])
-            switch outcome {
+            switch assess(link, type: type, addressed: addressed[link.index] ?? [], routed: routed[link.index]) {
             case .available(let candidate):
                 if requirements.allows(type) { available.append(candidate) } else { excludedWouldSatisfy = true }
             case .unavailable(let reason):
@@ -53,7 +54,10 @@ public enum PathEvaluator {
         }
         available.sort { ($0.metric, $0.interface.index) < ($1.metric, $1.interface.index) }
         let primary = available[0].interface
-        let gateways = available.flatMap(\.routes).sorted(by: preferred).compactMap(\.gateway)
+        let gateways = snapshot.defaultRoutes
+            .filter { route in available.contains { $0.interface.index == route.interfaceIndex && $0.families.contains(Families(route.family)) } }
+            .sorted(by: preferred)
+            .compactMap(\.gateway)
         return NetworkPath(
             status: .satisfied,
             availableInterfaces: available.map(\.interface),
@@ -66,10 +70,17 @@ public enum PathEvaluator {
         )
     }
 
+    /// A set of address families in one byte.
+    private struct Families: OptionSet {
+        let rawValue: UInt8
+        static let ipv4 = Families(rawValue: 1), ipv6 = Families(rawValue: 2)
+        init(rawValue: UInt8) { self.rawValue = rawValue }
+        init(_ family: IPAddress.Family) { self = family == .ipv4 ? .ipv4 : .ipv6 }
+    }
+
     private struct Candidate {
         var interface: NetworkInterface
-        var families: Set<IPAddress.Family>
-        var routes: [SystemSnapshot.DefaultRoute]
+        var families: Families
         var metric: UInt32
     }
 
@@ -79,19 +90,16 @@ public enum PathEvaluator {
     }
 
     private static func assess(
-        _ link: SystemSnapshot.Link, type: InterfaceType, families: Set<IPAddress.Family>,
-        routes: [SystemSnapshot.DefaultRoute]
+        _ link: SystemSnapshot.Link, type: InterfaceType, addressed: Families, routed: (families: Families, metric: UInt32)?
     ) -> Outcome {
         guard link.isOperational else { return .unavailable(.linkDown) }
-        guard !families.isEmpty else { return .unavailable(.noAddress) }
+        guard !addressed.isEmpty else { return .unavailable(.noAddress) }
         let interface = NetworkInterface(name: link.name, index: link.index, type: type)
         if type == .loopback {
-            return .available(Candidate(interface: interface, families: families, routes: [], metric: .max))
+            return .available(Candidate(interface: interface, families: addressed, metric: .max))
         }
-        let usableRoutes = routes.filter { families.contains($0.family) }
-        guard let metric = usableRoutes.map(\.metric).min() else { return .unavailable(.noDefaultRoute) }
-        return .available(Candidate(
-            interface: interface, families: Set(usableRoutes.map(\.family)), routes: usableRoutes, metric: metric))
+        guard let routed else { return .unavailable(.noDefaultRoute) }
+        return .available(Candidate(interface: interface, families: routed.families, metric: routed.metric))
     }
 
     /// A total order on routes: metric, then interface, then IPv4 before IPv6, then gateway bytes.
