@@ -17,7 +17,12 @@ prefix="nrbench-$$"
 if [[ "$(id -u)" != 0 ]]; then echo "run-latency.sh: needs root (network namespaces)" >&2; exit 2; fi
 command -v ip >/dev/null || { echo "run-latency.sh: needs iproute2 (ip)" >&2; exit 2; }
 
+child=""
 cleanup() {
+    if [[ -n "$child" ]] && kill -0 "$child" 2>/dev/null; then
+        kill -TERM "$child" 2>/dev/null || true   # timeout passes it on; the harness removes its namespaces
+        wait "$child" 2>/dev/null || true
+    fi
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${prefix}-[0-9]+(-p)?$" || true); do
         ip netns del "$ns" 2>/dev/null || true
     done
@@ -52,7 +57,13 @@ for run in $(seq 1 "$runs"); do
     echo "== run $run/$runs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     # Bounded: a run takes ~1 min; a stuck one is killed and its namespaces removed by cleanup.
     timeout --signal=TERM --kill-after=10 600 "$harness" --namespace "$prefix-$run" --cli "$cli" --cli "$cli_static" \
-        --json "$out/run-$run.json" "$@" | tee "$out/run-$run.txt"
+        --json "$out/run-$run.json" "$@" > "$out/run-$run.txt" &
+    child=$!
+    status=0
+    wait "$child" || status=$?
+    child=""
+    cat "$out/run-$run.txt"
+    if [[ $status != 0 ]]; then echo "run-latency.sh: run $run failed (status $status)" >&2; exit "$status"; fi
 done
 
 python3 - "$out" "$runs" <<'PY'
@@ -86,7 +97,7 @@ for i, name in enumerate(["route storm", "mixed storm"]):
     row(f"{name}: CPU/change floor (µs)", lambda r: r["storms"][i]["floorCPUMicros"] / r["storms"][i]["changes"], "{:.2f}")
     row(f"{name}: probe after storm, floor (µs)", lambda r: r["storms"][i]["floorSettleMicros"])
     row(f"{name}: probe after storm, NetReach (µs)", lambda r: r["storms"][i]["netReachSettleMicros"])
-row("storm 3 (16 KiB 2nd monitor): both monitors correct", lambda r: int(r["storms"][2]["finalCorrect"] and r["storms"][2]["freshMonitorAgrees"] and bool(r["storms"][2].get("secondMonitorCorrect"))), "{:d}")
+row("storm 3 (tiny-buffer 2nd monitor): both monitors correct", lambda r: int(r["storms"][2]["finalCorrect"] and r["storms"][2]["freshMonitorAgrees"] and bool(r["storms"][2].get("secondMonitorCorrect"))), "{:d}")
 row("storm 3: resyncs (ENOBUFS re-dumps, both monitors)", lambda r: r["storms"][2]["netReachResyncs"], "{:d}")
 row("idle engine context switches (target 0)", lambda r: r["idleEngineSwitches"], "{:d}")
 def cli(r, i, key):

@@ -3,6 +3,7 @@
 //
 //   DetectionLatency [--flaps 200] [--pause-ms 10] [--storm 10000] [--idle-seconds 10]
 //                    [--namespace NAME] [--cli PATH]... [--json PATH] [--same-peer-index] [--small-buffer BYTES]
+//                    [--second-wait-seconds S]
 //
 // Both readers watch the same changes at the same time: the floor (a C thread blocked in poll on
 // a NETLINK_ROUTE socket that timestamps right after recv) and a NetReach PathMonitor (timestamp
@@ -26,6 +27,7 @@ struct Options {
     var json: String?
     var samePeerIndex = false
     var smallBuffer = 2048
+    var secondWaitSeconds = 10
 
     init() {
         var arguments = CommandLine.arguments.dropFirst()
@@ -45,6 +47,7 @@ struct Options {
             case "--json": json = value(flag)
             case "--same-peer-index": samePeerIndex = true
             case "--small-buffer": smallBuffer = Int(value(flag)) ?? smallBuffer
+            case "--second-wait-seconds": secondWaitSeconds = Int(value(flag)) ?? secondWaitSeconds
             default: fail("unknown option \(flag)")
             }
         }
@@ -395,14 +398,19 @@ func describe(_ path: NetworkPath) -> String {
     var secondCorrect: Bool?
     var secondSettle: Double?
     if let second {
-        // Its engine is not the one waitForQuiet watches: give it up to 10 s to converge.
-        let waitStart = nrb_now_ns(), deadline = waitStart + 10_000_000_000
+        // Its engine is not the one waitForQuiet watches: give it time to converge.
+        let waitStart = nrb_now_ns(), deadline = waitStart + Int64(options.secondWaitSeconds) * 1_000_000_000
         while !expected(second.monitor.currentPath) && nrb_now_ns() < deadline { usleep(1_000) }
         secondSettle = Double(nrb_now_ns() - waitStart) / 1e6
         usleep(100_000)
         let path = second.monitor.currentPath
         secondCorrect = expected(path) && second.recorder.last?.path == path && path == freshPath
-        if secondCorrect != true { log("second monitor: \(path); last delivery \(String(describing: second.recorder.last?.path))") }
+        if secondCorrect != true {
+            // Where is its engine thread? poll(fds, 3, -1) = idle in its main loop (it believes its
+            // state); poll(fds, 1, 5000) = waiting for a dump reply; 1000 = a resync retry pending.
+            let syscall = readFile("/proc/self/task/\(smallEngineTID)/syscall")
+            log("second monitor: \(path); last delivery \(String(describing: second.recorder.last?.path)); fresh monitor: \(freshPath); its engine thread \(smallEngineTID) syscall: \(syscall)")
+        }
     }
     var outcome = StormResult(
         name: name, changes: changes + 1, sendErrors: sendErrors, issueSeconds: issueSeconds,
@@ -441,9 +449,16 @@ apply(.routeAdd)
 // re-dump: is its final state still right? Its CPU is in the process total, so storm 3's CPU
 // figures are not comparable with storms 1 and 2.
 let smallRecorder = Recorder()
+let threadsBeforeSmall = Set(threadSamples().keys)
 let small = PathMonitor(source: SystemPathSource(configuration: .init(namespace: .named(namespaces.name), receiveBufferSize: Int32(options.smallBuffer))))
 small.pathUpdateHandler = { path in smallRecorder.record(path) }
 small.start(queue: DispatchQueue(label: "bench.small"))
+var smallEngineCandidate: Int32?
+for _ in 0..<100 where smallEngineCandidate == nil {
+    smallEngineCandidate = engineThread(startedAfter: threadsBeforeSmall)
+    if smallEngineCandidate == nil { usleep(20_000) }
+}
+let smallEngineTID = smallEngineCandidate ?? -1
 log("storm 3: \(options.storm) route changes, plus a second monitor with a \(options.smallBuffer)-byte receive buffer")
 storms.append(storm("route delete/add, 2nd monitor with a \(options.smallBuffer)-byte buffer", cycle: [.routeDelete, .routeAdd], changes: options.storm,
                     expected: { $0.status == .satisfied && gatewayList($0) == [Namespaces.gateway, Namespaces.probeGateway] },
@@ -579,7 +594,7 @@ for s in storms {
     say("  notifications \(s.notifications), floor overruns \(s.floorOverruns), NetReach resyncs (ENOBUFS) \(s.netReachResyncs), handler calls \(s.handlerCalls)")
     say("  final: \(s.finalPath); expected \(s.expected): \(s.finalCorrect ? "correct" : "WRONG"); last delivery == currentPath: \(s.lastDeliveryMatchesCurrent); fresh monitor agrees: \(s.freshMonitorAgrees)")
     if let second = s.secondMonitorCorrect {
-        say("  second monitor (\(options.smallBuffer)-byte receive buffer): final state \(second ? "correct, and equal to a fresh monitor's" : "WRONG"), reached \(String(format: "%.1f", s.secondMonitorExtraWaitMillis ?? .nan)) ms after the first monitor was quiet (limit 10 s); resyncs above count both monitors; CPU below includes both")
+        say("  second monitor (\(options.smallBuffer)-byte receive buffer): final state \(second ? "correct, and equal to a fresh monitor's" : "WRONG"), reached \(String(format: "%.1f", s.secondMonitorExtraWaitMillis ?? .nan)) ms after the first monitor was quiet (limit \(options.secondWaitSeconds) s); resyncs above count both monitors; CPU below includes both")
     }
     say(String(format: "  probe change sent right behind the storm seen after: floor %.0f µs, NetReach handler %.0f µs", s.floorSettleMicros, s.netReachSettleMicros))
     say(String(format: "  CPU per change: NetReach engine %.2f µs, NetReach total %.2f µs, floor %.2f µs (target ≤ 20 µs: %@)",
