@@ -67,9 +67,22 @@ enum PathFormatting {
         }
     }
 
-    /// `2026-11-22T19:40:01.123Z`.
+    /// `2026-11-22T19:40:01.123Z`. Formatted with gmtime_r rather than a Foundation format style,
+    /// which brings in ICU: a long-running `watch` stays several megabytes smaller.
     static func timestamp(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        // Nearest millisecond: truncating would turn float noise (-0.001 s is -1.0000000000000009 ms)
+        // into a wrong last digit.
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var seconds = time_t(milliseconds.quotient(dividingBy: 1000))
+        var fields = tm()
+        gmtime_r(&seconds, &fields)
+        func padded(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        let date = "\(padded(fields.tm_year + 1900, 4))-\(padded(fields.tm_mon + 1, 2))-\(padded(fields.tm_mday, 2))"
+        let time = "\(padded(fields.tm_hour, 2)):\(padded(fields.tm_min, 2)):\(padded(fields.tm_sec, 2))"
+        return "\(date)T\(time).\(padded(Int32(milliseconds.remainder(dividingBy: 1000)), 3))Z"
     }
 
     /// The words for the path's true flags, in the order they are printed.
@@ -95,4 +108,10 @@ private struct TimestampedPath: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(timestamp, forKey: .timestamp)
     }
+}
+
+private extension Int64 {
+    /// Floor division and a non-negative remainder, so dates before 1970 format correctly too.
+    func quotient(dividingBy divisor: Int64) -> Int64 { (self - remainder(dividingBy: divisor)) / divisor }
+    func remainder(dividingBy divisor: Int64) -> Int64 { ((self % divisor) + divisor) % divisor }
 }
