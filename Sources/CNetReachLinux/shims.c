@@ -1,10 +1,12 @@
 #ifdef __linux__
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include "CNetReachLinux.h"
 
 int cnr_setns_net(int fd) { return setns(fd, CLONE_NEWNET); }
+int cnr_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
 int cnr_gettid(void) { return (int)syscall(SYS_gettid); }
 #endif

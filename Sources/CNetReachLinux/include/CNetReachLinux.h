@@ -23,6 +23,9 @@
 /// without breaking the Glibc module.
 int cnr_setns_net(int fd);
 
+/// Names the calling thread (pthread_setname_np; at most 15 characters are kept).
+int cnr_set_thread_name(const char *name);
+
 /// The calling thread's kernel thread id (gettid(2)).
 int cnr_gettid(void);
 

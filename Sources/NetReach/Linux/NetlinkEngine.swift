@@ -3,8 +3,9 @@ import CNetReachLinux
 import Foundation
 import Glibc
 
-/// The thread that reads the kernel: a netlink socket for notifications, another for dumps, one
-/// inotify descriptor for resolv.conf and one eventfd to stop it, all in a blocking `poll` with no timeout, so an idle monitor makes no
+/// The thread that reads the kernel: a netlink socket for notifications (plus, only while a dump
+/// runs, a second one for its replies), one inotify descriptor for resolv.conf and one eventfd to
+/// stop it, all in a blocking `poll` with no timeout, so an idle monitor makes no
 /// wakeups. It keeps a ``SnapshotStore`` and hands each changed snapshot to `publish`, once per
 /// batch of messages read in one wakeup.
 final class NetlinkEngine: @unchecked Sendable {
@@ -27,8 +28,12 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// Starts the engine's thread; it reads the initial state, then follows changes.
     func launch() {
-        let thread = Thread { [self] in run() }
-        thread.name = "netreach-nl"   // Linux keeps 15 characters of a thread name
+        let thread = Thread { [self] in
+            // Named from inside: Foundation's Thread.name does not reach the kernel here. Linux
+            // keeps 15 characters, so `top -H` and /proc show this one whole.
+            _ = cnr_set_thread_name("netreach-nl")
+            run()
+        }
         thread.start()
     }
 
@@ -62,14 +67,13 @@ final class NetlinkEngine: @unchecked Sendable {
         do throws(PathMonitorError) {
             // The events socket joins its groups before the first dump, so nothing is missed between.
             var events = try NetlinkSocket(.events, namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
-            var dumps = try NetlinkSocket(.dumps, namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
             var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
             if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
             _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
-            try reader.resync(events: &events, dumps: &dumps, buffer: buffer)
+            try reader.resync(events: &events, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
-            follow(events: &events, dumps: &dumps, watcher: &watcher, reader: &reader, buffer: buffer)
+            follow(events: &events, watcher: &watcher, reader: &reader, buffer: buffer)
         } catch {
             signalReady(.failure(error))
         }
@@ -78,7 +82,7 @@ final class NetlinkEngine: @unchecked Sendable {
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
-        events: inout NetlinkSocket, dumps: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
+        events: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
         reader: inout MessageReader, buffer: UnsafeMutableRawBufferPointer
     ) {
         var resyncPending = false
@@ -102,7 +106,7 @@ final class NetlinkEngine: @unchecked Sendable {
             var changed = false
             if fds[1].revents != 0 || resyncPending {
                 do {
-                    changed = try reader.drain(events: &events, dumps: &dumps, buffer: buffer, forceResync: resyncPending)
+                    changed = try reader.drain(events: &events, buffer: buffer, forceResync: resyncPending)
                     resyncPending = false
                 } catch {
                     NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
@@ -128,9 +132,7 @@ struct MessageReader {
 
     /// Reads every pending notification. Returns whether the snapshot changed. An overrun (ENOBUFS),
     /// a message stream that cannot be trusted, or `forceResync` rebuilds the state with a full dump.
-    mutating func drain(
-        events: inout NetlinkSocket, dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool
-    ) throws(PathMonitorError) -> Bool {
+    mutating func drain(events: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool) throws(PathMonitorError) -> Bool {
         var needsResync = forceResync
         var changed = false
         readLoop: while true {
@@ -146,7 +148,7 @@ struct MessageReader {
         guard needsResync else { return changed }
         NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
         let before = store.snapshot
-        try resync(events: &events, dumps: &dumps, buffer: buffer)
+        try resync(events: &events, buffer: buffer)
         return changed || store.snapshot != before
     }
 
@@ -155,10 +157,10 @@ struct MessageReader {
     /// Why this is exact: every notification carries the whole new state of its object, so a dump
     /// taken after the events socket was emptied, followed by every notification queued since, in
     /// order, ends in the kernel's state, whatever the dump saw of changes made meanwhile. The dumps
-    /// run on their own socket, which joins no group: a flood of notifications cannot stall them.
-    mutating func resync(
-        events: inout NetlinkSocket, dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) {
+    /// run on a socket of their own, opened for the resync and joined to no group, so a flood of
+    /// notifications cannot stall them; between resyncs the process keeps one socket.
+    mutating func resync(events: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
+        var dumps = try NetlinkSocket(.dumps, namespace: events.namespace, receiveBufferSize: 0)
         // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
         // drop it all, past any further overrun, until the socket is empty.
         try discardPending(events, buffer: buffer)

@@ -8,6 +8,8 @@ import Glibc
 /// and state live elsewhere.
 struct NetlinkSocket: ~Copyable {
     let fd: Int32
+    /// The namespace the socket was opened in (`nil`: the process's own).
+    let namespace: NetworkNamespace?
     private(set) var portID: UInt32 = 0
     private var sequence: UInt32 = 1
 
@@ -33,6 +35,7 @@ struct NetlinkSocket: ~Copyable {
             throw error
         }
         self.fd = fd
+        self.namespace = namespace
     }
 
     private static func openSocket() throws(PathMonitorError) -> Int32 {
