@@ -176,13 +176,13 @@ func threadSamples() -> [Int32: ThreadSample] {
     return result
 }
 
-/// The kernel id of NetReach's engine thread. It is named "NetReach.netlink", but that is 16
-/// characters and Linux keeps 15, so the name may not stick (the thread then shows the process's
-/// name). Fallback: the one thread started since `before` that is not a Dispatch worker and sits
+/// The kernel id of NetReach's engine thread, by name if it has one; before commit 5362a0a the
+/// name ("NetReach.netlink", 16 characters where Linux keeps 15) did not stick. Fallback: the one thread started since `before` that is not a Dispatch worker and sits
 /// in poll(2)/ppoll(2) (syscall 7 or 271 on x86_64, 73 ppoll on arm64).
 func engineThread(startedAfter before: Set<Int32>) -> Int32? {
     let samples = threadSamples()
-    if let named = samples.values.first(where: { $0.name.hasPrefix("NetReach.netl") }) { return named.tid }
+    // Named "netreach-nl" since commit 5362a0a; earlier builds tried "NetReach.netlink".
+    if let named = samples.values.first(where: { $0.name == "netreach-nl" || $0.name.hasPrefix("NetReach.netl") }) { return named.tid }
     let candidates = samples.values.filter { sample in
         guard !before.contains(sample.tid), sample.tid != nrb_floor_tid(), !sample.name.contains("qos"),
               !sample.name.contains("dispatch") else { return false }
