@@ -24,30 +24,6 @@ func makeSnapshot(interfaces count: Int) -> SystemSnapshot {
                           nameservers: [IPAddress("192.0.2.53")!, IPAddress("2001:db8::53")!])
 }
 
-/// A copy of InterfaceClassification.automatic's `type(of:)` as of commit bd46ecb, with its two
-/// literal collections (rebuilt on every call there) hoisted into static lets, and the override
-/// lookup left out (`.automatic` has none). It exists only to measure what that change would save.
-enum HoistedClassifier {
-    static let cellularKinds: Set<String> = ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"]
-    static let virtualKinds: Set<String> = ["tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp"]
-
-    static func type(of link: SystemSnapshot.Link) -> InterfaceType {
-        if link.isLoopback || link.hardwareType == SystemSnapshot.Link.loopbackHardwareType { return .loopback }
-        if link.isWireless || link.deviceType == "wlan" { return .wifi }
-        if link.deviceType == "wwan" || cellularKinds.contains(link.kind ?? "") { return .cellular }
-        if let kind = link.kind, virtualKinds.contains(kind) { return .other }
-        if link.hardwareType == SystemSnapshot.Link.ethernetHardwareType {
-            if link.deviceType == nil && !link.isWireless {
-                if link.name.hasPrefix("wlan") || link.name.hasPrefix("wlp") || link.name.hasPrefix("wlx") { return .wifi }
-                if link.name.hasPrefix("wwan") { return .cellular }
-            }
-            return .wiredEthernet
-        }
-        if link.name.hasPrefix("wwan") { return .cellular }
-        return .other
-    }
-}
-
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput],
@@ -81,16 +57,6 @@ let benchmarks: @Sendable () -> Void = {
             let links = Array(snapshot.links.values)
             for _ in benchmark.scaledIterations {
                 for link in links { blackHole(InterfaceClassification.automatic.type(of: link)) }
-            }
-        }
-
-        Benchmark("classify every link, collections hoisted to static lets (experiment), \(count) interfaces") { benchmark in
-            let links = Array(snapshot.links.values)
-            for link in links where HoistedClassifier.type(of: link) != InterfaceClassification.automatic.type(of: link) {
-                fatalError("the hoisted copy disagrees with the library on \(link.name)")
-            }
-            for _ in benchmark.scaledIterations {
-                for link in links { blackHole(HoistedClassifier.type(of: link)) }
             }
         }
 
