@@ -6,10 +6,16 @@ let package = Package(
     products: [
         .library(name: "NetReach", targets: ["NetReach"]),
         .library(name: "NetReachTesting", targets: ["NetReachTesting"]),
+        .library(name: "NetReachHTTP", targets: ["NetReachHTTP"]),
+        // Separate product: AsyncHTTPClient brings SwiftNIO, which URLSession users need not build.
+        .library(name: "NetReachAsyncHTTPClient", targets: ["NetReachAsyncHTTPClient"]),
         .executable(name: "netreach", targets: ["netreach"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Kernel headers and macro shims Glibc does not import (NETLINK_ROUTE, RTM_*, IFLA_*, setns).
@@ -19,6 +25,20 @@ let package = Package(
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
         ),
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
+        .target(
+            name: "NetReachHTTP",
+            dependencies: ["NetReach", .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
+        .target(
+            name: "NetReachAsyncHTTPClient",
+            dependencies: [
+                "NetReachHTTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "netreach",
             dependencies: [
@@ -27,6 +47,16 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
+        .testTarget(
+            name: "NetReachHTTPTests",
+            dependencies: [
+                "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "NetReachLinuxTests",
             dependencies: [
