@@ -1,0 +1,85 @@
+import Foundation
+import HTTPTypes
+import NetReach
+
+/// Why a request failed: a closed set, each case carrying what is needed to understand it without a
+/// debugger, including the network path at that moment where the network is to blame.
+///
+/// ```swift
+/// do {
+///     let response = try await service.send(.get("/v1/feed"))
+/// } catch .notConnected(let reason, let path) {
+///     show("Offline: \(reason) (\(path))")
+/// } catch .unsuccessfulStatus(let status, _) where status.code == 404 {
+///     show("Not found")
+/// } catch {
+///     show(error.description)
+/// }
+/// ```
+public enum NetworkError: Error, Sendable, CustomStringConvertible {
+    /// The request's URL could not be formed (the text given), or uses a scheme other than http(s).
+    case invalidURL(String)
+    /// The server answered with a status the policy does not accept.
+    case unsuccessfulStatus(HTTPResponse.Status, body: Data)
+    /// The server's answer was not valid HTTP.
+    case invalidResponse(String)
+    /// The network could not be used, and the request was not (or could not be) sent.
+    case notConnected(NotConnectedReason, path: NetworkPath)
+    /// The connection broke after the request may have reached the server.
+    case connectionLost(String, path: NetworkPath?)
+    /// No complete response came within the request timeout.
+    case timedOut(path: NetworkPath?)
+    /// The request waited for connectivity until its resource timeout ran out.
+    case waitingForConnectivityTimedOut(NotConnectedReason, path: NetworkPath)
+    /// The request's task was cancelled.
+    case cancelled
+    /// Any other transport failure.
+    case transport(TransportError, path: NetworkPath?)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let text):
+            return "invalid URL: \(text)"
+        case .unsuccessfulStatus(let status, let body):
+            let preview = String(decoding: body.prefix(200), as: UTF8.self)
+            return "HTTP \(status.code) \(status.reasonPhrase)" + (preview.isEmpty ? "" : ": \(preview)")
+        case .invalidResponse(let detail):
+            return "invalid response: \(detail)"
+        case .notConnected(let reason, let path):
+            return "not connected (\(reason)); path: \(path)"
+        case .connectionLost(let detail, let path):
+            return "connection lost: \(detail)" + Self.suffix(path)
+        case .timedOut(let path):
+            return "timed out" + Self.suffix(path)
+        case .waitingForConnectivityTimedOut(let reason, let path):
+            return "gave up waiting for connectivity (\(reason)); path: \(path)"
+        case .cancelled:
+            return "cancelled"
+        case .transport(let error, let path):
+            return "transport error: \(error)" + Self.suffix(path)
+        }
+    }
+
+    private static func suffix(_ path: NetworkPath?) -> String { path.map { "; path: \($0)" } ?? "" }
+}
+
+/// Why the network could not be used for a request.
+public enum NotConnectedReason: Sendable, Hashable, CustomStringConvertible {
+    /// The path is not satisfied (with the path's own reason).
+    case noPath(UnsatisfiedReason?)
+    /// The path is expensive and the policy does not allow expensive access.
+    case expensiveDenied
+    /// The path is constrained and the policy does not allow constrained access.
+    case constrainedDenied
+    /// The path uses a cellular interface and the policy does not allow cellular access.
+    case cellularDenied
+
+    public var description: String {
+        switch self {
+        case .noPath(let reason): "no path" + (reason.map { ": \($0)" } ?? "")
+        case .expensiveDenied: "expensive access denied"
+        case .constrainedDenied: "constrained access denied"
+        case .cellularDenied: "cellular access denied"
+        }
+    }
+}

@@ -1,0 +1,241 @@
+import Dispatch
+import Foundation
+import HTTPTypes
+import NetReach
+
+/// Sends requests that wait for the network instead of failing, are retried only when that is
+/// safe, and fail with an error that explains itself.
+///
+/// ```swift
+/// var policy = RequestPolicy()
+/// policy.waitsForConnectivity = true
+/// let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
+///                              policy: policy, transport: URLSessionTransport())
+/// let response = try await service.send(.get("/v1/status"))
+/// ```
+///
+/// What happens to a request:
+/// 1. If the monitor's path cannot carry it (no path, or a policy denial such as expensive access),
+///    it waits for one when ``RequestPolicy/waitsForConnectivity`` is on (firing one
+///    ``WaitingEvent``), fails with ``NetworkError/notConnected(_:path:)`` for a policy denial, and
+///    otherwise is attempted anyway: the monitor explains failures, it does not pre-empt requests.
+/// 2. The attempt goes through the transport with the request timeout.
+/// 3. A failed attempt is repeated only when the retry policy says so *and* repeating is safe
+///    (``RetryAttempt/isSafeToRepeat``), after the policy's delay, within the resource timeout.
+///    Waiting happens only before an attempt starts; one that loses the network mid-flight fails
+///    with ``NetworkError/connectionLost(_:path:)``.
+///
+/// Cancelling the calling task cancels the wait, the back-off sleep and the transport request.
+public final class NetworkService: Sendable {
+    /// Paths of requests resolve against this URL.
+    public let baseURL: URL?
+    /// Header fields sent with every request (a request's own fields of the same name win).
+    public let defaultHeaderFields: HTTPFields
+    /// The service's policy; requests may override parts of it.
+    public let policy: RequestPolicy
+    /// What sends the bytes.
+    public let transport: any HTTPTransport
+    /// Where the service learns the network path; `nil` never waits and never explains.
+    public let monitor: PathMonitor?
+    private let waiting: WaitingBroadcast
+
+    /// Creates a service.
+    ///
+    /// - Parameters:
+    ///   - monitor: a started monitor; by default ``NetReach/PathMonitor/shared``.
+    ///   - onWaiting: called once each time a request starts waiting for connectivity.
+    public init(
+        baseURL: URL? = nil, defaultHeaderFields: HTTPFields = [:], policy: RequestPolicy = RequestPolicy(),
+        transport: any HTTPTransport, monitor: PathMonitor? = .shared,
+        onWaiting: (@Sendable (WaitingEvent) -> Void)? = nil
+    ) {
+        self.baseURL = baseURL
+        self.defaultHeaderFields = defaultHeaderFields
+        self.policy = policy
+        self.transport = transport
+        self.monitor = monitor
+        self.waiting = WaitingBroadcast(callback: onWaiting)
+    }
+
+    /// Every ``WaitingEvent`` from now on; any number of consumers, each with its own sequence.
+    public var waitingEvents: AsyncStream<WaitingEvent> { waiting.stream() }
+
+    /// Sends `request` and returns the response, or throws why not.
+    public func send(_ request: Request) async throws(NetworkError) -> Response {
+        guard let url = request.url(relativeTo: baseURL) else { throw .invalidURL(Self.describe(request.target, baseURL)) }
+        let policy = self.policy.applying(request.policyOverrides)
+        let head = makeHead(request, url: url)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let resourceDeadline = start + policy.timeoutIntervalForResource
+        var waited = Duration.zero
+        var attempt = 0
+        while true {
+            if Task.isCancelled { throw .cancelled }
+            attempt += 1
+            waited += try await clearance(for: request, url: url, policy: policy, until: resourceDeadline)
+            let remaining = resourceDeadline - clock.now
+            guard remaining > .zero else { throw .timedOut(path: monitor?.currentPath) }
+
+            let failure: RetryAttempt.Failure
+            let explained: NetworkError
+            do throws(TransportError) {
+                let options = TransportOptions(timeout: min(policy.timeoutIntervalForRequest, remaining))
+                let (response, body) = try await transport.send(head, body: request.body, options: options)
+                if policy.acceptableStatusCodes.contains(response.status.code) {
+                    return Response(status: response.status, headerFields: response.headerFields, body: body, url: url,
+                                    attempts: attempt, waitedForConnectivity: waited)
+                }
+                let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0) }
+                failure = .status(response.status.code, retryAfter: retryAfter)
+                explained = .unsuccessfulStatus(response.status, body: body)
+            } catch {
+                if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
+                failure = .transport(error)
+                explained = explain(error)
+            }
+
+            let context = RetryAttempt(method: request.method, number: attempt, failure: failure,
+                                       elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
+            // The safety rule is the service's, not the policy's: no custom policy can make a POST
+            // that may have reached the server go out twice.
+            guard context.isSafeToRepeat, case .retry(let delay) = policy.retryPolicy.decision(for: context),
+                  clock.now + delay < resourceDeadline else { throw explained }
+            do { try await Task.sleep(for: delay) } catch { throw .cancelled }
+        }
+    }
+
+    /// Sends `request` and delivers the result on `queue`: for code written in the completion-
+    /// handler style. The returned handle cancels the request.
+    ///
+    /// ```swift
+    /// let handle = service.send(.get("/v1/feed"), queue: .main) { result in
+    ///     switch result {
+    ///     case .success(let response): render(response.body)
+    ///     case .failure(let error): show(error.description)
+    ///     }
+    /// }
+    /// ```
+    @discardableResult
+    public func send(
+        _ request: Request, queue: DispatchQueue, completion: @escaping @Sendable (Result<Response, NetworkError>) -> Void
+    ) -> RequestHandle {
+        let task = Task {
+            let result: Result<Response, NetworkError>
+            do throws(NetworkError) { result = .success(try await send(request)) } catch { result = .failure(error) }
+            queue.async { completion(result) }
+        }
+        return RequestHandle(task: task)
+    }
+
+    // MARK: - Connectivity
+
+    /// Returns once the request may be attempted (after how long a wait), or throws why not.
+    private func clearance(
+        for request: Request, url: URL, policy: RequestPolicy, until deadline: ContinuousClock.Instant
+    ) async throws(NetworkError) -> Duration {
+        guard let monitor else { return .zero }
+        let path = monitor.currentPath
+        // A monitor that cannot see the system explains nothing and must not hold requests back.
+        guard path.unsatisfiedReason != .monitorUnavailable, let denial = ConnectivityGate.denial(for: path, policy: policy) else {
+            return .zero
+        }
+        if policy.waitsForConnectivity {
+            return try await waitForClearance(monitor: monitor, request: request, url: url, policy: policy,
+                                              reason: denial, path: path, until: deadline)
+        }
+        if case .noPath = denial { return .zero }   // don't preflight: attempt, and explain a failure
+        throw .notConnected(denial, path: path)
+    }
+
+    private enum WaitOutcome: Sendable { case ready, deadline, cancelled }
+
+    private func waitForClearance(
+        monitor: PathMonitor, request: Request, url: URL, policy: RequestPolicy,
+        reason: NotConnectedReason, path: NetworkPath, until deadline: ContinuousClock.Instant
+    ) async throws(NetworkError) -> Duration {
+        let started = ContinuousClock.now
+        let paths = monitor.paths   // created before the event, so no change can slip between
+        waiting.send(WaitingEvent(method: request.method, url: url, reason: reason, path: path))
+        let outcome = await withTaskGroup(of: WaitOutcome.self) { group in
+            group.addTask {
+                for await path in paths where path.unsatisfiedReason == .monitorUnavailable
+                    || ConnectivityGate.denial(for: path, policy: policy) == nil {
+                    return .ready
+                }
+                return .cancelled
+            }
+            group.addTask {
+                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return .cancelled }
+                return .deadline
+            }
+            let first = await group.next() ?? .cancelled
+            group.cancelAll()
+            return first
+        }
+        switch outcome {
+        case .ready where !Task.isCancelled:
+            return ContinuousClock.now - started
+        case .deadline where !Task.isCancelled:
+            let now = monitor.currentPath
+            throw .waitingForConnectivityTimedOut(ConnectivityGate.denial(for: now, policy: policy) ?? reason, path: now)
+        default:
+            throw .cancelled
+        }
+    }
+
+    // MARK: - Building and explaining
+
+    private func makeHead(_ request: Request, url: URL) -> HTTPRequest {
+        var fields = request.headerFields
+        for field in defaultHeaderFields where fields[field.name] == nil { fields.append(field) }
+        if let key = request.idempotencyKey { fields[.idempotencyKey] = key }
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        let host = components?.host ?? ""
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        let authority = components?.port.map { "\(bracketed):\($0)" } ?? bracketed
+        var path = components?.percentEncodedPath ?? "/"
+        if path.isEmpty { path = "/" }
+        if let query = components?.percentEncodedQuery { path += "?\(query)" }
+        return HTTPRequest(method: request.method, scheme: components?.scheme, authority: authority, path: path, headerFields: fields)
+    }
+
+    /// A transport failure as a ``NetworkError``, with the path at this moment: a request that could
+    /// not connect while the path was unusable is "not connected", which is what happened.
+    private func explain(_ error: TransportError) -> NetworkError {
+        let path = monitor?.currentPath
+        switch error.kind {
+        case .cannotConnect, .dnsFailure, .connectTimeout:
+            if let path, path.unsatisfiedReason != .monitorUnavailable, let denial = ConnectivityGate.denial(for: path, policy: policy) {
+                return .notConnected(denial, path: path)
+            }
+            return .transport(error, path: path)
+        case .connectionLost: return .connectionLost(error.detail, path: path)
+        case .timedOut: return .timedOut(path: path)
+        case .invalidResponse: return .invalidResponse(error.detail)
+        case .cancelled: return .cancelled
+        case .invalidRequest, .other: return .transport(error, path: path)
+        }
+    }
+
+    private static func describe(_ target: Request.Target, _ baseURL: URL?) -> String {
+        switch target {
+        case .url(let url): url.absoluteString
+        case .path(let path): baseURL.map { "\(path) relative to \($0.absoluteString)" } ?? "\(path) (no base URL)"
+        }
+    }
+}
+
+/// Cancels a request sent with a completion handler.
+public struct RequestHandle: Sendable {
+    let task: Task<Void, Never>
+
+    /// Cancels the request; its completion receives ``NetworkError/cancelled`` unless it already
+    /// finished.
+    public func cancel() { task.cancel() }
+}
+
+extension HTTPField.Name {
+    /// `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header).
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+}
