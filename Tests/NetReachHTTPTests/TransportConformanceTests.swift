@@ -1,0 +1,342 @@
+import Foundation
+import HTTPTypes
+import NetReachAsyncHTTPClient
+import NetReachHTTP
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The transports NetReach ships; every conformance test runs against each.
+enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case urlSession
+    case asyncHTTPClient
+
+    func make() -> any HTTPTransport {
+        switch self {
+        case .urlSession: URLSessionTransport()
+        case .asyncHTTPClient: AsyncHTTPClientTransport()
+        }
+    }
+
+    var testDescription: String { rawValue }
+}
+
+/// What `HTTPTransport` promises, checked against real sockets on 127.0.0.1: requests arrive
+/// intact, statuses are not judged, and every failure is classified on the safe side (a request
+/// that may have reached the server is never reported as provably unsent).
+@Suite("Transport conformance", .timeLimit(.minutes(1)))
+struct TransportConformanceTests {
+    // MARK: Requests and responses
+
+    @Test("GET returns the status and the whole body", arguments: TransportKind.allCases)
+    func getReturnsStatusAndBody(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (response, body) = try await send(kind, .get, server, "/ok")
+            #expect(response.status.code == 200)
+            #expect(String(decoding: body, as: UTF8.self) == "ok")
+            #expect(server.received(path: "/ok").count == 1)
+        }
+    }
+
+    @Test("POST delivers method, headers, query and body intact", arguments: TransportKind.allCases)
+    func postDeliversRequestIntact(kind: TransportKind) async throws {
+        try await withServer { server in
+            let payload = Data(#"{"name":"ünïcode","n":1}"#.utf8)
+            let (response, body) = try await send(
+                kind, .post, server, "/echo?a=1&b=two",
+                headers: [
+                    .contentType: "application/json",
+                    HTTPField.Name("Idempotency-Key")!: "key-123",
+                    HTTPField.Name("X-Custom")!: "value",
+                ],
+                body: payload
+            )
+            #expect(response.status.code == 200)
+            #expect(response.headerFields[HTTPField.Name("x-echo-method")!] == "POST")
+            #expect(body == payload)
+            let received = try #require(server.received(path: "/echo").first)
+            #expect(received.method == "POST")
+            #expect(received.query == "a=1&b=two")
+            #expect(received.headers["content-type"] == "application/json")
+            #expect(received.headers["x-custom"] == "value")
+            #expect(received.idempotencyKey == "key-123")
+            #expect(received.body == payload)
+            #expect(server.received(path: "/echo").count == 1)
+        }
+    }
+
+    @Test("A 503 is a response, not an error", arguments: TransportKind.allCases)
+    func errorStatusesAreResponses(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (response, body) = try await send(kind, .get, server, "/status/503")
+            #expect(response.status.code == 503)
+            #expect(String(decoding: body, as: UTF8.self) == "status 503")
+        }
+    }
+
+    @Test("A large body arrives whole and progress reports the final count", arguments: TransportKind.allCases)
+    func bigBodyWithProgress(kind: TransportKind) async throws {
+        try await withServer { server in
+            let progress = ProgressLog()
+            let options = TransportOptions(timeout: .seconds(10)) { received, expected in
+                progress.append(received, expected)
+            }
+            let (response, body) = try await send(kind, .get, server, "/big?bytes=1000000", options: options)
+            #expect(response.status.code == 200)
+            #expect(body.count == 1_000_000)
+            #expect(body == FaultInjectingServer.bigBody(count: 1_000_000))
+            let calls = progress.calls
+            #expect(calls.last?.received == 1_000_000)
+            #expect(calls.last?.expected == 1_000_000)
+            // Counts only grow.
+            #expect(zip(calls, calls.dropFirst()).allSatisfy { $0.received <= $1.received })
+        }
+    }
+
+    // MARK: Failures the request may have survived on the server
+
+    @Test("A reset after the request head is connection lost, and was sent once", arguments: TransportKind.allCases)
+    func resetAfterHeaders(kind: TransportKind) async throws {
+        try await withServer { server in
+            let error = try await expectTransportError(kind, .get, server, "/reset-after-headers")
+            #expect(!error.requestWasProvablyNotSent, "\(error)")
+            #expect([.connectionLost, .invalidResponse].contains(error.kind), "\(error)")
+            #expect(server.received(path: "/reset-after-headers").count == 1)
+        }
+    }
+
+    @Test("A reset in the middle of the body is connection lost", arguments: TransportKind.allCases)
+    func resetMidBody(kind: TransportKind) async throws {
+        try await withServer { server in
+            let error = try await expectTransportError(kind, .get, server, "/reset-mid-body")
+            #expect(error.kind == .connectionLost, "\(error)")
+            #expect(server.received(path: "/reset-mid-body").count == 1)
+        }
+    }
+
+    @Test("A close without a reply is not provably unsent", arguments: TransportKind.allCases)
+    func closeBeforeResponse(kind: TransportKind) async throws {
+        try await withServer { server in
+            let error = try await expectTransportError(kind, .post, server, "/close-before-response", body: Data("x".utf8))
+            #expect(!error.requestWasProvablyNotSent, "\(error)")
+            #expect([.connectionLost, .invalidResponse].contains(error.kind), "\(error)")
+            #expect(server.received(path: "/close-before-response").count == 1)
+        }
+    }
+
+    @Test("Garbage instead of HTTP is an invalid response or a lost connection", arguments: TransportKind.allCases)
+    func malformedResponse(kind: TransportKind) async throws {
+        try await withServer { server in
+            let error = try await expectTransportError(kind, .get, server, "/malformed")
+            #expect(!error.requestWasProvablyNotSent, "\(error)")
+            #expect([.invalidResponse, .connectionLost].contains(error.kind), "\(error)")
+        }
+    }
+
+    @Test("Slow headers time out at the requested timeout", arguments: TransportKind.allCases)
+    func slowHeadersTimeOut(kind: TransportKind) async throws {
+        try await withServer { server in
+            let clock = ContinuousClock()
+            let start = clock.now
+            let error = try await expectTransportError(
+                kind, .get, server, "/slow-headers?ms=2000", options: TransportOptions(timeout: .milliseconds(300)))
+            let elapsed = clock.now - start
+            #expect(error.kind == .timedOut, "\(error)")
+            #expect(!error.requestWasProvablyNotSent)
+            #expect(elapsed >= .milliseconds(250), "gave up before the timeout: \(elapsed)")
+            #expect(elapsed < .milliseconds(1500), "took \(elapsed)")
+        }
+    }
+
+    // MARK: Failures that provably left nothing on the server
+
+    @Test("Nothing listening is cannot connect, provably unsent", arguments: TransportKind.allCases)
+    func nothingListening(kind: TransportKind) async throws {
+        let port = try closedLoopbackPort()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = try await expectTransportError(kind, authority: "127.0.0.1:\(port)")
+        #expect(error.kind == .cannotConnect, "\(error)")
+        #expect(error.requestWasProvablyNotSent)
+        #expect(clock.now - start < .seconds(2), "a refused connection should fail at once")
+    }
+
+    @Test("Nothing listening behind a host name is cannot connect too", arguments: TransportKind.allCases)
+    func nothingListeningByName(kind: TransportKind) async throws {
+        // "localhost" goes through name resolution (and NIO's Happy Eyeballs), not an IP literal.
+        let port = try closedLoopbackPort()
+        let error = try await expectTransportError(kind, authority: "localhost:\(port)")
+        #expect(error.kind == .cannotConnect, "\(error)")
+        #expect(error.requestWasProvablyNotSent)
+    }
+
+    @Test("A scheme the transport cannot send is an invalid request", arguments: TransportKind.allCases)
+    func unsupportedScheme(kind: TransportKind) async throws {
+        let error = try await expectTransportError(kind, scheme: "gopher", authority: "127.0.0.1:1")
+        #expect(error.kind == .invalidRequest, "\(error)")
+        #expect(error.requestWasProvablyNotSent)
+    }
+
+    // MARK: Cancellation
+
+    @Test("Cancelling the task stops the request promptly", arguments: TransportKind.allCases)
+    func cancellation(kind: TransportKind) async throws {
+        try await withServer { server in
+            let transport = kind.make()
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/slow-headers?ms=3000")
+            let clock = ContinuousClock()
+            let start = clock.now
+            let task = Task {
+                try await transport.send(request, body: nil, options: TransportOptions(timeout: .seconds(10)))
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+            let result = await bounded(.seconds(5)) { await task.result }
+            let elapsed = clock.now - start
+            guard case .failure(let error as TransportError) = result else {
+                Issue.record("expected a TransportError, got \(String(describing: result))")
+                return
+            }
+            #expect(error.kind == .cancelled, "\(error)")
+            #expect(elapsed < .seconds(1), "cancellation took \(elapsed)")
+        }
+    }
+}
+
+// MARK: - Helpers
+
+private func makeRequest(
+    _ method: HTTPRequest.Method,
+    scheme: String = "http",
+    authority: String,
+    path: String,
+    headers: HTTPFields = [:]
+) -> HTTPRequest {
+    HTTPRequest(method: method, scheme: scheme, authority: authority, path: path, headerFields: headers)
+}
+
+private func send(
+    _ kind: TransportKind,
+    _ method: HTTPRequest.Method,
+    _ server: FaultInjectingServer,
+    _ path: String,
+    headers: HTTPFields = [:],
+    body: Data? = nil,
+    options: TransportOptions = TransportOptions(timeout: .seconds(10))
+) async throws -> (HTTPResponse, Data) {
+    let transport = kind.make()
+    let request = makeRequest(method, authority: "127.0.0.1:\(server.port)", path: path, headers: headers)
+    let result = await bounded(.seconds(20)) {
+        await sendCapturingResult(transport, request, body: body, options: options)
+    }
+    return try #require(result).get()
+}
+
+/// Sends and expects a ``TransportError``; records an issue (and throws) on a response.
+private func expectTransportError(
+    _ kind: TransportKind,
+    _ method: HTTPRequest.Method = .get,
+    _ server: FaultInjectingServer? = nil,
+    _ path: String = "/",
+    scheme: String = "http",
+    authority: String? = nil,
+    body: Data? = nil,
+    options: TransportOptions = TransportOptions(timeout: .seconds(10))
+) async throws -> TransportError {
+    let transport = kind.make()
+    let authority = try #require(authority ?? server.map { "127.0.0.1:\($0.port)" })
+    let request = makeRequest(method, scheme: scheme, authority: authority, path: path)
+    let result = await bounded(.seconds(20)) {
+        await sendCapturingResult(transport, request, body: body, options: options)
+    }
+    switch try #require(result, "the transport did not finish within 20 s") {
+    case .success(let (response, _)):
+        Issue.record("expected a TransportError, got \(response.status)")
+        throw UnexpectedResponse()
+    case .failure(let error):
+        return error
+    }
+}
+
+private struct UnexpectedResponse: Error {}
+
+private func sendCapturingResult(
+    _ transport: any HTTPTransport,
+    _ request: HTTPRequest,
+    body: Data?,
+    options: TransportOptions
+) async -> Result<(HTTPResponse, Data), TransportError> {
+    do {
+        return .success(try await transport.send(request, body: body, options: options))
+    } catch {
+        return .failure(error)
+    }
+}
+
+/// Runs `operation`, returning `nil` if it has not finished after `limit` (it is then cancelled).
+private func bounded<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await operation() }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
+/// Starts a server, runs `body`, and shuts the server down whatever happens.
+private func withServer(_ body: (FaultInjectingServer) async throws -> Void) async throws {
+    let server = try await FaultInjectingServer.start()
+    do {
+        try await body(server)
+    } catch {
+        try await server.shutdown()
+        throw error
+    }
+    try await server.shutdown()
+}
+
+/// A port on 127.0.0.1 that nothing listens on: bound to an ephemeral port, then closed.
+private func closedLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw SocketSetupFailure(call: "socket") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    guard bound == 0 else { throw SocketSetupFailure(call: "bind") }
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else { throw SocketSetupFailure(call: "getsockname") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private struct SocketSetupFailure: Error {
+    var call: String
+}
+
+/// Progress callbacks, recorded from whatever thread the transport calls them on.
+private final class ProgressLog: @unchecked Sendable {
+    // @unchecked: `entries` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var entries: [(received: Int64, expected: Int64?)] = []
+
+    func append(_ received: Int64, _ expected: Int64?) {
+        lock.withLock { entries.append((received, expected)) }
+    }
+
+    var calls: [(received: Int64, expected: Int64?)] {
+        lock.withLock { entries }
+    }
+}
