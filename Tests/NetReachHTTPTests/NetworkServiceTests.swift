@@ -184,12 +184,15 @@ struct NetworkServiceTests {
                                               onWaiting: { events.append($0) })
         defer { monitor.cancel() }
         let request = Task { try await service.send(.get("/feed")) }
+        while events.all.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        let eventSeen = ContinuousClock.now   // the wait began before this
         try await Task.sleep(for: .milliseconds(100))
         #expect(transport.sent.isEmpty, "nothing is sent while waiting")
         #expect(events.all.map(\.reason) == [.noPath(.noDefaultRoute)])
+        let routeAdded = ContinuousClock.now   // and ended after this
         network.addDefaultRoute("eth0", gateway: IPAddress("192.0.2.1")!)
         let response = try await request.value
-        #expect(response.waitedForConnectivity >= .milliseconds(100))
+        #expect(response.waitedForConnectivity >= routeAdded - eventSeen)
         #expect(events.all.count == 1, "one event per wait")
     }
 
@@ -210,6 +213,29 @@ struct NetworkServiceTests {
             #expect(path.unsatisfiedReason == .noDefaultRoute)
         }
         #expect(transport.sent.count == 1, "don't preflight: the request was attempted")
+    }
+
+    @Test func withoutWaitingNoRetryIsSpentOnAPathThatIsNotThere() async {
+        let network = SimulatedNetwork.connected()
+        network.removeDefaultRoutes("eth0")
+        let transport = ScriptedTransport([.failure(.cannotConnect), .status(200)])
+        let (service, monitor) = Self.service(transport, network: network)   // default: 2 retries
+        defer { monitor.cancel() }
+        do {
+            _ = try await service.send(.get("/feed"))
+            Issue.record("expected notConnected")
+        } catch {
+            guard case .notConnected(.noPath(.noDefaultRoute), _) = error else { Issue.record("got \(error)"); return }
+        }
+        #expect(transport.sent.count == 1, "one attempt, then the path explains the failure")
+    }
+
+    @Test func aRefusedConnectionOnAUsablePathIsStillRetried() async throws {
+        let transport = ScriptedTransport([.failure(.cannotConnect), .status(200)])
+        let (service, monitor) = Self.service(transport)
+        defer { monitor.cancel() }
+        let response = try await service.send(.get("/feed"))
+        #expect(response.attempts == 2)
     }
 
     @Test func expensiveDenialFailsWithoutSending() async {

@@ -41,8 +41,11 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
         case .invalidURL(let text):
             return "invalid URL: \(text)"
         case .unsuccessfulStatus(let status, let body):
+            // One line, whatever the body holds: logs and summaries are read line by line.
             let preview = String(decoding: body.prefix(200), as: UTF8.self)
-            return "HTTP \(status.code) \(status.reasonPhrase)" + (preview.isEmpty ? "" : ": \(preview)")
+                .split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+            let head = status.reasonPhrase.isEmpty ? "HTTP \(status.code)" : "HTTP \(status.code) \(status.reasonPhrase)"
+            return head + (preview.isEmpty ? "" : ": \(preview)")
         case .invalidResponse(let detail):
             return "invalid response: \(detail)"
         case .notConnected(let reason, let path):

@@ -20,7 +20,10 @@ import NetReach
 ///    ``WaitingEvent``), fails with ``NetworkError/notConnected(_:path:)`` for a policy denial, and
 ///    otherwise is attempted anyway: the monitor explains failures, it does not pre-empt requests.
 /// 2. The attempt goes through the transport with the request timeout.
-/// 3. A failed attempt is repeated only when the retry policy says so *and* repeating is safe
+/// 3. An attempt that could not connect while the path is unusable fails at once with
+///    ``NetworkError/notConnected(_:path:)`` when not waiting (no back-off brings a network back);
+///    when waiting, the retry waits for the path before it starts.
+/// 4. A failed attempt is repeated only when the retry policy says so *and* repeating is safe
 ///    (``RetryAttempt/isSafeToRepeat``), after the policy's delay, within the resource timeout.
 ///    Waiting happens only before an attempt starts; one that loses the network mid-flight fails
 ///    with ``NetworkError/connectionLost(_:path:)``.
@@ -61,7 +64,18 @@ public final class NetworkService: Sendable {
     public var waitingEvents: AsyncStream<WaitingEvent> { waiting.stream() }
 
     /// Sends `request` and returns the response, or throws why not.
-    public func send(_ request: Request) async throws(NetworkError) -> Response {
+    ///
+    /// - Parameter progress: called as response body bytes arrive (bytes so far, and the expected
+    ///   total if the server said), for every attempt; a retried attempt starts again from zero.
+    ///
+    /// ```swift
+    /// let response = try await service.send(.get("/files/big.iso")) { received, expected in
+    ///     print(received, expected ?? -1)
+    /// }
+    /// ```
+    public func send(
+        _ request: Request, progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)? = nil
+    ) async throws(NetworkError) -> Response {
         guard let url = request.url(relativeTo: baseURL) else { throw .invalidURL(Self.describe(request.target, baseURL)) }
         let policy = self.policy.applying(request.policyOverrides)
         let head = makeHead(request, url: url)
@@ -80,7 +94,7 @@ public final class NetworkService: Sendable {
             let failure: RetryAttempt.Failure
             let explained: NetworkError
             do throws(TransportError) {
-                let options = TransportOptions(timeout: min(policy.timeoutIntervalForRequest, remaining))
+                let options = TransportOptions(timeout: min(policy.timeoutIntervalForRequest, remaining), progress: progress)
                 let (response, body) = try await transport.send(head, body: request.body, options: options)
                 if policy.acceptableStatusCodes.contains(response.status.code) {
                     return Response(status: response.status, headerFields: response.headerFields, body: body, url: url,
@@ -94,6 +108,11 @@ public final class NetworkService: Sendable {
                 failure = .transport(error)
                 explained = explain(error)
             }
+
+            // An attempt that could not leave while the monitor sees no usable path: without waiting,
+            // no back-off will bring the network back, so say so now (as URLSession's
+            // notConnectedToInternet does). With waiting, the next attempt waits for the path first.
+            if case .notConnected = explained, !policy.waitsForConnectivity { throw explained }
 
             let context = RetryAttempt(method: request.method, number: attempt, failure: failure,
                                        elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
