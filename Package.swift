@@ -42,8 +42,9 @@ let package = Package(
         .executableTarget(
             name: "netreach",
             dependencies: [
-                "NetReach",
+                "NetReach", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import NetReachHTTP
 
 /// The exit statuses of `netreach`, in one place so every command's help tells the same story.
 ///
@@ -11,6 +12,28 @@ enum CLIExitCode {
     /// The monitor could not observe the system (no such namespace, no permission to enter it,
     /// netlink refused): ``PathMonitor/failure`` was set after `start(queue:)`.
     static let monitorUnavailable = ExitCode(2)
+    /// `get`: the server answered with a status outside 200–299 (the body is still written).
+    static let unsuccessfulStatus = ExitCode(3)
+    /// `get`: the network could not be used: no usable path, or waiting for one ran past `--timeout`.
+    static let notConnected = ExitCode(4)
+    /// `get`: the request failed: connection lost, no response in time, not HTTP, or another
+    /// transport failure.
+    static let requestFailed = ExitCode(5)
+    /// `get`: a local file could not be read (`--data @FILE`) or written (`--output`).
+    static let localFile = ExitCode(6)
+    /// `get`: stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report an interrupt).
+    static let interrupted = ExitCode(130)
+
+    /// The status `get` exits with after `error`.
+    static func exitCode(for error: NetworkError) -> ExitCode {
+        switch error {
+        case .unsuccessfulStatus: unsuccessfulStatus
+        case .notConnected, .waitingForConnectivityTimedOut: notConnected
+        case .connectionLost, .timedOut, .invalidResponse, .transport: requestFailed
+        case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
+        case .cancelled: interrupted
+        }
+    }
 
     /// The table shown in `--help`; `includesTimeout` adds the line only `wait` can produce.
     static func table(includesTimeout: Bool) -> String {
@@ -21,6 +44,31 @@ enum CLIExitCode {
         return lines.joined(separator: "\n")
     }
 
+    /// The table in `get --help`.
+    static let getTable = """
+        EXIT STATUS
+          0   success: a 2xx response
+          3   the server answered with another status (the body is still written)
+          4   not connected: no usable network path, or waiting for one ran past --timeout
+          5   the request failed: connection lost, timed out, not HTTP, or another transport error
+          6   --data @FILE could not be read, or --output could not be written
+          64  usage error (unknown option, invalid value, not an http(s) URL)
+          130 interrupted (SIGINT or SIGTERM)
+        """
+
     /// The full table, for the root command.
-    static var table: String { table(includesTimeout: true) }
+    static var table: String {
+        """
+        EXIT STATUS
+          0   success
+          1   wait: timed out: the path did not meet the requirements in time
+          2   status, watch, wait: the monitor could not observe the system (bad namespace, no permission)
+          3   get: the server answered with a status outside 200-299
+          4   get: not connected (no usable path, or waiting for one ran past --timeout)
+          5   get: the request failed (connection lost, timed out, not HTTP, transport error)
+          6   get: a local file could not be read or written
+          64  usage error (unknown option, invalid value)
+          130 get: interrupted (SIGINT or SIGTERM)
+        """
+    }
 }

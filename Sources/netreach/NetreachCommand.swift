@@ -8,10 +8,11 @@ struct NetreachCommand: AsyncParsableCommand {
         abstract: "Show, follow and wait for the network path, like Apple's NWPathMonitor.",
         discussion: """
             netreach reads the kernel's links, addresses and routes (rtnetlink) and resolv.conf. \
-            It only observes: it sends no traffic anywhere.
+            status, watch and wait only observe: they send no traffic anywhere. get sends the one \
+            request you give it (and its retries).
 
             \(CLIExitCode.table)
             """,
-        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommand.self]
     )
 }

@@ -20,22 +20,40 @@ enum StandardStream {
 
     /// Writes `line` and a newline.
     func writeLine(_ line: String) {
-        var bytes = Array((line + "\n").utf8)
+        write(Array((line + "\n").utf8))
+    }
+
+    /// Writes `text` as it is (no newline): for a terminal status line rewritten in place.
+    func write(_ text: String) {
+        write(Array(text.utf8))
+    }
+
+    /// Writes bytes as they are: a response body.
+    func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+        var bytes = Array(bytes)
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeMutableBytes { buffer in
-                write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                systemWrite(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
             }
             if written < 0 {
                 if errno == EINTR { continue }
-                return   // a closed pipe or full disk: nothing useful left to do with the line
+                return   // a closed pipe or full disk: nothing useful left to do with the bytes
             }
             offset += written
         }
     }
 
+    /// Whether this stream is a terminal (spinners and progress bars only make sense there).
+    var isTerminal: Bool { isatty(fileDescriptor) == 1 }
+
     /// Writes `netreach: message` to standard error.
     static func complain(_ message: String) {
         StandardStream.error.writeLine("netreach: \(message)")
     }
+}
+
+/// write(2), under a name the methods above do not shadow.
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }

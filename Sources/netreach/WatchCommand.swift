@@ -30,7 +30,7 @@ struct WatchCommand: AsyncParsableCommand {
         let monitor = PathMonitor(namespace: monitorOptions.networkNamespace)
         // Ending the monitor ends the loop below, so an interrupt is an orderly exit: status 0,
         // every line already written.
-        let signalSources = Self.onTerminationSignal { monitor.cancel() }
+        let signalSources = TerminationSignals.install { monitor.cancel() }
         defer { signalSources.forEach { $0.cancel() } }
         monitor.start(queue: DispatchQueue(label: "netreach.monitor"))
         try MonitorOptions.checkStarted(monitor)
@@ -40,24 +40,6 @@ struct WatchCommand: AsyncParsableCommand {
             let now = Date()
             StandardStream.output.writeLine(json ? PathFormatting.json(path, at: now)
                                                  : PathFormatting.timestampedLine(path, at: now))
-        }
-    }
-
-    /// Runs `action` on SIGINT and SIGTERM instead of dying.
-    ///
-    /// Order matters on Linux: the default action is set to ignore first, so a signal cannot kill
-    /// the process meanwhile; libdispatch then installs its own handler when it registers each
-    /// source (it reads the signals from a signalfd). Ignoring a signal *after* that would
-    /// replace dispatch's handler, and the signal would be dropped.
-    private static func onTerminationSignal(_ action: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        let signals = [SIGINT, SIGTERM]
-        for signalNumber in signals { signal(signalNumber, SIG_IGN) }
-        let queue = DispatchQueue(label: "netreach.signals")
-        return signals.map { signalNumber in
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-            source.setEventHandler(handler: action)
-            source.resume()
-            return source
         }
     }
 }

@@ -122,11 +122,18 @@ final class NetreachProcess: Sendable {
     private let process: Process
     private let pid: pid_t
 
-    /// Starts `netreach ARGUMENTS...`.
-    init(_ arguments: [String]) throws {
+    /// Starts `netreach ARGUMENTS...`; with `namespace`, as `ip netns exec NAMESPACE netreach ...`,
+    /// so the whole process (its monitor and its sockets) lives in that namespace.
+    init(_ arguments: [String], inNamespace namespace: String? = nil) throws {
         let process = Process()
-        process.executableURL = try NetreachProcess.executable()
-        process.arguments = arguments
+        let executable = try NetreachProcess.executable()
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: LabCommand.ipExecutable)
+            process.arguments = ["netns", "exec", namespace, executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         let standardOutput = Pipe(), standardError = Pipe()
         process.standardOutput = standardOutput
         process.standardError = standardError
