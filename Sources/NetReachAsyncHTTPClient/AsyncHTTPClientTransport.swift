@@ -248,23 +248,3 @@ extension TimeAmount {
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
-
-/// Runs `operation`, failing with ``TransportError/Kind/timedOut`` once `timeout` has passed.
-///
-/// AHC's deadline stops applying once the response head is in; the contract's timeout runs to the
-/// last byte, so it is enforced here by cancelling the operation.
-private func withOverallDeadline<T: Sendable>(
-    _ timeout: Duration,
-    _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask(operation: operation)
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TransportError(.timedOut, "no complete response within \(timeout)")
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw CancellationError() }
-        return first
-    }
-}

@@ -217,23 +217,3 @@ private final class ProgressDelegate: NSObject, URLSessionDataDelegate, @uncheck
         }
     }
 }
-
-/// Runs `operation`, failing with ``TransportError/Kind/timedOut`` once `timeout` has passed.
-///
-/// Both clients' own timeouts stop at the response head or reset on every byte; the contract's
-/// timeout runs to the last byte, so it is enforced here by cancelling the operation.
-private func withOverallDeadline<T: Sendable>(
-    _ timeout: Duration,
-    _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask(operation: operation)
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TransportError(.timedOut, "no complete response within \(timeout)")
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw CancellationError() }
-        return first
-    }
-}
