@@ -290,7 +290,7 @@ private func bounded<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sen
 }
 
 /// Starts a server, runs `body`, and shuts the server down whatever happens.
-private func withServer(_ body: (FaultInjectingServer) async throws -> Void) async throws {
+func withServer(_ body: (FaultInjectingServer) async throws -> Void) async throws {
     let server = try await FaultInjectingServer.start()
     do {
         try await body(server)
@@ -302,7 +302,7 @@ private func withServer(_ body: (FaultInjectingServer) async throws -> Void) asy
 }
 
 /// A port on 127.0.0.1 that nothing listens on: bound to an ephemeral port, then closed.
-private func closedLoopbackPort() throws -> Int {
+func closedLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw SocketSetupFailure(call: "socket") }
     defer { close(fd) }
@@ -322,7 +322,7 @@ private func closedLoopbackPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-private struct SocketSetupFailure: Error {
+struct SocketSetupFailure: Error {
     var call: String
 }
 
