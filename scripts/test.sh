@@ -5,7 +5,8 @@
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
 # - Runs `swift test`: unit suites always; the network-namespace suites when root (they skip with a
 #   message otherwise, and must run, not skip, when CI=true).
-# - With CI=true (or --tsan), runs the concurrency stress suite again under ThreadSanitizer.
+# - With CI=true (or --tsan), runs the suites that race threads again under ThreadSanitizer: the
+#   monitor's concurrency stress and lifecycle suites, and the HTTP service and both transports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +42,7 @@ echo "== swift test"
 swift test --skip-build
 
 if $tsan; then
-    echo "== ThreadSanitizer: ConcurrencyStressTests and PathMonitorTests"
-    swift test --sanitize=thread --scratch-path .build-tsan --filter 'ConcurrencyStressTests|PathMonitorTests'
+    suites='ConcurrencyStressTests|PathMonitorTests|NetworkServiceTests|ServiceSafetyTests|TransportConformanceTests'
+    echo "== ThreadSanitizer: $suites"
+    swift test --sanitize=thread --scratch-path .build-tsan --filter "$suites"
 fi

@@ -27,6 +27,7 @@ public struct TransportOptions: Sendable {
     /// The longest the request may take, from start to the last byte of the response.
     public var timeout: Duration
     /// Called as response body bytes arrive: bytes so far, and the expected total if known.
+    /// Calls never overlap, the counts never go down, and the last call carries the final count.
     public var progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)?
 
     /// Creates options.

@@ -182,8 +182,9 @@ private struct SendableURLRequest: @unchecked Sendable {
 
 /// Reports body bytes to `TransportOptions.progress` as URLSession delivers them.
 ///
-/// `@unchecked Sendable`: the only mutable state, the running count, is guarded by `lock`
-/// (an `NSLock`, which TSan understands, unlike `Mutex`).
+/// `@unchecked Sendable`: the mutable state is guarded by `lock` (an `NSLock`, which TSan
+/// understands, unlike `Mutex`). The callback runs while the lock is held: URLSession may deliver
+/// two chunks on two threads at once, and a count computed first must not be reported last.
 private final class ProgressDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let progress: @Sendable (Int64, Int64?) -> Void
     private let lock = NSLock()
@@ -197,22 +198,21 @@ private final class ProgressDelegate: NSObject, URLSessionDataDelegate, @uncheck
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let length = dataTask.response?.expectedContentLength ?? -1
-        let (received, expected) = lock.withLock {
-            self.received += Int64(data.count)
-            self.expected = length >= 0 ? length : nil
-            self.reported = self.received
-            return (self.received, self.expected)
+        lock.withLock {
+            received += Int64(data.count)
+            expected = length >= 0 ? length : nil
+            // A chunk delivered after `finish` has nothing new to say.
+            guard received > reported else { return }
+            reported = received
+            progress(received, expected)
         }
-        progress(received, expected)
     }
 
-    /// Reports the final count unless the last callback already did (an empty body has none).
+    /// Reports the final count unless a callback already did (an empty body has none).
     func finish(total: Int64) {
-        let (needed, expected) = lock.withLock { () -> (Bool, Int64?) in
-            defer { self.reported = total }
-            return (self.reported != total, self.expected)
-        }
-        if needed {
+        lock.withLock {
+            guard reported < total else { return }
+            reported = total
             progress(total, expected)
         }
     }
