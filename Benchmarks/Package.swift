@@ -4,6 +4,8 @@
 //   swift build -c release --product DetectionLatency   # latency / storm / CPU / idle harness (root)
 //   ./run-latency.sh                                     # the same, with namespace clean-up
 //   swift package benchmark                              # ordo-one/benchmark suites (no root)
+//   swift build -c release --product HTTPOverhead       # NetworkService vs bare transports, loopback (no root)
+//   ./run-http.sh                                        # the same, built and run twice
 import PackageDescription
 
 let package = Package(
@@ -12,6 +14,10 @@ let package = Package(
         // `name:` keeps `package: "NetReach"` valid whatever the checkout's directory is called.
         .package(name: "NetReach", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // The versions NetReach itself resolves; HTTPOverhead's server and options need them directly.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Raw rtnetlink plumbing for the harness: the change issuer and the floor reader, in C so the
@@ -32,6 +38,21 @@ let package = Package(
             ],
             path: "Benchmarks/EvaluatorThroughput",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // NetworkService over each transport against the bare transport, on loopback; the server is
+        // this same executable re-launched with `--serve`, so its work is not in the client's process.
+        .executableTarget(
+            name: "HTTPOverhead",
+            dependencies: [
+                .product(name: "NetReach", package: "NetReach"),
+                .product(name: "NetReachHTTP", package: "NetReach"),
+                .product(name: "NetReachAsyncHTTPClient", package: "NetReach"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
