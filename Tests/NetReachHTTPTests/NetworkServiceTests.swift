@@ -266,6 +266,28 @@ struct NetworkServiceTests {
         #expect(transport.sent.count == 1)
     }
 
+    @Test func aFailureIsExplainedWithTheRequestsOwnPolicy() async {
+        // The service denies cellular, this request allows it: its refused connection on a usable
+        // cellular path is a transport failure, not "cellular denied".
+        let transport = ScriptedTransport([.failure(.cannotConnect)])
+        let (service, monitor) = Self.service(transport, network: .connected(.cellular), policy: Self.policy {
+            $0.allowsCellularAccess = false
+            var noRetries = DefaultRetryPolicy()
+            noRetries.retryLimit = 0
+            $0.retryPolicy = noRetries
+        })
+        defer { monitor.cancel() }
+        do {
+            _ = try await service.send(Request.get("/sync").with { $0.allowsCellularAccess = true })
+            Issue.record("expected a failure")
+        } catch {
+            guard case .transport(let underlying, let path) = error else { Issue.record("got \(error)"); return }
+            #expect(underlying.kind == .cannotConnect)
+            #expect(path?.usesInterfaceType(.cellular) == true)
+        }
+        #expect(transport.sent.count == 1)
+    }
+
     @Test(.timeLimit(.minutes(1))) func cellularDeniedWaitsForWifi() async throws {
         let network = SimulatedNetwork.connected(.cellular)
         let transport = ScriptedTransport([.status(200)])

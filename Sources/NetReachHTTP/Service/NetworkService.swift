@@ -41,6 +41,8 @@ public final class NetworkService: Sendable {
     /// Where the service learns the network path; `nil` never waits and never explains.
     public let monitor: PathMonitor?
     private let waiting: WaitingBroadcast
+    /// `baseURL`, split once so plain paths are joined to it without parsing it again.
+    private let base: ResolvedTarget.Base?
 
     /// Creates a service.
     ///
@@ -53,6 +55,7 @@ public final class NetworkService: Sendable {
         onWaiting: (@Sendable (WaitingEvent) -> Void)? = nil
     ) {
         self.baseURL = baseURL
+        self.base = baseURL.map(ResolvedTarget.Base.init)
         self.defaultHeaderFields = defaultHeaderFields
         self.policy = policy
         self.transport = transport
@@ -76,9 +79,12 @@ public final class NetworkService: Sendable {
     public func send(
         _ request: Request, progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)? = nil
     ) async throws(NetworkError) -> Response {
-        guard let url = request.url(relativeTo: baseURL) else { throw .invalidURL(Self.describe(request.target, baseURL)) }
+        guard let target = ResolvedTarget.resolve(request.target, queryItems: request.queryItems, base: base) else {
+            throw .invalidURL(Self.describe(request.target, baseURL))
+        }
+        let url = target.url
         let policy = self.policy.applying(request.policyOverrides)
-        let head = makeHead(request, url: url)
+        let head = makeHead(request, target: target)
         let clock = ContinuousClock()
         let start = clock.now
         let resourceDeadline = start + policy.timeoutIntervalForResource
@@ -106,7 +112,7 @@ public final class NetworkService: Sendable {
             } catch {
                 if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
                 failure = .transport(error)
-                explained = explain(error)
+                explained = explain(error, policy: policy)
             }
 
             // An attempt that could not leave while the monitor sees no usable path: without waiting,
@@ -205,23 +211,18 @@ public final class NetworkService: Sendable {
 
     // MARK: - Building and explaining
 
-    private func makeHead(_ request: Request, url: URL) -> HTTPRequest {
+    private func makeHead(_ request: Request, target: ResolvedTarget) -> HTTPRequest {
         var fields = request.headerFields
         for field in defaultHeaderFields where fields[field.name] == nil { fields.append(field) }
         if let key = request.idempotencyKey { fields[.idempotencyKey] = key }
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
-        let host = components?.host ?? ""
-        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        let authority = components?.port.map { "\(bracketed):\($0)" } ?? bracketed
-        var path = components?.percentEncodedPath ?? "/"
-        if path.isEmpty { path = "/" }
-        if let query = components?.percentEncodedQuery { path += "?\(query)" }
-        return HTTPRequest(method: request.method, scheme: components?.scheme, authority: authority, path: path, headerFields: fields)
+        return HTTPRequest(method: request.method, scheme: target.scheme, authority: target.authority,
+                           path: target.pathAndQuery, headerFields: fields)
     }
 
     /// A transport failure as a ``NetworkError``, with the path at this moment: a request that could
-    /// not connect while the path was unusable is "not connected", which is what happened.
-    private func explain(_ error: TransportError) -> NetworkError {
+    /// not connect while the path was unusable for this request's `policy` is "not connected", which
+    /// is what happened.
+    private func explain(_ error: TransportError, policy: RequestPolicy) -> NetworkError {
         let path = monitor?.currentPath
         switch error.kind {
         case .cannotConnect, .dnsFailure, .connectTimeout:

@@ -24,7 +24,9 @@ public struct Request: Sendable {
     public var method: HTTPRequest.Method
     /// Where the request goes.
     public var target: Target
-    /// Query items appended to the target's own query, in order.
+    /// Query items appended to the target's own query (which is sent as written), in order. Names and
+    /// values are percent-encoded except for unreserved characters and `!$'()*,;:@/?`; `&`, `=` and
+    /// `+` are encoded too, so `["q": "1+1=2"]` reaches the server as `q=1%2B1%3D2`.
     public var queryItems: [URLQueryItem]
     /// Header fields; they override the service's default headers of the same name.
     public var headerFields: HTTPFields
@@ -105,21 +107,5 @@ public struct Request: Sendable {
     /// OPTIONS, PUT, DELETE, TRACE.
     public var isIdempotent: Bool {
         [HTTPRequest.Method.get, .head, .options, .put, .delete, .trace].contains(method)
-    }
-
-    /// The URL this request goes to, given the service's base URL; `nil` if it cannot be formed.
-    func url(relativeTo baseURL: URL?) -> URL? {
-        let resolved: URL?
-        switch target {
-        case .url(let url): resolved = url
-        case .path(let path):
-            guard let baseURL else { return nil }
-            resolved = URL(string: path, relativeTo: baseURL)?.absoluteURL
-        }
-        guard let resolved, var components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
-              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              components.host?.isEmpty == false else { return nil }
-        if !queryItems.isEmpty { components.queryItems = (components.queryItems ?? []) + queryItems }
-        return components.url
     }
 }
