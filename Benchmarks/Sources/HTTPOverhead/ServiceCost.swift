@@ -60,12 +60,12 @@ enum ServiceCost {
             Probe(name: "service: send, monitor nil") { calls in
                 await sendAll(withoutMonitor, request, calls: calls)
             },
-            Probe(name: "step: Request.url(relativeTo:) (URL + URLComponents)") { calls in
+            Probe(name: "old step (ce854e0): Request.url(relativeTo:) (URL + URLComponents)") { calls in
                 var failures = 0
                 for _ in 0..<calls where ServiceSteps.resolveURL("/small", relativeTo: base) == nil { failures += 1 }
                 return failures
             },
-            Probe(name: "step: makeHead (URLComponents + HTTPRequest)") { calls in
+            Probe(name: "old step (ce854e0): makeHead (URLComponents + HTTPRequest)") { calls in
                 var failures = 0
                 for _ in 0..<calls where ServiceSteps.makeHead(url: resolved).path != "/small" { failures += 1 }
                 return failures
