@@ -32,6 +32,8 @@ memory_samples="${MEMORY_SAMPLES:-3}"
 out="$here/.build/resume-runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
 prefix="nrresume-$$"
 helper="$here/resume-server.py"
+# shellcheck source=static-curl.sh
+source "$here/static-curl.sh"
 server_address=10.123.1.1
 server_port=8080
 gateway=10.123.0.1
@@ -85,14 +87,8 @@ else
 fi
 if [[ "$mode" != resume ]]; then
     if [[ -n "${CLI:-}" ]]; then echo "run-resume.sh: CLI= is for resume mode only" >&2; exit 64; fi
-    # FoundationNetworking (the urlsession transport) autolinks -lcurl; a static Swift stdlib then
-    # needs libcurl.so, which only the curl -dev package provides. Without it, link the runtime
-    # library libcurl.so.4 through a symlink of our own (curl stays a shared library either way).
-    static_extra=()
-    if ! ld -lcurl --verbose -o /dev/null >/dev/null 2>&1 && [[ -e /usr/lib/x86_64-linux-gnu/libcurl.so.4 ]]; then
-        mkdir -p "$here/.build/curl-link"
-        ln -sf /usr/lib/x86_64-linux-gnu/libcurl.so.4 "$here/.build/curl-link/libcurl.so"
-        static_extra=(-Xlinker -L"$here/.build/curl-link")
+    mapfile -t static_extra < <(static_curl_flags "$here/.build/curl-link")
+    if ((${#static_extra[@]})); then
         echo "static build: libcurl.so.4 linked through $here/.build/curl-link (no libcurl.so)" >> "$out/machine.txt"
     fi
     build "$out/build-cli-static.log" --static-swift-stdlib "${static_extra[@]}" --scratch-path "$here/.build/cli-static"

@@ -11,10 +11,11 @@ import Glibc
 import Darwin
 #endif
 
-/// An ``HTTPTransport`` that sends requests with AsyncHTTPClient (SwiftNIO).
+/// An ``NetReachHTTP/HTTPTransport`` that sends requests with AsyncHTTPClient (SwiftNIO).
 ///
-/// On Linux it is the cheaper transport (about a sixth of URLSession's CPU per request on
-/// loopback), so the CLI, the probes and the exporter use it.
+/// On Linux it is the cheaper transport (on loopback here, about half of URLSession's CPU per
+/// request one at a time and a third at 32 in flight; Benchmarks/RESULTS.md, section 7), so
+/// `netreach get` uses it by default.
 ///
 /// ```swift
 /// let transport = AsyncHTTPClientTransport()
@@ -37,9 +38,12 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// listening" takes the whole timeout to report.
     ///
     /// ```swift
-    /// let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
-    /// defer { try? client.syncShutdown() }
+    /// var configuration = HTTPClient.Configuration()
+    /// configuration.connectionPool.retryConnectionEstablishment = false   // report "refused" at once
+    /// let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     /// let transport = AsyncHTTPClientTransport(client: client)
+    /// // ... send requests ...
+    /// try await client.shutdown()
     /// ```
     public init(client: HTTPClient = AsyncHTTPClientTransport.defaultClient) {
         self.client = client

@@ -27,7 +27,7 @@ import Foundation
 ///   final, idempotent and safe from inside a handler or a stream's termination; no handler starts
 ///   after it returns.
 public final class PathMonitor: Sendable {
-    /// Posted on ``NotificationCenter/default`` after each change when ``postsNotifications`` is on;
+    /// Posted on `NotificationCenter.default` after each change when ``postsNotifications`` is on;
     /// the object is the monitor and `userInfo[PathMonitor.pathUserInfoKey]` the new ``NetworkPath``.
     public static let pathDidChangeNotification = Notification.Name("NetReachPathDidChange")
     /// The `userInfo` key of ``pathDidChangeNotification`` holding the ``NetworkPath``.

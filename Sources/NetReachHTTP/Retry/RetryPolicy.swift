@@ -115,6 +115,14 @@ public struct DefaultRetryPolicy: RetryPolicy {
     /// The defaults above.
     public init() {}
 
+    /// Retries a retryable status or transport failure that is safe to repeat, while the retry
+    /// limit, the maximum delay and the deadline allow: after `Retry-After` when the server sent
+    /// one, else after the jittered exponential back-off. Otherwise gives up, saying why.
+    ///
+    /// ```swift
+    /// let attempt = RetryAttempt(method: .get, number: 1, failure: .status(503, retryAfter: .seconds(2)))
+    /// DefaultRetryPolicy().decision(for: attempt)   // .retry(after: .seconds(2))
+    /// ```
     public func decision(for attempt: RetryAttempt) -> RetryDecision {
         guard attempt.number <= retryLimit else { return .giveUp("retry limit of \(retryLimit) reached") }
         guard attempt.isSafeToRepeat else { return .giveUp("\(attempt.method) may have reached the server and has no Idempotency-Key") }

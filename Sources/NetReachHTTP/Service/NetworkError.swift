@@ -27,7 +27,8 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
     case notConnected(NotConnectedReason, path: NetworkPath)
     /// The connection broke after the request may have reached the server.
     case connectionLost(String, path: NetworkPath?)
-    /// No complete response came within the request timeout.
+    /// No complete response came within the time allowed: the request timeout of one attempt, or
+    /// what was left of the resource timeout (which bounds waiting, every attempt and back-off).
     case timedOut(path: NetworkPath?)
     /// The request waited for connectivity until its resource timeout ran out.
     case waitingForConnectivityTimedOut(NotConnectedReason, path: NetworkPath)
@@ -36,6 +37,8 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
     /// Any other transport failure.
     case transport(TransportError, path: NetworkPath?)
 
+    /// One line a person can read, such as `not connected (no path: no default route); path: …` or
+    /// `HTTP 503 Service Unavailable: try later`; a status error shows the first 200 bytes of the body.
     public var description: String {
         switch self {
         case .invalidURL(let text):
@@ -77,6 +80,7 @@ public enum NotConnectedReason: Sendable, Hashable, CustomStringConvertible {
     /// The path uses a cellular interface and the policy does not allow cellular access.
     case cellularDenied
 
+    /// The reason in a few words, such as `no path: link down` or `expensive access denied`.
     public var description: String {
         switch self {
         case .noPath(let reason): "no path" + (reason.map { ": \($0)" } ?? "")

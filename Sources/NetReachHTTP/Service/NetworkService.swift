@@ -46,8 +46,24 @@ public final class NetworkService: Sendable {
 
     /// Creates a service.
     ///
+    /// ```swift
+    /// let service = NetworkService(baseURL: URL(string: "https://api.example.com/v1/")!,
+    ///                              defaultHeaderFields: [.userAgent: "my-agent/1.0"],
+    ///                              transport: URLSessionTransport())
+    /// ```
+    ///
     /// - Parameters:
-    ///   - monitor: a started monitor; by default ``NetReach/PathMonitor/shared``.
+    ///   - baseURL: what ``Request/Target/path(_:)`` targets resolve against (RFC 3986: `items`
+    ///     joins the base's last directory, `/items` replaces its path); `nil` if every request
+    ///     gives an absolute URL.
+    ///   - defaultHeaderFields: sent with every request; a request's own field of the same name wins.
+    ///   - policy: waiting, network access, timeouts, retries and acceptable statuses; each request
+    ///     may override parts of it.
+    ///   - transport: what sends the bytes, such as ``URLSessionTransport`` or
+    ///     `AsyncHTTPClientTransport` (product `NetReachAsyncHTTPClient`).
+    ///   - monitor: where the service learns the network path; by default `PathMonitor.shared`,
+    ///     which starts itself. A monitor you pass must be started: one that is not has no path
+    ///     yet, so requests never wait and failures are not explained. `nil` turns both off.
     ///   - onWaiting: called once each time a request starts waiting for connectivity.
     public init(
         baseURL: URL? = nil, defaultHeaderFields: HTTPFields = [:], policy: RequestPolicy = RequestPolicy(),
@@ -68,8 +84,14 @@ public final class NetworkService: Sendable {
 
     /// Sends `request` and returns the response, or throws why not.
     ///
-    /// - Parameter progress: called as response body bytes arrive (bytes so far, and the expected
+    /// - Parameters:
+    ///   - request: what to send; its policy overrides apply to it alone.
+    ///   - progress: called as response body bytes arrive (bytes so far, and the expected
     ///   total if the server said), for every attempt; a retried attempt starts again from zero.
+    ///
+    /// - Returns: the response with an acceptable status, with the attempts it took and the time it
+    ///   waited for connectivity.
+    /// - Throws: a ``NetworkError`` saying why there is no such response.
     ///
     /// ```swift
     /// let response = try await service.send(.get("/files/big.iso")) { received, expected in

@@ -14,11 +14,16 @@ import Foundation
 /// policy.allowsExpensiveNetworkAccess = false   // wait for, or fail without, a cheap network
 /// ```
 public struct RequestPolicy: Sendable {
-    /// Wait for a usable path before starting a request, instead of failing at once.
+    /// Wait for a usable path before each attempt (URLSession's `waitsForConnectivity`). Off, a request
+    /// on an unsatisfied path is attempted anyway and its failure explained with the path, and one
+    /// whose path the policy denies (expensive, constrained, cellular) fails with
+    /// ``NetworkError/notConnected(_:path:)`` without being sent.
     public var waitsForConnectivity = false
     /// The longest a request may take in all: waiting, every attempt and back-off.
     public var timeoutIntervalForResource: Duration = .seconds(7 * 24 * 3600)
-    /// The longest one attempt may take.
+    /// The longest one attempt may take, from start to the last byte of the response. Unlike
+    /// URLSession's timeout of the same name, which is reset by every byte that arrives, this
+    /// bounds the whole attempt, so a slow trickle cannot hold a request forever.
     public var timeoutIntervalForRequest: Duration = .seconds(60)
     /// Whether an expensive path (cellular, or marked expensive) may be used.
     public var allowsExpensiveNetworkAccess = true
@@ -36,13 +41,21 @@ public struct RequestPolicy: Sendable {
 
     /// Policy changes for one request; `nil` keeps the service's value.
     public struct Overrides: Sendable {
+        /// Replaces ``RequestPolicy/waitsForConnectivity``.
         public var waitsForConnectivity: Bool?
+        /// Replaces ``RequestPolicy/timeoutIntervalForResource``.
         public var timeoutIntervalForResource: Duration?
+        /// Replaces ``RequestPolicy/timeoutIntervalForRequest``.
         public var timeoutIntervalForRequest: Duration?
+        /// Replaces ``RequestPolicy/allowsExpensiveNetworkAccess``.
         public var allowsExpensiveNetworkAccess: Bool?
+        /// Replaces ``RequestPolicy/allowsConstrainedNetworkAccess``.
         public var allowsConstrainedNetworkAccess: Bool?
+        /// Replaces ``RequestPolicy/allowsCellularAccess``.
         public var allowsCellularAccess: Bool?
+        /// Replaces ``RequestPolicy/retryPolicy``.
         public var retryPolicy: (any RetryPolicy)?
+        /// Replaces ``RequestPolicy/acceptableStatusCodes``.
         public var acceptableStatusCodes: Range<Int>?
 
         /// No changes.

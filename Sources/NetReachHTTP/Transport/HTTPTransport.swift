@@ -81,5 +81,6 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         }
     }
 
+    /// The kind, then the transport's own detail: `cannotConnect: connection refused`.
     public var description: String { "\(kind): \(detail)" }
 }

@@ -8,8 +8,9 @@ import FoundationNetworking
 /// An ``HTTPTransport`` that sends requests with Foundation's `URLSession`.
 ///
 /// Use it in code that already lives on `URLSession` (shared cookies, caches, configuration).
-/// On Linux, FoundationNetworking costs several times the CPU of AsyncHTTPClient per request, so
-/// the CLI and the probes use `AsyncHTTPClientTransport` instead.
+/// On Linux, FoundationNetworking costs more CPU per request than AsyncHTTPClient (on loopback
+/// here: about twice as much one request at a time, three times at 32 in flight; Benchmarks/RESULTS.md,
+/// section 7), so `netreach get` uses `AsyncHTTPClientTransport` unless given `--transport urlsession`.
 ///
 /// ```swift
 /// let transport = URLSessionTransport()
