@@ -1,5 +1,4 @@
 import Foundation
-import HTTPTypes
 
 /// Where one request goes, worked out once: the URL that ``Response`` and ``WaitingEvent`` carry, and
 /// the scheme, authority and request target of the head handed to the transport.
