@@ -10,6 +10,8 @@ let package = Package(
         // Separate product: AsyncHTTPClient brings SwiftNIO, which URLSession users need not build.
         .library(name: "NetReachAsyncHTTPClient", targets: ["NetReachAsyncHTTPClient"]),
         .executable(name: "netreach", targets: ["netreach"]),
+        // `netreach get` runs this; apart so `status`/`watch`/`wait` never load the HTTP stack.
+        .executable(name: "netreach-http", targets: ["netreach-http"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -39,10 +41,24 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // What both executables share: output, signals, durations, exit statuses.
+        .target(
+            name: "NetReachCLI",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .executableTarget(
             name: "netreach",
             dependencies: [
-                "NetReach", "NetReachHTTP", "NetReachAsyncHTTPClient",
+                // Not "netreach-http": SwiftPM would link that executable's dependencies (SwiftNIO,
+                // AsyncHTTPClient, FoundationNetworking) into this one too. `swift build` builds both.
+                "NetReach", "NetReachCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "netreach-http",
+            dependencies: [
+                "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
@@ -63,6 +79,7 @@ let package = Package(
             dependencies: [
                 "NetReach",
                 "netreach",
+                "netreach-http",   // built before the tests run: `netreach get` executes it
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
             ],
             // Captured kernel dumps (hex) and the script that captured them; tests read them by path.

@@ -35,10 +35,7 @@ echo "== building (release)" >&2
 timeout 1200 swift build -c release --product DetectionLatency >&2
 timeout 1200 swift build -c release --package-path "$here/.." --scratch-path "$here/.build/cli" --product netreach >&2
 # The same CLI with the Swift runtime and Foundation linked statically, for comparison.
-# shellcheck source=static-curl.sh
-source "$here/static-curl.sh"
-mapfile -t static_extra < <(static_curl_flags "$here/.build/curl-link")
-timeout 1200 swift build -c release --static-swift-stdlib "${static_extra[@]}" --package-path "$here/.." --scratch-path "$here/.build/cli-static" --product netreach >&2
+timeout 1200 swift build -c release --static-swift-stdlib --package-path "$here/.." --scratch-path "$here/.build/cli-static" --product netreach >&2
 harness="$(swift build -c release --show-bin-path)/DetectionLatency"
 cli="$here/.build/cli/release/netreach"
 cli_static="$here/.build/cli-static/release/netreach"

@@ -32,8 +32,6 @@ memory_samples="${MEMORY_SAMPLES:-3}"
 out="$here/.build/resume-runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
 prefix="nrresume-$$"
 helper="$here/resume-server.py"
-# shellcheck source=static-curl.sh
-source "$here/static-curl.sh"
 server_address=10.123.1.1
 server_port=8080
 gateway=10.123.0.1
@@ -71,27 +69,25 @@ stop_pid() {   # stop_pid PID: TERM, then KILL after 3 s; forget it
 }
 
 mkdir -p "$out"
-build() {   # build LOG ARGS...: quiet unless it fails
-    local log="$1"; shift
-    if ! timeout 2400 swift build -c release --package-path "$here/.." --product netreach "$@" > "$log" 2>&1; then
+build() {   # build LOG PRODUCT ARGS...: quiet unless it fails
+    local log="$1" product="$2"; shift 2
+    if ! timeout 2400 swift build -c release --package-path "$here/.." --product "$product" "$@" >> "$log" 2>&1; then
         tail -30 "$log" >&2
         echo "run-resume.sh: build failed ($log)" >&2
         exit 1
     fi
 }
 if [[ -n "${CLI:-}" ]]; then
-    cli="$CLI"   # a netreach built elsewhere (resume mode; memory mode still builds both)
+    cli="$CLI"   # a netreach built elsewhere, with netreach-http next to it (resume mode only)
 else
-    build "$out/build-cli.log" --scratch-path "$here/.build/cli"
+    # `netreach get` executes netreach-http from the same directory.
+    build "$out/build-cli.log" netreach --scratch-path "$here/.build/cli"
+    build "$out/build-cli.log" netreach-http --scratch-path "$here/.build/cli"
     cli="$here/.build/cli/release/netreach"
 fi
 if [[ "$mode" != resume ]]; then
     if [[ -n "${CLI:-}" ]]; then echo "run-resume.sh: CLI= is for resume mode only" >&2; exit 64; fi
-    mapfile -t static_extra < <(static_curl_flags "$here/.build/curl-link")
-    if ((${#static_extra[@]})); then
-        echo "static build: libcurl.so.4 linked through $here/.build/curl-link (no libcurl.so)" >> "$out/machine.txt"
-    fi
-    build "$out/build-cli-static.log" --static-swift-stdlib "${static_extra[@]}" --scratch-path "$here/.build/cli-static"
+    build "$out/build-cli-static.log" netreach --static-swift-stdlib --scratch-path "$here/.build/cli-static"
 fi
 cli_static="$here/.build/cli-static/release/netreach"
 

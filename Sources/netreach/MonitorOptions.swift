@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import NetReach
+import NetReachCLI
 
 /// The options every command shares: which network to observe.
 struct MonitorOptions: ParsableArguments {

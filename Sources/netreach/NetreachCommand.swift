@@ -1,7 +1,19 @@
 import ArgumentParser
+import NetReachCLI
+
+/// Runs `netreach`: `get` (and `help get`) are handed to `netreach-http` before anything is
+/// parsed, so its own parser, help and exit statuses apply; everything else is ``NetreachCommand``.
+@main
+enum NetreachMain {
+    static func main() async {
+        if let forwarded = GetForwarding.helperArguments(CommandLine.arguments) {
+            GetForwarding.exec(forwarded)
+        }
+        await NetreachCommand.main()
+    }
+}
 
 /// The `netreach` command: the network path as `PathMonitor` sees it, from the shell.
-@main
 struct NetreachCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netreach",
@@ -13,6 +25,6 @@ struct NetreachCommand: AsyncParsableCommand {
 
             \(CLIExitCode.table)
             """,
-        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommand.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommandForwarder.self]
     )
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NetReach
+import NetReachCLI
 
 /// `netreach status`: the current path, once.
 struct StatusCommand: ParsableCommand {

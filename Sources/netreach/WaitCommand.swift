@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import NetReach
+import NetReachCLI
 
 /// `netreach wait`: exit 0 as soon as the network is usable, 1 if it is not within the timeout.
 /// For systemd units, container entrypoints and CI scripts, like `systemd-networkd-wait-online`.

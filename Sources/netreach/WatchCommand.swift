@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import NetReach
+import NetReachCLI
 
 /// `netreach watch`: the current path, then a line per change, until SIGINT or SIGTERM.
 struct WatchCommand: AsyncParsableCommand {

@@ -1,42 +1,33 @@
 import ArgumentParser
-import NetReachHTTP
 
-/// The exit statuses of `netreach`, in one place so every command's help tells the same story.
+/// The exit statuses of `netreach` (and of `netreach-http`, which runs its `get`), in one place so every command's help tells the same story.
 ///
 /// 64 is not chosen here: swift-argument-parser exits with `EX_USAGE` (64) for every parse error
 /// and every `ValidationError`, and with 1 for any other error that escapes `run()`. So `run()`
 /// only ever throws an `ExitCode`, never a bare error, or a failure would look like a timeout.
-enum CLIExitCode {
+package enum CLIExitCode {
     /// `wait`: the path did not meet the requirements within `--timeout`.
-    static let timedOut = ExitCode(1)
+    package static let timedOut = ExitCode(1)
     /// The monitor could not observe the system (no such namespace, no permission to enter it,
     /// netlink refused): ``PathMonitor/failure`` was set after `start(queue:)`.
-    static let monitorUnavailable = ExitCode(2)
+    package static let monitorUnavailable = ExitCode(2)
     /// `get`: the server answered with a status outside 200–299 (the body is still written).
-    static let unsuccessfulStatus = ExitCode(3)
+    package static let unsuccessfulStatus = ExitCode(3)
     /// `get`: the network could not be used: no usable path, or waiting for one ran past `--timeout`.
-    static let notConnected = ExitCode(4)
+    package static let notConnected = ExitCode(4)
     /// `get`: the request failed: connection lost, no response in time, not HTTP, or another
     /// transport failure.
-    static let requestFailed = ExitCode(5)
+    package static let requestFailed = ExitCode(5)
     /// `get`: a local file could not be read (`--data @FILE`) or written (`--output`).
-    static let localFile = ExitCode(6)
+    package static let localFile = ExitCode(6)
     /// `get`: stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report an interrupt).
-    static let interrupted = ExitCode(130)
-
-    /// The status `get` exits with after `error`.
-    static func exitCode(for error: NetworkError) -> ExitCode {
-        switch error {
-        case .unsuccessfulStatus: unsuccessfulStatus
-        case .notConnected, .waitingForConnectivityTimedOut: notConnected
-        case .connectionLost, .timedOut, .invalidResponse, .transport: requestFailed
-        case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
-        case .cancelled: interrupted
-        }
-    }
+    package static let interrupted = ExitCode(130)
+    /// `get`: `netreach-http`, the executable that runs it, is neither next to `netreach` nor on
+    /// `PATH` (`EX_UNAVAILABLE`).
+    package static let httpHelperMissing = ExitCode(69)
 
     /// The table shown in `--help`; `includesTimeout` adds the line only `wait` can produce.
-    static func table(includesTimeout: Bool) -> String {
+    package static func table(includesTimeout: Bool) -> String {
         var lines = ["EXIT STATUS", "  0   success"]
         if includesTimeout { lines.append("  1   timed out: the path did not meet the requirements in time") }
         lines.append("  2   the monitor could not observe the system (bad namespace, no permission)")
@@ -45,7 +36,7 @@ enum CLIExitCode {
     }
 
     /// The table in `get --help`.
-    static let getTable = """
+    package static let getTable = """
         EXIT STATUS
           0   success: a 2xx response
           3   the server answered with another status (the body is still written)
@@ -57,7 +48,7 @@ enum CLIExitCode {
         """
 
     /// The full table, for the root command.
-    static var table: String {
+    package static var table: String {
         """
         EXIT STATUS
           0   success
@@ -68,6 +59,7 @@ enum CLIExitCode {
           5   get: the request failed (connection lost, timed out, not HTTP, transport error)
           6   get: a local file could not be read or written
           64  usage error (unknown option, invalid value)
+          69  get: the netreach-http executable is neither next to netreach nor on PATH
           130 get: interrupted (SIGINT or SIGTERM)
         """
     }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import NetReach
 import NetReachAsyncHTTPClient
+import NetReachCLI
 import NetReachHTTP
 
 /// `netreach get URL`: the connectivity-aware HTTP layer from the shell. Waits for the network

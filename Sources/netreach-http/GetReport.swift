@@ -1,5 +1,6 @@
 import Foundation
 import NetReach
+import NetReachCLI
 import NetReachHTTP
 import Synchronization
 

@@ -13,23 +13,23 @@ import Darwin
 /// (lines are far below `PIPE_BUF`). Everything the commands print goes through here, so output
 /// order is the order of the calls. It also avoids the `stdout` global, which Swift 6 rejects as
 /// shared mutable state.
-enum StandardStream {
+package enum StandardStream {
     case output, error
 
     private var fileDescriptor: Int32 { self == .output ? 1 : 2 }
 
     /// Writes `line` and a newline.
-    func writeLine(_ line: String) {
+    package func writeLine(_ line: String) {
         write(Array((line + "\n").utf8))
     }
 
     /// Writes `text` as it is (no newline): for a terminal status line rewritten in place.
-    func write(_ text: String) {
+    package func write(_ text: String) {
         write(Array(text.utf8))
     }
 
     /// Writes bytes as they are: a response body.
-    func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+    package func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
         var bytes = Array(bytes)
         var offset = 0
         while offset < bytes.count {
@@ -45,10 +45,10 @@ enum StandardStream {
     }
 
     /// Whether this stream is a terminal (spinners and progress bars only make sense there).
-    var isTerminal: Bool { isatty(fileDescriptor) == 1 }
+    package var isTerminal: Bool { isatty(fileDescriptor) == 1 }
 
     /// Writes `netreach: message` to standard error.
-    static func complain(_ message: String) {
+    package static func complain(_ message: String) {
         StandardStream.error.writeLine("netreach: \(message)")
     }
 }

@@ -1,20 +1,20 @@
 import ArgumentParser
 
-/// The `--timeout` of `wait`: `30s`, `500ms`, `2m`, `1h`, `1.5s`, or a bare number of seconds.
+/// The `--timeout` of `wait` and `get`: `30s`, `500ms`, `2m`, `1h`, `1.5s`, or a bare number of seconds.
 ///
 /// ```swift
 /// try WaitDuration(parsing: "1.5s").duration   // .milliseconds(1500)
 /// try WaitDuration(parsing: "-3")              // ValidationError: cannot be negative
 /// ```
-struct WaitDuration: Sendable, Hashable, CustomStringConvertible {
+package struct WaitDuration: Sendable, Hashable, CustomStringConvertible {
     /// How long to wait.
-    let duration: Duration
+    package let duration: Duration
     /// How the user wrote it, with the unit made explicit (`30` becomes `30s`), for messages.
-    let description: String
+    package let description: String
 
     /// The longest accepted timeout, about 68 years: beyond it no clock arithmetic is safe, and
     /// nobody means it.
-    static let maximumSeconds = Double(Int32.max)
+    package static let maximumSeconds = Double(Int32.max)
 
     private static let secondsPerUnit: [(suffix: String, seconds: Double)] = [
         // "ms" before "s" and "m", which are its suffix and prefix.
@@ -22,7 +22,7 @@ struct WaitDuration: Sendable, Hashable, CustomStringConvertible {
     ]
 
     /// A duration of whole seconds, such as the default `30s`.
-    static func seconds(_ seconds: Int) -> WaitDuration {
+    package static func seconds(_ seconds: Int) -> WaitDuration {
         WaitDuration(duration: .seconds(seconds), description: "\(seconds)s")
     }
 
@@ -32,7 +32,7 @@ struct WaitDuration: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses a command-line value; the error says what was wrong and what is accepted.
-    init(parsing text: String) throws(ValidationError) {
+    package init(parsing text: String) throws(ValidationError) {
         let unit = Self.secondsPerUnit.first { text.hasSuffix($0.suffix) }
         let number = String(text.dropLast(unit?.suffix.count ?? 0))
         if number.hasPrefix("-") {
@@ -51,7 +51,7 @@ struct WaitDuration: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether this is `0` in any unit: check once and do not wait.
-    var isZero: Bool { duration == .zero }
+    package var isZero: Bool { duration == .zero }
 
     /// Digits with at most one dot and at least one digit (`30`, `1.5`, `.5`, `2.`): no sign,
     /// exponent, hex, `inf` or `nan`, which `Double.init` would otherwise accept.

@@ -1,0 +1,16 @@
+import ArgumentParser
+import NetReachCLI
+import NetReachHTTP
+
+extension CLIExitCode {
+    /// The status `get` exits with after `error`.
+    static func exitCode(for error: NetworkError) -> ExitCode {
+        switch error {
+        case .unsuccessfulStatus: unsuccessfulStatus
+        case .notConnected, .waitingForConnectivityTimedOut: notConnected
+        case .connectionLost, .timedOut, .invalidResponse, .transport: requestFailed
+        case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
+        case .cancelled: interrupted
+        }
+    }
+}
