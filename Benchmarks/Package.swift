@@ -23,9 +23,12 @@ let package = Package(
         // Raw rtnetlink plumbing for the harness: the change issuer and the floor reader, in C so the
         // floor is as thin as a reader can be.
         .target(name: "CNetReachBench"),
+        // Percentiles and medians, the same for every harness.
+        .target(name: "BenchStatistics"),
         .executableTarget(
             name: "DetectionLatency",
             dependencies: [
+                "BenchStatistics",
                 "CNetReachBench",
                 .product(name: "NetReach", package: "NetReach"),
             ]
@@ -44,6 +47,7 @@ let package = Package(
         .executableTarget(
             name: "HTTPOverhead",
             dependencies: [
+                "BenchStatistics",
                 .product(name: "NetReach", package: "NetReach"),
                 .product(name: "NetReachHTTP", package: "NetReach"),
                 .product(name: "NetReachAsyncHTTPClient", package: "NetReach"),

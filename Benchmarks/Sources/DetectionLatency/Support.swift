@@ -1,3 +1,4 @@
+import BenchStatistics
 import CNetReachBench
 import Foundation
 import NetReach
@@ -203,34 +204,6 @@ func memory(ofProcess pid: Int32) -> (rss: Int, hwm: Int, anon: Int, file: Int)?
     }
     guard let rss = values["VmRSS"] else { return nil }
     return (rss, values["VmHWM"] ?? -1, values["RssAnon"] ?? -1, values["RssFile"] ?? -1)
-}
-
-/// Nearest-rank percentiles of latencies in ns.
-struct Distribution: Codable {
-    var count: Int
-    var p50: Double
-    var p90: Double
-    var p99: Double
-    var max: Double
-    var mean: Double
-
-    /// Values in microseconds.
-    init(_ samplesNS: [Int64]) {
-        let sorted = samplesNS.sorted()
-        count = sorted.count
-        func rank(_ p: Double) -> Double {
-            guard !sorted.isEmpty else { return .nan }
-            let index = Swift.max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1)
-            return Double(sorted[Swift.min(index, sorted.count - 1)]) / 1000
-        }
-        p50 = rank(0.50); p90 = rank(0.90); p99 = rank(0.99)
-        max = sorted.last.map { Double($0) / 1000 } ?? .nan
-        mean = sorted.isEmpty ? .nan : Double(sorted.reduce(0, +)) / Double(sorted.count) / 1000
-    }
-
-    var line: String {
-        String(format: "n=%4d  p50 %8.1f  p90 %8.1f  p99 %8.1f  max %8.1f  mean %8.1f µs", count, p50, p90, p99, max, mean)
-    }
 }
 
 /// CPU time counters for one phase, in ns.

@@ -9,6 +9,7 @@
 // a NETLINK_ROUTE socket that timestamps right after recv) and a NetReach PathMonitor (timestamp
 // at the start of pathUpdateHandler on a serial queue). A change is timed from just before the
 // sendmsg that makes it, on the harness's own netlink socket in the namespace.
+import BenchStatistics
 import CNetReachBench
 import Dispatch
 import Foundation

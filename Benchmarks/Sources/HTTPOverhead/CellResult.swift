@@ -1,3 +1,5 @@
+import BenchStatistics
+
 /// The targets: the service keeps ≥ 95% of the bare transport's throughput, and its p99 is
 /// at most 1.1× the bare transport's.
 enum Target {

@@ -1,3 +1,4 @@
+import BenchStatistics
 import Foundation
 import HTTPTypes
 import NetReach
