@@ -152,11 +152,8 @@ struct ResolvConfFileTests {
         text += "nameserver 198.51.100.53\n"
         let file = try directory.write(text, to: "resolv.conf")
 
-        let clock = ContinuousClock()
-        var nameservers: [IPAddress] = []
-        let elapsed = clock.measure { nameservers = ResolvConf.nameservers(atPath: file) }
-        #expect(nameservers == [ip("192.0.2.53")])
-        #expect(elapsed < .seconds(1))
+        // The nameserver past 64 KiB is not seen: proof the rest of the file was not read.
+        #expect(ResolvConf.nameservers(atPath: file) == [ip("192.0.2.53")])
     }
 
     @Test func fifoDoesNotBlock() throws {

@@ -14,7 +14,7 @@ final class Recorder: @unchecked Sendable {
     var all: [NetworkPath] { lock.withLock { paths } }
 
     /// Waits (bounded) until `count` paths arrived.
-    func waitFor(count: Int, timeout: Duration = .seconds(5)) async -> [NetworkPath] {
+    func waitFor(count: Int, timeout: Duration = .seconds(15)) async -> [NetworkPath] {
         let deadline = ContinuousClock.now + timeout
         while all.count < count && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(2)) }
         return all

@@ -47,29 +47,31 @@ struct CLIEndToEndTests {
     @Test func waitExitsZeroAtOnceWhenAlreadySatisfied() async throws {
         try await NetnsLab.withLab { lab in
             let started = ContinuousClock.now
-            let wait = try NetreachProcess(["wait", "--timeout", "5s", "--namespace", lab.name])
+            let wait = try NetreachProcess(["wait", "--timeout", "60s", "--namespace", lab.name])
             defer { wait.kill() }
-            let status = await wait.exitStatus()
+            let status = await wait.exitStatus(timeout: .seconds(20))
             let elapsed = ContinuousClock.now - started
             #expect(status == 0, "standard error: \(wait.standardError)")
-            #expect(elapsed < .seconds(2), "took \(elapsed) with --timeout 5s")
+            // Start-up included; anything near the 60 s timeout would mean it waited for nothing.
+            #expect(elapsed < .seconds(10), "took \(elapsed) with --timeout 60s")
             #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
         }
     }
 
     @Test func waitStartedWithoutARouteExitsZeroSoonAfterTheRouteIsAdded() async throws {
         try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
-            let wait = try NetreachProcess(["wait", "--timeout", "20s", "--namespace", lab.name])
+            let wait = try NetreachProcess(["wait", "--timeout", "60s", "--namespace", lab.name])
             defer { wait.kill() }
             await LabPoll.settle(.milliseconds(500))
             #expect(wait.isRunning, "wait exited before the route existed: \(wait.standardError)")
 
             let routeAdded = ContinuousClock.now
             try await lab.addDefaultRoute()
-            let status = await wait.exitStatus(timeout: .seconds(5))
+            let status = await wait.exitStatus(timeout: .seconds(20))
             let elapsed = ContinuousClock.now - routeAdded
             #expect(status == 0, "standard error: \(wait.standardError)")
-            #expect(elapsed < .seconds(2), "exited \(elapsed) after the route was added")
+            // On the change, not at the 60 s timeout (the latency target is measured in Benchmarks).
+            #expect(elapsed < .seconds(5), "exited \(elapsed) after the route was added")
             #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
         }
     }

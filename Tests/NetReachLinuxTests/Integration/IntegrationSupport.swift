@@ -93,7 +93,7 @@ enum LabPoll {
     /// issue naming `what` and returns `false`. Never waits without bound.
     @discardableResult
     static func until(
-        _ what: String, timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
+        _ what: String, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation,
         _ condition: () -> Bool
     ) async -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -111,7 +111,7 @@ enum LabPoll {
     /// deadlock in `work` fails the test instead of hanging it. Returns whether `work` finished.
     @discardableResult
     static func finishes(
-        _ what: String, timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
+        _ what: String, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation,
         _ work: @escaping @Sendable () -> Void
     ) async -> Bool {
         let done = Locked(false)

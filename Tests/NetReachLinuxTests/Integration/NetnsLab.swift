@@ -175,7 +175,7 @@ struct NetnsLab: Sendable {
 
     /// Waits (bounded) until `veth0` is up with carrier (`state UP`), as after `ip link set up`
     /// the link briefly shows NO-CARRIER.
-    func waitForCarrier(timeout: Duration = .seconds(5)) async throws {
+    func waitForCarrier(timeout: Duration = .seconds(15)) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {
             let line = try await ip("-o", "link", "show", "dev", Self.interface)
