@@ -85,8 +85,9 @@ struct WaitingForConnectivityTests {
             let server = try await Self.startServer(for: lab)
             defer { server.stop() }
             let started = ContinuousClock.now
-            // Ten retries of back-off (0.5 s doubling, capped at 30 s) would take minutes: failing
-            // well inside 10 s shows none is spent on a path that is not there.
+            // Ten retries of back-off (0.5 s doubling, capped at 30 s, jittered) would almost surely
+            // run into the 60 s --timeout: failing well inside 10 s shows none is spent on a path
+            // that is not there.
             let get = try NetreachProcess(
                 ["get", "--json", "--retries", "10", "--timeout", "60s", Self.url(server, "/hello")], inNamespace: lab.name)
             defer { get.kill() }
