@@ -46,7 +46,8 @@ struct ResolvedTarget: Sendable, Equatable {
         }
 
         static func isHTTP(_ scheme: String) -> Bool {
-            scheme.lowercased() == "http" || scheme.lowercased() == "https"
+            let lowercased = scheme.lowercased()
+            return lowercased == "http" || lowercased == "https"
         }
     }
 
