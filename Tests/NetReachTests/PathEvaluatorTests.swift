@@ -339,23 +339,26 @@ struct PathEvaluatorOrderingTests {
         #expect(evaluate(snapshot).availableInterfaces == [wlan0Interface, eth0Interface])
     }
 
-    @Test func interfaceMetricIsItsBestDefaultRoute() {
-        // eth0 has metric 50 (IPv6) and 600 (IPv4); wlan0 has 100: eth0 is preferred.
+    @Test func interfacesInUseComeInFamilyOrderIPv4First() {
+        // IPv4 leaves through wlan0 (metric 100 beats eth0's 600), IPv6 through eth0 (its only
+        // IPv6 route): both are in use, IPv4's first, whatever the metrics across families.
         let snapshot = SystemSnapshot(
             links: [eth0, wlan0],
             addresses: [address("192.0.2.10", on: 2), address("2001:db8::10", on: 2), address("198.51.100.10", on: 3)],
             defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 2, metric: 600), defaultRoute(via: "2001:db8::1", dev: 2, metric: 50),
                             defaultRoute(via: "198.51.100.1", dev: 3, metric: 100)])
-        #expect(evaluate(snapshot).availableInterfaces == [eth0Interface, wlan0Interface])
+        #expect(evaluate(snapshot).availableInterfaces == [wlan0Interface, eth0Interface])
     }
 
-    @Test func gatewaysAreOrderedByMetric() {
+    @Test func gatewaysInUseComeFirstThenStandbyByMetric() {
+        // In use: 192.0.2.1 (IPv4) and 2001:db8::1 (IPv6, eth0's only route of its family);
+        // wlan0's 198.51.100.1 is a standby route (metric 600).
         let snapshot = SystemSnapshot(
             links: [eth0, wlan0],
             addresses: [address("192.0.2.10", on: 2), address("2001:db8::10", on: 2), address("198.51.100.10", on: 3)],
             defaultRoutes: [defaultRoute(via: "2001:db8::1", dev: 2, metric: 1024), defaultRoute(via: "192.0.2.1", dev: 2, metric: 100),
                             defaultRoute(via: "198.51.100.1", dev: 3, metric: 600)])
-        #expect(evaluate(snapshot).gateways == [ip("192.0.2.1"), ip("198.51.100.1"), ip("2001:db8::1")])
+        #expect(evaluate(snapshot).gateways == [ip("192.0.2.1"), ip("2001:db8::1"), ip("198.51.100.1")])
     }
 
     @Test func gatewaysAreDeduplicated() {

@@ -1,15 +1,26 @@
 /// Turns a ``SystemSnapshot`` into a ``NetworkPath``: a pure function with no I/O, so every rule is
 /// tested with plain fixtures.
 ///
-/// The rules (see DESIGN.md "Path semantics"):
-/// - an interface is *available* when it is up with carrier, has a usable address of some family
-///   and a unicast default route of that family through it; loopback needs no route and counts
-///   only when required;
-/// - the path is satisfied when an interface the requirements allow is available;
-/// - otherwise the reason is the furthest any allowed interface got (no default route, then no
-///   address, then link down); with no allowed interface at all, it is
-///   ``UnsatisfiedReason/excludedByRequirements`` when an excluded interface would have been
-///   available, and ``UnsatisfiedReason/noInterface`` otherwise.
+/// The rules:
+/// - per family, the path follows the kernel's own route lookup (``SystemSnapshot/routeLookups``):
+///   the family is usable when the lookup yields a route out of an interface that is up with
+///   carrier, that the requirements allow, with a source address the kernel would use (from any
+///   interface) that is not link-local;
+/// - the path is satisfied when either family is usable; its interfaces are the ones the kernel
+///   uses (IPv4's first), then standby interfaces that could carry traffic (allowed, up, addressed,
+///   with a main-table default route; lowest metric first); its gateways are the next hops of the
+///   kernel's routes, then the standby routes'; expensive and constrained describe the interfaces
+///   in use only;
+/// - when the route the kernel uses goes through an interface the requirements exclude, the path
+///   is judged by the kernel's answer for traffic bound to an allowed interface, as
+///   Network.framework scopes a connection with requirements;
+/// - otherwise the reason is the most telling of the two families: a route the kernel would use
+///   says more (``UnsatisfiedReason/routeRefused``, ``UnsatisfiedReason/excludedByRequirements``,
+///   ``UnsatisfiedReason/noAddress``, ``UnsatisfiedReason/linkDown`` of that route's interface) than
+///   the state of the links when there is no route at all (the furthest any allowed link got:
+///   no default route, then no address, then link down; no allowed link: no interface);
+/// - a monitor that requires ``InterfaceType/loopback`` is satisfied by `lo` being up with an
+///   address, since no route lookup for the internet ever leaves through it.
 ///
 /// ```swift
 /// let path = PathEvaluator.evaluate(snapshot, requirements: .init(requiredInterfaceType: .wifi))
@@ -21,113 +32,201 @@ public enum PathEvaluator {
         requirements: PathRequirements = PathRequirements(),
         classification: InterfaceClassification = .automatic
     ) -> NetworkPath {
-        // Families as bits, so the per-event work allocates two small dictionaries and one array.
-        var addressed: [Int: Families] = Dictionary(minimumCapacity: snapshot.links.count)
-        for address in snapshot.addressTable.values where address.isUsable || isLoopbackUsable(address, in: snapshot) {
-            addressed[address.interfaceIndex, default: []].insert(Families(address.address.family))
+        if requirements.requiredInterfaceType == .loopback {
+            return evaluateLoopback(snapshot, requirements: requirements, classification: classification)
         }
-        var routed: [Int: (families: Families, metric: UInt32)] = Dictionary(minimumCapacity: snapshot.links.count)
-        for route in snapshot.defaultRoutes where addressed[route.interfaceIndex]?.contains(Families(route.family)) == true {
-            let previous = routed[route.interfaceIndex] ?? ([], .max)
-            routed[route.interfaceIndex] = (previous.families.union(Families(route.family)), min(previous.metric, route.metric))
+        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
+        let ipv4 = judge.familyVerdict(.ipv4)
+        let ipv6 = judge.familyVerdict(.ipv6)
+        let used = [ipv4, ipv6].compactMap(\.usable)
+        guard !used.isEmpty else {
+            let reasons = [ipv4, ipv6].compactMap(\.failure)
+            return .unsatisfied(reasons.max { $0.weight < $1.weight }?.reason ?? .noInterface)
         }
-
-        var available: [Candidate] = []
-        var furthest: UnsatisfiedReason?
-        var excludedWouldSatisfy = false
-        for link in snapshot.links.values {
-            let type = classification.type(of: link)
-            if type == .loopback && requirements.requiredInterfaceType != .loopback { continue }
-            switch assess(link, type: type, addressed: addressed[link.index] ?? [], routed: routed[link.index]) {
-            case .available(let candidate):
-                if requirements.allows(type) { available.append(candidate) } else { excludedWouldSatisfy = true }
-            case .unavailable(let reason):
-                if requirements.allows(type), rank(reason) > rank(furthest) { furthest = reason }
-            }
-        }
-
-        guard !available.isEmpty else {
-            // An allowed interface's own trouble ("the Wi-Fi link is down") says more than the fact
-            // that an excluded one would have worked.
-            let reason = furthest ?? (excludedWouldSatisfy ? .excludedByRequirements : .noInterface)
-            return .unsatisfied(reason)
-        }
-        available.sort { ($0.metric, $0.interface.index) < ($1.metric, $1.interface.index) }
-        let primary = available[0].interface
-        let gateways = snapshot.defaultRoutes
-            .filter { route in available.contains { $0.interface.index == route.interfaceIndex && $0.families.contains(Families(route.family)) } }
-            .sorted(by: preferred)
-            .compactMap(\.gateway)
+        var inUse: [NetworkInterface] = []
+        for use in used where !inUse.contains(use.interface) { inUse.append(use.interface) }
+        let (standby, standbyGateways) = judge.standbyInterfaces(excluding: Set(inUse.map(\.index)))
+        var gateways: [IPAddress] = []
+        for gateway in used.compactMap(\.gateway) + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
         return NetworkPath(
             status: .satisfied,
-            availableInterfaces: available.map(\.interface),
-            isExpensive: primary.type == .cellular || classification.isMarkedExpensive(primary.name),
-            isConstrained: classification.isMarkedConstrained(primary.name),
-            supportsIPv4: available.contains { $0.families.contains(.ipv4) },
-            supportsIPv6: available.contains { $0.families.contains(.ipv6) },
+            availableInterfaces: inUse + standby,
+            isExpensive: inUse.contains { $0.type == .cellular || classification.isMarkedExpensive($0.name) },
+            isConstrained: inUse.contains { classification.isMarkedConstrained($0.name) },
+            supportsIPv4: ipv4.usable != nil,
+            supportsIPv6: ipv6.usable != nil,
             supportsDNS: !snapshot.nameservers.isEmpty,
-            gateways: uniqued(gateways)
+            gateways: gateways
         )
     }
 
-    /// A set of address families in one byte.
-    private struct Families: OptionSet {
-        let rawValue: UInt8
-        static let ipv4 = Families(rawValue: 1), ipv6 = Families(rawValue: 2)
-        init(rawValue: UInt8) { self.rawValue = rawValue }
-        init(_ family: IPAddress.Family) { self = family == .ipv4 ? .ipv4 : .ipv6 }
+    /// What one family's lookup means for the path.
+    enum Verdict {
+        case usable(Use)
+        case unusable(Failure)
+
+        var usable: Use? { if case .usable(let use) = self { use } else { nil } }
+        var failure: Failure? { if case .unusable(let failure) = self { failure } else { nil } }
     }
 
-    private struct Candidate {
+    struct Use {
         var interface: NetworkInterface
-        var families: Families
-        var metric: UInt32
+        var gateway: IPAddress?
     }
 
-    private enum Outcome {
-        case available(Candidate)
-        case unavailable(UnsatisfiedReason)
-    }
+    struct Failure {
+        var reason: UnsatisfiedReason
+        /// Whether the kernel had a route (so the reason is about that route, not about links).
+        var fromRoute: Bool
 
-    private static func assess(
-        _ link: SystemSnapshot.Link, type: InterfaceType, addressed: Families, routed: (families: Families, metric: UInt32)?
-    ) -> Outcome {
-        guard link.isOperational else { return .unavailable(.linkDown) }
-        guard !addressed.isEmpty else { return .unavailable(.noAddress) }
-        let interface = NetworkInterface(name: link.name, index: link.index, type: type)
-        if type == .loopback {
-            return .available(Candidate(interface: interface, families: addressed, metric: .max))
-        }
-        guard let routed else { return .unavailable(.noDefaultRoute) }
-        return .available(Candidate(interface: interface, families: routed.families, metric: routed.metric))
-    }
-
-    /// A total order on routes: metric, then interface, then IPv4 before IPv6, then gateway bytes.
-    /// Ties must not fall back on the set's hash order (NetworkManager gives its IPv4 and IPv6
-    /// defaults the same metric), or equal snapshots would give paths that differ in order only.
-    private static func preferred(_ a: SystemSnapshot.DefaultRoute, _ b: SystemSnapshot.DefaultRoute) -> Bool {
-        if a.metric != b.metric { return a.metric < b.metric }
-        if a.interfaceIndex != b.interfaceIndex { return a.interfaceIndex < b.interfaceIndex }
-        if a.family != b.family { return a.family == .ipv4 }
-        return (a.gateway?.bytes ?? []).lexicographicallyPrecedes(b.gateway?.bytes ?? [])
-    }
-
-    /// Loopback's addresses are host-scoped by nature; they are what a required loopback uses.
-    private static func isLoopbackUsable(_ address: SystemSnapshot.Address, in snapshot: SystemSnapshot) -> Bool {
-        !address.isTentative && !address.isDADFailed && snapshot.links[address.interfaceIndex]?.isLoopback == true
-    }
-
-    private static func rank(_ reason: UnsatisfiedReason?) -> Int {
-        switch reason {
-        case .noDefaultRoute: 3
-        case .noAddress: 2
-        case .linkDown: 1
-        default: 0
+        /// Higher is more telling: any reason about the kernel's own route, then by rank.
+        var weight: Int {
+            let rank = switch reason {
+            case .routeRefused: 6
+            case .excludedByRequirements: 5
+            case .noDefaultRoute: 3
+            case .noAddress: 2
+            case .linkDown: 1
+            default: 0
+            }
+            return (fromRoute ? 10 : 0) + rank
         }
     }
 
-    private static func uniqued(_ addresses: [IPAddress]) -> [IPAddress] {
-        var seen = Set<IPAddress>()
-        return addresses.filter { seen.insert($0).inserted }
+    /// Judges lookups against one snapshot, requirements and classification.
+    struct Judge {
+        var snapshot: SystemSnapshot
+        var requirements: PathRequirements
+        var classification: InterfaceClassification
+
+        /// The verdict for traffic to the internet over `family`: the unbound route's, or, when that
+        /// route uses an interface the requirements exclude, the first allowed interface whose
+        /// bound lookup is usable (lowest main-table default metric first, then interface index).
+        func familyVerdict(_ family: IPAddress.Family) -> Verdict {
+            let unbound = verdict(snapshot.routeLookup(for: family), family: family)
+            guard let failure = unbound.failure, failure.reason == .excludedByRequirements, failure.fromRoute else {
+                return unbound
+            }
+            var metrics: [Int: UInt32] = [:]
+            for route in snapshot.defaultRoutes where route.family == family {
+                metrics[route.interfaceIndex] = min(metrics[route.interfaceIndex] ?? .max, route.metric)
+            }
+            let candidates = snapshot.links.values
+                .filter { requirements.allows(classification.type(of: $0)) }
+                .sorted { (metrics[$0.index] ?? .max, $0.index) < (metrics[$1.index] ?? .max, $1.index) }
+            for link in candidates {
+                let bound = verdict(snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family)
+                if bound.usable != nil { return bound }
+            }
+            // An allowed interface's own trouble ("the Wi-Fi link is down") says more than the fact
+            // that an excluded one works.
+            guard !candidates.isEmpty else { return unbound }
+            return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
+        }
+
+        /// Interfaces the kernel does not use now but that could carry traffic: allowed, up with
+        /// carrier, with a usable address of a family and a main-table default route of that family
+        /// through them; lowest metric first, then interface index. Also their gateways, in route order.
+        func standbyInterfaces(excluding inUse: Set<Int>) -> ([NetworkInterface], [IPAddress]) {
+            var addressed = Set<AddressKey>()
+            for address in snapshot.addressTable.values where address.isUsable {
+                addressed.insert(AddressKey(interfaceIndex: address.interfaceIndex, family: address.address.family))
+            }
+            var metrics: [Int: UInt32] = [:]
+            var routes: [SystemSnapshot.DefaultRoute] = []
+            for route in snapshot.defaultRoutes
+            where !inUse.contains(route.interfaceIndex)
+                && addressed.contains(AddressKey(interfaceIndex: route.interfaceIndex, family: route.family)) {
+                guard let link = snapshot.links[route.interfaceIndex], link.isOperational else { continue }
+                guard requirements.allows(classification.type(of: link)) else { continue }
+                metrics[link.index] = min(metrics[link.index] ?? .max, route.metric)
+                routes.append(route)
+            }
+            let interfaces = metrics.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.compactMap { entry -> NetworkInterface? in
+                guard let link = snapshot.links[entry.key] else { return nil }
+                return NetworkInterface(name: link.name, index: link.index, type: classification.type(of: link))
+            }
+            return (interfaces, routes.sorted { $0.isPreferred(over: $1) }.compactMap(\.gateway))
+        }
+
+        private struct AddressKey: Hashable {
+            var interfaceIndex: Int
+            var family: IPAddress.Family
+        }
+
+        /// The verdict on a lookup for a destination of `family` (`linkLocalDestination`: the
+        /// destination itself is link-local, so a link-local source is fine).
+        func verdict(_ lookup: RouteLookup, family: IPAddress.Family, linkLocalDestination: Bool = false) -> Verdict {
+            switch lookup {
+            case .route(let route):
+                guard let link = snapshot.links[route.interfaceIndex] else {
+                    return .unusable(Failure(reason: .noInterface, fromRoute: true))
+                }
+                let type = classification.type(of: link)
+                // A local destination is reached through loopback whatever the requirements say.
+                guard requirements.allows(type) || (route.isLocal && type == .loopback) else {
+                    return .unusable(Failure(reason: .excludedByRequirements, fromRoute: true))
+                }
+                // The kernel still routes through a link that lost carrier (a `linkdown` route):
+                // the traffic is lost, and the path says why.
+                guard link.isOperational else { return .unusable(Failure(reason: .linkDown, fromRoute: true)) }
+                guard let source = route.source, linkLocalDestination || !source.isLinkLocal else {
+                    return .unusable(Failure(reason: .noAddress, fromRoute: true))
+                }
+                return .usable(Use(interface: NetworkInterface(name: link.name, index: link.index, type: type),
+                                   gateway: route.gateway))
+            case .refused:
+                return .unusable(Failure(reason: .routeRefused, fromRoute: true))
+            case .noRoute, .failed:
+                return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
+            }
+        }
+
+        /// Why there is no route, told by the links: the furthest any allowed link got.
+        func linkReason(family: IPAddress.Family) -> UnsatisfiedReason {
+            var furthest: UnsatisfiedReason?
+            var excludedExists = false
+            for link in snapshot.links.values {
+                let type = classification.type(of: link)
+                if type == .loopback { continue }
+                guard requirements.allows(type) else { excludedExists = true; continue }
+                let reason: UnsatisfiedReason
+                if !link.isOperational {
+                    reason = .linkDown
+                } else if !snapshot.addressTable.values.contains(where: {
+                    $0.interfaceIndex == link.index && $0.address.family == family && $0.isUsable
+                }) {
+                    reason = .noAddress
+                } else {
+                    reason = .noDefaultRoute
+                }
+                if Failure(reason: reason, fromRoute: false).weight > furthest.map({ Failure(reason: $0, fromRoute: false).weight }) ?? -1 {
+                    furthest = reason
+                }
+            }
+            return furthest ?? (excludedExists ? .excludedByRequirements : .noInterface)
+        }
+    }
+
+    /// A required loopback: `lo` up with a usable (not tentative) address of some family.
+    private static func evaluateLoopback(
+        _ snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification
+    ) -> NetworkPath {
+        let loopbacks = snapshot.links.values.filter { classification.type(of: $0) == .loopback }
+        guard let link = loopbacks.min(by: { $0.index < $1.index }), requirements.allows(.loopback) else {
+            return .unsatisfied(.noInterface)
+        }
+        guard link.isOperational else { return .unsatisfied(.linkDown) }
+        let families = Set(snapshot.addressTable.values
+            .filter { $0.interfaceIndex == link.index && !$0.isTentative && !$0.isDADFailed }
+            .map(\.address.family))
+        guard !families.isEmpty else { return .unsatisfied(.noAddress) }
+        return NetworkPath(
+            status: .satisfied,
+            availableInterfaces: [NetworkInterface(name: link.name, index: link.index, type: .loopback)],
+            supportsIPv4: families.contains(.ipv4),
+            supportsIPv6: families.contains(.ipv6),
+            supportsDNS: !snapshot.nameservers.isEmpty
+        )
     }
 }

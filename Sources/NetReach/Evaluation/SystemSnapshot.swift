@@ -1,5 +1,6 @@
 /// Everything the evaluator needs to know about the system's network state, and nothing more:
-/// links, their addresses, default routes, and the configured nameservers.
+/// links, their addresses, default routes, the kernel's answer to "how would a packet to the
+/// internet leave?" per family (``routeLookups``), and the configured nameservers.
 ///
 /// The Linux backend keeps one up to date from rtnetlink and resolv.conf; a simulated network
 /// (`NetReachTesting`) builds them by hand. Fixtures read like `ip addr`/`ip route` output:
@@ -124,6 +125,16 @@ public struct SystemSnapshot: Sendable, Hashable {
         /// The main routing table's id.
         public static let mainTable: UInt32 = 254
 
+        /// A total order: metric, then interface index, then IPv4 before IPv6, then gateway bytes.
+        /// Ties must not fall back on a set's hash order (NetworkManager gives its IPv4 and IPv6
+        /// defaults the same metric), or equal snapshots would give paths that differ in order only.
+        func isPreferred(over other: DefaultRoute) -> Bool {
+            if metric != other.metric { return metric < other.metric }
+            if interfaceIndex != other.interfaceIndex { return interfaceIndex < other.interfaceIndex }
+            if family != other.family { return family == .ipv4 }
+            return (gateway?.bytes ?? []).lexicographicallyPrecedes(other.gateway?.bytes ?? [])
+        }
+
         /// Creates a default route. The family defaults to the gateway's, or IPv4 without one.
         public init(
             family: IPAddress.Family? = nil, interfaceIndex: Int, gateway: IPAddress? = nil,
@@ -145,16 +156,69 @@ public struct SystemSnapshot: Sendable, Hashable {
     public var defaultRoutes: Set<DefaultRoute>
     /// Nameservers from resolv.conf, in file order.
     public var nameservers: [IPAddress]
+    /// The kernel's route lookup for one global address per family (see ``RouteLookup``): what
+    /// decides which interface, gateway and source traffic to the internet really uses.
+    ///
+    /// The Linux backend always fills both families. A hand-built snapshot may leave a family out:
+    /// the evaluator then uses ``emulatedRouteLookup(for:through:)``, the main table's answer alone.
+    public var routeLookups: [IPAddress.Family: RouteLookup]
+    /// The kernel's answer for traffic bound to one interface (`ip route get ADDRESS oif DEV`, what
+    /// a socket with `SO_BINDTODEVICE` gets), per family and interface index: how a monitor that
+    /// requires or prohibits interface types is judged when the unbound route uses an excluded one,
+    /// as Network.framework scopes such a connection to an allowed interface.
+    ///
+    /// The Linux backend asks for every other interface that is up with carrier and an address of
+    /// the family, whenever the unbound lookup finds a route; a missing entry then means no route.
+    public var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]]
 
     /// Creates a snapshot from plain lists.
     public init(
         links: [Link] = [], addresses: [Address] = [], defaultRoutes: [DefaultRoute] = [],
-        nameservers: [IPAddress] = []
+        nameservers: [IPAddress] = [], routeLookups: [IPAddress.Family: RouteLookup] = [:],
+        scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
     ) {
         self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
         self.addressTable = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
         self.defaultRoutes = Set(defaultRoutes)
         self.nameservers = nameservers
+        self.routeLookups = routeLookups
+        self.scopedRouteLookups = scopedRouteLookups
+    }
+
+    /// The route lookup for `family`: the kernel's answer when the snapshot has one, else
+    /// ``emulatedRouteLookup(for:through:)``.
+    public func routeLookup(for family: IPAddress.Family) -> RouteLookup {
+        routeLookups[family] ?? emulatedRouteLookup(for: family)
+    }
+
+    /// The lookup for `family` bound to one interface: the kernel's answer when the snapshot has
+    /// kernel answers for the family (none stored: no route), else the emulated one.
+    public func scopedRouteLookup(for family: IPAddress.Family, interfaceIndex: Int) -> RouteLookup {
+        guard routeLookups[family] != nil else { return emulatedRouteLookup(for: family, through: interfaceIndex) }
+        return scopedRouteLookups[family]?[interfaceIndex] ?? .noRoute
+    }
+
+    /// What a kernel with nothing but these main-table default routes would answer: the route with
+    /// the lowest metric (then the lowest interface index) through an interface that is up with
+    /// carrier and has a usable address of the family, with that address as the source.
+    /// `interfaceIndex` limits the answer to routes through that interface.
+    ///
+    /// For hand-built snapshots (fixtures, ``PathSource``s of your own) that do not model policy
+    /// routing; the Linux backend never relies on it.
+    public func emulatedRouteLookup(for family: IPAddress.Family, through interfaceIndex: Int? = nil) -> RouteLookup {
+        var best: (route: DefaultRoute, source: IPAddress)?
+        for route in defaultRoutes where route.family == family && route.table == DefaultRoute.mainTable {
+            if let interfaceIndex, route.interfaceIndex != interfaceIndex { continue }
+            guard links[route.interfaceIndex]?.isOperational == true,
+                  let source = addressTable.values.first(where: {
+                      $0.interfaceIndex == route.interfaceIndex && $0.address.family == family && $0.isUsable
+                  })?.address
+            else { continue }
+            if let current = best?.route, !route.isPreferred(over: current) { continue }
+            best = (route, source)
+        }
+        guard let best else { return .noRoute }
+        return .route(.init(interfaceIndex: best.route.interfaceIndex, gateway: best.route.gateway, source: best.source))
     }
 
     /// All addresses, in no particular order.

@@ -3,11 +3,12 @@ import CNetReachLinux
 import Foundation
 import Glibc
 
-/// The thread that reads the kernel: a netlink socket for notifications (plus, only while a dump
-/// runs, a second one for its replies), one inotify descriptor for resolv.conf and one eventfd to
-/// stop it, all in a blocking `poll` with no timeout, so an idle monitor makes no
-/// wakeups. It keeps a ``SnapshotStore`` and hands each changed snapshot to `publish`, once per
-/// batch of messages read in one wakeup.
+/// The thread that reads the kernel: a netlink socket for notifications, a second one for dumps and
+/// route lookups, one inotify descriptor for resolv.conf and one eventfd to stop it, all in a
+/// blocking `poll` with no timeout (unless a route the kernel uses is due to expire), so an idle
+/// monitor makes no wakeups. It keeps a ``SnapshotStore``, asks the kernel for its route choice
+/// after every batch of messages that can change it, and hands each changed snapshot to
+/// `publish`, once per batch of messages read in one wakeup.
 final class NetlinkEngine: @unchecked Sendable {
     // @unchecked: the socket, watcher and store exist only as locals of `run()` on the engine's own
     // thread; `readiness` is guarded by its lock; `wakeFD` is written with write(2), which is
@@ -63,17 +64,21 @@ final class NetlinkEngine: @unchecked Sendable {
         guard wakeFD >= 0 else { return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno))) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 8)
         defer { buffer.deallocate() }
-        var reader = MessageReader(sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil)
+        var reader = MessageReader(
+            sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
+            lookupAddresses: configuration.routeLookupAddresses)
         do throws(PathMonitorError) {
             // The events socket joins its groups before the first dump, so nothing is missed between.
             var events = try NetlinkSocket(.events, namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
+            var requests = try NetlinkSocket(.requests, namespace: configuration.namespace, receiveBufferSize: 0)
             var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
             if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
             _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
-            try reader.resync(events: &events, buffer: buffer)
+            try reader.resync(events: &events, requests: &requests, buffer: buffer)
+            _ = try reader.refreshRouteLookups(requests: &requests, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
-            follow(events: &events, watcher: &watcher, reader: &reader, buffer: buffer)
+            follow(events: &events, requests: &requests, watcher: &watcher, reader: &reader, buffer: buffer)
         } catch {
             signalReady(.failure(error))
         }
@@ -82,7 +87,7 @@ final class NetlinkEngine: @unchecked Sendable {
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
-        events: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
+        events: inout NetlinkSocket, requests: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
         reader: inout MessageReader, buffer: UnsafeMutableRawBufferPointer
     ) {
         var resyncPending = false
@@ -93,8 +98,9 @@ final class NetlinkEngine: @unchecked Sendable {
         ]
         while true {
             for index in fds.indices { fds[index].revents = 0 }
-            // Only a failed resync sets a timeout; otherwise poll sleeps until something happens.
-            let ready = poll(&fds, nfds_t(fds.count), resyncPending ? 1000 : -1)
+            // Only a failed resync or a route due to expire sets a timeout; otherwise poll sleeps
+            // until something happens.
+            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(resyncPending: resyncPending, expiry: reader.nextExpiry))
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 {
                 // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
@@ -104,9 +110,10 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             if fds[0].revents != 0 { return }
             var changed = false
-            if fds[1].revents != 0 || resyncPending {
+            if let expiry = reader.nextExpiry, ContinuousClock.now >= expiry { reader.lookupsStale = true }
+            if fds[1].revents != 0 || resyncPending || reader.lookupsStale {
                 do {
-                    changed = try reader.drain(events: &events, buffer: buffer, forceResync: resyncPending)
+                    changed = try reader.drain(events: &events, requests: &requests, buffer: buffer, forceResync: resyncPending)
                     resyncPending = false
                 } catch {
                     NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
@@ -119,20 +126,48 @@ final class NetlinkEngine: @unchecked Sendable {
             if changed { publish(reader.store.snapshot) }
         }
     }
+
+    /// Milliseconds for `poll`: -1 (sleep until something happens) unless a failed resync is to be
+    /// retried in a second or a route the kernel uses expires sooner.
+    static func pollTimeout(resyncPending: Bool, expiry: ContinuousClock.Instant?) -> Int32 {
+        var timeout: Int32 = resyncPending ? 1000 : -1
+        if let expiry {
+            let (seconds, attoseconds) = (expiry - .now).components
+            let milliseconds = max(0, min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
+            timeout = timeout < 0 ? Int32(milliseconds) : min(timeout, Int32(milliseconds))
+        }
+        return timeout
+    }
 }
 
 /// Turns received bytes into store updates: dumps, notifications, overruns and sysfs facts.
 struct MessageReader {
     var store = SnapshotStore()
     let sysfs: SysfsReader?
+    /// One global address per family whose route the kernel is asked for (never contacted).
+    let lookupAddresses: [IPAddress]
+    /// Set by every message that can change the kernel's route choice (links, addresses, routes of
+    /// any table, rules, nexthops): the lookups are asked again, once, before the next publish.
+    var lookupsStale = true
+    /// When a route the last lookups chose expires (an IPv6 route from a router advertisement):
+    /// the kernel then stops using it without sending any message.
+    private(set) var nextExpiry: ContinuousClock.Instant?
     static let dumpTimeout: Int32 = 5000
     static let resyncAttempts = 5
+    /// `rta_expires` counts clock ticks (USER_HZ).
+    private static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
 
-    init(sysfs: SysfsReader?) { self.sysfs = sysfs }
+    init(sysfs: SysfsReader?, lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses) {
+        self.sysfs = sysfs
+        self.lookupAddresses = lookupAddresses
+    }
 
     /// Reads every pending notification. Returns whether the snapshot changed. An overrun (ENOBUFS),
     /// a message stream that cannot be trusted, or `forceResync` rebuilds the state with a full dump.
-    mutating func drain(events: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool) throws(PathMonitorError) -> Bool {
+    /// The kernel's route lookups are asked again afterwards when anything read could change them.
+    mutating func drain(
+        events: inout NetlinkSocket, requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool
+    ) throws(PathMonitorError) -> Bool {
         var needsResync = forceResync
         var changed = false
         readLoop: while true {
@@ -145,22 +180,83 @@ struct MessageReader {
                 needsResync = needsResync || outcome.untrusted
             }
         }
-        guard needsResync else { return changed }
-        NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
-        let before = store.snapshot
-        try resync(events: &events, buffer: buffer)
-        return changed || store.snapshot != before
+        if needsResync {
+            NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
+            let before = store.snapshot
+            try resync(events: &events, requests: &requests, buffer: buffer)
+            changed = changed || store.snapshot != before
+        }
+        if lookupsStale { changed = try refreshRouteLookups(requests: &requests, buffer: buffer) || changed }
+        return changed
     }
 
-    /// Rebuilds the store from dumps of links, addresses and routes.
+    /// Asks the kernel how a packet to each lookup address would leave, unbound and bound to each
+    /// other interface that could carry it (up with carrier and an address of the family), and
+    /// stores the answers. Returns whether they changed.
+    mutating func refreshRouteLookups(requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
+        lookupsStale = false
+        var lookups: [IPAddress.Family: RouteLookup] = [:]
+        var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
+        var expiresIn: Double?
+        func note(_ answer: RouteQuery.Answer) {
+            if let seconds = answer.expiresIn { expiresIn = min(expiresIn ?? seconds, seconds) }
+        }
+        for address in lookupAddresses {
+            let family = address.family
+            let answer = try lookUp(address, interfaceIndex: nil, requests: &requests, buffer: buffer)
+            lookups[family] = answer.lookup
+            guard case .route(let chosen) = answer.lookup else { continue }
+            // Only IPv6 routes expire (router advertisements); the table entry tells when.
+            if family == .ipv6 { note(try lookUp(address, interfaceIndex: nil, fibMatch: true, requests: &requests, buffer: buffer)) }
+            var addressed = Set<Int>()
+            for entry in store.snapshot.addressTable.values where entry.address.family == family && entry.isUsable {
+                addressed.insert(entry.interfaceIndex)
+            }
+            for link in store.snapshot.links.values
+            where link.index != chosen.interfaceIndex && link.isOperational && !link.isLoopback && addressed.contains(link.index) {
+                let bound = try lookUp(address, interfaceIndex: link.index, requests: &requests, buffer: buffer)
+                scoped[family, default: [:]][link.index] = bound.lookup
+            }
+        }
+        // A few milliseconds late, so the kernel already treats the route as expired.
+        nextExpiry = expiresIn.map { ContinuousClock.now + .milliseconds(Int(($0 * 1000).rounded(.up)) + 5) }
+        return store.setRouteLookups(lookups, scoped: scoped)
+    }
+
+    /// One route lookup on the requests socket; replies to earlier requests are skipped.
+    private func lookUp(
+        _ address: IPAddress, interfaceIndex: Int?, fibMatch: Bool = false,
+        requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> RouteQuery.Answer {
+        let sequence = try requests.requestRoute(to: address, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
+        while true {
+            switch try requests.receive(into: buffer) {
+            case .bytes(let count):
+                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                if let answer = RouteQuery.answer(in: bytes, sequence: sequence, ticksPerSecond: Self.ticksPerSecond) {
+                    return answer
+                }
+            case .overrun:
+                continue
+            case .wouldBlock:
+                // The kernel answers inside `send`; waiting is only for the unexpected.
+                var fds = [pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&fds, 1, Self.dumpTimeout)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0 else { throw .dumpFailed("no answer to a route lookup within \(Self.dumpTimeout) ms") }
+            }
+        }
+    }
+
+    /// Rebuilds the store from dumps of links, addresses and routes, on the requests socket.
     ///
     /// Why this is exact: every notification carries the whole new state of its object, so a dump
     /// taken after the events socket was emptied, followed by every notification queued since, in
     /// order, ends in the kernel's state, whatever the dump saw of changes made meanwhile. The dumps
-    /// run on a socket of their own, opened for the resync and joined to no group, so a flood of
-    /// notifications cannot stall them; between resyncs the process keeps one socket.
-    mutating func resync(events: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
-        var dumps = try NetlinkSocket(.dumps, namespace: events.namespace, receiveBufferSize: 0)
+    /// run on a socket joined to no group, so a flood of notifications cannot stall them; it was
+    /// opened with the events socket and lives as long, so a resync reads the same namespace as the
+    /// events, never whatever a namespace's path names by then.
+    mutating func resync(events: inout NetlinkSocket, requests dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
         // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
         // drop it all, past any further overrun, until the socket is empty.
         try discardPending(events, buffer: buffer)
@@ -239,12 +335,16 @@ struct MessageReader {
                     outcome.dumpDone = interrupted || envelope.flags & RtnetlinkParser.flagDumpInterrupted != 0
                 case .error(let code) where ours && code != 0:
                     outcome.dumpError = code
+                case .done, .error, .other:
+                    break
                 case .newLink(var link):
+                    lookupsStale = true
                     if let sysfs, store.snapshot.links[link.index]?.name != link.name {
                         (link.deviceType, link.isWireless) = sysfs.facts(forInterface: link.name)
                     }
                     outcome.changed = store.apply(.newLink(link)) || outcome.changed
                 default:
+                    lookupsStale = true
                     outcome.changed = store.apply(envelope.message) || outcome.changed
                 }
             }

@@ -2,10 +2,10 @@
 import CNetReachLinux
 import Glibc
 
-/// A NETLINK_ROUTE socket: either subscribed to link, address and route changes of both families
-/// (the *events* socket), or joined to no group (the *dumps* socket, whose buffer a flood of
-/// notifications can never fill). Thin: it opens, sends dump requests and receives bytes; parsing
-/// and state live elsewhere.
+/// A NETLINK_ROUTE socket: either subscribed to link, address, route, rule and nexthop changes of
+/// both families (the *events* socket), or joined to no group (the *requests* socket, for dumps and
+/// route lookups, whose buffer a flood of notifications can never fill). Thin: it opens, sends
+/// requests and receives bytes; parsing and state live elsewhere.
 struct NetlinkSocket: ~Copyable {
     let fd: Int32
     /// The namespace the socket was opened in (`nil`: the process's own).
@@ -13,14 +13,13 @@ struct NetlinkSocket: ~Copyable {
     private(set) var portID: UInt32 = 0
     private var sequence: UInt32 = 1
 
-    /// Opens the socket in the calling thread's network namespace, or in `namespace` (entered on
-    /// this thread with setns and left again, so only the socket stays bound to it).
     /// What a socket is for.
-    enum Role { case events, dumps }
+    enum Role { case events, requests }
 
-    /// Opens a socket for `role`; `receiveBufferSize` applies to the events socket (a dumps
-    /// socket keeps the kernel's default: the kernel sends the next part of a dump only when the
-    /// previous one has been read).
+    /// Opens a socket for `role` in the calling thread's network namespace, or in `namespace`
+    /// (entered on this thread with setns and left again, so only the socket stays bound to it).
+    /// `receiveBufferSize` applies to the events socket (a requests socket keeps the kernel's
+    /// default: the kernel sends the next part of a dump only when the previous one has been read).
     init(_ role: Role, namespace: NetworkNamespace?, receiveBufferSize: Int32) throws(PathMonitorError) {
         let fd: Int32
         if let namespace {
@@ -60,6 +59,19 @@ struct NetlinkSocket: ~Copyable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
         }
         guard bound == 0 else { throw .netlinkFailed(operation: "bind", errno: errno) }
+        if role == .events {
+            // Rules and nexthops change the kernel's route choice without any route message
+            // (deleting a nexthop object removes its routes with only RTM_DELNEXTHOP). Groups past
+            // 31 can only be joined this way; kernels before 5.3 have no nexthop group, and then
+            // there are no nexthop objects to miss.
+            for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_NEXTHOP] {
+                var number = Int32(group.rawValue)
+                if setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &number, socklen_t(MemoryLayout<Int32>.size)) != 0,
+                   group != RTNLGRP_NEXTHOP {
+                    throw .netlinkFailed(operation: "join group \(group.rawValue)", errno: errno)
+                }
+            }
+        }
         var length = socklen_t(MemoryLayout<sockaddr_nl>.size)
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
@@ -106,6 +118,21 @@ struct NetlinkSocket: ~Copyable {
             raw.storeBytes(of: UInt16(NLM_F_REQUEST | NLM_F_DUMP), toByteOffset: 6, as: UInt16.self)
             raw.storeBytes(of: sequence, toByteOffset: 8, as: UInt32.self)
         }
+        try send(request)
+        return sequence
+    }
+
+    /// Sends a route lookup for `destination` (bound to `interfaceIndex` when given) and returns
+    /// its sequence number; the kernel queues the answer before `send` returns.
+    /// `fibMatch` asks for the table entry itself (see ``RouteQuery/fibMatchFlag``).
+    mutating func requestRoute(to destination: IPAddress, interfaceIndex: Int?, fibMatch: Bool = false) throws(PathMonitorError) -> UInt32 {
+        sequence &+= 1
+        try send(RouteQuery.request(for: destination, interfaceIndex: interfaceIndex, fibMatch: fibMatch, sequence: sequence))
+        return sequence
+    }
+
+    private func send(_ request: [UInt8]) throws(PathMonitorError) {
+        let length = request.count
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
         while true {
@@ -116,7 +143,7 @@ struct NetlinkSocket: ~Copyable {
                     }
                 }
             }
-            if sent == length { return sequence }
+            if sent == length { return }
             if sent < 0 && errno == EINTR { continue }
             throw .netlinkFailed(operation: "send", errno: sent < 0 ? errno : EIO)
         }

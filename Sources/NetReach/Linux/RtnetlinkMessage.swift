@@ -8,8 +8,12 @@ enum RtnetlinkMessage: Sendable, Equatable {
     /// A default route change: one entry per next hop. `replaces` is set by NLM_F_REPLACE.
     case newDefaultRoute([SystemSnapshot.DefaultRoute], replaces: Bool)
     case deleteDefaultRoute([SystemSnapshot.DefaultRoute])
-    /// A route the monitor does not keep (not default, not main table, not unicast): O(1), dropped.
+    /// A route the monitor does not keep (not default, not main table, not unicast): O(1), dropped,
+    /// though it may change the kernel's route lookups.
     case ignoredRoute
+    /// A policy rule or nexthop object changed (RTM_NEWRULE/DELRULE, RTM_NEWNEXTHOP/DELNEXTHOP):
+    /// nothing is kept, but the kernel's route lookups may differ.
+    case routingPolicy
     /// End of a dump (NLMSG_DONE); `interrupted` when the kernel flagged NLM_F_DUMP_INTR.
     case done(interrupted: Bool)
     /// NLMSG_ERROR: `errno` 0 is an acknowledgement.

@@ -12,6 +12,8 @@ enum RtnetlinkParser {
     static let newLink: UInt16 = 16, deleteLink: UInt16 = 17
     static let newAddress: UInt16 = 20, deleteAddress: UInt16 = 21
     static let newRoute: UInt16 = 24, deleteRoute: UInt16 = 25
+    static let newRule: UInt16 = 32, deleteRule: UInt16 = 33
+    static let newNexthop: UInt16 = 104, deleteNexthop: UInt16 = 105
     static let flagMulti: UInt16 = 0x2, flagDumpInterrupted: UInt16 = 0x10, flagReplace: UInt16 = 0x100
 
     /// Parses every message in `bytes`. A message whose body is malformed becomes a `.failure` and
@@ -65,6 +67,10 @@ enum RtnetlinkParser {
             return try parseAddress(type: type, body)
         case newRoute, deleteRoute:
             return try parseRoute(type: type, replaces: flags & flagReplace != 0, body)
+        case newRule, deleteRule, newNexthop, deleteNexthop:
+            // Nothing to keep: the kernel's answer to the next route lookup says what changed.
+            // Deleting a nexthop object removes its routes with only RTM_DELNEXTHOP.
+            return .routingPolicy
         default:
             return .other(type: type)
         }

@@ -56,9 +56,19 @@ struct SnapshotStore: Sendable {
             var changed = false
             for route in routes { changed = snapshot.defaultRoutes.remove(route) != nil || changed }
             return changed
-        case .ignoredRoute, .done, .error, .other:
+        case .ignoredRoute, .routingPolicy, .done, .error, .other:
             return false
         }
+    }
+
+    /// Replaces the kernel's route lookups; returns whether they changed.
+    mutating func setRouteLookups(
+        _ lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]]
+    ) -> Bool {
+        guard snapshot.routeLookups != lookups || snapshot.scopedRouteLookups != scoped else { return false }
+        snapshot.routeLookups = lookups
+        snapshot.scopedRouteLookups = scoped
+        return true
     }
 
     /// Replaces the nameservers; returns whether they changed.
@@ -68,9 +78,11 @@ struct SnapshotStore: Sendable {
         return true
     }
 
-    /// Forgets every kernel object before a full re-dump (nameservers are not the kernel's and stay).
+    /// Forgets every kernel object before a full re-dump (nameservers are not the kernel's and
+    /// stay; route lookups stay until the lookups after the dump replace them).
     mutating func resetKernelState() {
-        snapshot = SystemSnapshot(nameservers: snapshot.nameservers)
+        snapshot = SystemSnapshot(nameservers: snapshot.nameservers, routeLookups: snapshot.routeLookups,
+                                  scopedRouteLookups: snapshot.scopedRouteLookups)
     }
 }
 #endif

@@ -1,7 +1,8 @@
 import Foundation
 
-/// The operating system as a ``PathSource``: on Linux, one rtnetlink socket (links, addresses and
-/// routes of both families), an inotify watch on resolv.conf and sysfs facts about interfaces.
+/// The operating system as a ``PathSource``: on Linux, rtnetlink (links, addresses, routes, rules and
+/// nexthops of both families, and the kernel's own route lookups), an inotify watch on resolv.conf
+/// and sysfs facts about interfaces.
 ///
 /// One source serves any number of monitors; ``shared(namespace:)`` returns the process-wide one
 /// for a namespace, so a process keeps one netlink socket per namespace however many monitors it
@@ -28,17 +29,28 @@ public final class SystemPathSource: PathSource {
         /// The netlink socket's receive buffer in bytes. Bursts beyond it are an overrun, which
         /// costs a full re-dump but never a stale state.
         public var receiveBufferSize: Int32
+        /// One global address per family whose route the kernel is asked for, to learn how traffic
+        /// to the internet leaves (``SystemSnapshot/routeLookups``). They are only looked up
+        /// (`RTM_GETROUTE`, like `ip route get`), never contacted.
+        public var routeLookupAddresses: [IPAddress]
+
+        /// `8.8.8.8` and `2001:4860:4860::8888`: public addresses a split tunnel or a bogon filter
+        /// is unlikely to route apart from the rest of the internet (the same ones WebRTC's
+        /// default-route probe uses). Only looked up, never contacted.
+        public static let defaultRouteLookupAddresses = [IPAddress("8.8.8.8")!, IPAddress("2001:4860:4860::8888")!]
 
         /// Creates a configuration. `resolvConfPath` defaults to the namespace's resolv.conf
         /// (see ``NetworkNamespace/resolvConfPath``).
         public init(
             namespace: NetworkNamespace? = nil, resolvConfPath: String? = nil,
-            sysfsPath: String = "/sys/class/net", receiveBufferSize: Int32 = 4 << 20
+            sysfsPath: String = "/sys/class/net", receiveBufferSize: Int32 = 4 << 20,
+            routeLookupAddresses: [IPAddress] = Configuration.defaultRouteLookupAddresses
         ) {
             self.namespace = namespace
             self.resolvConfPath = resolvConfPath ?? namespace?.resolvConfPath ?? "/etc/resolv.conf"
             self.sysfsPath = sysfsPath
             self.receiveBufferSize = receiveBufferSize
+            self.routeLookupAddresses = routeLookupAddresses
         }
     }
 

@@ -22,9 +22,14 @@ public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CustomString
     case linkDown
     /// An interface is up, but none has a usable address (none, or still tentative, or DAD failed).
     case noAddress
-    /// An interface is up with an address, but no default route goes through it.
+    /// An interface is up with an address, but the kernel has no route to the destination
+    /// (for the internet: no default route in any table the policy rules reach).
     case noDefaultRoute
-    /// An interface would satisfy the path, but the monitor's requirements exclude its type.
+    /// The kernel's route for the destination refuses traffic: an `unreachable`, `blackhole` or
+    /// `prohibit` route or rule matched, as a VPN kill switch installs.
+    case routeRefused
+    /// The interface the kernel would use (or, with no route, one that would otherwise qualify)
+    /// is of a type the monitor's requirements exclude.
     case excludedByRequirements
     /// The monitor could not observe the system (for example the netlink socket could not be
     /// opened, or the network namespace could not be entered); ``PathMonitor/failure`` has details.
@@ -36,6 +41,7 @@ public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CustomString
         case .linkDown: "link down"
         case .noAddress: "no address"
         case .noDefaultRoute: "no default route"
+        case .routeRefused: "route refuses traffic"
         case .excludedByRequirements: "excluded by requirements"
         case .monitorUnavailable: "monitor unavailable"
         }

@@ -1,0 +1,113 @@
+#if os(Linux)
+/// One route lookup, as bytes: the `RTM_GETROUTE` request `ip route get ADDRESS [oif DEV]` sends,
+/// and the reading of the kernel's answer. Pure: no socket, so both are tested with byte tables.
+///
+/// A lookup sends nothing on any wire: the kernel only consults its routing rules and tables.
+enum RouteQuery {
+    /// `RTM_F_LOOKUP_TABLE`: report the table the route came from, not `main`.
+    static let lookupTableFlag: UInt32 = 0x1000
+    /// `RTM_F_FIB_MATCH`: answer with the table entry itself (`ip route get fibmatch`), whose
+    /// `rta_expires` is the route's lifetime; the ordinary answer describes a cached clone that
+    /// carries none.
+    static let fibMatchFlag: UInt32 = 0x2000
+
+    /// The request for `destination`, bound to `interfaceIndex` when given (RTA_OIF).
+    static func request(for destination: IPAddress, interfaceIndex: Int?, fibMatch: Bool = false, sequence: UInt32) -> [UInt8] {
+        let family: UInt8 = destination.family == .ipv4 ? 2 : 10
+        // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
+        var body: [UInt8] = [family, UInt8(destination.bytes.count * 8), 0, 0, 0, 0, 0, 0]
+        body += bytes(of: lookupTableFlag | (fibMatch ? fibMatchFlag : 0))
+        body += attribute(1, destination.bytes)                                       // RTA_DST
+        if let interfaceIndex { body += attribute(4, bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))) } // RTA_OIF
+        let length = UInt32(RtnetlinkParser.headerSize + body.count)
+        // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
+        return bytes(of: length) + bytes(of: UInt16(26)) + bytes(of: UInt16(1)) + bytes(of: sequence) + bytes(of: UInt32(0)) + body
+    }
+
+    /// The kernel's answer, with how long until the route it names expires (an IPv6 route learnt
+    /// from a router advertisement), after which the answer changes without any notification.
+    struct Answer: Equatable {
+        var lookup: RouteLookup
+        /// Seconds until the chosen route expires; `nil` when it does not.
+        var expiresIn: Double?
+    }
+
+    /// Reads the answer to the request with `sequence` from one received buffer; `nil` when the
+    /// buffer holds no answer to it (a stale reply to an earlier request, or nothing usable).
+    /// A malformed answer is reported as a failed lookup (`EBADMSG`), never trusted.
+    static func answer(in buffer: UnsafeRawBufferPointer, sequence: UInt32, ticksPerSecond: Double) -> Answer? {
+        var offset = 0
+        let header = RtnetlinkParser.headerSize
+        while offset + header <= buffer.count {
+            let length = Int(buffer.loadU32(at: offset))
+            guard length >= header, offset + length <= buffer.count else { return nil }
+            let type = buffer.loadU16(at: offset + 4)
+            let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + length)])
+            if buffer.loadU32(at: offset + 8) == sequence {
+                switch type {
+                case 2:   // NLMSG_ERROR
+                    guard body.count >= 4 else { return Answer(lookup: .failed(errno: 74)) }
+                    let code = 0 &- Int32(bitPattern: body.loadU32(at: 0))
+                    // errno 0 is an acknowledgement, which a lookup does not ask for: not an answer.
+                    return code == 0 ? nil : Answer(lookup: RouteLookup(errno: code))
+                case 24:  // RTM_NEWROUTE
+                    return route(body, ticksPerSecond: ticksPerSecond) ?? Answer(lookup: .failed(errno: 74))  // EBADMSG
+                default:
+                    break
+                }
+            }
+            offset += RtnetlinkParser.align(length)
+        }
+        return nil
+    }
+
+    private static func route(_ body: UnsafeRawBufferPointer, ticksPerSecond: Double) -> Answer? {
+        guard body.count >= 12 else { return nil }
+        let family = body[0]
+        guard family == 2 || family == 10 else { return nil }
+        var table = UInt32(body[4])
+        var interfaceIndex: Int?
+        var gateway: IPAddress?
+        var source: IPAddress?
+        var expiresIn: Double?
+        let addressSize = family == 2 ? 4 : 16
+        do {
+            try RtnetlinkParser.forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
+                switch attribute {
+                case 4 where value.count >= 4: interfaceIndex = Int(Int32(bitPattern: value.loadU32(at: 0)))  // RTA_OIF
+                case 5 where value.count == addressSize: gateway = IPAddress(bytes: Array(value))          // RTA_GATEWAY
+                case 7 where value.count == addressSize: source = IPAddress(bytes: Array(value))           // RTA_PREFSRC
+                case 15 where value.count >= 4: table = value.loadU32(at: 0)                               // RTA_TABLE
+                case 18 where value.count >= 2: gateway = IPAddress(bytes: Array(value[2...]))             // RTA_VIA (RFC 5549)
+                case 12 where value.count >= 12:                                                            // RTA_CACHEINFO
+                    let ticks = Int32(bitPattern: value.loadU32(at: 8))                                    // rta_expires
+                    if ticks > 0 { expiresIn = Double(ticks) / ticksPerSecond }
+                default: break
+                }
+            }
+        } catch {
+            return nil
+        }
+        switch body[7] {
+        case 1, 2, 3, 4, 5:  // unicast, local, broadcast, anycast, multicast: traffic leaves
+            // A table entry with several next hops (a fibmatch answer) names no single interface.
+            guard let interfaceIndex else { return Answer(lookup: .failed(errno: 74), expiresIn: expiresIn) }
+            let route = RouteLookup.KernelRoute(interfaceIndex: interfaceIndex, gateway: gateway, source: source,
+                                                table: table, isLocal: body[7] == 2)
+            return Answer(lookup: .route(route), expiresIn: expiresIn)
+        case 6: return Answer(lookup: .refused(.blackhole))
+        case 7: return Answer(lookup: .refused(.unreachable))
+        case 8: return Answer(lookup: .refused(.prohibit))
+        case 9: return Answer(lookup: .noRoute)   // throw
+        default: return nil
+        }
+    }
+
+    private static func attribute(_ type: UInt16, _ payload: [UInt8]) -> [UInt8] {
+        let padding = [UInt8](repeating: 0, count: RtnetlinkParser.align(payload.count) - payload.count)
+        return bytes(of: UInt16(4 + payload.count)) + bytes(of: type) + payload + padding
+    }
+
+    private static func bytes<T: FixedWidthInteger>(of value: T) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
+}
+#endif

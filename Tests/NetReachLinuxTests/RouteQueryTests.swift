@@ -1,0 +1,101 @@
+#if os(Linux)
+import CNetReachLinux
+import Glibc
+@testable import NetReach
+import Testing
+
+/// Route lookups as bytes: the request `ip route get` sends, and the kernel's answers read back,
+/// including lying and stale ones.
+@Suite("RouteQuery: lookup requests and answers")
+struct RouteQueryTests {
+    private static let sequence: UInt32 = 77
+    private static let ticks = 100.0
+
+    private func answer(_ bytes: NetlinkBytes, sequence: UInt32 = sequence) -> RouteQuery.Answer? {
+        bytes.bytes.withUnsafeBytes { RouteQuery.answer(in: $0, sequence: sequence, ticksPerSecond: Self.ticks) }
+    }
+
+    private func routeReply(family: UInt8 = NetlinkBytes.inet, type: UInt8 = NetlinkBytes.unicast, attributes: [NetlinkBytes.Attribute]) -> NetlinkBytes {
+        NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence,
+                               body: NetlinkBytes.rtmsg(family: family, destinationLength: family == NetlinkBytes.inet ? 32 : 128, type: type),
+                               attributes: attributes)
+    }
+
+    @Test func theRequestIsWhatIpRouteGetSends() {
+        let request = RouteQuery.request(for: IPAddress("8.8.8.8")!, interfaceIndex: 3, sequence: 9)
+        // nlmsghdr: length 44, RTM_GETROUTE, NLM_F_REQUEST, sequence 9, port 0.
+        #expect(Array(request[0..<16]) == NetlinkBytes.hostOrder(UInt32(44)) + NetlinkBytes.hostOrder(UInt16(RTM_GETROUTE))
+            + NetlinkBytes.hostOrder(UInt16(NLM_F_REQUEST)) + NetlinkBytes.hostOrder(UInt32(9)) + NetlinkBytes.hostOrder(UInt32(0)))
+        // rtmsg: AF_INET, /32, RTM_F_LOOKUP_TABLE; then RTA_DST 8.8.8.8 and RTA_OIF 3.
+        #expect(request[16] == UInt8(AF_INET) && request[17] == 32)
+        #expect(Array(request[24..<28]) == NetlinkBytes.hostOrder(UInt32(RTM_F_LOOKUP_TABLE)))
+        #expect(Array(request[28..<36]) == NetlinkBytes.hostOrder(UInt16(8)) + NetlinkBytes.hostOrder(UInt16(RTA_DST.rawValue)) + [8, 8, 8, 8])
+        #expect(Array(request[36..<44]) == NetlinkBytes.hostOrder(UInt16(8)) + NetlinkBytes.hostOrder(UInt16(RTA_OIF.rawValue)) + NetlinkBytes.hostOrder(UInt32(3)))
+        let v6 = RouteQuery.request(for: IPAddress("2001:4860:4860::8888")!, interfaceIndex: nil, fibMatch: true, sequence: 1)
+        #expect(v6.count == 16 + 12 + 20 && v6[16] == UInt8(AF_INET6) && v6[17] == 128)
+        #expect(Array(v6[24..<28]) == NetlinkBytes.hostOrder(UInt32(RTM_F_LOOKUP_TABLE) | UInt32(RTM_F_FIB_MATCH)))
+    }
+
+    @Test func aRouteAnswerNamesInterfaceGatewaySourceAndTable() {
+        let reply = routeReply(attributes: [
+            .u32(NetlinkBytes.rtaTable, 51820), .u32(NetlinkBytes.rtaOif, 5),
+            .address(NetlinkBytes.rtaGateway, "10.9.0.1"), .address(UInt16(RTA_PREFSRC.rawValue), "10.9.0.2"),
+        ])
+        #expect(answer(reply) == RouteQuery.Answer(lookup: .route(.init(
+            interfaceIndex: 5, gateway: IPAddress("10.9.0.1"), source: IPAddress("10.9.0.2"), table: 51820))))
+    }
+
+    @Test func anIPv6GatewayOfAnIPv4RouteComesInRTAVia() {
+        let via = NetlinkBytes.Attribute.raw(UInt16(RTA_VIA.rawValue), NetlinkBytes.hostOrder(UInt16(AF_INET6)) + IPAddress("fe80::1")!.bytes)
+        let reply = routeReply(attributes: [.u32(NetlinkBytes.rtaOif, 2), via])
+        #expect(answer(reply)?.lookup == .route(.init(interfaceIndex: 2, gateway: IPAddress("fe80::1"))))
+    }
+
+    @Test func theTableEntrysLifetimeIsReadFromCacheInfo() {
+        // struct rta_cacheinfo: clntref, lastuse, expires (ticks), error, used, id, ts, tsage.
+        let cacheInfo = [UInt32(0), 0, 250, 0, 0, 0, 0, 0].flatMap { NetlinkBytes.hostOrder($0) }
+        let reply = routeReply(family: NetlinkBytes.inet6, attributes: [
+            .u32(NetlinkBytes.rtaOif, 2), .address(NetlinkBytes.rtaGateway, "fe80::1"),
+            .raw(UInt16(RTA_CACHEINFO.rawValue), cacheInfo),
+        ])
+        #expect(answer(reply)?.expiresIn == 2.5)
+    }
+
+    @Test(arguments: [(ENETUNREACH, RouteLookup.noRoute), (EHOSTUNREACH, .refused(.unreachable)),
+                      (EINVAL, .refused(.blackhole)), (EACCES, .refused(.prohibit)), (ENODEV, .failed(errno: ENODEV))])
+    func anErrorAnswerIsTheKernelsVerdict(_ code: Int32, _ expected: RouteLookup) {
+        let reply = NetlinkBytes().message(NetlinkBytes.error, sequence: Self.sequence, body: NetlinkBytes.errorBody(errno: code))
+        #expect(answer(reply)?.lookup == expected)
+    }
+
+    @Test(arguments: [(UInt8(RTN_UNREACHABLE), RouteLookup.refused(.unreachable)), (UInt8(RTN_BLACKHOLE), .refused(.blackhole)),
+                      (UInt8(RTN_PROHIBIT), .refused(.prohibit)), (UInt8(RTN_THROW), .noRoute)])
+    func aRefusingRouteTypeIsARefusal(_ type: UInt8, _ expected: RouteLookup) {
+        #expect(answer(routeReply(type: type, attributes: []))?.lookup == expected)
+    }
+
+    @Test func aStaleAnswerOrAnAcknowledgementIsNotTheAnswer() {
+        let stale = routeReply(attributes: [.u32(NetlinkBytes.rtaOif, 2)])
+        #expect(answer(stale, sequence: Self.sequence + 1) == nil)
+        let ack = NetlinkBytes().message(NetlinkBytes.error, sequence: Self.sequence, body: NetlinkBytes.errorBody(errno: 0))
+        #expect(answer(ack) == nil)
+        // The stale answer first, then ours: ours is found.
+        let both = stale.message(NetlinkBytes.error, sequence: Self.sequence + 1, body: NetlinkBytes.errorBody(errno: EACCES))
+        #expect(answer(both, sequence: Self.sequence + 1)?.lookup == .refused(.prohibit))
+    }
+
+    @Test func aMalformedAnswerIsAFailedLookupNeverARoute() {
+        // A unicast answer without RTA_OIF, one with an attribute that overruns it, a truncated body.
+        let noInterface = routeReply(attributes: [.address(NetlinkBytes.rtaGateway, "192.0.2.1")])
+        let overrun = routeReply(attributes: [.raw(NetlinkBytes.rtaOif, NetlinkBytes.hostOrder(UInt32(2)), declaredLength: 200)])
+        let truncated = NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence, body: [2, 32, 0])
+        for reply in [noInterface, overrun, truncated] {
+            #expect(answer(reply)?.lookup == .failed(errno: EBADMSG))
+        }
+        let shortError = NetlinkBytes().message(NetlinkBytes.error, sequence: Self.sequence, body: [])
+        #expect(answer(shortError)?.lookup == .failed(errno: EBADMSG))
+        // A header that lies about its length: nothing can be trusted.
+        #expect(answer(NetlinkBytes().appending(NetlinkBytes.hostOrder(UInt32(500)) + [UInt8](repeating: 0, count: 12))) == nil)
+    }
+}
+#endif
