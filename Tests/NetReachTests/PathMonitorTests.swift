@@ -238,7 +238,6 @@ struct PathMonitorTests {
         let recorder = Recorder()
         let queue = DispatchQueue(label: "test")
         monitor.pathUpdateHandler = { recorder.append($0) }
-        NetReachDiagnostics.handler = nil
         monitor.start(queue: queue)
         flush(queue)
         #expect(monitor.currentPath.unsatisfiedReason == .monitorUnavailable)
