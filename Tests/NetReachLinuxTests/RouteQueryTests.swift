@@ -51,6 +51,14 @@ struct RouteQueryTests {
         #expect(answer(reply)?.lookup == .route(.init(interfaceIndex: 2, gateway: IPAddress("fe80::1"))))
     }
 
+    @Test func anOnLinkGuessFromNoTableIsNoRoute() {
+        // `ip route get 8.8.8.8 oif veth0` with no route: "dev veth0", no gateway, table 0.
+        let reply = NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence,
+                                           body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32, table: 0),
+                                           attributes: [.u32(NetlinkBytes.rtaOif, 2), .address(UInt16(RTA_PREFSRC.rawValue), "10.123.0.2")])
+        #expect(answer(reply)?.lookup == RouteLookup.noRoute)
+    }
+
     @Test func theTableEntrysLifetimeIsReadFromCacheInfo() {
         // struct rta_cacheinfo: clntref, lastuse, expires (ticks), error, used, id, ts, tsage.
         let cacheInfo = [UInt32(0), 0, 250, 0, 0, 0, 0, 0].flatMap { NetlinkBytes.hostOrder($0) }
@@ -58,7 +66,8 @@ struct RouteQueryTests {
             .u32(NetlinkBytes.rtaOif, 2), .address(NetlinkBytes.rtaGateway, "fe80::1"),
             .raw(UInt16(RTA_CACHEINFO.rawValue), cacheInfo),
         ])
-        #expect(answer(reply)?.expiresIn == 2.5)
+        // 250 ticks left, rounded down by the kernel: certainly expired after 251.
+        #expect(answer(reply)?.expiresIn == 2.51)
     }
 
     @Test(arguments: [(ENETUNREACH, RouteLookup.noRoute), (EHOSTUNREACH, .refused(.unreachable)),

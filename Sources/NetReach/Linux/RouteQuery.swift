@@ -28,7 +28,7 @@ enum RouteQuery {
     /// from a router advertisement), after which the answer changes without any notification.
     struct Answer: Equatable {
         var lookup: RouteLookup
-        /// Seconds until the chosen route expires; `nil` when it does not.
+        /// Seconds until the chosen route has certainly expired; `nil` when it does not expire.
         var expiresIn: Double?
     }
 
@@ -80,8 +80,10 @@ enum RouteQuery {
                 case 15 where value.count >= 4: table = value.loadU32(at: 0)                               // RTA_TABLE
                 case 18 where value.count >= 2: gateway = IPAddress(bytes: Array(value[2...]))             // RTA_VIA (RFC 5549)
                 case 12 where value.count >= 12:                                                            // RTA_CACHEINFO
-                    let ticks = Int32(bitPattern: value.loadU32(at: 8))                                    // rta_expires
-                    if ticks > 0 { expiresIn = Double(ticks) / ticksPerSecond }
+                    // rta_expires counts whole ticks, rounded down: one more is when the route has
+                    // certainly expired (waking a tick early finds it still there, with 0 left).
+                    let ticks = Int32(bitPattern: value.loadU32(at: 8))
+                    if ticks > 0 { expiresIn = Double(ticks + 1) / ticksPerSecond }
                 default: break
                 }
             }
@@ -92,6 +94,10 @@ enum RouteQuery {
         case 1, 2, 3, 4, 5:  // unicast, local, broadcast, anycast, multicast: traffic leaves
             // A table entry with several next hops (a fibmatch answer) names no single interface.
             guard let interfaceIndex else { return Answer(lookup: .failed(errno: 74), expiresIn: expiresIn) }
+            // Table 0: no route matched a lookup bound to an interface, and the kernel answered
+            // as if the destination were on that link (it would ARP for it), which is no route
+            // to the internet at all.
+            if table == 0 { return Answer(lookup: .noRoute) }
             let route = RouteLookup.KernelRoute(interfaceIndex: interfaceIndex, gateway: gateway, source: source,
                                                 table: table, isLocal: body[7] == 2)
             return Answer(lookup: .route(route), expiresIn: expiresIn)

@@ -1,0 +1,179 @@
+import Foundation
+@testable import NetReach
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `ip -j route get ADDRESS` says in a lab: the reference the monitor is compared with.
+/// The addresses are the ones the monitor looks up; nothing is ever sent to them.
+enum RouteTruth: Equatable, CustomStringConvertible {
+    case route(device: String, gateway: IPAddress?, source: IPAddress?, linkdown: Bool)
+    /// The kernel refused or found nothing: `ip` printed "RTNETLINK answers: MESSAGE".
+    case error(String)
+
+    static func lookupAddress(_ family: NetnsLab.Family) -> String {
+        SystemPathSource.Configuration.defaultRouteLookupAddresses.first { $0.family == (family == .ipv4 ? .ipv4 : .ipv6) }!.description
+    }
+
+    /// Whether traffic of this family can leave: a route out of a link with carrier and a source
+    /// address that is not link-local (the monitor's rule for "supports the family").
+    var isUsable: Bool {
+        guard case .route(_, _, let source, let linkdown) = self, let source else { return false }
+        return !linkdown && !source.isLinkLocal
+    }
+
+    var description: String {
+        switch self {
+        case .route(let device, let gateway, let source, let linkdown):
+            "dev \(device)" + (gateway.map { " via \($0)" } ?? "") + (source.map { " src \($0)" } ?? " no src")
+                + (linkdown ? " linkdown" : "")
+        case .error(let message): "error: \(message)"
+        }
+    }
+}
+
+extension NetnsLab {
+    /// `ip -n LAB -d -j route get <lookup address> [oif DEVICE]` for one family. The answer says
+    /// nothing of carrier (no `linkdown` flag), so the device's `ip link` flags are read too.
+    func routeGet(_ family: Family, oif: String? = nil) async throws -> RouteTruth {
+        var arguments = ["-n", name, "-d", "-j", family.flag, "route", "get", RouteTruth.lookupAddress(family)]
+        if let oif { arguments += ["oif", oif] }
+        let output: String
+        do {
+            output = try await LabCommand.ip(arguments)
+        } catch LabError.commandFailed(_, _, let standardError) {
+            return .error(standardError.replacingOccurrences(of: "RTNETLINK answers: ", with: ""))
+        }
+        struct Entry: Decodable {
+            var dev: String
+            var gateway: String?
+            var via: Via?
+            var prefsrc: String?
+            var table: String?
+            struct Via: Decodable { var host: String }
+        }
+        guard let entry = try JSONDecoder().decode([Entry].self, from: Data(output.utf8)).first else {
+            return .error("no answer in \(output)")
+        }
+        // Bound to a device with no route, the kernel answers "on-link" from no table at all.
+        guard entry.table != nil else { return .error("no route (answered as on-link, from no table)") }
+        struct Link: Decodable { var flags: [String] }
+        let link = try JSONDecoder().decode([Link].self, from: Data(try await ip("-j", "link", "show", "dev", entry.dev).utf8)).first
+        let hasCarrier = link.map { $0.flags.contains("UP") && !$0.flags.contains("NO-CARRIER") } ?? false
+        return .route(device: entry.dev, gateway: (entry.gateway ?? entry.via?.host).flatMap(IPAddress.init),
+                      source: entry.prefsrc.flatMap(IPAddress.init), linkdown: !hasCarrier)
+    }
+
+    /// The kernel's answers for both families.
+    func routeTruth() async throws -> [Family: RouteTruth] {
+        [.ipv4: try await routeGet(.ipv4), .ipv6: try await routeGet(.ipv6)]
+    }
+
+    /// Adds a second uplink: `veth2` here (with `address`), its peer `veth3` up in the peer
+    /// namespace, and waits for carrier.
+    func addUplink(_ device: String = "veth2", peer: String = "veth3", address: String = "10.124.0.2/24") async throws {
+        try await ip("link", "add", device, "type", "veth", "peer", "name", peer, "netns", peerName)
+        try await ip("addr", "add", address, "dev", device)
+        try await peerIP("link", "set", peer, "up")
+        try await ip("link", "set", device, "up")
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !(try await ip("-o", "link", "show", "dev", device)).contains("state UP") {
+            guard ContinuousClock.now < deadline else { throw LabError.timedOut("\(device) in \(name) never got carrier") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// Whether a path says what the kernel says; `nil` when it does, else what differs.
+func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteTruth]) -> String? {
+    var problems: [String] = []
+    for family in [NetnsLab.Family.ipv4, .ipv6] {
+        guard let answer = truth[family] else { continue }
+        let supported = family == .ipv4 ? path.supportsIPv4 : path.supportsIPv6
+        if supported != answer.isUsable { problems.append("\(family): path supports=\(supported), kernel: \(answer)") }
+        guard answer.isUsable, case .route(let device, let gateway, _, _) = answer else { continue }
+        if !path.availableInterfaces.map(\.name).contains(device) { problems.append("\(family): \(device) not among \(path.availableInterfaces)") }
+        if let gateway, !path.gateways.contains(gateway) { problems.append("\(family): gateway \(gateway) not among \(path.gateways)") }
+        let primaryFamily = family == .ipv4 || !(truth[.ipv4]?.isUsable ?? false)
+        if primaryFamily, path.primaryInterface?.name != device {
+            problems.append("\(family): primary \(path.primaryInterface?.name ?? "none"), kernel uses \(device)")
+        }
+    }
+    let satisfied = truth.values.contains { $0.isUsable }
+    if (path.status == .satisfied) != satisfied { problems.append("status \(path.status), kernel usable: \(satisfied)") }
+    return problems.isEmpty ? nil : problems.joined(separator: "; ") + " — path: \(path)"
+}
+
+/// Asks `ip route get` in the lab, then waits (bounded) until the monitor's current path agrees,
+/// and checks that a brand-new monitor's first path agrees too. Returns the kernel's answers.
+@discardableResult
+func expectAgreement(
+    _ monitor: PathMonitor, in lab: NetnsLab, sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> [NetnsLab.Family: RouteTruth] {
+    let truth = try await lab.routeTruth()
+    let agreed = await LabPoll.until("the monitor agrees with ip route get (\(truth))", sourceLocation: sourceLocation) {
+        disagreement(monitor.currentPath, truth) == nil
+    }
+    if !agreed, let problem = disagreement(monitor.currentPath, truth) {
+        Issue.record("monitor: \(problem)", sourceLocation: sourceLocation)
+    }
+    if let problem = disagreement(PathMonitor.freshPath(in: lab), truth) {
+        Issue.record("fresh monitor: \(problem)", sourceLocation: sourceLocation)
+    }
+    return truth
+}
+
+/// A tun device held open in a lab namespace, as a VPN client holds its tunnel: it has carrier
+/// while this object's helper process runs (no wireguard module here; a tun is what a userspace
+/// WireGuard or OpenVPN uses). Nothing reads or writes packets on it.
+final class TunDevice: @unchecked Sendable {
+    // @unchecked: `process` and `input` are set in init and touched again only by `close()`,
+    // which the owning test calls once, from its own task.
+    private let process: Process
+    private let input: Pipe
+
+    /// Opens `/dev/net/tun` inside the lab's namespace (`ip netns exec`) with TUNSETIFF and keeps it
+    /// open until ``close()``; then brings the device up with `address` (an `ip addr` argument).
+    static func open(_ name: String, in lab: NetnsLab, address: String? = nil) async throws -> TunDevice {
+        let script = """
+            import fcntl, os, struct, sys
+            fd = os.open("/dev/net/tun", os.O_RDWR)
+            fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))
+            print("ready", flush=True)
+            sys.stdin.read()
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LabCommand.ipExecutable)
+        process.arguments = ["netns", "exec", lab.name, "python3", "-c", script, name]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        let device = TunDevice(process: process, input: input)
+        let line = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, Error>) in
+            Thread {
+                let data = output.fileHandleForReading.availableData
+                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+            }.start()
+        }
+        guard line.contains("ready") else {
+            device.close()
+            throw LabError.systemCall("open tun \(name) in \(lab.name)", "helper said: \(line)")
+        }
+        try await lab.ip("link", "set", name, "up")
+        if let address { try await lab.ip("addr", "add", address, "dev", name) }
+        return device
+    }
+
+    private init(process: Process, input: Pipe) {
+        self.process = process
+        self.input = input
+    }
+
+    /// Closes the tunnel: the helper exits and the kernel deletes the device.
+    func close() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
