@@ -9,4 +9,5 @@
 int cnr_setns_net(int fd) { return setns(fd, CLONE_NEWNET); }
 int cnr_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
 int cnr_gettid(void) { return (int)syscall(SYS_gettid); }
+int cnr_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 #endif

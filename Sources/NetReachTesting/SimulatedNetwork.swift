@@ -32,9 +32,10 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
         current = snapshot
     }
 
-    /// A network with one connected interface of the given type, IPv4 and DNS.
+    /// A network with `lo` and one connected interface of the given type, IPv4 and DNS.
     public static func connected(_ type: InterfaceType = .wiredEthernet, name: String? = nil) -> SimulatedNetwork {
         let network = SimulatedNetwork()
+        network.addLoopback()
         network.addInterface(name ?? defaultName(for: type), type: type)
         network.setNameservers([IPAddress("192.0.2.53")!])
         return network
@@ -95,6 +96,16 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
             }
         }
         return index
+    }
+
+    /// Adds `lo` as the kernel has it: index 1, up, 127.0.0.1/8 and ::1/128 (host scope), no
+    /// routes. Per-destination monitors of loopback addresses are satisfied through it.
+    public func addLoopback() {
+        update { snapshot in
+            snapshot.links[1] = Self.link(index: 1, name: "lo", type: .loopback)
+            snapshot.upsertAddress(.init(interfaceIndex: 1, address: IPAddress("127.0.0.1")!, prefixLength: 8, scope: 254))
+            snapshot.upsertAddress(.init(interfaceIndex: 1, address: IPAddress("::1")!, prefixLength: 128, scope: 254))
+        }
     }
 
     /// Removes an interface with its addresses and routes.

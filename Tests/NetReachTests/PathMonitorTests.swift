@@ -246,6 +246,21 @@ struct PathMonitorTests {
         #expect(monitor.failure?.description.contains("/var/run/netns/missing") == true)
     }
 
+    @Test func aSourceThatLosesTheSystemLaterSetsFailureAndMonitorUnavailable() {
+        let network = SimulatedNetwork.connected()
+        let monitor = PathMonitor(source: network)
+        let recorder = Recorder()
+        let queue = DispatchQueue(label: "test")
+        monitor.pathUpdateHandler = { recorder.append($0) }
+        monitor.start(queue: queue)
+        #expect(monitor.failure == nil)
+        network.update { $0.observationFailure = .namespaceGone(path: "/var/run/netns/blue") }
+        flush(queue)
+        #expect(monitor.failure == .namespaceGone(path: "/var/run/netns/blue"))
+        #expect(recorder.all.map(\.unsatisfiedReason) == [nil, .monitorUnavailable])
+        #expect(monitor.failure?.description.contains("/var/run/netns/blue is gone") == true)
+    }
+
     @Test func requirementsFilterInterfaces() {
         let network = SimulatedNetwork()
         network.addInterface("eth0", type: .wiredEthernet, metric: 100)

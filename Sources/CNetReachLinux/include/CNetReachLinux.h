@@ -29,6 +29,10 @@ int cnr_set_thread_name(const char *name);
 /// The calling thread's kernel thread id (gettid(2)).
 int cnr_gettid(void);
 
+/// A descriptor that becomes readable when process `pid` exits (pidfd_open(2), Linux 5.3+),
+/// or -1 with errno set.
+int cnr_pidfd_open(int pid);
+
 static inline unsigned int cnr_nlmsg_align(unsigned int len) { return NLMSG_ALIGN(len); }
 static inline unsigned int cnr_rta_align(unsigned int len) { return RTA_ALIGN(len); }
 static inline unsigned int cnr_nlmsghdr_size(void) { return (unsigned int)sizeof(struct nlmsghdr); }

@@ -19,6 +19,8 @@
 ///   ``UnsatisfiedReason/noAddress``, ``UnsatisfiedReason/linkDown`` of that route's interface) than
 ///   the state of the links when there is no route at all (the furthest any allowed link got:
 ///   no default route, then no address, then link down; no allowed link: no interface);
+/// - a snapshot whose source can no longer observe the system (``SystemSnapshot/observationFailure``)
+///   is ``UnsatisfiedReason/monitorUnavailable``;
 /// - a monitor that requires ``InterfaceType/loopback`` is satisfied by `lo` being up with an
 ///   address, since no route lookup for the internet ever leaves through it.
 ///
@@ -26,38 +28,32 @@
 /// let path = PathEvaluator.evaluate(snapshot, requirements: .init(requiredInterfaceType: .wifi))
 /// ```
 public enum PathEvaluator {
-    /// Evaluates a snapshot under the given requirements and classification.
+    /// Evaluates a snapshot under the given requirements and classification: the path to the
+    /// internet, or, with `destinations`, the path to those addresses (one host's addresses, in the
+    /// order to try them).
+    ///
+    /// A destination's path follows the kernel's lookup for that address alone: a loopback or own
+    /// address is satisfied through loopback, an on-link one without any default route, and a
+    /// split tunnel's route shows its interface. Its interfaces are only those the lookups use.
     public static func evaluate(
         _ snapshot: SystemSnapshot,
         requirements: PathRequirements = PathRequirements(),
-        classification: InterfaceClassification = .automatic
+        classification: InterfaceClassification = .automatic,
+        destinations: [IPAddress]? = nil
     ) -> NetworkPath {
+        if snapshot.observationFailure != nil { return .unsatisfied(.monitorUnavailable) }
+        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
+        if let destinations {
+            let verdicts = destinations.map { destination in
+                (destination.family, judge.verdict(snapshot.routeLookup(to: destination), family: destination.family,
+                                                   linkLocalDestination: destination.isLinkLocal))
+            }
+            return judge.path(from: verdicts, withStandby: false)
+        }
         if requirements.requiredInterfaceType == .loopback {
             return evaluateLoopback(snapshot, requirements: requirements, classification: classification)
         }
-        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
-        let ipv4 = judge.familyVerdict(.ipv4)
-        let ipv6 = judge.familyVerdict(.ipv6)
-        let used = [ipv4, ipv6].compactMap(\.usable)
-        guard !used.isEmpty else {
-            let reasons = [ipv4, ipv6].compactMap(\.failure)
-            return .unsatisfied(reasons.max { $0.weight < $1.weight }?.reason ?? .noInterface)
-        }
-        var inUse: [NetworkInterface] = []
-        for use in used where !inUse.contains(use.interface) { inUse.append(use.interface) }
-        let (standby, standbyGateways) = judge.standbyInterfaces(excluding: Set(inUse.map(\.index)))
-        var gateways: [IPAddress] = []
-        for gateway in used.compactMap(\.gateway) + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
-        return NetworkPath(
-            status: .satisfied,
-            availableInterfaces: inUse + standby,
-            isExpensive: inUse.contains { $0.type == .cellular || classification.isMarkedExpensive($0.name) },
-            isConstrained: inUse.contains { classification.isMarkedConstrained($0.name) },
-            supportsIPv4: ipv4.usable != nil,
-            supportsIPv6: ipv6.usable != nil,
-            supportsDNS: !snapshot.nameservers.isEmpty,
-            gateways: gateways
-        )
+        return judge.path(from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
     }
 
     /// What one family's lookup means for the path.
@@ -98,6 +94,32 @@ public enum PathEvaluator {
         var snapshot: SystemSnapshot
         var requirements: PathRequirements
         var classification: InterfaceClassification
+
+        /// The path from verdicts in order of preference: satisfied through the interfaces of the
+        /// usable ones (plus, for the internet, standby interfaces), else the most telling reason.
+        func path(from verdicts: [(family: IPAddress.Family, verdict: Verdict)], withStandby: Bool) -> NetworkPath {
+            let used = verdicts.compactMap(\.verdict.usable)
+            guard !used.isEmpty else {
+                let reasons = verdicts.compactMap(\.verdict.failure)
+                return .unsatisfied(reasons.max { $0.weight < $1.weight }?.reason ?? .noInterface)
+            }
+            var inUse: [NetworkInterface] = []
+            for use in used where !inUse.contains(use.interface) { inUse.append(use.interface) }
+            let (standby, standbyGateways) = withStandby ? standbyInterfaces(excluding: Set(inUse.map(\.index))) : ([], [])
+            var gateways: [IPAddress] = []
+            for gateway in used.compactMap(\.gateway) + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
+            let usable = Set(verdicts.filter { $0.verdict.usable != nil }.map(\.family))
+            return NetworkPath(
+                status: .satisfied,
+                availableInterfaces: inUse + standby,
+                isExpensive: inUse.contains { $0.type == .cellular || classification.isMarkedExpensive($0.name) },
+                isConstrained: inUse.contains { classification.isMarkedConstrained($0.name) },
+                supportsIPv4: usable.contains(.ipv4),
+                supportsIPv6: usable.contains(.ipv6),
+                supportsDNS: !snapshot.nameservers.isEmpty,
+                gateways: gateways
+            )
+        }
 
         /// The verdict for traffic to the internet over `family`: the unbound route's, or, when that
         /// route uses an interface the requirements exclude, the first allowed interface whose

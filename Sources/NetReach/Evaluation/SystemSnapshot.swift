@@ -104,6 +104,19 @@ public struct SystemSnapshot: Sendable, Hashable {
             }
         }
 
+        /// Whether `other` lies inside this address's prefix (the on-link network).
+        public func contains(_ other: IPAddress) -> Bool {
+            guard other.family == address.family else { return false }
+            var remaining = Int(prefixLength)
+            for (mine, theirs) in zip(address.bytes, other.bytes) {
+                guard remaining > 0 else { return true }
+                let mask: UInt8 = remaining >= 8 ? 0xff : ~(0xff >> UInt8(remaining))
+                guard mine & mask == theirs & mask else { return false }
+                remaining -= 8
+            }
+            return true
+        }
+
         /// The kernel identifies an address by interface, local address and prefix length.
         struct Key: Hashable { var interfaceIndex: Int; var address: IPAddress; var prefixLength: UInt8 }
         var key: Key { Key(interfaceIndex: interfaceIndex, address: address, prefixLength: prefixLength) }
@@ -171,12 +184,28 @@ public struct SystemSnapshot: Sendable, Hashable {
     /// the family, whenever the unbound lookup finds a route; a missing entry then means no route.
     public var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]]
 
+    /// The kernel's route lookups for the destinations of per-destination monitors
+    /// (``PathMonitor/init(destination:requiredInterfaceType:prohibitedInterfaceTypes:classification:namespace:)``),
+    /// by address. A destination missing here is answered by ``emulatedRouteLookup(to:)``.
+    public var destinationLookups: [IPAddress: RouteLookup] = [:]
+
+    /// Set when the source can no longer observe the system (the watched network namespace was
+    /// deleted): the path is then unsatisfied with ``UnsatisfiedReason/monitorUnavailable`` and
+    /// ``PathMonitor/failure`` holds this error. A simulated network can set it to test how code
+    /// copes:
+    ///
+    /// ```swift
+    /// network.update { $0.observationFailure = .namespaceGone(path: "/var/run/netns/blue") }
+    /// ```
+    public var observationFailure: PathMonitorError?
+
     /// Creates a snapshot from plain lists.
     public init(
         links: [Link] = [], addresses: [Address] = [], defaultRoutes: [DefaultRoute] = [],
         nameservers: [IPAddress] = [], routeLookups: [IPAddress.Family: RouteLookup] = [:],
-        scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
+        scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:], observationFailure: PathMonitorError? = nil
     ) {
+        self.observationFailure = observationFailure
         self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
         self.addressTable = Dictionary(addresses.map { ($0.key, $0) }, uniquingKeysWith: { _, last in last })
         self.defaultRoutes = Set(defaultRoutes)
@@ -189,6 +218,32 @@ public struct SystemSnapshot: Sendable, Hashable {
     /// ``emulatedRouteLookup(for:through:)``.
     public func routeLookup(for family: IPAddress.Family) -> RouteLookup {
         routeLookups[family] ?? emulatedRouteLookup(for: family)
+    }
+
+    /// The route lookup for one destination: the kernel's answer when the snapshot has one, else
+    /// ``emulatedRouteLookup(to:)``.
+    public func routeLookup(to destination: IPAddress) -> RouteLookup {
+        destinationLookups[destination] ?? emulatedRouteLookup(to: destination)
+    }
+
+    /// What the kernel would answer for `destination` in a network with no policy routing: a
+    /// loopback address or one of this host's own is local, through the loopback interface; an
+    /// address inside the prefix of an interface's address is on that link (no gateway);
+    /// anything else goes the way of the family's internet lookup (``routeLookup(for:)``).
+    public func emulatedRouteLookup(to destination: IPAddress) -> RouteLookup {
+        let own = addressTable.values.first { $0.address == destination }
+        if destination.isLoopback || own != nil {
+            guard let loopback = links.values.filter({ $0.isLoopback }).min(by: { $0.index < $1.index }) else { return .noRoute }
+            return .route(.init(interfaceIndex: loopback.index, source: destination, table: 255, isLocal: true))
+        }
+        let onLink = addressTable.values
+            .filter { $0.address.family == destination.family && $0.isUsable && links[$0.interfaceIndex]?.isOperational == true
+                && $0.contains(destination) }
+            .max { ($0.prefixLength, -$0.interfaceIndex) < ($1.prefixLength, -$1.interfaceIndex) }
+        if let onLink {
+            return .route(.init(interfaceIndex: onLink.interfaceIndex, source: onLink.address))
+        }
+        return routeLookup(for: destination.family)
     }
 
     /// The lookup for `family` bound to one interface: the kernel's answer when the snapshot has

@@ -15,17 +15,35 @@ final class NetlinkEngine: @unchecked Sendable {
     // thread-safe, and closed only in deinit, after every user has let go.
     private let configuration: SystemPathSource.Configuration
     private let publish: @Sendable (SystemSnapshot) -> Void
+    /// The addresses per-destination monitors want looked up; read at each refresh.
+    private let destinations: @Sendable () -> Set<IPAddress>
     private let readiness = NSCondition()
     private var readyResult: Result<Void, PathMonitorError>?
     private let wakeFD: Int32
+    private let refreshFD: Int32
 
-    init(configuration: SystemPathSource.Configuration, publish: @escaping @Sendable (SystemSnapshot) -> Void) {
+    init(
+        configuration: SystemPathSource.Configuration, destinations: @escaping @Sendable () -> Set<IPAddress>,
+        publish: @escaping @Sendable (SystemSnapshot) -> Void
+    ) {
         self.configuration = configuration
+        self.destinations = destinations
         self.publish = publish
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        refreshFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
     }
 
-    deinit { if wakeFD >= 0 { close(wakeFD) } }
+    deinit {
+        if wakeFD >= 0 { close(wakeFD) }
+        if refreshFD >= 0 { close(refreshFD) }
+    }
+
+    /// Asks the thread to look routes up again (the destinations changed); it publishes if the
+    /// answers differ.
+    func requestRefresh() {
+        var one: UInt64 = 1
+        _ = write(refreshFD, &one, MemoryLayout<UInt64>.size)
+    }
 
     /// Starts the engine's thread; it reads the initial state, then follows changes.
     func launch() {
@@ -61,16 +79,20 @@ final class NetlinkEngine: @unchecked Sendable {
     }
 
     private func run() {
-        guard wakeFD >= 0 else { return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno))) }
+        guard wakeFD >= 0, refreshFD >= 0 else { return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno))) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 8)
         defer { buffer.deallocate() }
         var reader = MessageReader(
             sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
-            lookupAddresses: configuration.routeLookupAddresses)
+            lookupAddresses: configuration.routeLookupAddresses, destinations: destinations)
         do throws(PathMonitorError) {
+            // Opened once: every socket is made through this descriptor, so all of them read the
+            // namespace that was there at start, whatever its path names later.
+            let namespace = try configuration.namespace.map { (namespace) throws(PathMonitorError) in try NamespaceHandle(namespace) }
+            let namespaceFD = namespace.map { (fd: $0.fd, path: $0.path) }
             // The events socket joins its groups before the first dump, so nothing is missed between.
-            var events = try NetlinkSocket(.events, namespace: configuration.namespace, receiveBufferSize: configuration.receiveBufferSize)
-            var requests = try NetlinkSocket(.requests, namespace: configuration.namespace, receiveBufferSize: 0)
+            var events = try NetlinkSocket(.events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
+            var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
             var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
             if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
             _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
@@ -78,7 +100,7 @@ final class NetlinkEngine: @unchecked Sendable {
             _ = try reader.refreshRouteLookups(requests: &requests, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
-            follow(events: &events, requests: &requests, watcher: &watcher, reader: &reader, buffer: buffer)
+            follow(events: &events, requests: &requests, watcher: &watcher, namespace: namespace, reader: &reader, buffer: buffer)
         } catch {
             signalReady(.failure(error))
         }
@@ -88,13 +110,15 @@ final class NetlinkEngine: @unchecked Sendable {
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
         events: inout NetlinkSocket, requests: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
-        reader: inout MessageReader, buffer: UnsafeMutableRawBufferPointer
+        namespace: NamespaceHandle?, reader: inout MessageReader, buffer: UnsafeMutableRawBufferPointer
     ) {
         var resyncPending = false
         var fds = [
             pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
             pollfd(fd: events.fd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: watcher?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: namespace?.watchFD ?? -1, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: refreshFD, events: Int16(POLLIN), revents: 0),
         ]
         while true {
             for index in fds.indices { fds[index].revents = 0 }
@@ -109,8 +133,20 @@ final class NetlinkEngine: @unchecked Sendable {
                 continue
             }
             if fds[0].revents != 0 { return }
+            if fds[3].revents != 0, let namespace, namespace.isGone() {
+                // Say so and stop: the sockets (closed on return) were all that kept it alive.
+                var snapshot = reader.store.snapshot
+                snapshot.observationFailure = .namespaceGone(path: namespace.path)
+                publish(snapshot)
+                return
+            }
             var changed = false
             if let expiry = reader.nextExpiry, ContinuousClock.now >= expiry { reader.lookupsStale = true }
+            if fds[4].revents != 0 {
+                var count: UInt64 = 0
+                _ = read(refreshFD, &count, MemoryLayout<UInt64>.size)
+                reader.lookupsStale = true
+            }
             if fds[1].revents != 0 || resyncPending || reader.lookupsStale {
                 do {
                     changed = try reader.drain(events: &events, requests: &requests, buffer: buffer, forceResync: resyncPending)
@@ -146,6 +182,8 @@ struct MessageReader {
     let sysfs: SysfsReader?
     /// One global address per family whose route the kernel is asked for (never contacted).
     let lookupAddresses: [IPAddress]
+    /// The destinations of per-destination monitors, asked for at each refresh.
+    let destinations: @Sendable () -> Set<IPAddress>
     /// Set by every message that can change the kernel's route choice (links, addresses, routes of
     /// any table, rules, nexthops): the lookups are asked again, once, before the next publish.
     var lookupsStale = true
@@ -157,9 +195,13 @@ struct MessageReader {
     /// `rta_expires` counts clock ticks (USER_HZ).
     private static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
 
-    init(sysfs: SysfsReader?, lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses) {
+    init(
+        sysfs: SysfsReader?, lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses,
+        destinations: @escaping @Sendable () -> Set<IPAddress> = { [] }
+    ) {
         self.sysfs = sysfs
         self.lookupAddresses = lookupAddresses
+        self.destinations = destinations
     }
 
     /// Reads every pending notification. Returns whether the snapshot changed. An overrun (ENOBUFS),
@@ -191,23 +233,28 @@ struct MessageReader {
     }
 
     /// Asks the kernel how a packet to each lookup address would leave, unbound and bound to each
-    /// other interface that could carry it (up with carrier and an address of the family), and
-    /// stores the answers. Returns whether they changed.
+    /// other interface that could carry it (up with carrier and an address of the family), and to
+    /// each monitored destination, and stores the answers. Returns whether they changed.
     mutating func refreshRouteLookups(requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
         lookupsStale = false
         var lookups: [IPAddress.Family: RouteLookup] = [:]
         var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
         var expiresIn: Double?
-        func note(_ answer: RouteQuery.Answer) {
-            if let seconds = answer.expiresIn { expiresIn = min(expiresIn ?? seconds, seconds) }
+        /// The unbound lookup, and when its route expires: only IPv6 routes do (router
+        /// advertisements), and only the table entry (fibmatch) tells when.
+        func lookUpTimed(_ address: IPAddress) throws(PathMonitorError) -> RouteLookup {
+            let answer = try lookUp(address, interfaceIndex: nil, requests: &requests, buffer: buffer)
+            if address.family == .ipv6, case .route = answer.lookup,
+               let seconds = try lookUp(address, interfaceIndex: nil, fibMatch: true, requests: &requests, buffer: buffer).expiresIn {
+                expiresIn = min(expiresIn ?? seconds, seconds)
+            }
+            return answer.lookup
         }
         for address in lookupAddresses {
             let family = address.family
-            let answer = try lookUp(address, interfaceIndex: nil, requests: &requests, buffer: buffer)
-            lookups[family] = answer.lookup
-            guard case .route(let chosen) = answer.lookup else { continue }
-            // Only IPv6 routes expire (router advertisements); the table entry tells when.
-            if family == .ipv6 { note(try lookUp(address, interfaceIndex: nil, fibMatch: true, requests: &requests, buffer: buffer)) }
+            let lookup = try lookUpTimed(address)
+            lookups[family] = lookup
+            guard case .route(let chosen) = lookup else { continue }
             var addressed = Set<Int>()
             for entry in store.snapshot.addressTable.values where entry.address.family == family && entry.isUsable {
                 addressed.insert(entry.interfaceIndex)
@@ -218,9 +265,11 @@ struct MessageReader {
                 scoped[family, default: [:]][link.index] = bound.lookup
             }
         }
+        var destinationLookups: [IPAddress: RouteLookup] = [:]
+        for destination in destinations() { destinationLookups[destination] = try lookUpTimed(destination) }
         // A few milliseconds late, so the kernel already treats the route as expired.
         nextExpiry = expiresIn.map { ContinuousClock.now + .milliseconds(Int(($0 * 1000).rounded(.up)) + 5) }
-        return store.setRouteLookups(lookups, scoped: scoped)
+        return store.setRouteLookups(lookups, scoped: scoped, destinations: destinationLookups)
     }
 
     /// One route lookup on the requests socket; replies to earlier requests are skipped.

@@ -8,22 +8,21 @@ import Glibc
 /// requests and receives bytes; parsing and state live elsewhere.
 struct NetlinkSocket: ~Copyable {
     let fd: Int32
-    /// The namespace the socket was opened in (`nil`: the process's own).
-    let namespace: NetworkNamespace?
     private(set) var portID: UInt32 = 0
     private var sequence: UInt32 = 1
 
     /// What a socket is for.
     enum Role { case events, requests }
 
-    /// Opens a socket for `role` in the calling thread's network namespace, or in `namespace`
-    /// (entered on this thread with setns and left again, so only the socket stays bound to it).
+    /// Opens a socket for `role` in the calling thread's network namespace, or in the namespace
+    /// open as `namespace` (entered on this thread with setns and left again, so only the socket
+    /// stays bound to it).
     /// `receiveBufferSize` applies to the events socket (a requests socket keeps the kernel's
     /// default: the kernel sends the next part of a dump only when the previous one has been read).
-    init(_ role: Role, namespace: NetworkNamespace?, receiveBufferSize: Int32) throws(PathMonitorError) {
+    init(_ role: Role, namespace: (fd: Int32, path: String)?, receiveBufferSize: Int32) throws(PathMonitorError) {
         let fd: Int32
         if let namespace {
-            fd = try Self.openInNamespace(namespace)
+            fd = try Self.openInNamespace(namespace.fd, path: namespace.path)
         } else {
             fd = try Self.openSocket()
         }
@@ -34,7 +33,6 @@ struct NetlinkSocket: ~Copyable {
             throw error
         }
         self.fd = fd
-        self.namespace = namespace
     }
 
     private static func openSocket() throws(PathMonitorError) -> Int32 {
@@ -81,19 +79,16 @@ struct NetlinkSocket: ~Copyable {
 
     deinit { close(fd) }
 
-    private static func openInNamespace(_ namespace: NetworkNamespace) throws(PathMonitorError) -> Int32 {
-        let target = open(namespace.path, O_RDONLY | O_CLOEXEC)
-        guard target >= 0 else { throw .namespaceUnavailable(path: namespace.path, errno: errno) }
-        defer { close(target) }
+    private static func openInNamespace(_ target: Int32, path: String) throws(PathMonitorError) -> Int32 {
         let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         guard home >= 0 else { throw .namespaceUnavailable(path: "/proc/thread-self/ns/net", errno: errno) }
         defer { close(home) }
-        guard cnr_setns_net(target) == 0 else { throw .namespaceUnavailable(path: namespace.path, errno: errno) }
+        guard cnr_setns_net(target) == 0 else { throw .namespaceUnavailable(path: path, errno: errno) }
         let opened = Result { () throws(PathMonitorError) in try openSocket() }
         // Going home can only fail if this thread lost CAP_SYS_ADMIN meanwhile; the thread is ours
         // alone and only reads netlink and files by path, which the network namespace does not change.
         if cnr_setns_net(home) != 0 {
-            NetReachDiagnostics.log("could not leave network namespace \(namespace.path): \(errnoDescription(errno))")
+            NetReachDiagnostics.log("could not leave network namespace \(path): \(errnoDescription(errno))")
         }
         return try opened.get()
     }

@@ -63,11 +63,14 @@ struct SnapshotStore: Sendable {
 
     /// Replaces the kernel's route lookups; returns whether they changed.
     mutating func setRouteLookups(
-        _ lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]]
+        _ lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]],
+        destinations: [IPAddress: RouteLookup]
     ) -> Bool {
-        guard snapshot.routeLookups != lookups || snapshot.scopedRouteLookups != scoped else { return false }
+        guard snapshot.routeLookups != lookups || snapshot.scopedRouteLookups != scoped
+                || snapshot.destinationLookups != destinations else { return false }
         snapshot.routeLookups = lookups
         snapshot.scopedRouteLookups = scoped
+        snapshot.destinationLookups = destinations
         return true
     }
 
@@ -81,8 +84,10 @@ struct SnapshotStore: Sendable {
     /// Forgets every kernel object before a full re-dump (nameservers are not the kernel's and
     /// stay; route lookups stay until the lookups after the dump replace them).
     mutating func resetKernelState() {
-        snapshot = SystemSnapshot(nameservers: snapshot.nameservers, routeLookups: snapshot.routeLookups,
-                                  scopedRouteLookups: snapshot.scopedRouteLookups)
+        let previous = snapshot
+        snapshot = SystemSnapshot(nameservers: previous.nameservers, routeLookups: previous.routeLookups,
+                                  scopedRouteLookups: previous.scopedRouteLookups)
+        snapshot.destinationLookups = previous.destinationLookups
     }
 }
 #endif

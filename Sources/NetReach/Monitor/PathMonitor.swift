@@ -51,9 +51,18 @@ public final class PathMonitor: Sendable {
     public let requirements: PathRequirements
     /// How the monitor classifies interfaces.
     public let classification: InterfaceClassification
+    /// The destination of a per-destination monitor; `nil` for the path to the internet.
+    public let destination: PathDestination?
+    /// How long a host name's resolution may take, at start and after each change.
+    public let resolutionTimeout: Duration
     private let source: any PathSource
     private let isShared: Bool
+    /// Resolves host names: the system resolver, or a stand-in in tests (which must never ask DNS).
+    private let resolve: @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
     private let state = Locked(State())
+    /// Held while a path is computed and emitted, so paths from the source and from a finished
+    /// re-resolution reach the handler in the order they were computed.
+    private let evaluation = NSLock()
 
     private enum Phase { case idle, starting, running, cancelled }
 
@@ -68,6 +77,25 @@ public final class PathMonitor: Sendable {
         var subscription: PathSubscription?
         var postsNotifications = false
         var failure: PathMonitorError?
+        /// A per-destination monitor's addresses (empty: the name did not resolve).
+        var destinationAddresses: [IPAddress] = []
+        var resolutionFailure: HostResolutionError?
+        /// Keeps the source looking up the routes to `destinationAddresses`.
+        var destinationRoutes: PathSubscription?
+        /// The last snapshot, to evaluate again when a re-resolution changes the addresses.
+        var lastSnapshot: SystemSnapshot?
+        /// The network a host name was last resolved on (its internet lookups and nameservers).
+        var resolvedOn: ResolutionContext?
+        var isResolving = false
+    }
+
+    private struct ResolutionContext: Equatable {
+        var lookups: [IPAddress.Family: RouteLookup]
+        var nameservers: [IPAddress]
+        init(_ snapshot: SystemSnapshot) {
+            lookups = snapshot.routeLookups
+            nameservers = snapshot.nameservers
+        }
     }
 
     /// Creates a monitor of the system's network, like `NWPathMonitor()`,
@@ -91,6 +119,51 @@ public final class PathMonitor: Sendable {
             source: SystemPathSource.shared(namespace: namespace))
     }
 
+    /// Creates a monitor of the path to one destination: the kernel's route to that address
+    /// (interface, gateway, source), updated when routing for it changes (a more specific route,
+    /// a policy rule, a VPN's split tunnel). A loopback or on-link destination is satisfied
+    /// without any default route.
+    ///
+    /// A host name is resolved when the monitor starts (``start(queue:)`` waits for it, at most
+    /// `resolutionTimeout`) and again after each change of the network; while it has no address
+    /// the path is unsatisfied with ``UnsatisfiedReason/destinationUnresolved`` and
+    /// ``resolutionFailure`` says why. Names are resolved with this process's resolver, also when
+    /// observing another namespace.
+    ///
+    /// ```swift
+    /// let monitor = PathMonitor(destination: "10.20.0.5")
+    /// monitor.start(queue: .main)
+    /// print(monitor.currentPath.primaryInterface?.name ?? "unreachable")   // wg0, through the tunnel
+    /// ```
+    public convenience init(
+        destination: PathDestination,
+        requiredInterfaceType: InterfaceType? = nil,
+        prohibitedInterfaceTypes: [InterfaceType] = [],
+        classification: InterfaceClassification = .automatic,
+        namespace: NetworkNamespace? = nil,
+        resolutionTimeout: Duration = .seconds(5)
+    ) {
+        self.init(
+            requirements: PathRequirements(requiredInterfaceType: requiredInterfaceType,
+                                           prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
+            classification: classification, source: SystemPathSource.shared(namespace: namespace), isShared: false,
+            destination: destination, resolutionTimeout: resolutionTimeout)
+    }
+
+    /// Creates a monitor of the path to `destination` fed by any ``PathSource``. A simulated
+    /// network answers with ``SystemSnapshot/emulatedRouteLookup(to:)`` unless a test sets
+    /// ``SystemSnapshot/destinationLookups``.
+    public convenience init(
+        destination: PathDestination,
+        requirements: PathRequirements = PathRequirements(),
+        classification: InterfaceClassification = .automatic,
+        source: any PathSource,
+        resolutionTimeout: Duration = .seconds(5)
+    ) {
+        self.init(requirements: requirements, classification: classification, source: source, isShared: false,
+                  destination: destination, resolutionTimeout: resolutionTimeout)
+    }
+
     /// Creates a monitor fed by any ``PathSource``, such as a simulated network in tests.
     ///
     /// ```swift
@@ -105,16 +178,33 @@ public final class PathMonitor: Sendable {
         self.init(requirements: requirements, classification: classification, source: source, isShared: false)
     }
 
-    private init(requirements: PathRequirements, classification: InterfaceClassification, source: any PathSource, isShared: Bool) {
+    /// For tests: a per-destination monitor whose host names `resolve` answers.
+    convenience init(
+        destination: PathDestination, source: any PathSource,
+        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
+    ) {
+        self.init(requirements: PathRequirements(), classification: .automatic, source: source, isShared: false,
+                  destination: destination, resolve: resolve)
+    }
+
+    private init(
+        requirements: PathRequirements, classification: InterfaceClassification, source: any PathSource, isShared: Bool,
+        destination: PathDestination? = nil, resolutionTimeout: Duration = .seconds(5),
+        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError> = HostResolver.resolve
+    ) {
+        self.resolve = resolve
         self.requirements = requirements
         self.classification = classification
         self.source = source
         self.isShared = isShared
+        self.destination = destination
+        self.resolutionTimeout = resolutionTimeout
     }
 
     deinit {
-        let subscription = state.withLock { $0.subscription }
+        let (subscription, routes) = state.withLock { ($0.subscription, $0.destinationRoutes) }
         subscription?.cancel()
+        routes?.cancel()
         for stream in state.withLock({ $0.streams.values }) { stream.finish() }
     }
 
@@ -129,8 +219,16 @@ public final class PathMonitor: Sendable {
     /// unsatisfied with reason ``UnsatisfiedReason/monitorUnavailable``. Safe from any thread.
     public var currentPath: NetworkPath { state.withLock { $0.path } }
 
-    /// Why the monitor could not observe the system, if it could not; `nil` otherwise.
+    /// Why the monitor could not observe the system, at start or since; `nil` while it can.
     public var failure: PathMonitorError? { state.withLock { $0.failure } }
+
+    /// Why a per-destination monitor's host name has no addresses now; `nil` when it has some
+    /// (or the destination is an address).
+    public var resolutionFailure: HostResolutionError? { state.withLock { $0.resolutionFailure } }
+
+    /// The addresses a per-destination monitor follows: the destination address, or the host
+    /// name's addresses in the resolver's order (empty while it does not resolve).
+    public var destinationAddresses: [IPAddress] { state.withLock { $0.destinationAddresses } }
 
     /// When `true`, each change is also posted as ``pathDidChangeNotification`` on
     /// `NotificationCenter.default`, on the start queue after the handler. Off by default.
@@ -156,6 +254,7 @@ public final class PathMonitor: Sendable {
             if !isShared { NetReachDiagnostics.log("PathMonitor.start(queue:) ignored: the monitor was already started or cancelled") }
             return
         }
+        if let destination { prepare(destination) }
         do {
             let subscription = try source.subscribe { [weak self] snapshot in self?.receive(snapshot) }
             let cancelledMeanwhile = state.withLock { state -> Bool in
@@ -180,14 +279,15 @@ public final class PathMonitor: Sendable {
     /// ``shared`` ignores it.
     public func cancel() {
         guard !isShared else { return }
-        let (subscription, streams) = state.withLock { state -> (PathSubscription?, [AsyncStream<NetworkPath>.Continuation]) in
-            guard state.phase != .cancelled else { return (nil, []) }
+        let (subscription, routes, streams) = state.withLock { state -> (PathSubscription?, PathSubscription?, [AsyncStream<NetworkPath>.Continuation]) in
+            guard state.phase != .cancelled else { return (nil, nil, []) }
             state.phase = .cancelled
-            defer { state.subscription = nil; state.streams = [:] }
-            return (state.subscription, Array(state.streams.values))
+            defer { state.subscription = nil; state.destinationRoutes = nil; state.streams = [:] }
+            return (state.subscription, state.destinationRoutes, Array(state.streams.values))
         }
         // Outside the lock: finishing a stream runs its termination handler, which may call back in.
         subscription?.cancel()
+        routes?.cancel()
         for stream in streams { stream.finish() }
     }
 
@@ -222,7 +322,110 @@ public final class PathMonitor: Sendable {
 
     /// Called by the source, one snapshot at a time.
     private func receive(_ snapshot: SystemSnapshot) {
-        emit(PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification))
+        evaluation.lock()
+        let resolveAgain = state.withLock { state -> Bool in
+            if let failure = snapshot.observationFailure { state.failure = failure }
+            state.lastSnapshot = snapshot
+            guard case .host = destination else { return false }
+            // The first snapshot is the network the name was resolved on at start.
+            guard let resolvedOn = state.resolvedOn else {
+                state.resolvedOn = ResolutionContext(snapshot)
+                return false
+            }
+            guard resolvedOn != ResolutionContext(snapshot), !state.isResolving else { return false }
+            state.isResolving = true
+            return true
+        }
+        emit(path(for: snapshot))
+        evaluation.unlock()
+        if resolveAgain { resolveInBackground(on: snapshot) }
+    }
+
+    /// The path `snapshot` gives this monitor.
+    private func path(for snapshot: SystemSnapshot) -> NetworkPath {
+        guard destination != nil else {
+            return PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification)
+        }
+        let addresses = state.withLock { $0.destinationAddresses }
+        if addresses.isEmpty && snapshot.observationFailure == nil { return .unsatisfied(.destinationUnresolved) }
+        return PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification, destinations: addresses)
+    }
+
+    /// Resolves the destination (bounded by `resolutionTimeout`) and has the source look up the
+    /// routes to its addresses, before the first snapshot is evaluated.
+    private func prepare(_ destination: PathDestination) {
+        let addresses: [IPAddress]
+        var failure: HostResolutionError?
+        switch destination {
+        case .address(let address):
+            addresses = [address]
+        case .host(let host):
+            switch resolve(host, resolutionTimeout) {
+            case .success(let resolved): addresses = resolved
+            case .failure(let error): (addresses, failure) = ([], error)
+            }
+        }
+        let routes = addresses.isEmpty ? nil : source.lookUpRoutes(to: addresses)
+        state.withLock { state in
+            state.destinationAddresses = addresses
+            state.resolutionFailure = failure
+            state.destinationRoutes = routes
+        }
+    }
+
+    /// Resolves the host name again on a thread of its own; if its addresses changed, follows the
+    /// new ones and emits the path they give.
+    private func resolveInBackground(on snapshot: SystemSnapshot) {
+        guard case .host(let host) = destination else { return }
+        let context = ResolutionContext(snapshot)
+        Thread { [weak self] in
+            guard let self else { return }
+            let result = self.resolve(host, self.resolutionTimeout)
+            let addresses = (try? result.get()) ?? []
+            let changed = self.state.withLock { $0.destinationAddresses != addresses }
+            // Registered before the switch, so the snapshot evaluated below already has the answers.
+            let routes = changed && !addresses.isEmpty ? self.source.lookUpRoutes(to: addresses) : nil
+            self.evaluation.lock()
+            let (previous, latest, cancelled) = self.state.withLock { state -> (PathSubscription?, SystemSnapshot?, Bool) in
+                state.isResolving = false
+                state.resolvedOn = context
+                if case .failure(let error) = result { state.resolutionFailure = error } else { state.resolutionFailure = nil }
+                guard changed, state.phase != .cancelled else { return (nil, state.lastSnapshot, state.phase == .cancelled) }
+                let previous = state.destinationRoutes
+                state.destinationAddresses = addresses
+                state.destinationRoutes = routes
+                return (previous, state.lastSnapshot, false)
+            }
+            if let latest, changed, !cancelled { self.emit(self.path(for: latest)) }
+            self.evaluation.unlock()
+            previous?.cancel()
+            if cancelled { routes?.cancel() }
+            // The network may have changed again while the resolver ran.
+            let again = self.state.withLock { state -> SystemSnapshot? in
+                guard state.phase != .cancelled, !state.isResolving, let latest = state.lastSnapshot,
+                      ResolutionContext(latest) != state.resolvedOn else { return nil }
+                state.isResolving = true
+                return latest
+            }
+            if let again { self.resolveInBackground(on: again) }
+        }.start()
+    }
+
+    /// A started monitor of the path to `destination`, through this monitor's source, with its
+    /// requirements and classification: how code that already holds a monitor asks about one
+    /// server. Cancel it when done.
+    ///
+    /// ```swift
+    /// let database = PathMonitor.shared.monitoring("10.20.0.5")
+    /// defer { database.cancel() }
+    /// print(database.currentPath)   // satisfied via wg0(other) ... when a split tunnel carries it
+    /// ```
+    public func monitoring(_ destination: PathDestination) -> PathMonitor {
+        let monitor = PathMonitor(requirements: requirements, classification: classification, source: source,
+                                  isShared: false, destination: destination, resolutionTimeout: resolutionTimeout,
+                                  resolve: resolve)
+        monitor.start(queue: DispatchQueue(label: "NetReach.PathMonitor.destination"))
+        return monitor
     }
 
     private func emit(_ path: NetworkPath) {

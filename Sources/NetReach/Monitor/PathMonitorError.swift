@@ -1,4 +1,4 @@
-/// Why a monitor could not observe the system. A started monitor that fails reports
+/// Why a monitor could not observe the system. A monitor that fails, at start or later, reports
 /// ``UnsatisfiedReason/monitorUnavailable`` and keeps the error in ``PathMonitor/failure``.
 public enum PathMonitorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The network namespace file could not be opened or entered (`errno` from open/setns).
@@ -9,6 +9,11 @@ public enum PathMonitorError: Error, Sendable, Hashable, CustomStringConvertible
     case dumpFailed(String)
     /// This platform has no system path source (only Linux has one).
     case unsupportedPlatform
+    /// The observed network namespace went away while the monitor ran: its `ip netns` name was
+    /// deleted (or now names another namespace), its bind mount was removed, or the process whose
+    /// namespace it was exited. The monitor stops observing it rather than report a namespace
+    /// nobody can reach by that name any more.
+    case namespaceGone(path: String)
 
     public var description: String {
         switch self {
@@ -20,6 +25,8 @@ public enum PathMonitorError: Error, Sendable, Hashable, CustomStringConvertible
             "initial netlink dump failed: \(detail)"
         case .unsupportedPlatform:
             "no system path source on this platform"
+        case .namespaceGone(let path):
+            "network namespace \(path) is gone: it was deleted, or its name now refers to another namespace"
         }
     }
 }

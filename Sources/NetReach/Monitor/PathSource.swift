@@ -11,6 +11,18 @@
 public protocol PathSource: AnyObject, Sendable {
     /// Starts delivering snapshots to `receiver`, beginning with the current one.
     func subscribe(_ receiver: @escaping @Sendable (SystemSnapshot) -> Void) throws(PathMonitorError) -> PathSubscription
+
+    /// Asks the source to include its routes to `destinations` in its snapshots
+    /// (``SystemSnapshot/destinationLookups``) until the subscription is cancelled; per-destination
+    /// monitors call it before ``subscribe(_:)``. A source with no kernel to ask (a simulated
+    /// network) need not implement it: snapshots then answer with
+    /// ``SystemSnapshot/emulatedRouteLookup(to:)``.
+    func lookUpRoutes(to destinations: [IPAddress]) -> PathSubscription
+}
+
+extension PathSource {
+    /// Does nothing: the snapshot's emulated lookups answer for destinations.
+    public func lookUpRoutes(to destinations: [IPAddress]) -> PathSubscription { PathSubscription {} }
 }
 
 /// A handle that ends a ``PathSource`` subscription. Cancelling twice is harmless.

@@ -74,14 +74,19 @@ public final class SystemPathSource: PathSource {
         #if os(Linux)
         var engine: NetlinkEngine?
         #endif
-        /// Subscribers plus subscriptions still being set up: the engine stops when it drops to 0.
+        /// Subscribers plus subscriptions still being set up, of the current engine: it stops when
+        /// this drops to 0.
         var holders = 0
         var subscribers: [UInt64: @Sendable (SystemSnapshot) -> Void] = [:]
         var nextID: UInt64 = 0
         var latest = SystemSnapshot()
         /// How many engines this source has launched (tests check that monitors share one).
         var launches = 0
+        /// Destinations per-destination monitors asked for, with how many ask for each.
+        var destinationCounts: [IPAddress: Int] = [:]
     }
+    /// Signalled at each delivery, for ``lookUpRoutes(to:)`` waiting for its first answers.
+    private let delivered = NSCondition()
 
     private let state = Locked(State())
     /// Serializes deliveries, so a subscriber's first snapshot never overtakes a later one.
@@ -95,11 +100,15 @@ public final class SystemPathSource: PathSource {
     public func subscribe(_ receiver: @escaping @Sendable (SystemSnapshot) -> Void) throws(PathMonitorError) -> PathSubscription {
         #if os(Linux)
         let engine = state.withLock { state -> NetlinkEngine in
-            state.holders += 1
-            if let engine = state.engine { return engine }
-            let engine = NetlinkEngine(configuration: configuration) { [weak self] snapshot in
-                self?.deliver(snapshot)
+            if let engine = state.engine {
+                state.holders += 1
+                return engine
             }
+            let engine = NetlinkEngine(
+                configuration: configuration,
+                destinations: { [weak self] in self?.state.withLock { Set($0.destinationCounts.keys) } ?? [] },
+                publish: { [weak self] snapshot in self?.deliver(snapshot) })
+            state.holders = 1
             state.engine = engine
             state.launches += 1
             engine.launch()
@@ -116,13 +125,49 @@ public final class SystemPathSource: PathSource {
         let (id, latest) = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            state.subscribers[id] = receiver
+            // An engine that failed meanwhile has nothing more to send: its failure is the last word.
+            if state.engine === engine { state.subscribers[id] = receiver }
             return (id, state.latest)
         }
         receiver(latest)
         return PathSubscription { [weak self] in self?.unsubscribe(id, engine: engine) }
         #else
         throw .unsupportedPlatform
+        #endif
+    }
+
+    /// Keeps the kernel's routes to `destinations` in the snapshots (``SystemSnapshot/destinationLookups``)
+    /// until the returned subscription is cancelled. When an engine already runs, returns once its
+    /// snapshot has the answers (at most 5 s), so a monitor started next gets an exact first path;
+    /// otherwise the engine's first snapshot has them.
+    public func lookUpRoutes(to destinations: [IPAddress]) -> PathSubscription {
+        #if os(Linux)
+        let engine = state.withLock { state -> NetlinkEngine? in
+            for destination in destinations { state.destinationCounts[destination, default: 0] += 1 }
+            return state.engine
+        }
+        if let engine {
+            engine.requestRefresh()
+            let deadline = Date().addingTimeInterval(5)
+            delivered.lock()
+            while !state.withLock({ state in
+                state.engine !== engine || destinations.allSatisfy { state.latest.destinationLookups[$0] != nil }
+            }), delivered.wait(until: deadline) {}
+            delivered.unlock()
+        }
+        return PathSubscription { [weak self] in
+            guard let self else { return }
+            let engine = self.state.withLock { state -> NetlinkEngine? in
+                for destination in destinations {
+                    let count = (state.destinationCounts[destination] ?? 1) - 1
+                    state.destinationCounts[destination] = count > 0 ? count : nil
+                }
+                return state.engine
+            }
+            engine?.requestRefresh()
+        }
+        #else
+        return PathSubscription {}
         #endif
     }
 
@@ -141,9 +186,21 @@ public final class SystemPathSource: PathSource {
         defer { deliveryLock.unlock() }
         let receivers = state.withLock { state in
             state.latest = snapshot
-            return Array(state.subscribers.values)
+            let receivers = Array(state.subscribers.values)
+            if snapshot.observationFailure != nil {
+                // The engine has stopped for good (its namespace is gone). Its subscribers keep
+                // the failure; a monitor started from now on gets an engine of its own, which opens
+                // whatever the path names then (or fails to).
+                state.engine = nil
+                state.holders = 0
+                state.subscribers = [:]
+            }
+            return receivers
         }
         for receiver in receivers { receiver(snapshot) }
+        delivered.lock()
+        delivered.broadcast()
+        delivered.unlock()
     }
 
     private func unsubscribe(_ id: UInt64, engine: NetlinkEngine) {
@@ -153,8 +210,10 @@ public final class SystemPathSource: PathSource {
 
     private func release(engine: NetlinkEngine) {
         let stopping = state.withLock { state -> NetlinkEngine? in
+            // An engine that failed was detached and stopped by itself: nothing to count.
+            guard state.engine === engine else { return nil }
             state.holders -= 1
-            guard state.holders == 0, state.engine === engine else { return nil }
+            guard state.holders == 0 else { return nil }
             state.engine = nil
             return engine
         }

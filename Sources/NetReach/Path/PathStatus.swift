@@ -31,6 +31,9 @@ public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CustomString
     /// The interface the kernel would use (or, with no route, one that would otherwise qualify)
     /// is of a type the monitor's requirements exclude.
     case excludedByRequirements
+    /// A per-destination monitor's host name has no addresses (the name does not exist, or the
+    /// resolver failed or timed out); ``PathMonitor/resolutionFailure`` says which.
+    case destinationUnresolved
     /// The monitor could not observe the system (for example the netlink socket could not be
     /// opened, or the network namespace could not be entered); ``PathMonitor/failure`` has details.
     case monitorUnavailable
@@ -43,6 +46,7 @@ public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CustomString
         case .noDefaultRoute: "no default route"
         case .routeRefused: "route refuses traffic"
         case .excludedByRequirements: "excluded by requirements"
+        case .destinationUnresolved: "destination not resolved"
         case .monitorUnavailable: "monitor unavailable"
         }
     }

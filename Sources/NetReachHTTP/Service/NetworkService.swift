@@ -43,6 +43,8 @@ public final class NetworkService: Sendable {
     private let waiting: WaitingBroadcast
     /// `baseURL`, split once so plain paths are joined to it without parsing it again.
     private let base: ResolvedTarget.Base?
+    /// Monitors of the path to hosts given as addresses (and `localhost`), made as requests need them.
+    private let destinationMonitors = DestinationMonitors()
 
     /// Creates a service.
     ///
@@ -79,6 +81,19 @@ public final class NetworkService: Sendable {
         self.waiting = WaitingBroadcast(callback: onWaiting)
     }
 
+    deinit { destinationMonitors.cancelAll() }
+
+    /// The monitor whose path decides for `url`: for an address or `localhost`, the path to that
+    /// destination (a request to 127.0.0.1 needs no default route; one to an address behind a
+    /// split tunnel waits for the tunnel); for any other host name, the path to the internet,
+    /// since resolving names is the transport's business.
+    private func pathMonitor(for url: URL) -> PathMonitor? {
+        guard let monitor, let host = url.host?.lowercased() else { return monitor }
+        let destination = PathDestination(host)
+        if case .host(let name) = destination, name != "localhost" { return monitor }
+        return destinationMonitors.monitor(for: destination) { monitor.monitoring(destination) }
+    }
+
     /// Every ``WaitingEvent`` from now on; any number of consumers, each with its own sequence.
     public var waitingEvents: AsyncStream<WaitingEvent> { waiting.stream() }
 
@@ -105,6 +120,7 @@ public final class NetworkService: Sendable {
             throw .invalidURL(Self.describe(request.target, baseURL))
         }
         let url = target.url
+        let monitor = pathMonitor(for: url)
         let policy = self.policy.applying(request.policyOverrides)
         let head = makeHead(request, target: target)
         let clock = ContinuousClock()
@@ -115,7 +131,7 @@ public final class NetworkService: Sendable {
         while true {
             if Task.isCancelled { throw .cancelled }
             attempt += 1
-            waited += try await clearance(for: request, url: url, policy: policy, until: resourceDeadline)
+            waited += try await clearance(for: request, url: url, policy: policy, monitor: monitor, until: resourceDeadline)
             let remaining = resourceDeadline - clock.now
             guard remaining > .zero else { throw .timedOut(path: monitor?.currentPath) }
 
@@ -134,7 +150,7 @@ public final class NetworkService: Sendable {
             } catch {
                 if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
                 failure = .transport(error)
-                explained = explain(error, policy: policy)
+                explained = explain(error, policy: policy, monitor: monitor)
             }
 
             // An attempt that could not leave while the monitor sees no usable path: without waiting,
@@ -179,7 +195,7 @@ public final class NetworkService: Sendable {
 
     /// Returns once the request may be attempted (after how long a wait), or throws why not.
     private func clearance(
-        for request: Request, url: URL, policy: RequestPolicy, until deadline: ContinuousClock.Instant
+        for request: Request, url: URL, policy: RequestPolicy, monitor: PathMonitor?, until deadline: ContinuousClock.Instant
     ) async throws(NetworkError) -> Duration {
         guard let monitor else { return .zero }
         let path = monitor.currentPath
@@ -244,7 +260,7 @@ public final class NetworkService: Sendable {
     /// A transport failure as a ``NetworkError``, with the path at this moment: a request that could
     /// not connect while the path was unusable for this request's `policy` is "not connected", which
     /// is what happened.
-    private func explain(_ error: TransportError, policy: RequestPolicy) -> NetworkError {
+    private func explain(_ error: TransportError, policy: RequestPolicy, monitor: PathMonitor?) -> NetworkError {
         let path = monitor?.currentPath
         switch error.kind {
         case .cannotConnect, .dnsFailure, .connectTimeout:
@@ -280,4 +296,47 @@ public struct RequestHandle: Sendable {
 extension HTTPField.Name {
     /// `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header).
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+}
+
+/// The service's per-destination monitors, keyed by destination; at most `limit`, so a client
+/// that talks to ever new addresses cannot grow them without bound (the oldest is let go, and
+/// stops once no request holds it).
+private final class DestinationMonitors: @unchecked Sendable {
+    // @unchecked: `monitors` and `order` are only touched while `lock` is held.
+    private let lock = NSLock()
+    private var monitors: [PathDestination: PathMonitor] = [:]
+    private var order: [PathDestination] = []
+    private let limit = 32
+
+    func monitor(for destination: PathDestination, make: () -> PathMonitor) -> PathMonitor {
+        lock.lock()
+        if let existing = monitors[destination] {
+            lock.unlock()
+            return existing
+        }
+        lock.unlock()
+        // Made outside the lock: starting resolves and waits for the first lookups.
+        let made = make()
+        lock.lock()
+        if let raced = monitors[destination] {
+            lock.unlock()
+            made.cancel()
+            return raced
+        }
+        monitors[destination] = made
+        order.append(destination)
+        // Dropped, not cancelled: a request may still be waiting on it; it stops when released.
+        if order.count > limit { monitors.removeValue(forKey: order.removeFirst()) }
+        lock.unlock()
+        return made
+    }
+
+    func cancelAll() {
+        lock.lock()
+        let all = Array(monitors.values)
+        monitors = [:]
+        order = []
+        lock.unlock()
+        for monitor in all { monitor.cancel() }
+    }
 }

@@ -1,0 +1,76 @@
+#if os(Linux)
+import CNetReachLinux
+import Glibc
+
+/// An observed network namespace, opened once for the monitor's whole life: every socket is made
+/// in it through this descriptor, never by path again (by then the path may name another
+/// namespace), and a watch says when the namespace can no longer be reached by its path.
+///
+/// How "gone" is seen, without polling:
+/// - `/proc/PID/ns/net`: a pidfd, readable when that process exits;
+/// - any other path (`/var/run/netns/NAME`, a container runtime's bind mount): inotify on its
+///   directory; on any event for the name, the path must still lead to the namespace first opened
+///   (same device and inode), so `ip netns del NAME` and a reused name both count as gone.
+///   Unmounting the bind mount without removing the file raises no event; that is seen at the
+///   next event in the directory.
+final class NamespaceHandle {
+    let path: String
+    /// The namespace, open for as long as the handle lives.
+    let fd: Int32
+    /// Readable when the namespace may have gone; -1 when nothing can watch this path.
+    let watchFD: Int32
+    private let identity: FileIdentity?
+
+    private struct FileIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    init(_ namespace: NetworkNamespace) throws(PathMonitorError) {
+        path = namespace.path
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .namespaceUnavailable(path: path, errno: errno) }
+        var status = stat()
+        identity = fstat(fd, &status) == 0 ? FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) : nil
+        if let pid = Self.processID(in: path) {
+            watchFD = cnr_pidfd_open(pid)
+        } else {
+            let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            if watch >= 0 {
+                let directory = Self.directory(of: path)
+                let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+                _ = inotify_add_watch(watch, directory, mask)
+            }
+            watchFD = watch
+        }
+    }
+
+    deinit {
+        close(fd)
+        if watchFD >= 0 { close(watchFD) }
+    }
+
+    /// Call when ``watchFD`` is readable: drains it and says whether the namespace is gone.
+    func isGone() -> Bool {
+        if Self.processID(in: path) != nil { return true }   // a pidfd is readable only once its process exited
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while buffer.withUnsafeMutableBytes({ read(watchFD, $0.baseAddress, $0.count) }) > 0 {}
+        var status = stat()
+        guard stat(path, &status) == 0 else { return true }
+        return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) != identity
+    }
+
+    /// The PID of a `/proc/PID/ns/net` path.
+    private static func processID(in path: String) -> Int32? {
+        let parts = path.split(separator: "/")
+        guard parts.count == 4, parts[0] == "proc", parts[2] == "ns", parts[3] == "net" else { return nil }
+        return Int32(parts[1])
+    }
+
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let directory = String(path[..<slash])
+        return directory.isEmpty ? "/" : directory
+    }
+}
+#endif

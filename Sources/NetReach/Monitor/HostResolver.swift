@@ -1,0 +1,111 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why a per-destination monitor's host name has no addresses. The monitor's path is then
+/// unsatisfied with ``UnsatisfiedReason/destinationUnresolved`` and ``PathMonitor/resolutionFailure``
+/// holds this.
+public enum HostResolutionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The name does not exist, or has no IPv4 or IPv6 address (`EAI_NONAME`, `EAI_NODATA`).
+    case notFound(host: String)
+    /// The resolver could not answer now (`EAI_AGAIN`: no nameserver reachable, a timeout inside
+    /// the resolver); it is asked again after the next path change.
+    case temporaryFailure(host: String)
+    /// No answer within the monitor's resolution timeout; asked again after the next path change.
+    case timedOut(host: String, seconds: Int)
+    /// Any other resolver error, with `getaddrinfo`'s code and message.
+    case failed(host: String, code: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let host): "\(host): no such host (or it has no IPv4 or IPv6 address)"
+        case .temporaryFailure(let host): "\(host): the resolver could not answer now (temporary failure)"
+        case .timedOut(let host, let seconds): "\(host): no answer from the resolver within \(seconds) s"
+        case .failed(let host, let code, let message): "\(host): resolution failed: \(message) (EAI \(code))"
+        }
+    }
+}
+
+/// Resolves host names with `getaddrinfo` on a thread of its own, bounded by a timeout: the
+/// system resolver cannot be cancelled, so a stuck lookup is left to finish on its thread and its
+/// answer dropped, and the caller never hangs.
+enum HostResolver {
+    /// The addresses of `host` in the resolver's order (duplicates dropped), or why there are none.
+    static func resolve(_ host: String, timeout: Duration) -> Result<[IPAddress], HostResolutionError> {
+        resolve(host, timeout: timeout, lookUp: systemLookUp)
+    }
+
+    /// `resolve(_:timeout:)` around any blocking `lookUp` (tests give one that never answers in time).
+    static func resolve(
+        _ host: String, timeout: Duration, lookUp: @escaping @Sendable (String) -> Result<[IPAddress], HostResolutionError>
+    ) -> Result<[IPAddress], HostResolutionError> {
+        let outcome = Locked<Result<[IPAddress], HostResolutionError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            outcome.withLock { $0 = lookUp(host) }
+            done.signal()
+        }
+        thread.start()
+        let seconds = timeout.components.seconds
+        guard done.wait(timeout: .now() + .milliseconds(Int(seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))) == .success,
+              let result = outcome.withLock({ $0 }) else {
+            return .failure(.timedOut(host: host, seconds: Int(max(1, seconds))))
+        }
+        return result
+    }
+
+    private static func systemLookUp(_ host: String) -> Result<[IPAddress], HostResolutionError> {
+        guard !host.isEmpty, !host.utf8.contains(0), host.utf8.count <= 253 else { return .failure(.notFound(host: host)) }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Darwin)
+        hints.ai_socktype = SOCK_STREAM
+        #else
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        let code = getaddrinfo(host, nil, &hints, &list)
+        defer { if let list { freeaddrinfo(list) } }
+        // EAI_NODATA (glibc's -5) is a GNU extension that the Glibc module does not export.
+        #if canImport(Glibc)
+        let noData: Int32 = -5
+        #else
+        let noData = EAI_NONAME
+        #endif
+        guard code == 0 else {
+            switch code {
+            case EAI_NONAME, noData: return .failure(.notFound(host: host))
+            case EAI_AGAIN: return .failure(.temporaryFailure(host: host))
+            default: return .failure(.failed(host: host, code: code, message: String(cString: gai_strerror(code))))
+            }
+        }
+        var addresses: [IPAddress] = []
+        var entry = list
+        while let current = entry {
+            if let address = address(of: current.pointee), !addresses.contains(address) { addresses.append(address) }
+            entry = current.pointee.ai_next
+        }
+        return addresses.isEmpty ? .failure(.notFound(host: host)) : .success(addresses)
+    }
+
+    private static func address(of entry: addrinfo) -> IPAddress? {
+        guard let socketAddress = entry.ai_addr else { return nil }
+        switch entry.ai_family {
+        case AF_INET:
+            return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: Array($0)) }
+            }
+        case AF_INET6:
+            return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: Array($0)) }
+            }
+        default:
+            return nil
+        }
+    }
+}
