@@ -37,7 +37,13 @@ extension NetnsLab {
     /// `ip -n LAB -d -j route get <lookup address> [oif DEVICE]` for one family. The answer says
     /// nothing of carrier (no `linkdown` flag), so the device's `ip link` flags are read too.
     func routeGet(_ family: Family, oif: String? = nil) async throws -> RouteTruth {
-        var arguments = ["-n", name, "-d", "-j", family.flag, "route", "get", RouteTruth.lookupAddress(family)]
+        try await routeGet(to: RouteTruth.lookupAddress(family), oif: oif)
+    }
+
+    /// `ip -n LAB -d -j route get ADDRESS [oif DEVICE]`.
+    func routeGet(to address: String, oif: String? = nil) async throws -> RouteTruth {
+        let family: Family = address.contains(":") ? .ipv6 : .ipv4
+        var arguments = ["-n", name, "-d", "-j", family.flag, "route", "get", address]
         if let oif { arguments += ["oif", oif] }
         let output: String
         do {

@@ -1,0 +1,84 @@
+import Dispatch
+import Foundation
+@testable import NetReach
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `PathMonitor(destination:)` in a namespace, against `ip route get DESTINATION`; and the HTTP
+/// layer judging a request by its own destination. Destinations are documentation addresses,
+/// only looked up; the one HTTP request goes to the lab's own loopback.
+@Suite("Per-destination paths in a network namespace (integration)", .needsNamespaceRoot)
+struct DestinationIntegrationTests {
+    private static let destination = "198.51.100.7"
+
+    @Test func aMoreSpecificRouteMovesTheDestinationToItsInterfaceAndBack() async throws {
+        try await NetnsLab.withLab { lab in
+            try await lab.addUplink()
+            let monitor = PathMonitor(destination: PathDestination(Self.destination), namespace: lab.namespace)
+            monitor.start(queue: DispatchQueue(label: "destination"))
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            let internet = PathMonitor.started(in: lab)
+            defer { internet.cancel() }
+
+            #expect(try await lab.routeGet(to: Self.destination) == .route(device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("10.123.0.2"), linkdown: false))
+            #expect(monitor.currentPath.primaryInterface?.name == "veth0")
+
+            // A split tunnel for one network: only that destination moves.
+            try await lab.ip("-4", "route", "add", "198.51.100.0/24", "via", "10.124.0.1", "dev", "veth2")
+            #expect(try await lab.routeGet(to: Self.destination) == .route(device: "veth2", gateway: IPAddress("10.124.0.1"), source: IPAddress("10.124.0.2"), linkdown: false))
+            await LabPoll.until("the destination's path uses veth2") { monitor.currentPath.primaryInterface?.name == "veth2" }
+            #expect(monitor.currentPath.gateways == [IPAddress("10.124.0.1")!])
+            #expect(internet.currentPath.primaryInterface?.name == "veth0")
+
+            try await lab.ip("-4", "route", "del", "198.51.100.0/24", "via", "10.124.0.1", "dev", "veth2")
+            await LabPoll.until("the destination's path is back on veth0") { monitor.currentPath.primaryInterface?.name == "veth0" }
+            #expect(log.paths.map { $0.primaryInterface?.name ?? "-" } == ["veth0", "veth2", "veth0"])
+        }
+    }
+
+    @Test func loopbackAndOnLinkDestinationsNeedNoDefaultRoute() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
+            let loopback = PathMonitor(destination: "127.0.0.1", namespace: lab.namespace)
+            let gateway = PathMonitor(destination: PathDestination(NetnsLab.ipv4Gateway), namespace: lab.namespace)
+            let remote = PathMonitor(destination: PathDestination(Self.destination), namespace: lab.namespace)
+            for monitor in [loopback, gateway, remote] { monitor.start(queue: DispatchQueue(label: "destinations")) }
+            defer { for monitor in [loopback, gateway, remote] { monitor.cancel() } }
+
+            #expect(loopback.currentPath.status == .satisfied && loopback.currentPath.primaryInterfaceType == .loopback)
+            #expect(gateway.currentPath.status == .satisfied && gateway.currentPath.primaryInterface?.name == "veth0")
+            #expect(gateway.currentPath.gateways.isEmpty)
+            #expect(remote.currentPath.unsatisfiedReason == .noDefaultRoute)
+            if case .error = try await lab.routeGet(to: Self.destination) {} else { Issue.record("ip route get found a route") }
+        }
+    }
+
+    @Test func localhostResolvesFromTheHostsFile() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
+            let monitor = PathMonitor(destination: "localhost", namespace: lab.namespace)
+            monitor.start(queue: DispatchQueue(label: "localhost"))
+            defer { monitor.cancel() }
+            #expect(monitor.resolutionFailure == nil)
+            #expect(monitor.destinationAddresses.contains { $0.isLoopback }, "\(monitor.destinationAddresses)")
+            #expect(monitor.currentPath.status == .satisfied && monitor.currentPath.primaryInterfaceType == .loopback)
+        }
+    }
+
+    @Test func aRequestToLoopbackInANamespaceWithOnlyLoIsNotHeldBack() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, defaultRoutes: false)) { lab in
+            try await lab.ip("link", "del", NetnsLab.interface)   // nothing left but lo
+            let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
+            defer { server.stop() }
+            let get = try NetreachProcess(
+                ["get", "--wait-for-connectivity", "--json", "--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
+                inNamespace: lab.name)
+            defer { get.kill() }
+            let status = await get.exitStatus(timeout: .seconds(30))
+            #expect(status == 0, "standard error: \(get.standardError)")
+            #expect(!get.outputLines.contains { $0.contains("\"event\":\"waiting\"") }, "\(get.outputLines)")
+            #expect(server.received.map(\.requestLine) == ["GET /hello HTTP/1.1"])
+        }
+    }
+}
