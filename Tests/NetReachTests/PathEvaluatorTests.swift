@@ -209,6 +209,9 @@ struct PathEvaluatorInterfaceTypeTests {
         ClassificationCase(link: Link(index: 2, name: "eth0", kind: "veth"), expected: .wiredEthernet, why: "veth"),
         ClassificationCase(link: Link(index: 5, name: "tun0", hardwareType: rawIP, kind: "tun"), expected: .other, why: "tun"),
         ClassificationCase(link: Link(index: 6, name: "wg0", hardwareType: rawIP, kind: "wireguard"), expected: .other, why: "wireguard"),
+        // ifb is Ethernet-framed (ARPHRD_ETHER) but carries no traffic of its own: tc redirects into it.
+        ClassificationCase(link: Link(index: 7, name: "ifb0", kind: "ifb"), expected: .other, why: "ifb"),
+        ClassificationCase(link: Link(index: 8, name: "vx0", kind: "vxlan"), expected: .other, why: "vxlan"),
         ClassificationCase(link: Link(index: 1, name: "lo", isLoopback: true, hardwareType: Link.loopbackHardwareType),
                            expected: .loopback, why: "IFF_LOOPBACK"),
     ])

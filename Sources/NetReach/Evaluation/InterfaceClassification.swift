@@ -54,7 +54,9 @@ public struct InterfaceClassification: Sendable, Hashable {
 
     // Built once: the classifier runs for every link on every change.
     private static let cellularKinds: Set<String> = ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"]
-    private static let virtualKinds: Set<String> = ["tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp"]
+    private static let virtualKinds: Set<String> = [
+        "tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp", "ifb", "dummy", "geneve", "gretap",
+    ]
 
     /// Whether traffic over the named interface counts as expensive, cellular aside.
     public func isMarkedExpensive(_ name: String) -> Bool { Self.matches(name, expensiveInterfaces) }
