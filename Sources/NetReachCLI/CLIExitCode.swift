@@ -25,13 +25,18 @@ package enum CLIExitCode {
     /// `get`: `netreach-http`, the executable that runs it, is neither next to `netreach` nor on
     /// `PATH` (`EX_UNAVAILABLE`).
     package static let httpHelperMissing = ExitCode(69)
+    /// `status`, `watch`, `wait` (and help): standard output could not be written: it is closed,
+    /// the disk or device is full (`/dev/full`), or its reader has gone (`netreach watch | head -1`)
+    /// (`EX_IOERR`). Output that was lost must never look like success.
+    package static let outputFailed = ExitCode(74)
 
     /// The table shown in `--help`; `includesTimeout` adds the line only `wait` can produce.
     package static func table(includesTimeout: Bool) -> String {
         var lines = ["EXIT STATUS", "  0   success"]
         if includesTimeout { lines.append("  1   timed out: the path did not meet the requirements in time") }
         lines.append("  2   the monitor could not observe the system (bad namespace, no permission)")
-        lines.append("  64  usage error (unknown option, invalid value)")
+        lines.append("  64  usage error (unknown option, invalid value, an option given twice)")
+        lines.append("  74  the output could not be written (closed, full, or its reader gone)")
         return lines.joined(separator: "\n")
     }
 
@@ -58,8 +63,9 @@ package enum CLIExitCode {
           4   get: not connected (no usable path, or waiting for one ran past --timeout)
           5   get: the request failed (connection lost, timed out, not HTTP, transport error)
           6   get: a local file could not be read or written
-          64  usage error (unknown option, invalid value)
+          64  usage error (unknown option, invalid value, an option given twice)
           69  get: the netreach-http executable is neither next to netreach nor on PATH
+          74  status, watch, wait: the output could not be written (closed, full, reader gone)
           130 get: interrupted (SIGINT or SIGTERM)
         """
     }

@@ -222,7 +222,7 @@ struct GetCommand: AsyncParsableCommand {
                 throw CLIExitCode.localFile
             }
         } else if !json {
-            StandardStream.output.write(body)
+            try? StandardStream.output.write(body)   // as before: a failed write is not reported here
         }
     }
 }

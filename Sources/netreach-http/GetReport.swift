@@ -70,7 +70,7 @@ final class GetReport: Sendable {
             defer { state.statusLineDrawn = false }
             return state.statusLineDrawn
         }
-        if erase { StandardStream.error.write("\r\u{1B}[2K") }
+        if erase { try? StandardStream.error.write("\r\u{1B}[2K") }
     }
 
     /// The request succeeded.
@@ -123,7 +123,7 @@ final class GetReport: Sendable {
     }
 
     private func drawStatusLine(_ text: String) {
-        StandardStream.error.write("\r\u{1B}[2K" + text)
+        try? StandardStream.error.write("\r\u{1B}[2K" + text)
     }
 
     /// `[=========>          ]  45%  1.2 MB / 2.6 MB`, or just the count when the size is unknown.
@@ -166,7 +166,7 @@ final class GetReport: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(line) else { return }
-        StandardStream.output.writeLine(String(decoding: data, as: UTF8.self))
+        try? StandardStream.output.writeLine(String(decoding: data, as: UTF8.self))
     }
 }
 

@@ -5,20 +5,24 @@ import NetReachCLI
 
 /// The options every command shares: which network to observe.
 struct MonitorOptions: ParsableArguments {
+    // An array only so that a repeated --namespace can be refused (SingleValuedOption).
     @Option(
-        name: .long,
+        name: .customLong("namespace"),
         help: ArgumentHelp(
             "Observe another network namespace: an `ip netns` name or a namespace file such as /proc/PID/ns/net (needs root).",
             valueName: "name|path"))
-    var namespace: String?
+    var namespaces: [String] = []
 
     func validate() throws {
         // An empty name would become the directory /var/run/netns/ and fail later as exit 2,
         // when it is plainly a usage mistake.
-        if let namespace, namespace.isEmpty {
+        if let namespace = try SingleValuedOption.value(of: "--namespace", in: namespaces), namespace.isEmpty {
             throw ValidationError("--namespace needs an `ip netns` name or a path such as /proc/PID/ns/net.")
         }
     }
+
+    /// The `--namespace` given (``validate()`` has made sure there is at most one).
+    var namespace: String? { namespaces.last }
 
     /// The namespace to observe; `nil` for this process's own.
     var networkNamespace: NetworkNamespace? { namespace.map(NetworkNamespace.init(argument:)) }
@@ -38,7 +42,17 @@ struct MonitorOptions: ParsableArguments {
     static func checkStarted(_ monitor: PathMonitor) throws(ExitCode) {
         guard let failure = monitor.failure else { return }
         monitor.cancel()
-        StandardStream.complain("cannot observe the network: \(failure)")
-        throw CLIExitCode.monitorUnavailable
+        throw stoppedObserving(failure)
+    }
+
+    /// For a monitor that could not observe the system, or stopped being able to (it delivered
+    /// ``UnsatisfiedReason/monitorUnavailable``, as when a watched namespace is deleted): says why
+    /// on standard error (`netreach: cannot observe the network: …`) and returns
+    /// ``CLIExitCode/monitorUnavailable`` to exit with. Such a monitor reports no further change.
+    static func stoppedObserving(
+        _ failure: PathMonitorError?, complain: (String) -> Void = StandardStream.complain
+    ) -> ExitCode {
+        complain("cannot observe the network: \(failure.map { "\($0)" } ?? "the monitor stopped observing it")")
+        return CLIExitCode.monitorUnavailable
     }
 }

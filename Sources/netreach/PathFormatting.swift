@@ -53,8 +53,9 @@ enum PathFormatting {
     }
 
     /// One JSON object on one line: the path's own `Codable` form, keys sorted, plus `timestamp`
-    /// (ISO-8601 UTC with milliseconds) when `date` is given. `unsatisfiedReason` is absent when
-    /// the path is satisfied.
+    /// (ISO-8601 UTC with milliseconds) when `date` is given. Every key is present;
+    /// `unsatisfiedReason` is `null` when the path is satisfied. `Docs/netreach-json.schema.json`
+    /// describes the object (and `CLIJSONSchemaTests` holds this output to it).
     static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

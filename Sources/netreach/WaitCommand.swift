@@ -9,31 +9,41 @@ struct WaitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wait",
         abstract: "Wait until the network path is satisfied, then exit 0.",
+        // Written out: generated from the array-backed options, it would end each with "...", as if
+        // they could be repeated.
+        usage: "netreach wait [--timeout <duration>] [--interface-type <type>] [--ipv4] [--ipv6] [--dns] [--quiet] [--namespace <name|path>]",
         discussion: """
             Exits as soon as the path is satisfied with the given requirements, at once if it \
             already is, and prints the path on standard output. If the path is not satisfied \
             in time, prints why on standard error and exits 1:
               netreach: timed out after 30s: unsatisfied (no default route)
 
+            A duration is a number with a unit (h, m, s, ms), or several from the largest down \
+            (1m30s, 1h2m3.5s, 2m500ms); a bare number is seconds.
+
             Examples:
               netreach wait --timeout 2m --ipv4 --dns && exec my-daemon
               netreach wait --interface-type wiredEthernet --timeout 500ms --quiet
-              netreach wait --timeout 0      # check once, do not wait
+              netreach wait --timeout 1m30s
+              netreach wait --timeout infinity   # no limit: until the path is satisfied
+              netreach wait --timeout 0          # check once, do not wait
 
             \(CLIExitCode.table(includesTimeout: true))
             """
     )
 
+    // Options given as arrays only so that repeating one is refused (SingleValuedOption).
     @Option(
-        parsing: .unconditional,   // so `--timeout -3` reaches the parser and gets a clear error
+        name: .customLong("timeout"),
+        parsing: .unconditionalSingleValue,   // so `--timeout -3` reaches the parser and gets a clear error
         help: ArgumentHelp(
-            "How long to wait: 30s, 500ms, 2m, 1h, 1.5s, or a number of seconds; 0 checks once without waiting. (default: 30s)",
+            "How long to wait: 30s, 500ms, 2m, 1h, 1.5s, 1m30s, or a number of seconds; infinity waits without limit; 0 checks once without waiting. (default: 30s)",
             valueName: "duration"),
-        transform: { try WaitDuration(parsing: $0) })
-    var timeout: WaitDuration = .seconds(30)
+        transform: { try WaitTimeout(parsing: $0) })
+    var timeouts: [WaitTimeout] = []
 
-    @Option(help: ArgumentHelp("Only count interfaces of this type.", valueName: "type"))
-    var interfaceType: InterfaceType?
+    @Option(name: .customLong("interface-type"), help: ArgumentHelp("Only count interfaces of this type.", valueName: "type"))
+    var interfaceTypes: [InterfaceType] = []
 
     @Flag(help: "Also require IPv4: an IPv4 address and an IPv4 default route.")
     var ipv4 = false
@@ -49,6 +59,17 @@ struct WaitCommand: AsyncParsableCommand {
 
     @OptionGroup var monitorOptions: MonitorOptions
 
+    func validate() throws {
+        _ = try SingleValuedOption.value(of: "--timeout", in: timeouts)
+        _ = try SingleValuedOption.value(of: "--interface-type", in: interfaceTypes)
+    }
+
+    /// `--timeout`, 30 s when not given.
+    var timeout: WaitTimeout { timeouts.last ?? .limited(.seconds(30)) }
+
+    /// `--interface-type`, if given.
+    var interfaceType: InterfaceType? { interfaceTypes.last }
+
     private var condition: WaitCondition {
         WaitCondition(requiresIPv4: ipv4, requiresIPv6: ipv6, requiresDNS: dns)
     }
@@ -59,25 +80,31 @@ struct WaitCommand: AsyncParsableCommand {
         defer { monitor.cancel() }
 
         let initial = monitor.currentPath
-        if condition.isMet(by: initial) { return succeed(with: initial) }
+        if condition.isMet(by: initial) { return try succeed(with: initial) }
         if timeout.isZero { try timeOut(lastPath: initial) }
 
-        // When time is up, cancelling the monitor ends `paths`, and so the loop.
-        let deadline = Task { [timeout] in
-            guard (try? await Task.sleep(for: timeout.duration)) != nil else { return }
-            monitor.cancel()
+        // When time is up, cancelling the monitor ends `paths`, and so the loop. No limit, no task.
+        let deadline = timeout.duration.map { limit in
+            Task {
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                monitor.cancel()
+            }
         }
-        defer { deadline.cancel() }
+        defer { deadline?.cancel() }
         var last = initial
         for await path in monitor.paths {
             last = path
-            if condition.isMet(by: path) { return succeed(with: path) }
+            if condition.isMet(by: path) { return try succeed(with: path) }
+            // A monitor that can no longer observe the network will never see it come back.
+            if path.unsatisfiedReason == .monitorUnavailable {
+                throw MonitorOptions.stoppedObserving(monitor.failure)
+            }
         }
         try timeOut(lastPath: last)
     }
 
-    private func succeed(with path: NetworkPath) {
-        if !quiet { StandardStream.output.writeLine(PathFormatting.line(path)) }
+    private func succeed(with path: NetworkPath) throws(ExitCode) {
+        if !quiet { try CommandOutput.writeLine(PathFormatting.line(path)) }
     }
 
     private func timeOut(lastPath: NetworkPath) throws(ExitCode) -> Never {

@@ -3,44 +3,83 @@ import Dispatch
 import Foundation
 import NetReach
 import NetReachCLI
+import Synchronization
 
 /// `netreach watch`: the current path, then a line per change, until SIGINT or SIGTERM.
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print the current network path, then one line per change, until interrupted.",
+        usage: "netreach watch [--json] [--namespace <name|path>]",   // no "...": see WaitCommand
         discussion: """
             Each line is an ISO-8601 UTC timestamp with milliseconds, then the path:
               2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1
               2026-11-22T19:40:07.456Z unsatisfied (no default route)
             A line is printed only when the path changes, and written at once even into a pipe. \
-            With --json, each line is one JSON object with a "timestamp" field.
+            With --json, each line is one JSON object with a "timestamp" field, described by \
+            Docs/netreach-json.schema.json (a JSON Schema, in the netreach sources).
 
             SIGINT (Ctrl-C) or SIGTERM ends the command with status 0.
+
+            If the network can no longer be observed (say the namespace was deleted), watch \
+            prints that path (unsatisfied, monitor unavailable), says why on standard error and \
+            exits 2. If standard output cannot be written, or its reader has gone (as in \
+            `netreach watch | head -1`), watch exits at once with status 74.
 
             \(CLIExitCode.table(includesTimeout: false))
             """
     )
 
-    @Flag(help: "Print one JSON object per line (keys sorted, with a \"timestamp\") instead of text.")
+    @Flag(help: "Print one JSON object per line (keys sorted, with a \"timestamp\") instead of text; schema: Docs/netreach-json.schema.json.")
     var json = false
 
     @OptionGroup var monitorOptions: MonitorOptions
 
     func run() async throws {
         let monitor = PathMonitor(namespace: monitorOptions.networkNamespace)
+        defer { monitor.cancel() }
         // Ending the monitor ends the loop below, so an interrupt is an orderly exit: status 0,
         // every line already written.
         let signalSources = TerminationSignals.install { monitor.cancel() }
         defer { signalSources.forEach { $0.cancel() } }
         monitor.start(queue: DispatchQueue(label: "netreach.monitor"))
         try MonitorOptions.checkStarted(monitor)
+        // Nobody reading any more: end now, not at the next change (which may never come). After
+        // start, so that a reader gone already does not cancel a monitor before it starts.
+        let readerGone = OnceFlag()
+        OutputHangup.whenReaderIsGone {
+            readerGone.set()
+            monitor.cancel()
+        }
 
         // `paths` starts with the current path, then yields each change.
-        for await path in monitor.paths {
-            let now = Date()
-            StandardStream.output.writeLine(json ? PathFormatting.json(path, at: now)
-                                                 : PathFormatting.timestampedLine(path, at: now))
+        try await Self.follow(monitor.paths, json: json, failure: { monitor.failure },
+                              write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
+        if readerGone.isSet { throw CommandOutput.failed(CommandOutput.readerGone) }
+    }
+
+    /// Writes a line for each path until `paths` ends. A path the monitor reports as
+    /// ``UnsatisfiedReason/monitorUnavailable`` is written too, then the command ends with
+    /// ``CLIExitCode/monitorUnavailable``, the `failure` on standard error: such a monitor will
+    /// never report another change.
+    static func follow(
+        _ paths: AsyncStream<NetworkPath>, json: Bool, failure: () -> PathMonitorError?,
+        now: () -> Date = Date.init, complain: (String) -> Void = StandardStream.complain,
+        write: (String) throws(ExitCode) -> Void
+    ) async throws(ExitCode) {
+        for await path in paths {
+            let date = now()
+            try write(json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date))
+            if path.unsatisfiedReason == .monitorUnavailable {
+                throw MonitorOptions.stoppedObserving(failure(), complain: complain)
+            }
         }
+    }
+
+    /// Set once, from any thread.
+    private final class OnceFlag: Sendable {
+        private let value = Atomic(false)
+        func set() { value.store(true, ordering: .releasing) }
+        var isSet: Bool { value.load(ordering: .acquiring) }
     }
 }

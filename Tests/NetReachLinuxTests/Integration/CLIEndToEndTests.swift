@@ -90,6 +90,34 @@ struct CLIEndToEndTests {
         }
     }
 
+    @Test func waitWithoutATimeLimitExitsZeroWhenTheRouteComes() async throws {
+        try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
+            let wait = try NetreachProcess(["wait", "--timeout", "infinity", "--namespace", lab.name])
+            defer { wait.kill() }
+            await LabPoll.settle(.milliseconds(500))
+            #expect(wait.isRunning, "wait exited before the route existed: \(wait.standardError)")
+            try await lab.addDefaultRoute()
+            #expect(await wait.exitStatus(timeout: .seconds(20)) == 0, "standard error: \(wait.standardError)")
+            #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
+        }
+    }
+
+    /// A monitor that can no longer observe its namespace will never see the route come: `wait`
+    /// says why and exits 2 at once, not at (or, with `infinity`, never after) its timeout.
+    @Test func waitExitsTwoWhenItsNamespaceIsDeleted() async throws {
+        try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
+            let wait = try NetreachProcess(["wait", "--timeout", "infinity", "--namespace", lab.name])
+            defer { wait.kill() }
+            await LabPoll.settle(.milliseconds(500))
+            #expect(wait.isRunning, "wait exited early: \(wait.standardError)")
+            try await LabCommand.ip(["netns", "del", lab.name])
+            #expect(await wait.exitStatus(timeout: .seconds(20)) == 2, "standard error: \(wait.standardError)")
+            #expect(wait.standardError.contains("netreach: cannot observe the network: "), "\(wait.standardError)")
+            #expect(wait.standardError.contains(lab.namespace.path), "\(wait.standardError)")
+            #expect(wait.outputLines.isEmpty)
+        }
+    }
+
     static func decodePath(_ line: String) throws -> NetworkPath {
         try JSONDecoder().decode(NetworkPath.self, from: Data(line.utf8))
     }
@@ -106,6 +134,27 @@ struct CLIBadNamespaceTests {
         let status = await run.exitStatus()
         #expect(status == 2, "standard error: \(run.standardError)")
         #expect(run.standardError.contains("/var/run/netns/\(name)"), "standard error: \(run.standardError)")
+        #expect(run.outputLines.isEmpty)
+    }
+}
+
+/// Usage errors are refused before anything is observed: exit 64, the reason on standard error.
+@Suite("netreach CLI usage errors")
+struct CLIUsageErrorTests {
+    @Test(arguments: [
+        (["wait", "--timeout", "1s", "--timeout", "2s"], "--timeout was given 2 times (1s, 2s)"),
+        (["wait", "--interface-type", "wifi", "--interface-type", "cellular"], "--interface-type was given 2 times"),
+        (["status", "--namespace", "a", "--namespace", "b"], "--namespace was given 2 times (a, b)"),
+        (["watch", "--namespace", "a", "--namespace", "b"], "--namespace was given 2 times (a, b)"),
+        (["wait", "--timeout", "1s2"], "'2' at the end has no unit"),
+        (["wait", "--timeout", "inf"], "or infinity"),
+        (["wait", "--timeout", "-1m"], "cannot be negative"),
+    ])
+    func exitsWithStatus64AndSaysWhy(_ arguments: [String], _ message: String) async throws {
+        let run = try NetreachProcess(arguments)
+        defer { run.kill() }
+        #expect(await run.exitStatus() == 64, "standard error: \(run.standardError)")
+        #expect(run.standardError.contains(message), "standard error: \(run.standardError)")
         #expect(run.outputLines.isEmpty)
     }
 }

@@ -1,0 +1,32 @@
+import ArgumentParser
+import NetReachCLI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What `status`, `watch` and `wait` print on standard output goes through here, so a line that
+/// could not be written ends the command with ``CLIExitCode/outputFailed`` and a reason on
+/// standard error, never with status 0 and the line lost.
+enum CommandOutput {
+    /// Writes `line` and a newline to standard output; if it cannot, says why on standard error
+    /// and throws ``CLIExitCode/outputFailed``.
+    static func writeLine(_ line: String) throws(ExitCode) {
+        do {
+            try StandardStream.output.writeLine(line)
+        } catch {
+            throw failed(error)
+        }
+    }
+
+    /// Says on standard error why the output could not be written (as well as it can: standard
+    /// error may be gone too) and returns the status to exit with.
+    static func failed(_ error: StandardStream.WriteError) -> ExitCode {
+        StandardStream.complain("cannot write the output: \(error)")
+        return CLIExitCode.outputFailed
+    }
+
+    /// The failure when standard output's reader went away before a write noticed (``OutputHangup``).
+    static let readerGone = StandardStream.WriteError(stream: .output, errno: EPIPE)
+}

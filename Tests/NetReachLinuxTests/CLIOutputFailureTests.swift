@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Output that could not be written is an error (exit 74, the reason on standard error), never
+/// status 0 with the lines lost, and never death by SIGPIPE. Observing only, in this process's
+/// own network namespace: no root needed, nothing sent anywhere.
+@Suite("netreach CLI when standard output cannot be written")
+struct CLIOutputFailureTests {
+    static let outputFailed: Int32 = 74
+
+    /// Commands that print on standard output at once, whatever the network looks like (`wait`
+    /// asks for loopback, which is up wherever tests run).
+    static let printingCommands: [[String]] = [
+        ["status"], ["status", "--json"],
+        ["watch"], ["watch", "--json"],
+        ["wait", "--interface-type", "loopback", "--timeout", "0"],
+        ["--help"], ["wait", "--help"],
+    ]
+
+    static let brokenOutputs: [(CLISpawn.Output, String)] = [
+        (.devFull, "No space left on device"),
+        (.closed, "it is closed"),
+        (.pipeWithoutReader, "its reader has gone"),
+    ]
+
+    @Test(arguments: printingCommands, brokenOutputs)
+    func anUnwritableOutputExits74AndSaysWhy(_ command: [String], _ output: (CLISpawn.Output, String)) async throws {
+        let run = try CLISpawn(NetreachProcess.executable().path, command, output: output.0)
+        let status = await run.exitStatus()
+        // 141 would be death by SIGPIPE (reset to its default for the child), 0 the old silence.
+        #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
+        #expect(run.standardError.contains("netreach: cannot write the output: standard output: "),
+                "standard error: \(run.standardError)")
+        #expect(run.standardError.contains(output.1), "standard error: \(run.standardError)")
+    }
+
+    @Test func waitQuietWritesNothingSoAFullOutputIsNoError() async throws {
+        let run = try CLISpawn(NetreachProcess.executable().path,
+                               ["wait", "--interface-type", "loopback", "--timeout", "0", "--quiet"], output: .devFull)
+        #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
+    }
+
+    /// The path rarely changes, so only noticing the hang-up itself (not a failed write) ends
+    /// `watch` here.
+    @Test(arguments: [["watch"], ["watch", "--json"]])
+    func watchExits74SoonAfterItsReaderGoesAway(_ command: [String]) async throws {
+        let run = try CLISpawn(NetreachProcess.executable().path, command, output: .pipe)
+        let first = run.readLine()
+        #expect(first?.isEmpty == false, "no first line; standard error: \(run.standardError)")
+        run.closeOutput()
+        let status = await run.exitStatus()
+        #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
+        #expect(run.standardError.contains("its reader has gone"), "standard error: \(run.standardError)")
+    }
+
+    /// `netreach watch | head -1` as scripts write it: it ends, and with pipefail the pipeline's
+    /// status is watch's documented 74.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/bin/bash"), "needs /bin/bash"),
+          arguments: [["watch"], ["watch", "--json"]])
+    func watchPipedIntoHeadEndsWithStatus74UnderPipefail(_ command: [String]) async throws {
+        let script = #"set -o pipefail; "$0" "$@" | head -n 1"#
+        let run = try CLISpawn("/bin/bash", ["-c", script, NetreachProcess.executable().path] + command, output: .pipe)
+        let line = run.readLine()
+        #expect(line?.isEmpty == false, "head printed nothing; standard error: \(run.standardError)")
+        #expect(await run.exitStatus() == Self.outputFailed, "standard error: \(run.standardError)")
+    }
+
+    @Test func helpToAWorkingPipeStillExitsZero() async throws {
+        let run = try CLISpawn(NetreachProcess.executable().path, ["wait", "--help"], output: .pipe)
+        var lines: [String] = []
+        while let line = run.readLine() { lines.append(line) }
+        #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
+        #expect(lines.contains { $0.hasPrefix("USAGE: netreach wait") }, "\(lines)")
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+@testable import netreach
+import NetReach
+import NetReachCLI
+import Testing
+
+/// `watch`'s loop, fed paths directly: what it prints, and when it stops. No root, no kernel.
+@Suite("netreach watch loop")
+struct CLIWatchTests {
+    static let satisfied = NetworkPath(
+        status: .satisfied, availableInterfaces: [NetworkInterface(name: "veth0", index: 2, type: .wiredEthernet)],
+        supportsIPv4: true, gateways: [IPAddress("10.123.0.1")!])
+    static let failure = PathMonitorError.namespaceUnavailable(path: "/var/run/netns/gone", errno: 2)
+    static let moment = Date(timeIntervalSince1970: 1_795_376_401.123)
+
+    /// What one run of the loop did.
+    struct Run {
+        var lines: [String] = []
+        var complaints: [String] = []
+        var thrown: ExitCode?
+    }
+
+    /// Runs the loop over `paths` (the stream then stays open, as a live monitor's does, unless
+    /// `finishes`), with `write` failing from the `failingWrite`th line on if given.
+    static func follow(_ paths: [NetworkPath], json: Bool = false, finishes: Bool = true,
+                       failingWrite: Int? = nil) async -> Run {
+        let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self)
+        for path in paths { continuation.yield(path) }
+        if finishes { continuation.finish() }
+        var run = Run()
+        do {
+            try await WatchCommand.follow(
+                stream, json: json, failure: { failure }, now: { moment },
+                complain: { run.complaints.append($0) },
+                write: { line throws(ExitCode) in
+                    if let failingWrite, run.lines.count + 1 >= failingWrite { throw CLIExitCode.outputFailed }
+                    run.lines.append(line)
+                })
+        } catch {
+            run.thrown = error
+        }
+        continuation.finish()
+        return run
+    }
+
+    @Test func printsEveryPathUntilTheSequenceEnds() async {
+        let run = await Self.follow([Self.satisfied, .unsatisfied(.noDefaultRoute), Self.satisfied])
+        #expect(run.thrown == nil)
+        #expect(run.lines == [
+            "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
+            "2026-11-22T19:40:01.123Z unsatisfied (no default route)",
+            "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
+        ])
+        #expect(run.complaints.isEmpty)
+    }
+
+    /// The library's report that the monitor stopped observing (a deleted namespace): the line as
+    /// usual, then the failure, then exit 2, without waiting for a change that cannot come
+    /// (`finishes: false` would hang the loop otherwise).
+    @Test(arguments: [false, true])
+    func aMonitorThatStopsObservingIsPrintedThenEndsWithStatus2(json: Bool) async throws {
+        let run = await Self.follow([Self.satisfied, .unsatisfied(.monitorUnavailable), Self.satisfied],
+                                    json: json, finishes: false)
+        #expect(run.thrown == CLIExitCode.monitorUnavailable)
+        #expect(run.lines.count == 2)
+        if json {
+            let last = try JSONDecoder().decode(NetworkPath.self, from: Data((run.lines.last ?? "").utf8))
+            #expect(last.unsatisfiedReason == .monitorUnavailable)
+        } else {
+            #expect(run.lines.last == "2026-11-22T19:40:01.123Z unsatisfied (monitor unavailable)")
+        }
+        #expect(run.complaints == ["cannot observe the network: \(Self.failure)"])
+    }
+
+    @Test func aFailedWriteEndsTheLoopWithTheWritersStatus() async {
+        let run = await Self.follow([Self.satisfied, .unsatisfied(.linkDown), Self.satisfied],
+                                    finishes: false, failingWrite: 2)
+        #expect(run.thrown == CLIExitCode.outputFailed)
+        #expect(run.lines.count == 1)
+    }
+
+    @Test func aFailedWriteOfTheUnavailablePathIsStillAnOutputFailure() async {
+        let run = await Self.follow([.unsatisfied(.monitorUnavailable)], finishes: false, failingWrite: 1)
+        #expect(run.thrown == CLIExitCode.outputFailed)
+        #expect(run.complaints.isEmpty)
+    }
+}
