@@ -1,0 +1,179 @@
+import Foundation
+@testable import NetReach
+@testable import netreach
+import Testing
+
+/// `Docs/netreach-json.schema.json` describes what `status --json` and `watch --json` print: held
+/// to the formatter's output for every enum value (no root), and to the real commands' output in
+/// a namespace lab (root).
+@Suite("netreach JSON schema")
+struct CLIJSONSchemaTests {
+    static let schemaPath = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Docs/netreach-json.schema.json").path
+
+    static func checker() throws -> JSONSchemaChecker { try JSONSchemaChecker(contentsOf: schemaPath) }
+
+    // Every case, spelled out: adding one to the library fails to compile these switches until
+    // it is added here, and so (through the tests below) to the schema.
+    static let allReasons: [UnsatisfiedReason] = [
+        .noInterface, .linkDown, .noAddress, .noDefaultRoute, .routeRefused, .excludedByRequirements,
+        .destinationUnresolved, .monitorUnavailable,
+    ]
+    static let allStatuses: [PathStatus] = [.satisfied, .unsatisfied, .requiresConnection]
+
+    private static func listed(_ reason: UnsatisfiedReason) -> Bool {
+        switch reason {
+        case .noInterface, .linkDown, .noAddress, .noDefaultRoute, .routeRefused, .excludedByRequirements,
+             .destinationUnresolved, .monitorUnavailable: allReasons.contains(reason)
+        }
+    }
+
+    private static func listed(_ status: PathStatus) -> Bool {
+        switch status {
+        case .satisfied, .unsatisfied, .requiresConnection: allStatuses.contains(status)
+        }
+    }
+
+    // MARK: The schema itself
+
+    @Test func theSchemaIsDraft2020_12AndListsEveryEnumValue() throws {
+        let schema = try Self.checker().root
+        guard case .object(let top) = schema, case .object(let definitions)? = top["$defs"] else {
+            Issue.record("the schema has no $defs")
+            return
+        }
+        #expect(top["$schema"] == .string("https://json-schema.org/draft/2020-12/schema"))
+        func enumeration(_ name: String) -> [String] {
+            guard case .object(let definition)? = definitions[name], case .array(let values)? = definition["enum"] else { return [] }
+            return values.compactMap { if case .string(let text) = $0 { text } else { nil } }
+        }
+        #expect(Self.allReasons.allSatisfy(Self.listed) && Self.allStatuses.allSatisfy(Self.listed))
+        #expect(enumeration("unsatisfiedReason") == Self.allReasons.map(\.rawValue))
+        #expect(enumeration("status") == Self.allStatuses.map(\.rawValue))
+        #expect(enumeration("interfaceType") == InterfaceType.allCases.map(\.rawValue))
+    }
+
+    @Test func everyKeyIsRequiredAndDeclared() throws {
+        guard case .object(let top) = try Self.checker().root,
+              case .array(let required)? = top["required"], case .object(let properties)? = top["properties"] else {
+            Issue.record("the schema has no required or properties")
+            return
+        }
+        let requiredNames = Set(required.compactMap { if case .string(let name) = $0 { name } else { nil } })
+        #expect(requiredNames == Set(properties.keys))
+        #expect(top["additionalProperties"] == .bool(false))
+    }
+
+    // MARK: The formatter's output (no root)
+
+    static let everyInterfaceType = NetworkPath(
+        status: .satisfied,
+        availableInterfaces: InterfaceType.allCases.enumerated().map {
+            NetworkInterface(name: "if\($0.offset)", index: $0.offset + 1, type: $0.element)
+        },
+        isExpensive: true, isConstrained: true, supportsIPv4: true, supportsIPv6: true, supportsDNS: true,
+        gateways: [IPAddress("192.0.2.1")!, IPAddress("2001:db8::1")!])
+
+    static var formattedPaths: [NetworkPath] {
+        [everyInterfaceType, NetworkPath(status: .satisfied)]
+            + allReasons.map(NetworkPath.unsatisfied)
+            + [NetworkPath(status: .requiresConnection, unsatisfiedReason: .noDefaultRoute)]
+    }
+
+    @Test(arguments: formattedPaths)
+    func whatTheFormatterPrintsConformsWithATimestamp(_ path: NetworkPath) throws {
+        let line = PathFormatting.json(path, at: Date(timeIntervalSince1970: 1_795_376_401.123))
+        let violations = try Self.checker().violations(of: JSONValue.parse(line))
+        #expect(violations.isEmpty, "\(line): \(violations)")
+    }
+
+    @Test func withoutATimestampTheObjectIsIncomplete() throws {
+        let violations = try Self.checker().violations(of: JSONValue.parse(PathFormatting.json(Self.everyInterfaceType)))
+        #expect(violations == ["$: timestamp is missing"])
+    }
+
+    /// The checker must reject what the schema forbids, or a passing test means nothing.
+    @Test(arguments: [
+        ("satisfied with a reason", #"{"unsatisfiedReason":"linkDown"}"#, "$.unsatisfiedReason"),
+        ("unsatisfied without one", #"{"status":"unsatisfied","unsatisfiedReason":null}"#, "$.unsatisfiedReason"),
+        ("unsatisfied with interfaces", #"{"status":"unsatisfied","unsatisfiedReason":"linkDown"}"#, "$.availableInterfaces"),
+        ("an unknown reason", #"{"status":"unsatisfied","unsatisfiedReason":"cosmicRays","availableInterfaces":[]}"#, "$.unsatisfiedReason"),
+        ("an unknown status", #"{"status":"maybe"}"#, "$.status"),
+        ("an unknown key", #"{"ssid":"home"}"#, "$.ssid"),
+        ("a string flag", #"{"isExpensive":"no"}"#, "$.isExpensive"),
+        ("a fractional index", #"{"availableInterfaces":[{"index":1.5,"name":"eth0","type":"wifi"}]}"#, "$.availableInterfaces[0].index"),
+        ("index zero", #"{"availableInterfaces":[{"index":0,"name":"eth0","type":"wifi"}]}"#, "$.availableInterfaces[0].index"),
+        ("an unknown type", #"{"availableInterfaces":[{"index":1,"name":"eth0","type":"ethernet"}]}"#, "$.availableInterfaces[0].type"),
+        ("an interface without a name", #"{"availableInterfaces":[{"index":1,"type":"wifi"}]}"#, "$.availableInterfaces[0]: name is missing"),
+        ("a local timestamp", #"{"timestamp":"2026-11-22T20:40:01.123+01:00"}"#, "$.timestamp"),
+        ("a numeric gateway", #"{"gateways":[3221225985]}"#, "$.gateways[0]"),
+    ])
+    func theCheckerRejectsWhatTheSchemaForbids(_ what: String, _ change: String, _ expectedPath: String) throws {
+        // A valid satisfied line with one interface, then the change's keys replaced.
+        guard case .object(var members) = try JSONValue.parse(
+            PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))),
+            case .object(let replacements) = try JSONValue.parse(change) else {
+            Issue.record("not objects")
+            return
+        }
+        members.merge(replacements) { $1 }
+        let violations = try Self.checker().violations(of: .object(members))
+        #expect(violations.contains { $0.hasPrefix(expectedPath) }, "\(what): \(violations)")
+    }
+
+    @Test func aMissingKeyIsAViolation() throws {
+        guard case .object(var members) = try JSONValue.parse(
+            PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))) else { return }
+        members["unsatisfiedReason"] = nil
+        #expect(try Self.checker().violations(of: .object(members)) == ["$: unsatisfiedReason is missing"])
+    }
+
+    // MARK: The commands' output in a namespace lab (root)
+
+    @Test(.needsNamespaceRoot, arguments: [true, false])
+    func statusJSONInALabConforms(defaultRoutes: Bool) async throws {
+        try await NetnsLab.withLab(.init(ipv6: true, defaultRoutes: defaultRoutes)) { lab in
+            let status = try NetreachProcess(["status", "--json", "--namespace", lab.name])
+            defer { status.kill() }
+            #expect(await status.exitStatus() == 0, "standard error: \(status.standardError)")
+            #expect(status.outputLines.count == 1)
+            let line = try #require(status.outputLines.first)
+            try Self.expectConforms(line)
+            let path = try JSONDecoder().decode(NetworkPath.self, from: Data(line.utf8))
+            #expect(path.status == (defaultRoutes ? .satisfied : .unsatisfied))
+            if !defaultRoutes { #expect(path.unsatisfiedReason == .noDefaultRoute) }
+            #expect(line.contains(#""unsatisfiedReason":"# + (defaultRoutes ? "null" : #""noDefaultRoute""#)))
+        }
+    }
+
+    @Test(.needsNamespaceRoot)
+    func watchJSONLinesInALabConform() async throws {
+        try await NetnsLab.withLab(.init(ipv6: true)) { lab in
+            let watch = try NetreachProcess(["watch", "--json", "--namespace", lab.name])
+            defer { watch.kill() }
+            await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
+            try await lab.setPeer(up: false)   // carrier lost: unsatisfied (link down)
+            await LabPoll.until("watch prints the change") { watch.outputLines.count >= 2 }
+            watch.signal(SIGTERM)
+            #expect(await watch.exitStatus() == 0, "standard error: \(watch.standardError)")
+            #expect(watch.outputLines.count >= 2)
+            for line in watch.outputLines { try Self.expectConforms(line) }
+            let paths = try watch.outputLines.map { try JSONDecoder().decode(NetworkPath.self, from: Data($0.utf8)) }
+            #expect(paths.first?.status == .satisfied && paths.first?.supportsIPv6 == true)
+            #expect(paths.last.map(PathStep.init) == .unsatisfied(.linkDown))
+        }
+    }
+
+    /// The schema's verdict, and the formats it only annotates: gateways are IP addresses.
+    static func expectConforms(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let value = try JSONValue.parse(line)
+        let violations = try checker().violations(of: value)
+        #expect(violations.isEmpty, "\(line): \(violations)", sourceLocation: sourceLocation)
+        if case .object(let members) = value, case .array(let gateways)? = members["gateways"] {
+            for case .string(let gateway) in gateways {
+                #expect(IPAddress(gateway) != nil, "gateway \(gateway) is not an IP address", sourceLocation: sourceLocation)
+            }
+        }
+    }
+}
