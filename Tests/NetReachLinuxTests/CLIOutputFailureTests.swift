@@ -68,6 +68,22 @@ struct CLIOutputFailureTests {
         #expect(await run.exitStatus() == Self.outputFailed, "standard error: \(run.standardError)")
     }
 
+    /// A write refused with EAGAIN (someone made the shared pipe non-blocking, and it is full) is
+    /// retried once the reader makes room, not dropped.
+    @Test func aFullNonBlockingPipeDelaysTheOutputButLosesNothing() async throws {
+        let run = try CLISpawn(NetreachProcess.executable().path, ["status"], output: .fullNonBlockingPipe)
+        // Time to start and meet the full pipe (the test passes either way; this makes it the
+        // case it is about).
+        await LabPoll.settle()
+        var lines: [String] = []
+        while let line = run.readLine() {
+            if !line.isEmpty { lines.append(line) }   // the newlines that filled the pipe first
+        }
+        #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
+        #expect(lines.first?.hasPrefix("status:") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("gateways:") == true, "\(lines)")
+    }
+
     @Test func helpToAWorkingPipeStillExitsZero() async throws {
         let run = try CLISpawn(NetreachProcess.executable().path, ["wait", "--help"], output: .pipe)
         var lines: [String] = []

@@ -25,10 +25,18 @@ final class CLISpawn: @unchecked Sendable {
         case pipeWithoutReader
         /// A pipe the test reads (``readLine(timeout:)``) and can close (``closeOutput()``).
         case pipe
+        /// Like ``pipe``, but non-blocking for the writer (as a descriptor shared with a program that
+        /// set `O_NONBLOCK`) and full when the child starts (newlines): writes fail with EAGAIN
+        /// until the test reads.
+        case fullNonBlockingPipe
     }
 
     let pid: pid_t
     private var outputReader: Int32 = -1
+    /// Held from creating a pipe to spawning: a child of a concurrent test spawned between pipe(2)
+    /// and FD_CLOEXEC would keep this test's pipe end open (and its reader never gone).
+    /// (Foundation's Process closes every other descriptor in its children by itself.)
+    private static let spawning = NSLock()
     private let errors = Locked(Data())
     private let exited = Locked<Int32?>(nil)
 
@@ -52,15 +60,23 @@ final class CLISpawn: @unchecked Sendable {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        Self.spawning.lock()
+        defer { Self.spawning.unlock() }
         var outputPipe: [Int32] = [-1, -1]
         switch output {
         case .devFull:
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/full", O_WRONLY, 0)
         case .closed:
             posix_spawn_file_actions_addclose(&actions, 1)
-        case .pipeWithoutReader, .pipe:
+        case .pipeWithoutReader, .pipe, .fullNonBlockingPipe:
             try Self.makePipe(&outputPipe)
             posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+        }
+        if output == .fullNonBlockingPipe {
+            // dup2 shares the open file description, and so O_NONBLOCK, with the child.
+            _ = fcntl(outputPipe[1], F_SETFL, fcntl(outputPipe[1], F_GETFL) | O_NONBLOCK)
+            let newlines = [UInt8](repeating: UInt8(ascii: "\n"), count: 4096)
+            while write(outputPipe[1], newlines, newlines.count) > 0 {}
         }
         var errorPipe: [Int32] = [-1, -1]
         try Self.makePipe(&errorPipe)
