@@ -51,12 +51,35 @@ struct ResolvConfTextTests {
         #expect(parse("nameserver\t192.0.2.53\n") == [ip("192.0.2.53")])
     }
 
-    @Test func trailingTextAfterTheAddressIsIgnored() {
+    @Test func trailingTextAfterABlankIsIgnoredButNotGluedToTheAddress() {
         #expect(parse("nameserver 192.0.2.53 # office\n") == [ip("192.0.2.53")])
+        #expect(parse("nameserver 192.0.2.53#office\nnameserver 192.0.2.54;x\n").isEmpty)
+    }
+
+    @Test func aLineMustStartWithTheKeyword() {
+        #expect(parse(" nameserver 192.0.2.1\n\tnameserver 192.0.2.2\nnameserver1.2.3.4\n").isEmpty)
+    }
+
+    @Test func ipv4IsReadAsInetAtonReadsIt() {
+        #expect(parse("nameserver 127.1\nnameserver 0x7f.0.0.2\nnameserver 2130706435\n")
+            == [ip("127.0.0.1"), ip("127.0.0.2"), ip("127.0.0.3")])
+        #expect(parse("nameserver 010.0.0.1\n") == [ip("8.0.0.1")])
+    }
+
+    @Test func onlyTheFirstThreeCountDuplicatesIncluded() {
+        #expect(ResolvConf.configuredNameservers(in: "nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n")
+            == [ip("192.0.2.1"), ip("192.0.2.1"), ip("192.0.2.1")])
+        #expect(parse("nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n") == [ip("192.0.2.1")])
+    }
+
+    @Test func anyZoneIsAcceptedAndDropped() {
+        #expect(parse("nameserver fe80::1%lo\nnameserver fe80::2%7\nnameserver fe80::3%no-such-if0\n")
+            == [ip("fe80::1"), ip("fe80::2"), ip("fe80::3")])
+        #expect(parse("nameserver fe80::4%\n") == [ip("fe80::4")])
     }
 
     @Test func ipv6ZoneIsDropped() {
-        #expect(parse("nameserver fe80::53%eth0\n") == [ip("fe80::53")])
+        #expect(parse("nameserver fe80::53%lo\n") == [ip("fe80::53")])
     }
 
     @Test func duplicatesAreKeptOnce() {
@@ -84,18 +107,52 @@ struct ResolvConfTextTests {
             == [ip("192.0.2.53")])
     }
 
-    @Test func carriageReturnAloneSeparatesLines() {
-        #expect(parse("nameserver 192.0.2.53\rnameserver 198.51.100.53\r") == [ip("192.0.2.53"), ip("198.51.100.53")])
-    }
-
-    @Test func crlfLineEndingsAreAccepted() {
-        // Swift's Character treats "\r\n" as ONE grapheme equal to neither "\r" nor "\n": splitting
-        // on those two alone would make a CRLF file a single line.
-        #expect(parse("nameserver 192.0.2.53\r\nnameserver 198.51.100.53\r\n") == [ip("192.0.2.53"), ip("198.51.100.53")])
+    @Test func aCarriageReturnIsPartOfTheAddressAsInGlibc() {
+        // glibc ends lines at "\n" only and wants the address exact: a CRLF file has no nameserver
+        // for it (it falls back on 127.0.0.1), so none for us either.
+        #expect(parse("nameserver 192.0.2.53\rnameserver 198.51.100.53\r").isEmpty)
+        #expect(parse("nameserver 192.0.2.53\r\nnameserver 2001:db8::53\r\n").isEmpty)
+        #expect(parse("nameserver 192.0.2.1\u{0B}x\n").isEmpty)
     }
 
     @Test func emptyTextHasNoNameservers() {
         #expect(parse("").isEmpty)
+    }
+}
+
+/// The parser against glibc itself: each text is bind-mounted over /etc/resolv.conf in a private
+/// mount namespace (`unshare -m`; the machine's own file is never touched) and a script asks
+/// `res_ninit` what it kept.
+@Suite("ResolvConf: the same nameservers as glibc", .needsNamespaceRoot)
+struct ResolvConfGlibcDifferentialTests {
+    static let texts = [
+        "nameserver 192.0.2.53\n", " nameserver 192.0.2.1\nnameserver 192.0.2.53\n", "nameserver 192.0.2.53#x\n",
+        "nameserver 192.0.2.53 #x\n", "nameserver 192.0.2.53;x\n", "nameserver 192.0.2.53\r\nnameserver 2001:db8::1\r\n",
+        "nameserver 127.1\nnameserver 0x7f.0.0.2\nnameserver 2130706435\n", "nameserver 1.2.3\n",
+        "nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 192.0.2.3\nnameserver 192.0.2.4\n",
+        "nameserver fe80::1%lo\nnameserver 2001:db8::53\n", "nameserver fe80::1%no-such-if0\nnameserver 192.0.2.1\n",
+        "nameserver fe80::1%1\n", "nameserver fe80::1%\n", "nameserver1.2.3.4\n", "", "#nameserver 192.0.2.1\n;x\n",
+        "nameserver 192.0.2.256\nnameserver 010.0.0.1\n", "nameserver 192.0.2.53\rnameserver 198.51.100.53\r",
+        "nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n",
+        "nameserver\t\t192.0.2.1\t# c\n", "nameserver 192.0.2.1\u{0B}x\n", "search a b\noptions ndots:2\nnameserver 192.0.2.7\n",
+        "nameserver 2001:db8::53\nnameserver fe80::1%no-such-if0\nnameserver 192.0.2.1\n",
+    ]
+
+    @Test(arguments: texts)
+    func theParserKeepsWhatGlibcKeeps(_ text: String) async throws {
+        let directory = NSTemporaryDirectory() + "netreach-glibc-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/resolv.conf"
+        try text.write(toFile: file, atomically: false, encoding: .utf8)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/glibc_nameservers.py").path
+        let output = try await LabCommand.run("/usr/bin/unshare", ["-m", "sh", "-c", "mount --bind \"$0\" /etc/resolv.conf && exec python3 \"$1\"", file, script])
+        let glibc = output.split(separator: "\n").map(String.init)
+        let ours = ResolvConf.configuredNameservers(in: Substring(text))
+        // With no valid line glibc falls back on 127.0.0.1; we report no nameserver instead.
+        let expected = ours.isEmpty ? ["count 1", "127.0.0.1"]
+            : ["count \(ours.count)"] + ours.map { $0.family == .ipv4 ? $0.description : "ipv6" }
+        #expect(glibc == expected, "text \(text.debugDescription): ours \(ours)")
     }
 }
 

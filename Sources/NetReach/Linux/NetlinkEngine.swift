@@ -93,9 +93,10 @@ final class NetlinkEngine: @unchecked Sendable {
             // The events socket joins its groups before the first dump, so nothing is missed between.
             var events = try NetlinkSocket(.events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
-            var watcher = ResolvConfWatcher(path: configuration.resolvConfPath)
-            if watcher == nil { NetReachDiagnostics.log("cannot watch \(configuration.resolvConfPath): \(errnoDescription(errno))") }
-            _ = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath))
+            let nameserverSource = configuration.nameserverSource
+            var watcher = ResolvConfWatcher(source: nameserverSource)
+            if watcher == nil { NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))") }
+            _ = reader.store.setNameservers(nameserverSource.nameservers())
             try reader.resync(events: &events, requests: &requests, buffer: buffer)
             _ = try reader.refreshRouteLookups(requests: &requests, buffer: buffer)
             publish(reader.store.snapshot)
@@ -157,7 +158,7 @@ final class NetlinkEngine: @unchecked Sendable {
                 }
             }
             if fds[2].revents != 0, watcher?.drain() == true {
-                changed = reader.store.setNameservers(ResolvConf.nameservers(atPath: configuration.resolvConfPath)) || changed
+                changed = reader.store.setNameservers(configuration.nameserverSource.nameservers()) || changed
             }
             if changed { publish(reader.store.snapshot) }
         }

@@ -1,25 +1,97 @@
 #if os(Linux)
 import Glibc
 
-/// Reads nameservers from resolv.conf.
+/// Where a monitor's nameservers come from: candidate resolv.conf files, the first that exists
+/// winning (`ip netns exec` uses `/etc/netns/NAME/resolv.conf` when there is one, else
+/// `/etc/resolv.conf`), and systemd-resolved's list of upstream servers, which decides when the
+/// chosen file names only resolved's local stub.
+struct NameserverSource: Sendable, Hashable {
+    var candidates: [String]
+    /// `/run/systemd/resolve/resolv.conf`; `nil` to take the stub at its word.
+    var resolvedUpstreamPath: String?
+
+    /// The file in use now: the first candidate that exists (the last one if none does).
+    var currentPath: String {
+        candidates.first { access($0, F_OK) == 0 } ?? candidates.last ?? "/etc/resolv.conf"
+    }
+
+    /// The nameservers a program would use now. When the file names only systemd-resolved's stub
+    /// (127.0.0.53, 127.0.0.54) and resolved's upstream list exists, those upstream servers
+    /// decide (as `systemd-networkd-wait-online --dns` judges): the stub always answers, even
+    /// with no server behind it.
+    func nameservers() -> [IPAddress] {
+        let servers = ResolvConf.nameservers(atPath: currentPath)
+        guard !servers.isEmpty, servers.allSatisfy(ResolvConf.stubAddresses.contains),
+              let upstream = resolvedUpstreamPath, access(upstream, F_OK) == 0 else { return servers }
+        return ResolvConf.nameservers(atPath: upstream)
+    }
+
+    /// Every file whose change can change ``nameservers()``.
+    var watchedPaths: [String] { candidates + (resolvedUpstreamPath.map { [$0] } ?? []) }
+}
+
+/// Reads nameservers from resolv.conf the way glibc's resolver does (`res_init`).
 ///
-/// Documented fallbacks (DESIGN.md: bad input never crashes): a missing or unreadable file, or one
-/// with no valid `nameserver` line, means no nameservers (`supportsDNS == false`); a line that is
-/// not a valid `nameserver ADDRESS` is skipped; files over 64 KiB are read only up to that size.
+/// Documented fallbacks (bad input never crashes): a missing or unreadable file, or one with no
+/// valid `nameserver` line, means no nameservers (`supportsDNS == false`); files over 64 KiB are
+/// read only up to that size.
 enum ResolvConf {
     static let maximumSize = 64 * 1024
+    /// glibc's MAXNS: later `nameserver` lines are ignored.
+    static let maximumNameservers = 3
+    /// systemd-resolved's local stub listeners.
+    static let stubAddresses: Set<IPAddress> = [IPAddress("127.0.0.53")!, IPAddress("127.0.0.54")!]
 
-    /// The nameservers named in `text`, in order, without duplicates.
+    /// The nameservers named in `text`, as glibc's resolver takes them, without duplicates:
+    /// see ``configuredNameservers(in:)``.
     static func nameservers(in text: Substring) -> [IPAddress] {
         var result: [IPAddress] = []
-        // `isNewline` covers "\r\n", which Swift treats as one Character equal to neither "\r" nor "\n".
-        for line in text.split(whereSeparator: \.isNewline) {
-            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard fields.count >= 2, fields[0] == "nameserver",
-                  let address = IPAddress(String(fields[1])), !result.contains(address) else { continue }
-            result.append(address)
+        for address in configuredNameservers(in: text) where !result.contains(address) { result.append(address) }
+        return result
+    }
+
+    /// The `nameserver` entries glibc's `res_init` (2.36) keeps, in order, duplicates included,
+    /// checked against glibc itself on this machine (a differential test reads what `res_ninit` keeps):
+    /// - a line counts only if it *starts* with `nameserver` followed by a space or tab;
+    /// - the address ends at the first space, tab or newline, and must be exact: `192.0.2.1#x`,
+    ///   `192.0.2.1;x` and a CRLF line's `192.0.2.1\r` are rejected, not trimmed;
+    /// - IPv4 is read by `inet_aton`, so `127.1`, `0x7f.0.0.1`, `2130706433` and octal `010.0.0.1`
+    ///   are addresses; IPv6 by `inet_pton`, with an optional `%zone` that is dropped (glibc keeps
+    ///   the address whatever the zone names);
+    /// - only the first three valid lines count (MAXNS), duplicates among them too.
+    ///
+    /// Unlike glibc, which then falls back on 127.0.0.1, no valid line means no nameserver: a
+    /// resolver that will ask a server nobody configured is not DNS support.
+    static func configuredNameservers(in text: Substring) -> [IPAddress] {
+        var result: [IPAddress] = []
+        for line in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            guard result.count < maximumNameservers else { break }
+            if let address = nameserver(in: Array(line)) { result.append(address) }
         }
         return result
+    }
+
+    private static let keyword = Array("nameserver".utf8)
+    private static let space = UInt8(ascii: " "), tab = UInt8(ascii: "\t")
+
+    /// The address of one `nameserver` line, or `nil` if glibc would not take it.
+    private static func nameserver(in line: [UInt8]) -> IPAddress? {
+        guard line.count > keyword.count, line.starts(with: keyword),
+              line[keyword.count] == space || line[keyword.count] == tab else { return nil }
+        var token = line.dropFirst(keyword.count).drop { $0 == space || $0 == tab }
+        if let end = token.firstIndex(where: { $0 == space || $0 == tab }) { token = token[..<end] }
+        // Exact: no trailing "\r", "\v" or "\f" (C's other white space), no NUL.
+        guard !token.isEmpty, !token.contains(where: { $0 == 0 || (9...13).contains($0) }) else { return nil }
+        let text = String(decoding: token, as: UTF8.self)
+        var ipv4 = in_addr()
+        if inet_aton(text, &ipv4) != 0 {
+            return withUnsafeBytes(of: ipv4.s_addr) { IPAddress(bytes: Array($0)) }
+        }
+        // glibc keeps an IPv6 address whatever its zone says (an unknown interface, nothing).
+        let address = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        var ipv6 = in6_addr()
+        guard inet_pton(AF_INET6, String(address), &ipv6) == 1 else { return nil }
+        return withUnsafeBytes(of: ipv6) { IPAddress(bytes: Array($0)) }
     }
 
     /// Reads and parses the file at `path` (following symlinks); `[]` when it cannot be read.
@@ -45,25 +117,29 @@ func readFile(_ path: String, limit: Int) -> [UInt8]? {
     return Array(bytes.prefix(total))
 }
 
-/// Watches resolv.conf through inotify on its directory, so it survives the rename and symlink
-/// swaps that systemd-resolved and NetworkManager make. When the file is a symlink, the target's
-/// directory is watched too, since writes there raise no event in `/etc`.
+/// Watches every file of a ``NameserverSource`` through inotify on directories, so it survives
+/// the rename and symlink swaps that systemd-resolved and NetworkManager make, and files that do
+/// not exist yet: for each file it follows the symlink chain link by link and watches the
+/// directory of every link and of the final target; where a directory is missing, it watches the
+/// nearest existing ancestor for the next component, and walks again when that appears.
 struct ResolvConfWatcher: ~Copyable {
     let fd: Int32
-    let path: String
+    let source: NameserverSource
     private var watches: [Int32: (directory: String, names: Set<String>)] = [:]
+    /// How many symlinks a chain may have (the kernel's own limit).
+    static let maximumLinks = 40
 
-    init?(path: String) {
+    init?(source: NameserverSource) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
         self.fd = fd
-        self.path = path
+        self.source = source
         refreshWatches()
     }
 
     deinit { close(fd) }
 
-    /// Drains pending events; returns whether any concerned resolv.conf (so it must be re-read).
+    /// Drains pending events; returns whether any concerned the files (so they must be re-read).
     mutating func drain() -> Bool {
         var relevant = false
         var buffer = [UInt8](repeating: 0, count: 8192)
@@ -80,11 +156,8 @@ struct ResolvConfWatcher: ~Copyable {
                     let nameLength = Int(raw.loadU32(at: offset + 12))
                     let end = min(offset + 16 + nameLength, count)
                     let name = String(decoding: raw[(offset + 16)..<end].prefix { $0 != 0 }, as: UTF8.self)
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 || mask & UInt32(IN_IGNORED) != 0 {
-                        relevant = true
-                    } else if let watch = watches[wd], watch.names.contains(name) {
-                        relevant = true
-                    }
+                    let selfEvents = UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
+                    if mask & selfEvents != 0 || (watches[wd]?.names.contains(name) ?? false) { relevant = true }
                     offset = end
                 }
             }
@@ -93,32 +166,80 @@ struct ResolvConfWatcher: ~Copyable {
         return relevant
     }
 
-    /// (Re)adds watches on the file's directory and, for a symlink, its target's directory.
-    private mutating func refreshWatches() {
+    /// The directories to watch, and the names in each that matter, for the source's files now.
+    static func wantedWatches(for source: NameserverSource) -> [String: Set<String>] {
         var wanted: [String: Set<String>] = [:]
-        let (directory, name) = split(path)
-        wanted[directory, default: []].insert(name)
-        if let target = realpath(path, nil) {
-            let resolved = String(cString: target)
-            free(target)
-            let (targetDirectory, targetName) = split(resolved)
-            wanted[targetDirectory, default: []].insert(targetName)
+        for path in source.watchedPaths {
+            var current = path
+            for _ in 0...maximumLinks {
+                let (directory, name) = split(current)
+                guard isDirectory(directory) else {
+                    let (ancestor, child) = nearestExistingAncestor(of: directory)
+                    wanted[ancestor, default: []].insert(child)
+                    break
+                }
+                wanted[directory, default: []].insert(name)
+                guard let target = readLink(current) else { break }
+                current = target.hasPrefix("/") ? target : (directory == "/" ? "" : directory) + "/" + target
+            }
         }
+        return wanted
+    }
+
+    /// (Re)adds watches so they are exactly ``wantedWatches(for:)``.
+    ///
+    /// A directory created between looking and watching (`mkdir -p` racing with us) raises no
+    /// event for a watch that does not exist yet, so look again after watching, until what is
+    /// wanted stays the same (bounded: each round follows one more created level).
+    private mutating func refreshWatches() {
+        var wanted = Self.wantedWatches(for: source)
+        for _ in 0..<Self.maximumLinks {
+            apply(wanted)
+            let again = Self.wantedWatches(for: source)
+            if again == wanted { return }
+            wanted = again
+        }
+    }
+
+    private mutating func apply(_ wanted: [String: Set<String>]) {
         for (wd, watch) in watches where wanted[watch.directory] == nil {
             inotify_rm_watch(fd, wd)
             watches[wd] = nil
         }
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
+                          | IN_DELETE_SELF | IN_MOVE_SELF)
         for (directory, names) in wanted {
             let wd = inotify_add_watch(fd, directory, mask)
             if wd >= 0 { watches[wd] = (directory, names) }
         }
     }
 
-    private func split(_ path: String) -> (String, String) {
+    private static func split(_ path: String) -> (String, String) {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    /// The deepest existing ancestor of a missing directory, and the name of its child on the way.
+    private static func nearestExistingAncestor(of directory: String) -> (String, String) {
+        var missing = directory
+        while true {
+            let (parent, name) = split(missing)
+            if isDirectory(parent) || parent == "/" || parent == "." { return (parent, name) }
+            missing = parent
+        }
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    private static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

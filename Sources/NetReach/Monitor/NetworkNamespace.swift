@@ -29,18 +29,39 @@ public struct NetworkNamespace: Sendable, Hashable, Codable, CustomStringConvert
         self = argument.contains("/") ? NetworkNamespace(path: argument) : .named(argument)
     }
 
-    /// The resolv.conf that processes in this namespace read: `ip netns exec` bind-mounts
+    /// The resolv.conf that processes in this namespace read now: `ip netns exec` bind-mounts
     /// `/etc/netns/NAME/resolv.conf` when it exists; a process's own is under `/proc/PID/root`.
     public var resolvConfPath: String {
+        let candidates = resolvConfCandidates
+        return candidates.first { fileExists($0) } ?? candidates.last ?? "/etc/resolv.conf"
+    }
+
+    /// The files that can be this namespace's resolv.conf, the first existing one winning; a
+    /// monitor watches them all, so `/etc/netns/NAME/resolv.conf` appearing or disappearing after
+    /// start is followed.
+    public var resolvConfCandidates: [String] {
+        if let root = processRoot { return [root + "/etc/resolv.conf"] }
+        if let name = ipNetnsName { return ["/etc/netns/\(name)/resolv.conf", "/etc/resolv.conf"] }
+        return ["/etc/resolv.conf"]
+    }
+
+    /// systemd-resolved's upstream server list as processes in this namespace see it.
+    public var resolvedUpstreamPath: String {
+        (processRoot ?? "") + "/run/systemd/resolve/resolv.conf"
+    }
+
+    /// `NAME` of `/var/run/netns/NAME` or `/run/netns/NAME`.
+    private var ipNetnsName: String? {
+        guard path.hasPrefix("/var/run/netns/") || path.hasPrefix("/run/netns/"),
+              let name = path.split(separator: "/").last, !name.isEmpty else { return nil }
+        return String(name)
+    }
+
+    /// `/proc/PID/root` of a `/proc/PID/ns/net` path.
+    private var processRoot: String? {
         let components = path.split(separator: "/")
-        if path.hasPrefix("/var/run/netns/") || path.hasPrefix("/run/netns/"), let name = components.last {
-            let candidate = "/etc/netns/\(name)/resolv.conf"
-            if fileExists(candidate) { return candidate }
-        }
-        if components.count == 4, components[0] == "proc", components[2] == "ns", components[3] == "net" {
-            return "/proc/\(components[1])/root/etc/resolv.conf"
-        }
-        return "/etc/resolv.conf"
+        guard components.count == 4, components[0] == "proc", components[2] == "ns", components[3] == "net" else { return nil }
+        return "/proc/\(components[1])/root"
     }
 
     public var description: String { path }

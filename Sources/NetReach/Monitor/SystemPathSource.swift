@@ -20,8 +20,20 @@ public final class SystemPathSource: PathSource {
     public struct Configuration: Sendable, Hashable {
         /// The network namespace to observe; `nil` for the process's own.
         public var namespace: NetworkNamespace?
-        /// The resolv.conf whose nameservers decide ``NetworkPath/supportsDNS``.
+        /// The resolv.conf whose nameservers decide ``NetworkPath/supportsDNS``: the one given, or
+        /// the namespace's resolv.conf at the time the configuration was made. Without an explicit
+        /// path the source follows the namespace's candidates as they come and go
+        /// (``NetworkNamespace/resolvConfCandidates``).
         public var resolvConfPath: String
+        /// systemd-resolved's upstream server list: when resolv.conf names only resolved's stub
+        /// (127.0.0.53/127.0.0.54), these servers decide ``NetworkPath/supportsDNS``. `nil` takes
+        /// the stub at its word.
+        public var resolvedUpstreamPath: String?
+        /// What the source reads and watches for nameservers.
+        var nameserverSource: NameserverSource {
+            NameserverSource(candidates: resolvConfCandidates, resolvedUpstreamPath: resolvedUpstreamPath)
+        }
+        private var resolvConfCandidates: [String]
         /// The sysfs directory of network interfaces. Only read for the process's own namespace:
         /// sysfs shows the namespace that mounted it, so other namespaces' interfaces are
         /// classified from netlink facts and names alone.
@@ -40,14 +52,20 @@ public final class SystemPathSource: PathSource {
         public static let defaultRouteLookupAddresses = [IPAddress("8.8.8.8")!, IPAddress("2001:4860:4860::8888")!]
 
         /// Creates a configuration. `resolvConfPath` defaults to the namespace's resolv.conf
-        /// (see ``NetworkNamespace/resolvConfPath``).
+        /// candidates (see ``NetworkNamespace/resolvConfCandidates``); `followsResolvedStub: false`
+        /// takes systemd-resolved's stub at its word (set ``resolvedUpstreamPath`` to read the
+        /// upstream list from elsewhere).
         public init(
             namespace: NetworkNamespace? = nil, resolvConfPath: String? = nil,
             sysfsPath: String = "/sys/class/net", receiveBufferSize: Int32 = 4 << 20,
-            routeLookupAddresses: [IPAddress] = Configuration.defaultRouteLookupAddresses
+            routeLookupAddresses: [IPAddress] = Configuration.defaultRouteLookupAddresses,
+            followsResolvedStub: Bool = true
         ) {
             self.namespace = namespace
             self.resolvConfPath = resolvConfPath ?? namespace?.resolvConfPath ?? "/etc/resolv.conf"
+            resolvConfCandidates = resolvConfPath.map { [$0] } ?? namespace?.resolvConfCandidates ?? ["/etc/resolv.conf"]
+            resolvedUpstreamPath = followsResolvedStub
+                ? namespace?.resolvedUpstreamPath ?? "/run/systemd/resolve/resolv.conf" : nil
             self.sysfsPath = sysfsPath
             self.receiveBufferSize = receiveBufferSize
             self.routeLookupAddresses = routeLookupAddresses

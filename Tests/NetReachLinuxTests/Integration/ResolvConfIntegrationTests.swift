@@ -1,14 +1,19 @@
 import Dispatch
 import Foundation
-import NetReach
+@testable import NetReach
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `supportsDNS` follows resolv.conf through the inotify watch on its directory, including the
 /// rename and symlink swaps resolvers make (DESIGN.md "Path semantics").
 @Suite("resolv.conf changes (integration)", .needsNamespaceRoot)
 struct ResolvConfIntegrationTests {
-    private static func startedMonitor(in lab: NetnsLab) -> PathMonitor {
-        let source = SystemPathSource(configuration: .init(namespace: lab.namespace, resolvConfPath: lab.resolvConfPath))
+    private static func startedMonitor(in lab: NetnsLab, resolvedUpstreamPath: String? = nil) -> PathMonitor {
+        var configuration = SystemPathSource.Configuration(namespace: lab.namespace, resolvConfPath: lab.resolvConfPath)
+        configuration.resolvedUpstreamPath = resolvedUpstreamPath
+        let source = SystemPathSource(configuration: configuration)
         let monitor = PathMonitor(source: source)
         monitor.start(queue: DispatchQueue(label: "resolv.conf"))
         return monitor
@@ -48,6 +53,84 @@ struct ResolvConfIntegrationTests {
             try "# nameserver removed\n".write(toFile: target, atomically: false, encoding: .utf8)
             await LabPoll.until("editing the symlink's target turns supportsDNS off") { log.last?.supportsDNS == false }
             #expect(log.paths.map(\.supportsDNS) == [true, false])
+        }
+    }
+
+    @Test func aSymlinkToATargetWhoseDirectoriesDoNotExistYetIsPickedUpWhenTheyDo() async throws {
+        // systemd-resolved's stub link at boot: /etc/resolv.conf -> /run/systemd/resolve/stub-resolv.conf
+        // before /run/systemd/resolve exists.
+        try await NetnsLab.withLab { lab in
+            let target = lab.directory + "/run/systemd/resolve/stub-resolv.conf"
+            #expect(symlink(target, lab.resolvConfPath) == 0)
+            let monitor = Self.startedMonitor(in: lab)
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            #expect(!monitor.currentPath.supportsDNS)
+
+            try FileManager.default.createDirectory(atPath: lab.directory + "/run/systemd/resolve", withIntermediateDirectories: true)
+            try "nameserver 10.123.0.53\n".write(toFile: target, atomically: false, encoding: .utf8)
+            await LabPoll.until("the target created under new directories turns supportsDNS on") { log.last?.supportsDNS == true }
+
+            try FileManager.default.removeItem(atPath: lab.directory + "/run")
+            await LabPoll.until("the target's directories removed turn supportsDNS off") { log.last?.supportsDNS == false }
+            try FileManager.default.createDirectory(atPath: lab.directory + "/run/systemd/resolve", withIntermediateDirectories: true)
+            try "nameserver 10.123.0.54\n".write(toFile: target, atomically: false, encoding: .utf8)
+            await LabPoll.until("created again, it is picked up again") { log.last?.supportsDNS == true }
+            #expect(log.paths.map(\.supportsDNS) == [false, true, false, true])
+        }
+    }
+
+    @Test func theResolvedStubIsJudgedByItsUpstreamServers() async throws {
+        try await NetnsLab.withLab { lab in
+            let upstream = lab.directory + "/resolved-upstream.conf"
+            try "# This is /run/systemd/resolve/resolv.conf managed by man:systemd-resolved(8).\nsearch .\n"
+                .write(toFile: upstream, atomically: false, encoding: .utf8)
+            try lab.writeResolvConf("nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n")
+            let monitor = Self.startedMonitor(in: lab, resolvedUpstreamPath: upstream)
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            // The stub answers, but with no upstream server there is no DNS.
+            #expect(!monitor.currentPath.supportsDNS)
+
+            try "nameserver 10.123.0.53\nsearch .\n".write(toFile: upstream, atomically: false, encoding: .utf8)
+            await LabPoll.until("an upstream server turns supportsDNS on") { log.last?.supportsDNS == true }
+
+            // Without the upstream file, the stub is taken at its word.
+            try "search .\n".write(toFile: upstream, atomically: false, encoding: .utf8)
+            await LabPoll.until("no upstream server turns it off again") { log.last?.supportsDNS == false }
+            try FileManager.default.removeItem(atPath: upstream)
+            await LabPoll.until("without the upstream file the stub is taken at its word") { log.last?.supportsDNS == true }
+            #expect(log.paths.map(\.supportsDNS) == [false, true, false, true])
+        }
+    }
+
+    @Test func etcNetnsResolvConfAppearingAndDisappearingAfterStartIsFollowed() async throws {
+        try await NetnsLab.withLab { lab in
+            let directory = "/etc/netns/\(lab.name)"
+            let createdEtcNetns = !FileManager.default.fileExists(atPath: "/etc/netns")
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                if createdEtcNetns { rmdir("/etc/netns") }   // only if still empty: another lab may use it
+            }
+            let source = SystemPathSource(configuration: .init(namespace: lab.namespace))
+            let monitor = PathMonitor(source: source)
+            monitor.start(queue: DispatchQueue(label: "etc-netns"))
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            // The machine's own resolv.conf (only read) decides first; the namespace's own file,
+            // once it appears, must decide the other way.
+            let hostHasDNS = !NameserverSource(candidates: ["/etc/resolv.conf"], resolvedUpstreamPath: source.configuration.resolvedUpstreamPath)
+                .nameservers().isEmpty
+            #expect(monitor.currentPath.supportsDNS == hostHasDNS)
+
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try (hostHasDNS ? "search lab.invalid\n" : "nameserver 10.123.0.53\n")
+                .write(toFile: directory + "/resolv.conf", atomically: false, encoding: .utf8)
+            await LabPoll.until("the namespace's own resolv.conf decides") { log.last?.supportsDNS == !hostHasDNS }
+
+            try FileManager.default.removeItem(atPath: directory)
+            await LabPoll.until("without it, the machine's decides again") { log.last?.supportsDNS == hostHasDNS }
+            #expect(log.paths.map(\.supportsDNS) == [hostHasDNS, !hostHasDNS, hostHasDNS])
         }
     }
 }
