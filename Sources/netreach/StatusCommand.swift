@@ -8,7 +8,7 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Print the current network path.",
-        usage: "netreach status [--json] [--namespace <name|path>]",   // no "...": see WaitCommand
+        usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]",   // no "...": see WaitCommand
         discussion: """
             Prints one `key: value` line per property (status, reason, interfaces with their \
             types, ipv4, ipv6, dns, expensive, constrained, gateways); every key is always \

@@ -11,7 +11,7 @@ struct WaitCommand: AsyncParsableCommand {
         abstract: "Wait until the network path is satisfied, then exit 0.",
         // Written out: generated from the array-backed options, it would end each with "...", as if
         // they could be repeated.
-        usage: "netreach wait [--timeout <duration>] [--interface-type <type>] [--ipv4] [--ipv6] [--dns] [--quiet] [--namespace <name|path>]",
+        usage: "netreach wait [--timeout <duration>] [--interface-type <type>] [--ipv4] [--ipv6] [--dns] [--quiet] [--to <host>] [--namespace <name|path>]",
         discussion: """
             Exits as soon as the path is satisfied with the given requirements, at once if it \
             already is, and prints the path on standard output. If the path is not satisfied \

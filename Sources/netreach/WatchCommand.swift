@@ -10,7 +10,7 @@ struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print the current network path, then one line per change, until interrupted.",
-        usage: "netreach watch [--json] [--namespace <name|path>]",   // no "...": see WaitCommand
+        usage: "netreach watch [--json] [--to <host>] [--namespace <name|path>]",   // no "...": see WaitCommand
         discussion: """
             Each line is an ISO-8601 UTC timestamp with milliseconds, then the path:
               2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1
@@ -36,7 +36,7 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var monitorOptions: MonitorOptions
 
     func run() async throws {
-        let monitor = PathMonitor(namespace: monitorOptions.networkNamespace)
+        let monitor = monitorOptions.makeMonitor()
         defer { monitor.cancel() }
         // Ending the monitor ends the loop below, so an interrupt is an orderly exit: status 0,
         // every line already written.

@@ -55,14 +55,35 @@ struct DestinationIntegrationTests {
         }
     }
 
-    @Test func localhostResolvesFromTheHostsFile() async throws {
+    /// Runs `netreach ARGUMENTS` inside the lab (`ip netns exec`), whose resolv.conf names only a
+    /// nameserver on the lab's own loopback, where nothing listens: a name that is not in
+    /// /etc/hosts fails at once, and no query can leave the lab.
+    private static func netreachInLab(_ lab: NetnsLab, _ arguments: [String]) async throws -> (status: Int32?, output: [String], error: String) {
+        defer { EtcNetns.remove(for: lab) }
+        try EtcNetns.writeResolvConf("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", for: lab)
+        let process = try NetreachProcess(arguments, inNamespace: lab.name)
+        defer { process.kill() }
+        let status = await process.exitStatus(timeout: .seconds(30))
+        return (status, process.outputLines, process.standardError)
+    }
+
+    @Test func theCLIFollowsADestinationGivenAsAName() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
-            let monitor = PathMonitor(destination: "localhost", namespace: lab.namespace)
-            monitor.start(queue: DispatchQueue(label: "localhost"))
-            defer { monitor.cancel() }
-            #expect(monitor.resolutionFailure == nil)
-            #expect(monitor.destinationAddresses.contains { $0.isLoopback }, "\(monitor.destinationAddresses)")
-            #expect(monitor.currentPath.status == .satisfied && monitor.currentPath.primaryInterfaceType == .loopback)
+            let (status, output, error) = try await Self.netreachInLab(lab, ["status", "--json", "--to", "localhost"])
+            #expect(status == 0, "\(error)")
+            let path = output.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(path?["status"] as? String == "satisfied", "\(output)")
+            let interfaces = path?["availableInterfaces"] as? [[String: Any]]
+            #expect(interfaces?.first?["type"] as? String == "loopback", "\(output)")
+        }
+    }
+
+    @Test func aNameThatDoesNotResolveIsSaidAndIsDestinationUnresolved() async throws {
+        try await NetnsLab.withLab { lab in
+            let (status, output, error) = try await Self.netreachInLab(lab, ["status", "--json", "--to", "no-such-host.invalid"])
+            #expect(status == 0, "status reports the path, whatever it is: \(error)")
+            #expect(output.first?.contains("\"unsatisfiedReason\":\"destinationUnresolved\"") == true, "\(output)")
+            #expect(error.contains("cannot resolve the destination: no-such-host.invalid"), "\(error)")
         }
     }
 

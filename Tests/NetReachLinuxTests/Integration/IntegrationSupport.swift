@@ -162,3 +162,27 @@ extension NetworkPath {
             && supportsIPv4 && gateways == [IPAddress(NetnsLab.ipv4Gateway)!]
     }
 }
+
+// MARK: /etc/netns
+
+/// `/etc/netns/NAME/resolv.conf` for a lab namespace, as `ip netns exec` bind-mounts it. Only the
+/// lab's own directory is ever written; `/etc/netns` itself is removed again (when empty) only if
+/// it did not exist before the tests first made it.
+enum EtcNetns {
+    private static let existedBefore = FileManager.default.fileExists(atPath: "/etc/netns")
+
+    /// Writes the lab's resolv.conf there, creating the directories it needs.
+    static func writeResolvConf(_ text: String, for lab: NetnsLab) throws {
+        _ = existedBefore
+        try FileManager.default.createDirectory(atPath: directory(for: lab), withIntermediateDirectories: true)
+        try text.write(toFile: directory(for: lab) + "/resolv.conf", atomically: false, encoding: .utf8)
+    }
+
+    /// Removes the lab's directory (and `/etc/netns`, if the tests made it and it is empty now).
+    static func remove(for lab: NetnsLab) {
+        try? FileManager.default.removeItem(atPath: directory(for: lab))
+        if !existedBefore { rmdir("/etc/netns") }   // fails, harmlessly, while another lab uses it
+    }
+
+    static func directory(for lab: NetnsLab) -> String { "/etc/netns/\(lab.name)" }
+}

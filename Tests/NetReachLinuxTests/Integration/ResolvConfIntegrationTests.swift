@@ -106,12 +106,7 @@ struct ResolvConfIntegrationTests {
 
     @Test func etcNetnsResolvConfAppearingAndDisappearingAfterStartIsFollowed() async throws {
         try await NetnsLab.withLab { lab in
-            let directory = "/etc/netns/\(lab.name)"
-            let createdEtcNetns = !FileManager.default.fileExists(atPath: "/etc/netns")
-            defer {
-                try? FileManager.default.removeItem(atPath: directory)
-                if createdEtcNetns { rmdir("/etc/netns") }   // only if still empty: another lab may use it
-            }
+            defer { EtcNetns.remove(for: lab) }
             let source = SystemPathSource(configuration: .init(namespace: lab.namespace))
             let monitor = PathMonitor(source: source)
             monitor.start(queue: DispatchQueue(label: "etc-netns"))
@@ -123,12 +118,10 @@ struct ResolvConfIntegrationTests {
                 .nameservers().isEmpty
             #expect(monitor.currentPath.supportsDNS == hostHasDNS)
 
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try (hostHasDNS ? "search lab.invalid\n" : "nameserver 10.123.0.53\n")
-                .write(toFile: directory + "/resolv.conf", atomically: false, encoding: .utf8)
+            try EtcNetns.writeResolvConf(hostHasDNS ? "search lab.invalid\n" : "nameserver 10.123.0.53\n", for: lab)
             await LabPoll.until("the namespace's own resolv.conf decides") { log.last?.supportsDNS == !hostHasDNS }
 
-            try FileManager.default.removeItem(atPath: directory)
+            try FileManager.default.removeItem(atPath: EtcNetns.directory(for: lab))
             await LabPoll.until("without it, the machine's decides again") { log.last?.supportsDNS == hostHasDNS }
             #expect(log.paths.map(\.supportsDNS) == [hostHasDNS, !hostHasDNS, hostHasDNS])
         }
