@@ -1,6 +1,6 @@
 // Kernel interfaces that `import Glibc` does not bring in: rtnetlink constants and structs,
 // ARPHRD_* link types, inotify, eventfd, and setns. Only declarations and static inline shims
-// live here; see DESIGN.md "Platform notes" for why the include order matters.
+// live here. The include order below matters (see the comment at <net/if.h>).
 #ifndef CNETREACHLINUX_H
 #define CNETREACHLINUX_H
 

@@ -1,4 +1,5 @@
 #if os(Linux)
+import CNetReachLinux   // inotify (IN_NONBLOCK, IN_CLOEXEC): not in the Glibc module
 import Glibc
 
 /// Where a monitor's nameservers come from: candidate resolv.conf files, the first that exists

@@ -1,4 +1,9 @@
 import Foundation
+#if os(Linux)
+// SOCK_STREAM and the addrinfo constants come through the kernel-headers module: Glibc alone does
+// not reliably make them visible to every file.
+import CNetReachLinux
+#endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -3,7 +3,7 @@ import Foundation
 /// A value guarded by a pthread mutex (`NSLock`).
 ///
 /// Not `Synchronization.Mutex`: its futex is invisible to ThreadSanitizer, which then reports
-/// races that are not there (DESIGN.md, "Platform notes"), and the monitor's thread-safety tests
+/// races that are not there (Docs/DesignNotes.md), and the monitor's thread-safety tests
 /// run under TSan in CI.
 final class Locked<Value>: @unchecked Sendable {
     // @unchecked: `value` is only touched inside `withLock`, which holds `lock`.

@@ -17,7 +17,7 @@ import Foundation
 /// for await path in monitor.paths where path.isConnected { ... }
 /// ```
 ///
-/// Guarantees (see DESIGN.md "Concurrency contract"):
+/// Guarantees:
 /// - ``start(queue:)`` returns after the system state has been read, so ``currentPath`` is exact
 ///   from then on, and the first delivery carries that same path.
 /// - Delivery is change-only and ordered: a handler or stream never sees the same path twice in a

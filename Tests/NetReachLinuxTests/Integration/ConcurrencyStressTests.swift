@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// DESIGN.md "Concurrency contract": `currentPath` may be read from any thread at any time. CI runs
+/// The concurrency contract (PathMonitor's guarantees): `currentPath` may be read from any thread at any time. CI runs
 /// this suite again under ThreadSanitizer:
 /// `swift test --sanitize=thread --filter ConcurrencyStressTests`.
 @Suite("Concurrency stress against a network namespace", .needsNamespaceRoot)

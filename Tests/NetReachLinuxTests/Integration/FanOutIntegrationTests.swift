@@ -2,7 +2,7 @@ import NetReach
 import Testing
 
 /// Monitors of one namespace share one netlink engine; each monitor and each `paths` consumer must
-/// still see every change, in the same order (DESIGN.md "Path semantics": change-only and ordered).
+/// still see every change, in the same order (PathMonitor's guarantees: change-only and ordered).
 @Suite("Fan-out to monitors and consumers (integration)", .needsNamespaceRoot)
 struct FanOutIntegrationTests {
     @Test func twoMonitorsAndThreeStreamsSeeTheSameSequenceOverTwentyRouteFlaps() async throws {

@@ -8,8 +8,8 @@ import Glibc
 
 // MARK: Root gating
 
-/// Whether tests that create network namespaces run here: as root, or whenever `CI=true` (DESIGN.md
-/// "Testing": they must run, not skip, on CI; without root they then fail in ``NetnsLab``).
+/// Whether tests that create network namespaces run here: as root, or whenever `CI=true` (they must
+/// run, not skip, on CI; without root they then fail in ``NetnsLab``).
 enum NamespaceTestGate {
     static var isRoot: Bool { getuid() == 0 }
     static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }

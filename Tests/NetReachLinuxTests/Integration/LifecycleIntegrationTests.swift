@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// DESIGN.md "Lifecycle traps" and "Concurrency contract" against the kernel source: `cancel()` is
+/// The lifecycle traps of other monitors and PathMonitor's concurrency contract against the kernel source: `cancel()` is
 /// final and safe from a handler or a stream's termination, `start` twice or after `cancel` is a
 /// no-op. Every wait is bounded, so a deadlock fails the test instead of hanging the run.
 @Suite("Monitor lifecycle in a network namespace (integration)", .needsNamespaceRoot)

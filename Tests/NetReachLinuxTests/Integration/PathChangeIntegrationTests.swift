@@ -3,7 +3,7 @@ import Foundation
 import NetReach
 import Testing
 
-/// The kernel changes DESIGN.md "Path semantics" names, made in a real namespace and watched
+/// The kernel changes LinuxPathSemantics.md names, made in a real namespace and watched
 /// through `PathMonitor(namespace:)`.
 @Suite("Path changes in a network namespace (integration)", .needsNamespaceRoot)
 struct PathChangeIntegrationTests {

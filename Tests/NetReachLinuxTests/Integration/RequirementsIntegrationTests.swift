@@ -2,7 +2,7 @@ import NetReach
 import Testing
 
 /// `requiredInterfaceType` / `prohibitedInterfaceTypes` against a namespace whose only interface is
-/// a veth, which is wired Ethernet (DESIGN.md: a container's eth0 is its wire).
+/// a veth, which is wired Ethernet (InterfaceType: a container's eth0 is its wire).
 @Suite("Interface requirements in a network namespace (integration)", .needsNamespaceRoot)
 struct RequirementsIntegrationTests {
     @Test func requiringWiFiOnAVethOnlyNamespaceIsExcludedByRequirements() async throws {

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `supportsDNS` follows resolv.conf through the inotify watch on its directory, including the
-/// rename and symlink swaps resolvers make (DESIGN.md "Path semantics").
+/// rename and symlink swaps resolvers make (LinuxPathSemantics.md, "DNS").
 @Suite("resolv.conf changes (integration)", .needsNamespaceRoot)
 struct ResolvConfIntegrationTests {
     private static func startedMonitor(in lab: NetnsLab, resolvedUpstreamPath: String? = nil) -> PathMonitor {

@@ -2,7 +2,7 @@ import Foundation
 import NetReach
 import Testing
 
-/// DESIGN.md "Data flow": a burst beyond the socket buffer is an overrun (ENOBUFS) that costs a full
+/// Data flow (Docs/Architecture.md): a burst beyond the socket buffer is an overrun (ENOBUFS) that costs a full
 /// re-dump but never a stale state.
 @Suite("Route storm (integration)", .needsNamespaceRoot)
 struct RouteStormIntegrationTests {
