@@ -88,7 +88,10 @@ public final class NetworkService: Sendable {
     /// split tunnel waits for the tunnel); for any other host name, the path to the internet,
     /// since resolving names is the transport's business.
     private func pathMonitor(for url: URL) -> PathMonitor? {
-        guard let monitor, let host = url.host?.lowercased() else { return monitor }
+        // A monitor that is not observing (not started, cancelled, failed) explains nothing, and
+        // neither would one made from it.
+        guard let monitor, monitor.currentPath.unsatisfiedReason != .monitorUnavailable,
+              let host = url.host?.lowercased() else { return monitor }
         let destination = PathDestination(host)
         if case .host(let name) = destination, name != "localhost" { return monitor }
         return destinationMonitors.monitor(for: destination) { monitor.monitoring(destination) }
