@@ -30,6 +30,34 @@ private struct TemporaryDirectory {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
+@Suite("ResolvConfWatcher")
+struct ResolvConfWatcherTests {
+    @Test func oneDirectoryReachedTwoWaysWatchesTheNamesOfBoth() throws {
+        // Ubuntu's layout: resolv.conf -> ../run/resolve/stub-resolv.conf (relative), and
+        // resolved's upstream list in the same directory, named without "..".
+        let root = NSTemporaryDirectory() + "netreach-watch-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/run/resolve", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try "nameserver 127.0.0.53\n".write(toFile: root + "/run/resolve/stub-resolv.conf", atomically: false, encoding: .utf8)
+        try "nameserver 192.0.2.53\n".write(toFile: root + "/run/resolve/resolv.conf", atomically: false, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/etc/resolv.conf", withDestinationPath: "../run/resolve/stub-resolv.conf")
+        guard var watcher = ResolvConfWatcher(source: NameserverSource(
+            candidates: [root + "/etc/resolv.conf"], resolvedUpstreamPath: root + "/run/resolve/resolv.conf")) else {
+            Issue.record("inotify_init1 failed")
+            return
+        }
+        let quiet = watcher.drain()
+        #expect(!quiet)
+        // Both files' changes count, whichever spelling of the directory the watch was filed under.
+        for name in ["resolv.conf", "stub-resolv.conf", "resolv.conf"] {
+            try "nameserver 192.0.2.54\n".write(toFile: root + "/run/resolve/" + name, atomically: false, encoding: .utf8)
+            let seen = watcher.drain()
+            #expect(seen, "a write to \(name)")
+        }
+    }
+}
+
 @Suite("ResolvConf: parsing text")
 struct ResolvConfTextTests {
     private func parse(_ text: String) -> [IPAddress] { ResolvConf.nameservers(in: Substring(text)) }

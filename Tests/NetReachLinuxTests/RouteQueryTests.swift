@@ -103,8 +103,14 @@ struct RouteQueryTests {
         }
         let shortError = NetlinkBytes().message(NetlinkBytes.error, sequence: Self.sequence, body: [])
         #expect(answer(shortError)?.lookup == .failed(errno: EBADMSG))
-        // A header that lies about its length: nothing can be trusted.
-        #expect(answer(NetlinkBytes().appending(NetlinkBytes.hostOrder(UInt32(500)) + [UInt8](repeating: 0, count: 12))) == nil)
+        // A header that lies about its length: nothing can be trusted, and waiting would not help.
+        #expect(answer(NetlinkBytes().appending(NetlinkBytes.hostOrder(UInt32(500)) + [UInt8](repeating: 0, count: 12)))?.lookup
+            == .failed(errno: EBADMSG))
+        // The kernel caps rta_expires at INT_MAX (`expires 30000000`): read, not trapped on.
+        let capped = [UInt32(0), 0, UInt32(Int32.max), 0, 0, 0, 0, 0].flatMap { NetlinkBytes.hostOrder($0) }
+        let longLived = routeReply(family: NetlinkBytes.inet6, attributes: [
+            .u32(NetlinkBytes.rtaOif, 2), .raw(UInt16(RTA_CACHEINFO.rawValue), capped)])
+        #expect((answer(longLived)?.expiresIn ?? 0) > 2e7)
     }
 }
 #endif

@@ -121,6 +121,9 @@ struct RouteLookupEvaluationTests {
         // Bound to wlan0 the kernel has no route: wlan0 is up and addressed, so "no default route".
         snapshot.scopedRouteLookups = [.ipv4: [3: .noRoute]]
         #expect(PathEvaluator.evaluate(snapshot, requirements: noCellular) == .unsatisfied(.noDefaultRoute))
+        // Bound to wlan0 a kill switch refuses: that, not "no default route", is why.
+        snapshot.scopedRouteLookups = [.ipv4: [3: .refused(.prohibit)]]
+        #expect(PathEvaluator.evaluate(snapshot, requirements: noCellular) == .unsatisfied(.routeRefused))
         // No allowed interface at all: the kernel's route is excluded.
         snapshot.links[3] = nil
         #expect(PathEvaluator.evaluate(snapshot, requirements: noCellular) == .unsatisfied(.excludedByRequirements))

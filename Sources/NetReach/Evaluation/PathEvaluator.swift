@@ -136,14 +136,17 @@ public enum PathEvaluator {
             let candidates = snapshot.links.values
                 .filter { requirements.allows(classification.type(of: $0)) }
                 .sorted { (metrics[$0.index] ?? .max, $0.index) < (metrics[$1.index] ?? .max, $1.index) }
+            var telling: Failure?
             for link in candidates {
                 let bound = verdict(snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family)
                 if bound.usable != nil { return bound }
+                // A bound lookup refused by a kill switch says more than "no default route".
+                if let failure = bound.failure, failure.fromRoute, failure.weight > telling?.weight ?? -1 { telling = failure }
             }
             // An allowed interface's own trouble ("the Wi-Fi link is down") says more than the fact
             // that an excluded one works.
             guard !candidates.isEmpty else { return unbound }
-            return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
+            return .unusable(telling ?? Failure(reason: linkReason(family: family), fromRoute: false))
         }
 
         /// Interfaces the kernel does not use now but that could carry traffic: allowed, up with
@@ -159,6 +162,8 @@ public enum PathEvaluator {
             for route in snapshot.defaultRoutes
             where !inUse.contains(route.interfaceIndex)
                 && addressed.contains(AddressKey(interfaceIndex: route.interfaceIndex, family: route.family)) {
+                // Bound traffic the kernel refuses (a kill switch) is no standby.
+                if case .refused = snapshot.scopedRouteLookup(for: route.family, interfaceIndex: route.interfaceIndex) { continue }
                 guard let link = snapshot.links[route.interfaceIndex], link.isOperational else { continue }
                 guard requirements.allows(classification.type(of: link)) else { continue }
                 metrics[link.index] = min(metrics[link.index] ?? .max, route.metric)
@@ -208,6 +213,10 @@ public enum PathEvaluator {
         func linkReason(family: IPAddress.Family) -> UnsatisfiedReason {
             var furthest: UnsatisfiedReason?
             var excludedExists = false
+            var addressed = Set<Int>()
+            for address in snapshot.addressTable.values where address.address.family == family && address.isUsable {
+                addressed.insert(address.interfaceIndex)
+            }
             for link in snapshot.links.values {
                 let type = classification.type(of: link)
                 if type == .loopback { continue }
@@ -215,9 +224,7 @@ public enum PathEvaluator {
                 let reason: UnsatisfiedReason
                 if !link.isOperational {
                     reason = .linkDown
-                } else if !snapshot.addressTable.values.contains(where: {
-                    $0.interfaceIndex == link.index && $0.address.family == family && $0.isUsable
-                }) {
+                } else if !addressed.contains(link.index) {
                     reason = .noAddress
                 } else {
                     reason = .noDefaultRoute

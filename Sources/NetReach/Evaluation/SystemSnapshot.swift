@@ -259,7 +259,8 @@ public struct SystemSnapshot: Sendable, Hashable {
     /// `interfaceIndex` limits the answer to routes through that interface.
     ///
     /// For hand-built snapshots (fixtures, ``PathSource``s of your own) that do not model policy
-    /// routing; the Linux backend never relies on it.
+    /// routing. The Linux backend always has the kernel's answers for the internet lookups; a
+    /// destination's comes from here only until its first lookup arrives.
     public func emulatedRouteLookup(for family: IPAddress.Family, through interfaceIndex: Int? = nil) -> RouteLookup {
         var best: (route: DefaultRoute, source: IPAddress)?
         for route in defaultRoutes where route.family == family && route.table == DefaultRoute.mainTable {

@@ -28,18 +28,38 @@ final class NamespaceHandle {
 
     init(_ namespace: NetworkNamespace) throws(PathMonitorError) {
         path = namespace.path
+        // The pidfd first: opened after the namespace, it could name a new process that reused
+        // the PID of one that exited in between.
+        let pid = Self.processID(in: path)
+        let pidFD = pid.map { cnr_pidfd_open($0) } ?? -1
         fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .namespaceUnavailable(path: path, errno: errno) }
+        guard fd >= 0 else {
+            let code = errno
+            if pidFD >= 0 { close(pidFD) }
+            throw .namespaceUnavailable(path: path, errno: code)
+        }
         var status = stat()
         identity = fstat(fd, &status) == 0 ? FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) : nil
-        if let pid = Self.processID(in: path) {
-            watchFD = cnr_pidfd_open(pid)
+        if pid != nil {
+            var check = [pollfd(fd: pidFD, events: Int16(POLLIN), revents: 0)]
+            if pidFD >= 0 && poll(&check, 1, 0) > 0 {
+                // The process had exited before its namespace file was opened: not the one asked for.
+                close(fd)
+                close(pidFD)
+                throw .namespaceUnavailable(path: path, errno: ESRCH)
+            }
+            if pidFD < 0 {
+                NetReachDiagnostics.log("cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); its exit will not be noticed")
+            }
+            watchFD = pidFD
         } else {
             let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
             if watch >= 0 {
                 let directory = Self.directory(of: path)
                 let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-                _ = inotify_add_watch(watch, directory, mask)
+                if inotify_add_watch(watch, directory, mask) < 0 {
+                    NetReachDiagnostics.log("cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed")
+                }
             }
             watchFD = watch
         }

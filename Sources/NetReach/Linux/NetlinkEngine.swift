@@ -101,7 +101,8 @@ final class NetlinkEngine: @unchecked Sendable {
             _ = try reader.refreshRouteLookups(requests: &requests, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
-            follow(events: &events, requests: &requests, watcher: &watcher, namespace: namespace, reader: &reader, buffer: buffer)
+            follow(events: &events, requests: &requests, watcher: &watcher, namespace: namespace, reader: &reader,
+                   published: reader.store.snapshot, buffer: buffer)
         } catch {
             signalReady(.failure(error))
         }
@@ -111,9 +112,14 @@ final class NetlinkEngine: @unchecked Sendable {
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
         events: inout NetlinkSocket, requests: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
-        namespace: NamespaceHandle?, reader: inout MessageReader, buffer: UnsafeMutableRawBufferPointer
+        namespace: NamespaceHandle?, reader: inout MessageReader, published: SystemSnapshot,
+        buffer: UnsafeMutableRawBufferPointer
     ) {
         var resyncPending = false
+        var published = published
+        // A drain that failed part-way may have applied changes it never reported: publish them
+        // once a later drain succeeds, even if that one changes nothing more.
+        var unpublished = false
         var fds = [
             pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
             pollfd(fd: events.fd, events: Int16(POLLIN), revents: 0),
@@ -155,25 +161,31 @@ final class NetlinkEngine: @unchecked Sendable {
                 } catch {
                     NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
                     resyncPending = true
+                    unpublished = true
                 }
             }
             if fds[2].revents != 0, watcher?.drain() == true {
                 changed = reader.store.setNameservers(configuration.nameserverSource.nameservers()) || changed
             }
-            if changed { publish(reader.store.snapshot) }
+            if changed || (unpublished && !resyncPending) {
+                unpublished = false
+                if reader.store.snapshot != published {
+                    published = reader.store.snapshot
+                    publish(published)
+                }
+            }
         }
     }
 
     /// Milliseconds for `poll`: -1 (sleep until something happens) unless a failed resync is to be
     /// retried in a second or a route the kernel uses expires sooner.
     static func pollTimeout(resyncPending: Bool, expiry: ContinuousClock.Instant?) -> Int32 {
-        var timeout: Int32 = resyncPending ? 1000 : -1
-        if let expiry {
-            let (seconds, attoseconds) = (expiry - .now).components
-            let milliseconds = max(0, min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
-            timeout = timeout < 0 ? Int32(milliseconds) : min(timeout, Int32(milliseconds))
-        }
-        return timeout
+        // A resync asks the lookups again anyway; an expiry already past must not turn its
+        // one-second back-off into a busy loop.
+        if resyncPending { return 1000 }
+        guard let expiry else { return -1 }
+        let (seconds, attoseconds) = (expiry - .now).components
+        return Int32(max(0, min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)))
     }
 }
 
@@ -241,12 +253,12 @@ struct MessageReader {
         var lookups: [IPAddress.Family: RouteLookup] = [:]
         var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
         var expiresIn: Double?
-        /// The unbound lookup, and when its route expires: only IPv6 routes do (router
-        /// advertisements), and only the table entry (fibmatch) tells when.
-        func lookUpTimed(_ address: IPAddress) throws(PathMonitorError) -> RouteLookup {
-            let answer = try lookUp(address, interfaceIndex: nil, requests: &requests, buffer: buffer)
+        /// A lookup, and when its route expires: only IPv6 routes do (router advertisements), and
+        /// only the table entry (fibmatch) tells when.
+        func lookUpTimed(_ address: IPAddress, interfaceIndex: Int? = nil) throws(PathMonitorError) -> RouteLookup {
+            let answer = try lookUp(address, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
             if address.family == .ipv6, case .route = answer.lookup,
-               let seconds = try lookUp(address, interfaceIndex: nil, fibMatch: true, requests: &requests, buffer: buffer).expiresIn {
+               let seconds = try lookUp(address, interfaceIndex: interfaceIndex, fibMatch: true, requests: &requests, buffer: buffer).expiresIn {
                 expiresIn = min(expiresIn ?? seconds, seconds)
             }
             return answer.lookup
@@ -262,8 +274,7 @@ struct MessageReader {
             }
             for link in store.snapshot.links.values
             where link.index != chosen.interfaceIndex && link.isOperational && !link.isLoopback && addressed.contains(link.index) {
-                let bound = try lookUp(address, interfaceIndex: link.index, requests: &requests, buffer: buffer)
-                scoped[family, default: [:]][link.index] = bound.lookup
+                scoped[family, default: [:]][link.index] = try lookUpTimed(address, interfaceIndex: link.index)
             }
         }
         var destinationLookups: [IPAddress: RouteLookup] = [:]

@@ -203,16 +203,18 @@ struct ResolvConfWatcher: ~Copyable {
     }
 
     private mutating func apply(_ wanted: [String: Set<String>]) {
-        for (wd, watch) in watches where wanted[watch.directory] == nil {
-            inotify_rm_watch(fd, wd)
-            watches[wd] = nil
-        }
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
                           | IN_DELETE_SELF | IN_MOVE_SELF)
+        // Two spellings of one directory (`/etc/../run/systemd/resolve` from a relative link, and
+        // `/run/systemd/resolve`) get the same watch: its names are the union of both.
+        var fresh: [Int32: (directory: String, names: Set<String>)] = [:]
         for (directory, names) in wanted {
             let wd = inotify_add_watch(fd, directory, mask)
-            if wd >= 0 { watches[wd] = (directory, names) }
+            guard wd >= 0 else { continue }
+            fresh[wd, default: (directory, [])].names.formUnion(names)
         }
+        for wd in watches.keys where fresh[wd] == nil { inotify_rm_watch(fd, wd) }
+        watches = fresh
     }
 
     private static func split(_ path: String) -> (String, String) {

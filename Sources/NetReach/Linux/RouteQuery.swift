@@ -40,7 +40,8 @@ enum RouteQuery {
         let header = RtnetlinkParser.headerSize
         while offset + header <= buffer.count {
             let length = Int(buffer.loadU32(at: offset))
-            guard length >= header, offset + length <= buffer.count else { return nil }
+            // Broken framing on the requests socket: the answer cannot be found, nor trusted.
+            guard length >= header, offset + length <= buffer.count else { return Answer(lookup: .failed(errno: 74)) }
             let type = buffer.loadU16(at: offset + 4)
             let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + length)])
             if buffer.loadU32(at: offset + 8) == sequence {
@@ -83,7 +84,8 @@ enum RouteQuery {
                     // rta_expires counts whole ticks, rounded down: one more is when the route has
                     // certainly expired (waking a tick early finds it still there, with 0 left).
                     let ticks = Int32(bitPattern: value.loadU32(at: 8))
-                    if ticks > 0 { expiresIn = Double(ticks + 1) / ticksPerSecond }
+                    // (In Double: the kernel caps the value at Int32.max, where + 1 would trap.)
+                    if ticks > 0 { expiresIn = (Double(ticks) + 1) / ticksPerSecond }
                 default: break
                 }
             }

@@ -38,7 +38,7 @@ struct SnapshotStore: Sendable {
             // of several addresses leaves the default route, and prefsrc routes are notified).
             let index = address.interfaceIndex
             if address.address.family == .ipv4,
-               !snapshot.addresses.contains(where: { $0.interfaceIndex == index && $0.address.family == .ipv4 }) {
+               !snapshot.addressTable.values.contains(where: { $0.interfaceIndex == index && $0.address.family == .ipv4 }) {
                 snapshot.removeRoutes(throughInterface: index, family: .ipv4)
             }
             return true

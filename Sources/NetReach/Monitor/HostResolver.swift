@@ -56,8 +56,10 @@ enum HostResolver {
             done.signal()
         }
         thread.start()
-        let seconds = timeout.components.seconds
-        guard done.wait(timeout: .now() + .milliseconds(Int(seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))) == .success,
+        // Saturated at a day: DispatchTime arithmetic on `.seconds(Int64.max)` would trap.
+        let seconds = min(max(0, timeout.components.seconds), 86_400)
+        let milliseconds = Int(seconds * 1000 + max(0, timeout.components.attoseconds) / 1_000_000_000_000_000)
+        guard done.wait(timeout: .now() + .milliseconds(milliseconds)) == .success,
               let result = outcome.withLock({ $0 }) else {
             return .failure(.timedOut(host: host, seconds: Int(max(1, seconds))))
         }

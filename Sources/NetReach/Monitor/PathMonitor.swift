@@ -24,8 +24,9 @@ import Foundation
 ///   row, nor an older path after a newer one.
 /// - ``currentPath`` may be read from any thread at any time.
 /// - A second ``start(queue:)``, or one after ``cancel()``, is a logged no-op. ``cancel()`` is
-///   final, idempotent and safe from inside a handler or a stream's termination; no handler starts
-///   after it returns.
+///   final, idempotent and safe from inside a handler or a stream's termination. Called on the
+///   start queue or from a handler, no handler starts after it returns; called from another
+///   thread, a delivery the queue had already begun may still run its handler once.
 public final class PathMonitor: Sendable {
     /// Posted on `NotificationCenter.default` after each change when ``postsNotifications`` is on;
     /// the object is the monitor and `userInfo[PathMonitor.pathUserInfoKey]` the new ``NetworkPath``.
@@ -273,8 +274,11 @@ public final class PathMonitor: Sendable {
         }
     }
 
-    /// Stops monitoring for good: no handler starts after this returns, every ``paths`` sequence
-    /// ends, and the monitor's share of the system source is released. Idempotent; safe from any
+    /// Stops monitoring for good: every ``paths`` sequence ends, no later change is delivered, and
+    /// the monitor's share of the system source is released. Called on the start queue or from a
+    /// handler, no handler starts after it returns; from another thread, a delivery the queue had
+    /// already begun may still run its handler once (waiting for it could deadlock a handler that
+    /// waits for that thread). Idempotent; safe from any
     /// thread, from inside a handler, and from a stream's termination handler.
     /// ``shared`` ignores it.
     public func cancel() {
@@ -366,11 +370,15 @@ public final class PathMonitor: Sendable {
             }
         }
         let routes = addresses.isEmpty ? nil : source.lookUpRoutes(to: addresses)
-        state.withLock { state in
+        let cancelled = state.withLock { state -> Bool in
             state.destinationAddresses = addresses
             state.resolutionFailure = failure
+            guard state.phase != .cancelled else { return true }
             state.destinationRoutes = routes
+            return false
         }
+        // Cancelled while resolving: the source must not keep looking these addresses up.
+        if cancelled { routes?.cancel() }
     }
 
     /// Resolves the host name again on a thread of its own; if its addresses changed, follows the

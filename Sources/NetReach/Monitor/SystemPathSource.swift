@@ -122,10 +122,16 @@ public final class SystemPathSource: PathSource {
                 state.holders += 1
                 return engine
             }
+            // The engine is not created yet when the closure is made: it is handed over by identity.
+            let sender = EngineReference()
             let engine = NetlinkEngine(
                 configuration: configuration,
                 destinations: { [weak self] in self?.state.withLock { Set($0.destinationCounts.keys) } ?? [] },
-                publish: { [weak self] snapshot in self?.deliver(snapshot) })
+                publish: { [weak self] snapshot in
+                    guard let engine = sender.engine else { return }
+                    self?.deliver(snapshot, from: engine)
+                })
+            sender.engine = engine
             state.holders = 1
             state.engine = engine
             state.launches += 1
@@ -199,10 +205,13 @@ public final class SystemPathSource: PathSource {
     }
 
     #if os(Linux)
-    private func deliver(_ snapshot: SystemSnapshot) {
+    private func deliver(_ snapshot: SystemSnapshot, from engine: NetlinkEngine) {
         deliveryLock.lock()
         defer { deliveryLock.unlock() }
-        let receivers = state.withLock { state in
+        let receivers = state.withLock { state -> [@Sendable (SystemSnapshot) -> Void] in
+            // A stopped (or detached) engine may finish a batch after a new one started: its late
+            // snapshot is older than the new engine's and must reach no one.
+            guard state.engine === engine else { return [] }
             state.latest = snapshot
             let receivers = Array(state.subscribers.values)
             if snapshot.observationFailure != nil {
@@ -239,3 +248,13 @@ public final class SystemPathSource: PathSource {
     }
     #endif
 }
+
+#if os(Linux)
+/// The engine a publish closure speaks for, set once right after the engine is made (the closure
+/// must exist first). Weak: the source's state owns the engine.
+private final class EngineReference: @unchecked Sendable {
+    // @unchecked: written once, under the source's state lock, before the engine's thread starts
+    // (`launch()` comes after), and only read afterwards on that thread.
+    weak var engine: NetlinkEngine?
+}
+#endif

@@ -87,14 +87,20 @@ public final class NetworkService: Sendable {
     /// destination (a request to 127.0.0.1 needs no default route; one to an address behind a
     /// split tunnel waits for the tunnel); for any other host name, the path to the internet,
     /// since resolving names is the transport's business.
-    private func pathMonitor(for url: URL) -> PathMonitor? {
+    private func pathMonitor(for url: URL) async -> PathMonitor? {
         // A monitor that is not observing (not started, cancelled, failed) explains nothing, and
         // neither would one made from it.
         guard let monitor, monitor.currentPath.unsatisfiedReason != .monitorUnavailable,
               let host = url.host?.lowercased() else { return monitor }
         let destination = PathDestination(host)
         if case .host(let name) = destination, name != "localhost" { return monitor }
-        return destinationMonitors.monitor(for: destination) { monitor.monitoring(destination) }
+        if let existing = destinationMonitors.existing(for: destination) { return existing }
+        // Starting one resolves `localhost` and waits for the source's first answer: blocking work,
+        // done on a thread of its own rather than on the concurrency pool.
+        let made = await withCheckedContinuation { (continuation: CheckedContinuation<PathMonitor, Never>) in
+            Thread { continuation.resume(returning: monitor.monitoring(destination)) }.start()
+        }
+        return destinationMonitors.keep(made, for: destination)
     }
 
     /// Every ``WaitingEvent`` from now on; any number of consumers, each with its own sequence.
@@ -123,7 +129,7 @@ public final class NetworkService: Sendable {
             throw .invalidURL(Self.describe(request.target, baseURL))
         }
         let url = target.url
-        let monitor = pathMonitor(for: url)
+        let monitor = await pathMonitor(for: url)
         let policy = self.policy.applying(request.policyOverrides)
         let head = makeHead(request, target: target)
         let clock = ContinuousClock()
@@ -302,7 +308,7 @@ extension HTTPField.Name {
 }
 
 /// The service's per-destination monitors, keyed by destination; at most `limit`, so a client
-/// that talks to ever new addresses cannot grow them without bound (the oldest is let go, and
+/// that talks to ever new addresses cannot grow them without bound (the least recently used is let go, and
 /// stops once no request holds it).
 private final class DestinationMonitors: @unchecked Sendable {
     // @unchecked: `monitors` and `order` are only touched while `lock` is held.
@@ -311,15 +317,17 @@ private final class DestinationMonitors: @unchecked Sendable {
     private var order: [PathDestination] = []
     private let limit = 32
 
-    func monitor(for destination: PathDestination, make: () -> PathMonitor) -> PathMonitor {
+    /// The monitor kept for `destination`, now the most recently used.
+    func existing(for destination: PathDestination) -> PathMonitor? {
         lock.lock()
-        if let existing = monitors[destination] {
-            lock.unlock()
-            return existing
-        }
-        lock.unlock()
-        // Made outside the lock: starting resolves and waits for the first lookups.
-        let made = make()
+        defer { lock.unlock() }
+        guard let monitor = monitors[destination] else { return nil }
+        if let position = order.firstIndex(of: destination) { order.append(order.remove(at: position)) }
+        return monitor
+    }
+
+    /// Keeps `made` for `destination`, unless another request kept one first (then that one).
+    func keep(_ made: PathMonitor, for destination: PathDestination) -> PathMonitor {
         lock.lock()
         if let raced = monitors[destination] {
             lock.unlock()
@@ -328,7 +336,8 @@ private final class DestinationMonitors: @unchecked Sendable {
         }
         monitors[destination] = made
         order.append(destination)
-        // Dropped, not cancelled: a request may still be waiting on it; it stops when released.
+        // The least recently used is dropped, not cancelled: a request may still be waiting on it;
+        // it stops when released.
         if order.count > limit { monitors.removeValue(forKey: order.removeFirst()) }
         lock.unlock()
         return made
