@@ -236,6 +236,21 @@ struct RouteTruthIntegrationTests {
         }
     }
 
+    @Test func anOptimisticAddressStillInDADIsAlreadyASource() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, defaultRoutes: false)) { lab in
+            try await LabCommand.ip(["netns", "exec", lab.name, "sysctl", "-qw", "net.ipv6.conf.veth0.accept_dad=1",
+                                     "net.ipv6.conf.veth0.optimistic_dad=1", "net.ipv6.conf.veth0.use_optimistic=1"])
+            let monitor = PathMonitor.started(in: lab)
+            defer { monitor.cancel() }
+            // Tentative (DAD runs about a second) but optimistic (RFC 4429): the kernel sends from it.
+            try await lab.ip("-6", "addr", "add", "2001:db8:123::2/64", "dev", "veth0", "optimistic")
+            try await lab.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "veth0")
+            let truth = try await expectAgreement(monitor, in: lab)
+            #expect(truth[.ipv6] == .route(device: "veth0", gateway: IPAddress("fe80::1"), source: IPAddress("2001:db8:123::2"), linkdown: false))
+            #expect(monitor.currentPath.supportsIPv6)
+        }
+    }
+
     @Test func anExpiredRouterAdvertisementRouteStopsCountingWhenItExpires() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, ipv6: true, defaultRoutes: false)) { lab in
             let monitor = PathMonitor.started(in: lab)
