@@ -85,6 +85,15 @@ let package = Package(
             // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
             exclude: ["Fixtures"]
         ),
+        // README and DocC snippets, extracted by scripts/extract-snippets.py: building them is the check.
+        .testTarget(
+            name: "SnippetChecks",
+            dependencies: [
+                "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachAsyncHTTPClient",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),   // ChoosingATransport imports it
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

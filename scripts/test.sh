@@ -2,6 +2,8 @@
 # Runs NetReach's tests: the README's test command, and what CI runs.
 #
 # - Installs iproute2 when it is missing and we are root (the namespace suites need `ip`).
+# - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
+#   the build compiles them (Tests/SnippetChecks).
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
 # - Runs `swift test`: unit suites always; the network-namespace suites when root (they skip with a
 #   message otherwise, and must run, not skip, when CI=true).
@@ -23,6 +25,20 @@ if ! command -v ip >/dev/null 2>&1; then
 fi
 if [ "${CI:-}" = "true" ] && [ "$(id -u)" != "0" ]; then
     echo "error: CI=true requires root: the network-namespace suites must run, not skip" >&2
+    exit 1
+fi
+
+echo "== README/DocC snippets are extracted (Tests/SnippetChecks; the build compiles them)"
+if ! command -v python3 >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-minimal >/dev/null
+fi
+snippets=0
+python3 scripts/extract-snippets.py --check || snippets=$?
+if [ "$snippets" = 1 ]; then
+    echo "error: README/DocC snippets changed: run scripts/extract-snippets.py and commit" >&2
+    exit 1
+elif [ "$snippets" != 0 ]; then
+    echo "error: scripts/extract-snippets.py could not run, or could not read a document (above)" >&2
     exit 1
 fi
 
