@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs NetReach's tests: the README's test command, and what CI runs.
 #
-# - Installs iproute2 when it is missing and we are root (the namespace suites need `ip`).
+# - Installs iproute2, python3 and util-linux when missing and we are root (the namespace suites
+#   need `ip`, python3 with ctypes, `unshare`).
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
@@ -16,11 +17,17 @@ tsan=false
 [ "${CI:-}" = "true" ] && tsan=true
 [ "${1:-}" = "--tsan" ] && tsan=true
 
-if ! command -v ip >/dev/null 2>&1; then
+# What the namespace suites run: ip (iproute2), python3 with ctypes (tun devices held open, glibc's
+# resolver asked what it read), unshare and mount (util-linux: a private mount namespace).
+missing=""
+command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
+python3 -c 'import ctypes, fcntl' >/dev/null 2>&1 || missing="$missing python3"
+command -v unshare >/dev/null 2>&1 || missing="$missing util-linux"
+if [ -n "$missing" ]; then
     if [ "$(id -u)" = "0" ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
     else
-        echo "note: iproute2 (ip) is missing; namespace suites will fail to set up" >&2
+        echo "note: missing$missing; namespace suites will fail to set up" >&2
     fi
 fi
 if [ "${CI:-}" = "true" ] && [ "$(id -u)" != "0" ]; then
@@ -29,9 +36,6 @@ if [ "${CI:-}" = "true" ] && [ "$(id -u)" != "0" ]; then
 fi
 
 echo "== README/DocC snippets are extracted (Tests/SnippetChecks; the build compiles them)"
-if ! command -v python3 >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-minimal >/dev/null
-fi
 snippets=0
 python3 scripts/extract-snippets.py --check || snippets=$?
 if [ "$snippets" = 1 ]; then
@@ -58,7 +62,7 @@ echo "== swift test"
 swift test --skip-build
 
 if $tsan; then
-    suites='ConcurrencyStressTests|PathMonitorTests|NetworkServiceTests|ServiceSafetyTests|TransportConformanceTests'
+    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|TransportConformanceTests'
     echo "== ThreadSanitizer: $suites"
     # One test at a time: TSan multiplies CPU cost many times over, and 67 tests, each with its own
     # event loops and sockets, at once on two cores starve each other past their timeouts (seen

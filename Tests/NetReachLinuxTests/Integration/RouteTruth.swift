@@ -71,6 +71,12 @@ extension NetnsLab {
                       source: entry.prefsrc.flatMap(IPAddress.init), linkdown: !hasCarrier)
     }
 
+    /// Writes a network sysctl of the lab (`/proc/sys/net/...` as seen from inside it; no
+    /// `sysctl` binary needed).
+    func setSysctl(_ path: String, _ value: String) async throws {
+        try await LabCommand.ip(["netns", "exec", name, "sh", "-c", "echo \(value) > /proc/sys/\(path)"])
+    }
+
     /// The kernel's answers for both families.
     func routeTruth() async throws -> [Family: RouteTruth] {
         [.ipv4: try await routeGet(.ipv4), .ipv6: try await routeGet(.ipv6)]

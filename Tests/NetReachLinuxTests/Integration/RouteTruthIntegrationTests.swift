@@ -183,7 +183,7 @@ struct RouteTruthIntegrationTests {
 
     @Test func nexthopRoutesCountWithCompatModeOff() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
-            try await LabCommand.ip(["netns", "exec", lab.name, "sysctl", "-qw", "net.ipv4.nexthop_compat_mode=0"])
+            try await lab.setSysctl("net/ipv4/nexthop_compat_mode", "0")
             try await lab.ip("nexthop", "add", "id", "7", "via", NetnsLab.ipv4Gateway, "dev", "veth0")
             try await lab.ip("-4", "route", "add", "default", "nhid", "7")
             let monitor = PathMonitor.started(in: lab)
@@ -238,8 +238,9 @@ struct RouteTruthIntegrationTests {
 
     @Test func anOptimisticAddressStillInDADIsAlreadyASource() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, defaultRoutes: false)) { lab in
-            try await LabCommand.ip(["netns", "exec", lab.name, "sysctl", "-qw", "net.ipv6.conf.veth0.accept_dad=1",
-                                     "net.ipv6.conf.veth0.optimistic_dad=1", "net.ipv6.conf.veth0.use_optimistic=1"])
+            for name in ["accept_dad", "optimistic_dad", "use_optimistic"] {
+                try await lab.setSysctl("net/ipv6/conf/veth0/\(name)", "1")
+            }
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             // Tentative (DAD runs about a second) but optimistic (RFC 4429): the kernel sends from it.
