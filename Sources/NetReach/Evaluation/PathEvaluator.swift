@@ -211,7 +211,7 @@ public enum PathEvaluator {
 
         /// Why there is no route, told by the links: the furthest any allowed link got.
         func linkReason(family: IPAddress.Family) -> UnsatisfiedReason {
-            var furthest: UnsatisfiedReason?
+            var furthest: Failure?
             var excludedExists = false
             var addressed = Set<Int>()
             for address in snapshot.addressTable.values where address.address.family == family && address.isUsable {
@@ -221,19 +221,12 @@ public enum PathEvaluator {
                 let type = classification.type(of: link)
                 if type == .loopback { continue }
                 guard requirements.allows(type) else { excludedExists = true; continue }
-                let reason: UnsatisfiedReason
-                if !link.isOperational {
-                    reason = .linkDown
-                } else if !addressed.contains(link.index) {
-                    reason = .noAddress
-                } else {
-                    reason = .noDefaultRoute
-                }
-                if Failure(reason: reason, fromRoute: false).weight > furthest.map({ Failure(reason: $0, fromRoute: false).weight }) ?? -1 {
-                    furthest = reason
-                }
+                let reason: UnsatisfiedReason = !link.isOperational ? .linkDown
+                    : !addressed.contains(link.index) ? .noAddress : .noDefaultRoute
+                let failure = Failure(reason: reason, fromRoute: false)
+                if failure.weight > furthest?.weight ?? -1 { furthest = failure }
             }
-            return furthest ?? (excludedExists ? .excludedByRequirements : .noInterface)
+            return furthest?.reason ?? (excludedExists ? .excludedByRequirements : .noInterface)
         }
     }
 
