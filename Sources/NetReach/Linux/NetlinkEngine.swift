@@ -4,15 +4,15 @@ import Foundation
 import Glibc
 
 /// The thread that reads the kernel: a netlink socket for notifications, a second one for dumps and
-/// route lookups, one inotify descriptor for resolv.conf and one eventfd to stop it, all in a
-/// blocking `poll` with no timeout (unless a route the kernel uses is due to expire), so an idle
-/// monitor makes no wakeups. It keeps a ``SnapshotStore``, asks the kernel for its route choice
+/// route lookups, an inotify descriptor for resolv.conf, the watched namespace's watch, and two
+/// eventfds (stop; look routes up again), all in a blocking `poll` with no timeout (unless a route
+/// the kernel uses is due to expire), so an idle monitor makes no wakeups. It keeps a ``SnapshotStore``, asks the kernel for its route choice
 /// after every batch of messages that can change it, and hands each changed snapshot to
 /// `publish`, once per batch of messages read in one wakeup.
 final class NetlinkEngine: @unchecked Sendable {
     // @unchecked: the socket, watcher and store exist only as locals of `run()` on the engine's own
-    // thread; `readiness` is guarded by its lock; `wakeFD` is written with write(2), which is
-    // thread-safe, and closed only in deinit, after every user has let go.
+    // thread; `readiness` is guarded by its lock; `wakeFD` and `refreshFD` are written with
+    // write(2), which is thread-safe, and closed only in deinit, after every user has let go.
     private let configuration: SystemPathSource.Configuration
     private let publish: @Sendable (SystemSnapshot) -> Void
     /// The addresses per-destination monitors want looked up; read at each refresh.
