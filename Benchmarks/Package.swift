@@ -12,7 +12,9 @@ let package = Package(
     name: "NetReachBenchmarks",
     dependencies: [
         // `name:` keeps `package: "NetReach"` valid whatever the checkout's directory is called.
-        .package(name: "NetReach", path: ".."),
+        // NETREACH_PACKAGE_PATH (set by run-latency.sh): a `git archive` of one commit, so edits in
+        // progress in the working tree never reach a measured binary.
+        .package(name: "NetReach", path: Context.environment["NETREACH_PACKAGE_PATH"] ?? ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         // The versions NetReach itself resolves; HTTPOverhead's server and options need them directly.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -8,6 +8,9 @@
 #   Benchmarks/run-latency.sh --same-peer-index    # the rate-limited linkwatch case (see RESULTS.md)
 #
 # Extra arguments go to every DetectionLatency run. Output: Benchmarks/.build/latency-runs/<time>-<pid>/.
+# SWIFT_BUILD_FLAGS (word-split) is added to every `swift build`, e.g.
+#   SWIFT_BUILD_FLAGS="-Xswiftc -no-whole-module-optimization"   # when the WMO release build fails
+# STATIC_CLI=0 skips the --static-swift-stdlib CLI build (and its memory sample).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 runs="${RUNS:-3}"
@@ -32,13 +35,24 @@ trap 'exit 130' INT TERM
 
 cd "$here"
 echo "== building (release)" >&2
-timeout 1200 swift build -c release --product DetectionLatency >&2
-timeout 1200 swift build -c release --package-path "$here/.." --scratch-path "$here/.build/cli" --product netreach >&2
-# The same CLI with the Swift runtime and Foundation linked statically, for comparison.
-timeout 1200 swift build -c release --static-swift-stdlib --package-path "$here/.." --scratch-path "$here/.build/cli-static" --product netreach >&2
-harness="$(swift build -c release --show-bin-path)/DetectionLatency"
-cli="$here/.build/cli/release/netreach"
-cli_static="$here/.build/cli-static/release/netreach"
+# NETREACH_REV (default HEAD): the library is built from `git archive` of that commit in
+# Benchmarks/.build/src/<commit>/, never from the working tree, so others' edits in progress are not measured.
+rev="$(git -C "$here/.." rev-parse --short "${NETREACH_REV:-HEAD}")"
+src="$here/.build/src/$rev"
+if [[ ! -f "$src/Package.swift" ]]; then
+    mkdir -p "$src.tmp" && git -C "$here/.." archive "$rev" | tar -x -C "$src.tmp" && mv "$src.tmp" "$src"
+fi
+export NETREACH_PACKAGE_PATH="$src"
+read -r -a build_flags <<< "${SWIFT_BUILD_FLAGS:-}"
+timeout 1200 swift build -c release "${build_flags[@]}" --product DetectionLatency >&2
+timeout 1200 swift build -c release "${build_flags[@]}" --package-path "$src" --scratch-path "$here/.build/cli" --product netreach >&2
+cli_args=(--cli "$here/.build/cli/release/netreach")
+if [[ "${STATIC_CLI:-1}" != 0 ]]; then
+    # The same CLI with the Swift runtime and Foundation linked statically, for comparison.
+    timeout 1200 swift build -c release "${build_flags[@]}" --static-swift-stdlib --package-path "$src" --scratch-path "$here/.build/cli-static" --product netreach >&2
+    cli_args+=(--cli "$here/.build/cli-static/release/netreach")
+fi
+harness="$(swift build -c release "${build_flags[@]}" --show-bin-path)/DetectionLatency"
 
 mkdir -p "$out"
 # Resident-memory floors for a Swift process on this machine (see RESULTS.md): measured once.
@@ -51,12 +65,13 @@ for base in plain essentials foundation; do
 done | tee "$out/rss-baselines.txt"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)" | tee "$out/machine.txt"
 echo "swift: $(swift --version 2>&1 | head -1)" | tee -a "$out/machine.txt"
-echo "commit: $(git -C "$here/.." rev-parse --short HEAD) ($(git -C "$here/.." status --short -- Sources | wc -l) changed files under Sources/)" | tee -a "$out/machine.txt"
+echo "commit: $rev (built from git archive $src; working tree HEAD $(git -C "$here/.." rev-parse --short HEAD))" | tee -a "$out/machine.txt"
+echo "build flags: -c release ${SWIFT_BUILD_FLAGS:-}" | tee -a "$out/machine.txt"
 
 for run in $(seq 1 "$runs"); do
     echo "== run $run/$runs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     # Bounded: a run takes ~1 min; a stuck one is killed and its namespaces removed by cleanup.
-    timeout --signal=TERM --kill-after=10 600 "$harness" --namespace "$prefix-$run" --cli "$cli" --cli "$cli_static" \
+    timeout --signal=TERM --kill-after=10 600 "$harness" --namespace "$prefix-$run" "${cli_args[@]}" \
         --json "$out/run-$run.json" "$@" > "$out/run-$run.txt" &
     child=$!
     status=0
@@ -107,4 +122,17 @@ row("netreach watch VmRSS (MB, target < 15)", lambda r: cli(r, 0, "rssKB"), "{:.
 row("netreach watch VmHWM (MB)", lambda r: cli(r, 0, "hwmKB"), "{:.1f}")
 row("netreach watch RssFile (MB, shared libraries)", lambda r: cli(r, 0, "fileKB"), "{:.1f}")
 row("netreach watch --static-swift-stdlib VmRSS (MB)", lambda r: cli(r, 1, "rssKB"), "{:.1f}")
+def cligroup(r, kind):
+    c = r.get("cliLatency") or {}
+    for g in c.get("groups", []):
+        if g["kind"].startswith(kind): return g
+    return None
+for kind, label in [("route changes", "route"), ("link changes", "link"), ("all changes", "all")]:
+    row(f"CLI {label}: ip monitor p50 (µs)", lambda r: (cligroup(r, kind) or {}).get("ipMonitor", {}).get("p50"))
+    row(f"CLI {label}: watch --json p50 (µs)", lambda r: (cligroup(r, kind) or {}).get("watch", {}).get("p50"))
+    row(f"CLI {label}: p50 ratio watch/ip (target <= 1.2)", lambda r: (cligroup(r, kind) or {}).get("p50Ratio"), "{:.2f}")
+row("CLI: per-change watch − ip p50 (µs)", lambda r: (cligroup(r, "all changes") or {}).get("delta", {}).get("p50"))
+row("CLI: timeouts", lambda r: (r.get("cliLatency") or {}).get("timeouts"), "{:d}")
+row("CLI: watch CPU per change (µs, schedstat)", lambda r: (r.get("cliLatency") or {}).get("watchCPUMicrosPerChange"))
+row("CLI: ip monitor CPU per change (µs, schedstat)", lambda r: (r.get("cliLatency") or {}).get("ipCPUMicrosPerChange"))
 PY

@@ -3,7 +3,12 @@
 //
 //   DetectionLatency [--flaps 200] [--pause-ms 10] [--storm 10000] [--idle-seconds 10]
 //                    [--namespace NAME] [--cli PATH]... [--json PATH] [--same-peer-index] [--small-buffer BYTES]
-//                    [--second-wait-seconds S]
+//                    [--second-wait-seconds S] [--cli-flaps 100]
+//
+// With --cli, a last phase runs the first CLI as `netreach watch --json --namespace NAME` and
+// `ip -n NAME -o monitor link address route` side by side, both started before, each writing into
+// a pipe read by a thread of ours that timestamps every line on arrival (CLOCK_MONOTONIC), and makes
+// --cli-flaps route flaps + link flaps while the in-process monitor and the floor are stopped.
 //
 // Both readers watch the same changes at the same time: the floor (a C thread blocked in poll on
 // a NETLINK_ROUTE socket that timestamps right after recv) and a NetReach PathMonitor (timestamp
@@ -29,6 +34,7 @@ struct Options {
     var samePeerIndex = false
     var smallBuffer = 2048
     var secondWaitSeconds = 10
+    var cliFlaps = 100
 
     init() {
         var arguments = CommandLine.arguments.dropFirst()
@@ -49,6 +55,7 @@ struct Options {
             case "--same-peer-index": samePeerIndex = true
             case "--small-buffer": smallBuffer = Int(value(flag)) ?? smallBuffer
             case "--second-wait-seconds": secondWaitSeconds = Int(value(flag)) ?? secondWaitSeconds
+            case "--cli-flaps": cliFlaps = Int(value(flag)) ?? cliFlaps
             default: fail("unknown option \(flag)")
             }
         }
@@ -115,6 +122,7 @@ struct Report: Codable {
     var idleFloorSwitches: Int
     var idleOtherThreads: [String]
     var cli: [CLIMemory]
+    var cliLatency: CLILatency?
 }
 
 func readFile(_ path: String) -> String {
@@ -434,10 +442,15 @@ func describe(_ path: NetworkPath) -> String {
 
 var storms: [StormResult] = []
 func gatewayList(_ path: NetworkPath) -> [String] { path.gateways.map { "\($0)" } }
-log("storm 1: \(options.storm) route changes (delete/add), as fast as the kernel takes them, then the probe")
-storms.append(storm("route delete/add", cycle: [.routeDelete, .routeAdd], changes: options.storm,
-                    expected: { $0.status == .satisfied && gatewayList($0) == [Namespaces.gateway, Namespaces.probeGateway] },
-                    expectedText: "satisfied, gateways [\(Namespaces.gateway), \(Namespaces.probeGateway)]"))
+// Since the library follows the kernel's own route lookup (5f6487e), a second default route through
+// the same interface with a higher metric is not in the path at all: the probe must be what the
+// kernel then uses. So the route storms run add/delete from "no default route", end without one, and
+// the probe (via 192.0.2.3) becomes the route the kernel chooses.
+log("storm 1: \(options.storm) route changes (add/delete), as fast as the kernel takes them, then the probe")
+apply(.routeDelete)
+storms.append(storm("route add/delete", cycle: [.routeAdd, .routeDelete], changes: options.storm,
+                    expected: { $0.status == .satisfied && gatewayList($0) == [Namespaces.probeGateway] },
+                    expectedText: "satisfied, gateways [\(Namespaces.probeGateway)] only"))
 log("storm 2: \(options.storm) mixed changes (link down, link up, route add, route delete), then the probe")
 storms.append(storm("link down/up + route add/delete", cycle: [.linkDown, .linkUp, .routeReadd, .routeDelete],
                     changes: options.storm,
@@ -461,11 +474,13 @@ for _ in 0..<100 where smallEngineCandidate == nil {
 }
 let smallEngineTID = smallEngineCandidate ?? -1
 log("storm 3: \(options.storm) route changes, plus a second monitor with a \(options.smallBuffer)-byte receive buffer")
-storms.append(storm("route delete/add, 2nd monitor with a \(options.smallBuffer)-byte buffer", cycle: [.routeDelete, .routeAdd], changes: options.storm,
-                    expected: { $0.status == .satisfied && gatewayList($0) == [Namespaces.gateway, Namespaces.probeGateway] },
-                    expectedText: "satisfied, gateways [\(Namespaces.gateway), \(Namespaces.probeGateway)]",
+apply(.routeDelete)
+storms.append(storm("route add/delete, 2nd monitor with a \(options.smallBuffer)-byte buffer", cycle: [.routeAdd, .routeDelete], changes: options.storm,
+                    expected: { $0.status == .satisfied && gatewayList($0) == [Namespaces.probeGateway] },
+                    expectedText: "satisfied, gateways [\(Namespaces.probeGateway)] only",
                     second: (small, smallRecorder)))
 small.cancel()
+apply(.routeAdd)
 
 // MARK: Idle
 
@@ -550,6 +565,7 @@ final class LineCounter: @unchecked Sendable {
 
 monitor.cancel()
 nrb_floor_stop()
+let cliLatency = options.clis.first.flatMap { options.cliFlaps > 0 ? measureCLILatency($0) : nil }
 namespaces.tearDown()
 let loadAfter = readFile("/proc/loadavg")
 
@@ -565,7 +581,7 @@ let report = Report(
     latencyPhaseFloorCPUPerChange: Double(latencyCPU.floor) / 1000 / Double(latencyChanges),
     storms: storms, idleSeconds: options.idleSeconds,
     idleEngineSwitches: switches(engineTID), idleFloorSwitches: switches(nrb_floor_tid()),
-    idleOtherThreads: otherThreads, cli: cliMemory)
+    idleOtherThreads: otherThreads, cli: cliMemory, cliLatency: cliLatency)
 
 func yesNo(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
 var out = ""
@@ -615,6 +631,20 @@ for cli in cliMemory {
     } else {
         say("netreach watch: \(cli.note) [\(cli.path)]")
     }
+}
+if let c = cliLatency {
+    say("")
+    say("netreach watch --json vs ip -o monitor link address route (both into pipes, lines timestamped on arrival), \(c.flaps) route flaps + \(c.flaps) link flaps, \(options.pauseMS) ms apart, \(c.timeouts) timeouts, in-process monitor and floor stopped [\(c.cli)]")
+    for group in c.groups {
+        say("  \(group.kind)")
+        say("    ip monitor \(group.ipMonitor.line)")
+        say("    watch      \(group.watch.line)")
+        say("    watch−ip   \(group.delta.line)")
+        say(String(format: "    p50 ratio watch/ip: %.2f× (target ≤ 1.2×: %@)", group.p50Ratio, yesNo(group.p50Ratio <= 1.2)))
+    }
+    say(String(format: "  CPU per change (schedstat of live threads): watch %.1f µs, ip monitor %.1f µs; by utime+stime ticks: watch %.1f µs, ip %.1f µs",
+               c.watchCPUMicrosPerChange, c.ipCPUMicrosPerChange, c.watchTickCPUMicrosPerChange, c.ipTickCPUMicrosPerChange))
+    say("  lines: watch \(c.watchLines), ip monitor \(c.ipLines); load before \(c.loadBefore)")
 }
 let other = diagnostics.otherMessages
 if !other.isEmpty { say("NetReach diagnostics: \(other.prefix(5).joined(separator: " | "))") }
