@@ -117,6 +117,7 @@ struct NetlinkBytes {
     static let tentative = UInt32(IFA_F_TENTATIVE), dadFailed = UInt32(IFA_F_DADFAILED), permanent = UInt32(IFA_F_PERMANENT)
     static let scopeLink = UInt8(RT_SCOPE_LINK.rawValue), scopeHost = UInt8(RT_SCOPE_HOST.rawValue)
 
+    static let rtaDst = UInt16(RTA_DST.rawValue)
     static let rtaOif = UInt16(RTA_OIF.rawValue), rtaGateway = UInt16(RTA_GATEWAY.rawValue)
     static let rtaPriority = UInt16(RTA_PRIORITY.rawValue), rtaTable = UInt16(RTA_TABLE.rawValue)
     static let rtaMultipath = UInt16(RTA_MULTIPATH.rawValue)

@@ -205,32 +205,60 @@ struct RtnetlinkParserRouteTests {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, table: NL.mainTable),
             attributes: [.u32(NL.rtaTable, 1000), .address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute)
+        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4)))
     }
 
     @Test func tableByteOtherThanMainIsIgnored() throws {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, table: 100),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute)
+        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4)))
     }
 
     @Test func nonDefaultDestinationIsIgnored() throws {
         let buffer = NetlinkBytes().message(
-            NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 24), attributes: [.u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute)
+            NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 24),
+            attributes: [.address(NL.rtaDst, "192.0.2.0"), .u32(NL.rtaOif, 2)])
+        #expect(try onlyMessage(buffer) == .ignoredRoute(RouteCoverage(family: .ipv4, prefix: [192, 0, 2, 0], length: 24, sourceSpecific: false)))
     }
 
     @Test func blackholeDefaultRouteIsIgnored() throws {
         let buffer = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet, type: NL.blackhole))
         #expect(NL.blackhole == 6)
-        #expect(try onlyMessage(buffer) == .ignoredRoute)
+        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4)))
     }
 
     @Test func deletionOfANonDefaultRouteIsIgnored() throws {
         let buffer = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet6, destinationLength: 64), attributes: [.u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute)
+        // No RTA_DST: the prefix reads as zeros (::/64).
+        #expect(try onlyMessage(buffer) == .ignoredRoute(RouteCoverage(family: .ipv6, prefix: [], length: 64, sourceSpecific: false)))
+    }
+
+    @Test func aRouteCoversTheAddressesInItsPrefix() {
+        let openVPNHalf = RouteCoverage(family: .ipv4, prefix: [0, 0, 0, 0], length: 1, sourceSpecific: false)
+        #expect(openVPNHalf.covers(ip("8.8.8.8")) && !openVPNHalf.covers(ip("198.51.100.1")))
+        let host = RouteCoverage(family: .ipv4, prefix: [10, 1, 2, 3], length: 32, sourceSpecific: false)
+        #expect(!host.covers(ip("8.8.8.8")) && host.covers(ip("10.1.2.3")))
+        #expect(RouteCoverage.everything(.ipv6).covers(ip("2001:4860:4860::8888")) && !RouteCoverage.everything(.ipv6).covers(ip("8.8.8.8")))
+        #expect(RouteCoverage(family: .ipv6, prefix: [0x20, 0x01, 0x0d, 0xb8], length: 32, sourceSpecific: true).covers(ip("2001:4860::1")))
+        #expect(!RouteCoverage.nothing.covers(ip("8.8.8.8")))
+    }
+
+    @Test func aBatchOfRoutesElsewhereAsksTheKernelNothing() {
+        var reader = MessageReader(sysfs: nil)
+        reader.lookupsStale = false
+        var batch = NetlinkBytes()
+        for third in 0..<200 {
+            batch = batch.message(NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 32),
+                                  attributes: [.address(NL.rtaDst, "10.99.\(third).1"), .u32(NL.rtaOif, 2)])
+        }
+        _ = batch.bytes.withUnsafeBytes { reader.apply($0) }
+        #expect(!reader.lookupsStale, "no route of the batch covers 8.8.8.8 or 2001:4860:4860::8888")
+        let split = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 1),
+                                           attributes: [.address(NL.rtaDst, "0.0.0.0"), .u32(NL.rtaOif, 5)])
+        _ = split.bytes.withUnsafeBytes { reader.apply($0) }
+        #expect(reader.lookupsStale, "0.0.0.0/1 covers 8.8.8.8")
     }
 }
 

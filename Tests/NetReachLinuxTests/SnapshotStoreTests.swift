@@ -166,7 +166,7 @@ struct SnapshotStoreTests {
     }
 
     @Test(arguments: [
-        RtnetlinkMessage.ignoredRoute, .done(interrupted: false), .done(interrupted: true), .error(errno: 16),
+        RtnetlinkMessage.ignoredRoute(.everything(.ipv4)), .done(interrupted: false), .done(interrupted: true), .error(errno: 16),
         .error(errno: 0), .other(type: 28),
     ])
     func messagesWithoutStateChangeNothing(message: RtnetlinkMessage) {

@@ -106,15 +106,7 @@ public struct SystemSnapshot: Sendable, Hashable {
 
         /// Whether `other` lies inside this address's prefix (the on-link network).
         public func contains(_ other: IPAddress) -> Bool {
-            guard other.family == address.family else { return false }
-            var remaining = Int(prefixLength)
-            for (mine, theirs) in zip(address.bytes, other.bytes) {
-                guard remaining > 0 else { return true }
-                let mask: UInt8 = remaining >= 8 ? 0xff : ~(0xff >> UInt8(remaining))
-                guard mine & mask == theirs & mask else { return false }
-                remaining -= 8
-            }
-            return true
+            other.family == address.family && other.isIn(prefix: address.bytes, length: Int(prefixLength))
         }
 
         /// The kernel identifies an address by interface, local address and prefix length.

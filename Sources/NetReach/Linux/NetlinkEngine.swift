@@ -197,12 +197,23 @@ struct MessageReader {
     let lookupAddresses: [IPAddress]
     /// The destinations of per-destination monitors, asked for at each refresh.
     let destinations: @Sendable () -> Set<IPAddress>
-    /// Set by every message that can change the kernel's route choice (links, addresses, routes of
-    /// any table, rules, nexthops): the lookups are asked again, once, before the next publish.
+    /// Set by every message that can change the kernel's answers (a link that changed, any address,
+    /// a route of any table that covers a looked-up address, rules, nexthops): the lookups are
+    /// asked again, once, before the next publish. A batch of routes elsewhere asks nothing.
     var lookupsStale = true
+    /// The internet lookup addresses and the destinations, as of the start of this drain.
+    private var lookedUp: [IPAddress] = []
     /// When a route the last lookups chose expires (an IPv6 route from a router advertisement):
     /// the kernel then stops using it without sending any message.
     private(set) var nextExpiry: ContinuousClock.Instant?
+    /// Each IPv6 lookup's last answer and when its route expires, so the table entry is asked for
+    /// its lifetime only when the answer changed or an expiry came due, not at every refresh.
+    private var timedAnswers: [TimedLookup: (lookup: RouteLookup, expiry: ContinuousClock.Instant?)] = [:]
+
+    private struct TimedLookup: Hashable {
+        var address: IPAddress
+        var interfaceIndex: Int?
+    }
     static let dumpTimeout: Int32 = 5000
     static let resyncAttempts = 5
     /// `rta_expires` counts clock ticks (USER_HZ).
@@ -215,6 +226,7 @@ struct MessageReader {
         self.sysfs = sysfs
         self.lookupAddresses = lookupAddresses
         self.destinations = destinations
+        lookedUp = lookupAddresses
     }
 
     /// Reads every pending notification. Returns whether the snapshot changed. An overrun (ENOBUFS),
@@ -225,6 +237,7 @@ struct MessageReader {
     ) throws(PathMonitorError) -> Bool {
         var needsResync = forceResync
         var changed = false
+        lookedUp = lookupAddresses + destinations()
         readLoop: while true {
             switch try events.receive(into: buffer) {
             case .wouldBlock: break readLoop
@@ -250,17 +263,31 @@ struct MessageReader {
     /// each monitored destination, and stores the answers. Returns whether they changed.
     mutating func refreshRouteLookups(requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
         lookupsStale = false
+        let now = ContinuousClock.now
+        // When an expiry came due, every lifetime is asked again (a router advertisement may have
+        // renewed the route meanwhile, with no message).
+        let expiryDue = nextExpiry.map { now >= $0 } ?? false
         var lookups: [IPAddress.Family: RouteLookup] = [:]
         var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
-        var expiresIn: Double?
+        var earliest: ContinuousClock.Instant?
+        var timed: [TimedLookup: (lookup: RouteLookup, expiry: ContinuousClock.Instant?)] = [:]
+        let previous = timedAnswers
         /// A lookup, and when its route expires: only IPv6 routes do (router advertisements), and
         /// only the table entry (fibmatch) tells when.
         func lookUpTimed(_ address: IPAddress, interfaceIndex: Int? = nil) throws(PathMonitorError) -> RouteLookup {
             let answer = try lookUp(address, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
-            if address.family == .ipv6, case .route = answer.lookup,
-               let seconds = try lookUp(address, interfaceIndex: interfaceIndex, fibMatch: true, requests: &requests, buffer: buffer).expiresIn {
-                expiresIn = min(expiresIn ?? seconds, seconds)
+            guard address.family == .ipv6, case .route = answer.lookup else { return answer.lookup }
+            let key = TimedLookup(address: address, interfaceIndex: interfaceIndex)
+            var expiry: ContinuousClock.Instant?
+            if !expiryDue, let known = previous[key], known.lookup == answer.lookup {
+                expiry = known.expiry
+            } else if let seconds = try lookUp(address, interfaceIndex: interfaceIndex, fibMatch: true,
+                                               requests: &requests, buffer: buffer).expiresIn {
+                // A few milliseconds late, so the kernel already treats the route as expired.
+                expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
             }
+            timed[key] = (answer.lookup, expiry)
+            if let expiry { earliest = min(earliest ?? expiry, expiry) }
             return answer.lookup
         }
         for address in lookupAddresses {
@@ -279,8 +306,8 @@ struct MessageReader {
         }
         var destinationLookups: [IPAddress: RouteLookup] = [:]
         for destination in destinations() { destinationLookups[destination] = try lookUpTimed(destination) }
-        // A few milliseconds late, so the kernel already treats the route as expired.
-        nextExpiry = expiresIn.map { ContinuousClock.now + .milliseconds(Int(($0 * 1000).rounded(.up)) + 5) }
+        timedAnswers = timed
+        nextExpiry = earliest
         return store.setRouteLookups(lookups, scoped: scoped, destinations: destinationLookups)
     }
 
@@ -399,12 +426,19 @@ struct MessageReader {
                 case .done, .error, .other:
                     break
                 case .newLink(var link):
-                    lookupsStale = true
                     if let sysfs, store.snapshot.links[link.index]?.name != link.name {
                         (link.deviceType, link.isWireless) = sysfs.facts(forInterface: link.name)
                     }
-                    outcome.changed = store.apply(.newLink(link)) || outcome.changed
+                    // A link message that changes nothing kept (statistics, an MTU) changes no route.
+                    if store.apply(.newLink(link)) {
+                        outcome.changed = true
+                        lookupsStale = true
+                    }
+                case .ignoredRoute(let coverage):
+                    if !lookupsStale, lookedUp.contains(where: coverage.covers) { lookupsStale = true }
                 default:
+                    // Addresses count even unchanged: a flag the store does not keep (deprecated,
+                    // optimistic) changes which source the kernel picks.
                     lookupsStale = true
                     outcome.changed = store.apply(envelope.message) || outcome.changed
                 }

@@ -8,9 +8,9 @@ enum RtnetlinkMessage: Sendable, Equatable {
     /// A default route change: one entry per next hop. `replaces` is set by NLM_F_REPLACE.
     case newDefaultRoute([SystemSnapshot.DefaultRoute], replaces: Bool)
     case deleteDefaultRoute([SystemSnapshot.DefaultRoute])
-    /// A route the monitor does not keep (not default, not main table, not unicast): O(1), dropped,
-    /// though it may change the kernel's route lookups.
-    case ignoredRoute
+    /// A route the monitor does not keep (not default, not main table, not unicast): dropped, with
+    /// the addresses it covers, since it may change the kernel's answer for those.
+    case ignoredRoute(RouteCoverage)
     /// A policy rule or nexthop object changed (RTM_NEWRULE/DELRULE, RTM_NEWNEXTHOP/DELNEXTHOP):
     /// nothing is kept, but the kernel's route lookups may differ.
     case routingPolicy
@@ -20,6 +20,27 @@ enum RtnetlinkMessage: Sendable, Equatable {
     case error(errno: Int32)
     /// NLMSG_OVERRUN or a type the monitor does not use.
     case other(type: UInt16)
+}
+
+/// Which destinations a route covers: its prefix (`RTA_DST`, network order) and length.
+struct RouteCoverage: Sendable, Equatable {
+    /// `nil` for families the monitor does not look up (multicast routing, MPLS): covers nothing.
+    var family: IPAddress.Family?
+    var prefix: [UInt8]
+    var length: UInt8
+    /// A source-specific route (`from PREFIX`): it may apply to any destination.
+    var sourceSpecific: Bool
+
+    static let nothing = RouteCoverage(family: nil, prefix: [], length: 0, sourceSpecific: false)
+    static func everything(_ family: IPAddress.Family) -> RouteCoverage {
+        RouteCoverage(family: family, prefix: [], length: 0, sourceSpecific: false)
+    }
+
+    /// Whether a packet to `address` could be routed by this route.
+    func covers(_ address: IPAddress) -> Bool {
+        guard family == address.family else { return false }
+        return sourceSpecific || address.isIn(prefix: prefix, length: Int(length))
+    }
 }
 
 /// A parsed message with the header fields that tell dump replies from notifications.

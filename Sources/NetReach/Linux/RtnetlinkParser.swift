@@ -136,9 +136,18 @@ enum RtnetlinkParser {
     private static func parseRoute(type: UInt16, replaces: Bool, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
         let family = body[0]
+        guard family == 2 || family == 10 else { return .ignoredRoute(.nothing) }
+        let routeFamily: IPAddress.Family = family == 2 ? .ipv4 : .ipv6
         // The O(1) exit that keeps a million-route table cheap: only unicast (type 1) default
-        // routes of IPv4/IPv6 with no source prefix are kept.
-        guard body[1] == 0, body[2] == 0, body[7] == 1, family == 2 || family == 10 else { return .ignoredRoute }
+        // routes with no source prefix are kept. Of the others only the addresses they cover are
+        // read, so the reader can tell whether the kernel's answers for its lookups may change.
+        guard body[1] == 0, body[2] == 0, body[7] == 1 else {
+            var destination: [UInt8] = []
+            try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
+                if attribute == 1 { destination = Array(value) }                            // RTA_DST
+            }
+            return .ignoredRoute(RouteCoverage(family: routeFamily, prefix: destination, length: body[1], sourceSpecific: body[2] != 0))
+        }
         var table = UInt32(body[4])
         var interfaceIndex: Int?
         var gateway: IPAddress?
@@ -156,13 +165,13 @@ enum RtnetlinkParser {
             default: break
             }
         }
-        guard table == SystemSnapshot.DefaultRoute.mainTable else { return .ignoredRoute }
-        let routeFamily: IPAddress.Family = family == 2 ? .ipv4 : .ipv6
+        guard table == SystemSnapshot.DefaultRoute.mainTable else { return .ignoredRoute(.everything(routeFamily)) }
         if hops.isEmpty, let interfaceIndex { hops = [(interfaceIndex, gateway)] }
         let routes = hops.map { hop in
             SystemSnapshot.DefaultRoute(family: routeFamily, interfaceIndex: hop.0, gateway: hop.1, metric: metric, table: table)
         }
-        guard !routes.isEmpty else { return .ignoredRoute }   // nexthop objects (RTA_NH_ID) are not followed
+        // A default route through a nexthop object (RTA_NH_ID) is not kept; the lookups follow it.
+        guard !routes.isEmpty else { return .ignoredRoute(.everything(routeFamily)) }
         return type == newRoute ? .newDefaultRoute(routes, replaces: replaces) : .deleteDefaultRoute(routes)
     }
 

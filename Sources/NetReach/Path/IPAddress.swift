@@ -52,6 +52,20 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         self.init(bytes: Array(buffer.prefix(isV6 ? 16 : 4)))
     }
 
+    /// Whether the first `length` bits equal those of `prefix` (network order; missing bytes count
+    /// as zero, as a route's prefix may be sent short).
+    func isIn(prefix: [UInt8], length: Int) -> Bool {
+        var remaining = length
+        for (index, byte) in bytes.enumerated() {
+            guard remaining > 0 else { return true }
+            let other = index < prefix.count ? prefix[index] : 0
+            let mask: UInt8 = remaining >= 8 ? 0xff : ~(0xff >> UInt8(remaining))
+            guard byte & mask == other & mask else { return false }
+            remaining -= 8
+        }
+        return true
+    }
+
     /// Whether this is a loopback address (127.0.0.0/8 or ::1).
     public var isLoopback: Bool {
         family == .ipv4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
