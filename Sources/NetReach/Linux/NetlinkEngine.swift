@@ -201,7 +201,9 @@ struct MessageReader {
     /// a route of any table that covers a looked-up address, rules, nexthops): the lookups are
     /// asked again, once, before the next publish. A batch of routes elsewhere asks nothing.
     var lookupsStale = true
-    /// The internet lookup addresses and the destinations, as of the start of this drain.
+    /// The internet lookup addresses and the destinations, as of the last refresh: a change of
+    /// destinations always asks for a refresh (``NetlinkEngine/requestRefresh()``), so this is never
+    /// behind when a message is read, and a wake-up takes no lock to know it.
     private var lookedUp: [IPAddress] = []
     /// When a route the last lookups chose expires (an IPv6 route from a router advertisement):
     /// the kernel then stops using it without sending any message.
@@ -237,7 +239,6 @@ struct MessageReader {
     ) throws(PathMonitorError) -> Bool {
         var needsResync = forceResync
         var changed = false
-        lookedUp = lookupAddresses + destinations()
         readLoop: while true {
             switch try events.receive(into: buffer) {
             case .wouldBlock: break readLoop
@@ -305,7 +306,9 @@ struct MessageReader {
             }
         }
         var destinationLookups: [IPAddress: RouteLookup] = [:]
-        for destination in destinations() { destinationLookups[destination] = try lookUpTimed(destination) }
+        let destinations = destinations()
+        lookedUp = lookupAddresses + destinations
+        for destination in destinations { destinationLookups[destination] = try lookUpTimed(destination) }
         timedAnswers = timed
         nextExpiry = earliest
         return store.setRouteLookups(lookups, scoped: scoped, destinations: destinationLookups)
