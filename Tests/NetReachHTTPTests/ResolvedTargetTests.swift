@@ -55,6 +55,16 @@ struct ResolvedTargetTests {
         #expect(up.url.absoluteString == "http://service.test/api/v2/items")
     }
 
+    @Test(arguments: ["http://127.0.0.1:99999/", "http://127.0.0.1:0/", "https://service.test:65536/x"])
+    func aPortNoConnectionCanUseIsAnInvalidURL(_ text: String) {
+        // AsyncHTTPClient traps on a port above 65535 (SocketAddress "Not enough bits"): it must
+        // never get one.
+        #expect(ResolvedTarget.resolve(.url(URL(string: text)!), queryItems: [], base: nil) == nil)
+        let base = ResolvedTarget.Base(URL(string: text)!)
+        #expect(ResolvedTarget.resolve(.path("/items"), queryItems: [], base: base) == nil)
+        #expect(ResolvedTarget.resolve(.url(URL(string: "http://127.0.0.1:65535/")!), queryItems: [], base: nil) != nil)
+    }
+
     @Test func fragmentsAreNotSent() throws {
         let base = ResolvedTarget.Base(URL(string: "http://service.test/")!)
         let target = try #require(ResolvedTarget.resolve(.path("/doc?x=1#part"), queryItems: [], base: base))

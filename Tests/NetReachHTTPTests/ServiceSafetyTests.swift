@@ -125,6 +125,17 @@ struct ServiceSafetyTests {
     }
 
     @Test(arguments: TransportKind.allCases)
+    func aPortAbove65535IsAnInvalidURLNotACrash(kind: TransportKind) async throws {
+        let service = NetworkService(transport: kind.make(), monitor: nil)
+        do throws(NetworkError) {
+            _ = try await service.send(.get("http://127.0.0.1:99999/"))
+            Issue.record("expected invalidURL")
+        } catch {
+            guard case .invalidURL = error else { Issue.record("got \(error)"); return }
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
     func aRefusedPostIsRetriedBecauseItNeverLeft(kind: TransportKind) async throws {
         let port = try closedLoopbackPort()
         var retries = DefaultRetryPolicy()

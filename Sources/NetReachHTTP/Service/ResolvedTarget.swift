@@ -183,9 +183,11 @@ struct ResolvedTarget: Sendable, Equatable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// `host[:port]`, an IPv6 host in brackets; `nil` without a host.
+    /// `host[:port]`, an IPv6 host in brackets; `nil` without a host, or with a port no TCP
+    /// connection can use (Foundation parses `:99999`, and AsyncHTTPClient traps on it).
     static func authority(of components: URLComponents) -> String? {
         guard let host = components.host, !host.isEmpty else { return nil }
+        if let port = components.port, !(1...65535).contains(port) { return nil }
         let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         return components.port.map { "\(bracketed):\($0)" } ?? bracketed
     }
