@@ -25,7 +25,7 @@ package enum CLIExitCode {
     /// `get`: `netreach-http`, the executable that runs it, is neither next to `netreach` nor on
     /// `PATH` (`EX_UNAVAILABLE`).
     package static let httpHelperMissing = ExitCode(69)
-    /// `status`, `watch`, `wait` (and help): standard output could not be written: it is closed,
+    /// `status`, `watch`, `wait`, `get` (and help): standard output could not be written: it is closed,
     /// the disk or device is full (`/dev/full`), or its reader has gone (`netreach watch | head -1`)
     /// (`EX_IOERR`). Output that was lost must never look like success.
     package static let outputFailed = ExitCode(74)
@@ -49,6 +49,7 @@ package enum CLIExitCode {
           5   the request failed: connection lost, timed out, not HTTP, or another transport error
           6   --data @FILE could not be read, or --output could not be written
           64  usage error (unknown option, invalid value, not an http(s) URL)
+          74  standard output could not be written (closed, full, or its reader gone)
           130 interrupted (SIGINT or SIGTERM)
         """
 
@@ -65,7 +66,7 @@ package enum CLIExitCode {
           6   get: a local file could not be read or written
           64  usage error (unknown option, invalid value, an option given twice)
           69  get: the netreach-http executable is neither next to netreach nor on PATH
-          74  status, watch, wait: the output could not be written (closed, full, reader gone)
+          74  status, watch, wait, get: the output could not be written (closed, full, reader gone)
           130 get: interrupted (SIGINT or SIGTERM)
         """
     }

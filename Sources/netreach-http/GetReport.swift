@@ -23,7 +23,12 @@ final class GetReport: Sendable {
         var statusLineDrawn = false
         /// When the progress bar was last drawn (it is redrawn at most every 100 ms).
         var lastBarDrawn: ContinuousClock.Instant?
+        /// Why a JSON line could not be written to standard output, if one could not.
+        var lostOutput: StandardStream.WriteError?
     }
+
+    /// Why a JSON line could not be written, if one could not (the command then exits 74).
+    var lostOutput: StandardStream.WriteError? { state.withLock { $0.lostOutput } }
 
     init(json: Bool, quiet: Bool, monitor: PathMonitor) {
         self.json = json
@@ -166,7 +171,11 @@ final class GetReport: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(line) else { return }
-        try? StandardStream.output.writeLine(String(decoding: data, as: UTF8.self))
+        do throws(StandardStream.WriteError) {
+            try StandardStream.output.writeLine(String(decoding: data, as: UTF8.self))
+        } catch {
+            state.withLock { $0.lostOutput = $0.lostOutput ?? error }
+        }
     }
 }
 

@@ -37,6 +37,25 @@ struct CLIOutputFailureTests {
         #expect(run.standardError.contains(output.1), "standard error: \(run.standardError)")
     }
 
+    /// `get` writes the body, then (with --json) its lines: either lost is 74, not "200 OK" and 0.
+    /// The server listens on the lab's own loopback; `get` runs inside the lab.
+    @Test(.needsNamespaceRoot, arguments: [[String](), ["--json"]])
+    func getExits74WhenTheBodyOrItsLinesCannotBeWritten(_ flags: [String]) async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
+            let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
+            defer { server.stop() }
+            let run = try CLISpawn(LabCommand.ipExecutable,
+                                   ["netns", "exec", lab.name, try NetreachProcess.executable().path, "get"] + flags
+                                    + ["--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
+                                   output: .devFull)
+            let status = await run.exitStatus()
+            #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
+            #expect(run.standardError.contains("cannot write the output: standard output:"), "\(run.standardError)")
+            #expect(run.standardError.contains("No space left on device"), "\(run.standardError)")
+            #expect(!run.standardError.contains("200 OK"), "no success summary for a lost body: \(run.standardError)")
+        }
+    }
+
     @Test func waitQuietWritesNothingSoAFullOutputIsNoError() async throws {
         let run = try CLISpawn(NetreachProcess.executable().path,
                                ["wait", "--interface-type", "loopback", "--timeout", "0", "--quiet"], output: .devFull)
