@@ -30,6 +30,14 @@ package enum CLIExitCode {
     /// (`EX_IOERR`). Output that was lost must never look like success.
     package static let outputFailed = ExitCode(74)
 
+    /// Says on standard error why the output could not be written (as well as it can: standard
+    /// error may be gone too) and returns ``outputFailed`` to exit with. One wording for every
+    /// command: `netreach: cannot write the output: standard output: No space left on device (errno 28)`.
+    package static func outputFailed(_ error: StandardStream.WriteError) -> ExitCode {
+        StandardStream.complain("cannot write the output: \(error)")
+        return outputFailed
+    }
+
     /// The table shown in `--help`; `includesTimeout` adds the line only `wait` can produce.
     package static func table(includesTimeout: Bool) -> String {
         var lines = ["EXIT STATUS", "  0   success"]

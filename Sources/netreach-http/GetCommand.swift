@@ -172,7 +172,7 @@ struct GetCommand: AsyncParsableCommand {
             try deliver(response.body)
             report.response(response, key: request.idempotencyKey, output: output, elapsed: elapsed)
             // A --json line that could not be written is lost output too.
-            if let lost = report.lostOutput { throw Self.outputFailed(lost) }
+            if let lost = report.lostOutput { throw CLIExitCode.outputFailed(lost) }
         case .failure(let thrown):
             // `send` throws only NetworkError; Task erases the type.
             let error = thrown as? NetworkError ?? .cancelled
@@ -227,15 +227,10 @@ struct GetCommand: AsyncParsableCommand {
             do throws(StandardStream.WriteError) {
                 try StandardStream.output.write(body)
             } catch {
-                throw Self.outputFailed(error)
+                // A body that was lost must never end in a "200 OK" summary and status 0.
+                throw CLIExitCode.outputFailed(error)
             }
         }
     }
 
-    /// Says why standard output could not be written and returns the status to exit with: a body
-    /// that was lost must never end in a "200 OK" summary and status 0.
-    private static func outputFailed(_ error: StandardStream.WriteError) -> ExitCode {
-        StandardStream.complain("cannot write the output: standard output: \(error)")
-        return CLIExitCode.outputFailed
-    }
 }

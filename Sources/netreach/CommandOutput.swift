@@ -20,12 +20,8 @@ enum CommandOutput {
         }
     }
 
-    /// Says on standard error why the output could not be written (as well as it can: standard
-    /// error may be gone too) and returns the status to exit with.
-    static func failed(_ error: StandardStream.WriteError) -> ExitCode {
-        StandardStream.complain("cannot write the output: \(error)")
-        return CLIExitCode.outputFailed
-    }
+    /// Says why the output could not be written and returns the status to exit with.
+    static func failed(_ error: StandardStream.WriteError) -> ExitCode { CLIExitCode.outputFailed(error) }
 
     /// The failure when standard output's reader went away before a write noticed (``OutputHangup``).
     static let readerGone = StandardStream.WriteError(stream: .output, errno: EPIPE)

@@ -50,7 +50,8 @@ struct CLIOutputFailureTests {
                                    output: .devFull)
             let status = await run.exitStatus()
             #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
-            #expect(run.standardError.contains("cannot write the output: standard output:"), "\(run.standardError)")
+            #expect(run.standardError.contains("netreach: cannot write the output: standard output: No space"), "\(run.standardError)")
+            #expect(!run.standardError.contains("standard output: standard output"), "\(run.standardError)")
             #expect(run.standardError.contains("No space left on device"), "\(run.standardError)")
             #expect(!run.standardError.contains("200 OK"), "no success summary for a lost body: \(run.standardError)")
         }
