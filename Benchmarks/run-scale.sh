@@ -50,15 +50,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# NETREACH_REV (default HEAD): the library is built from `git archive` of that commit in
-# Benchmarks/.build/src/<commit>/, never from the working tree, so others' edits in progress are not measured.
-rev="$(git -C "$here/.." rev-parse --short "${NETREACH_REV:-HEAD}")"
-src="$here/.build/src/$rev"
-if [[ ! -f "$src/Package.swift" ]]; then
-    mkdir -p "$src.tmp" && git -C "$here/.." archive "$rev" | tar -x -C "$src.tmp" && mv "$src.tmp" "$src"
-fi
-export NETREACH_PACKAGE_PATH="$src"
-read -r -a build_flags <<< "${SWIFT_BUILD_FLAGS:-}"
+# The library at NETREACH_REV (default HEAD), from `git archive`: see source-at-rev.sh.
+source "$here/source-at-rev.sh"
 echo "== building netreach (release ${SWIFT_BUILD_FLAGS:-})" >&2
 timeout 1200 swift build -c release "${build_flags[@]}" --package-path "$src" --scratch-path "$here/.build/cli" --product netreach >&2
 cli="$here/.build/cli/release/netreach"
