@@ -260,6 +260,21 @@ struct RtnetlinkParserRouteTests {
         _ = split.bytes.withUnsafeBytes { reader.apply($0) }
         #expect(reader.lookupsStale, "0.0.0.0/1 covers 8.8.8.8")
     }
+
+    @Test func aRemovalIsAskedAboutAgainButAnAdditionIsNot() {
+        // IPv4 announces RTM_DELROUTE before it unlinks the route, so a lookup on the notification
+        // can still find it: removals schedule rechecks, additions (announced after) do not.
+        var reader = MessageReader(sysfs: nil)
+        reader.removalSeen = false
+        let add = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet),
+                                         attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
+        _ = add.bytes.withUnsafeBytes { reader.apply($0) }
+        #expect(reader.lookupsStale && !reader.removalSeen)
+        let delete = NetlinkBytes().message(NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
+                                            attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
+        _ = delete.bytes.withUnsafeBytes { reader.apply($0) }
+        #expect(reader.removalSeen)
+    }
 }
 
 @Suite("RtnetlinkParser: control messages and framing")

@@ -98,6 +98,7 @@ final class NetlinkEngine: @unchecked Sendable {
             if watcher == nil { NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))") }
             _ = reader.store.setNameservers(nameserverSource.nameservers())
             try reader.resync(events: &events, requests: &requests, buffer: buffer)
+            reader.removalSeen = false
             _ = try reader.refreshRouteLookups(requests: &requests, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
@@ -131,7 +132,8 @@ final class NetlinkEngine: @unchecked Sendable {
             for index in fds.indices { fds[index].revents = 0 }
             // Only a failed resync or a route due to expire sets a timeout; otherwise poll sleeps
             // until something happens.
-            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(resyncPending: resyncPending, expiry: reader.nextExpiry))
+            let wakeAt = [reader.nextExpiry, reader.recheckAt].compactMap { $0 }.min()
+            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(resyncPending: resyncPending, expiry: wakeAt))
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 {
                 // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
@@ -149,6 +151,7 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             var changed = false
             if let expiry = reader.nextExpiry, ContinuousClock.now >= expiry { reader.lookupsStale = true }
+            if let recheck = reader.recheckAt, ContinuousClock.now >= recheck { reader.lookupsStale = true }
             if fds[4].revents != 0 {
                 var count: UInt64 = 0
                 _ = read(refreshFD, &count, MemoryLayout<UInt64>.size)
@@ -208,6 +211,19 @@ struct MessageReader {
     /// When a route the last lookups chose expires (an IPv6 route from a router advertisement):
     /// the kernel then stops using it without sending any message.
     private(set) var nextExpiry: ContinuousClock.Instant?
+    /// When to ask again after a removal. The kernel announces some removals before it has made
+    /// them: IPv4's `fib_table_delete` sends RTM_DELROUTE before unlinking the route, a nexthop is
+    /// announced deleted before its routes go, an address before the routes through it; a lookup
+    /// made on the notification can still find the old route, and nothing more will be sent. So a
+    /// batch with a removal (or a link change) is asked about again shortly after, twice.
+    private(set) var recheckAt: ContinuousClock.Instant?
+    /// Set by a message whose effect the kernel may complete after announcing it (the first dump's
+    /// messages are not: `run()` clears it).
+    var removalSeen = false
+    /// How far along the rechecks after the last removal are (an index into `recheckDelays`; at
+    /// its end, none is due).
+    private var recheckStage = MessageReader.recheckDelays.count
+    static let recheckDelays: [Duration] = [.milliseconds(20), .milliseconds(200)]
     /// Each IPv6 lookup's last answer and when its route expires, so the table entry is asked for
     /// its lifetime only when the answer changed or an expiry came due, not at every refresh.
     private var timedAnswers: [TimedLookup: (lookup: RouteLookup, expiry: ContinuousClock.Instant?)] = [:]
@@ -311,6 +327,13 @@ struct MessageReader {
         for destination in destinations { destinationLookups[destination] = try lookUpTimed(destination) }
         timedAnswers = timed
         nextExpiry = earliest
+        if removalSeen {
+            removalSeen = false
+            recheckStage = 0
+        } else if let due = recheckAt, now >= due {
+            recheckStage += 1
+        }
+        recheckAt = recheckStage < Self.recheckDelays.count ? now + Self.recheckDelays[recheckStage] : nil
         return store.setRouteLookups(lookups, scoped: scoped, destinations: destinationLookups)
     }
 
@@ -436,10 +459,19 @@ struct MessageReader {
                     if store.apply(.newLink(link)) {
                         outcome.changed = true
                         lookupsStale = true
+                        removalSeen = true
                     }
                 case .ignoredRoute(let coverage):
-                    if !lookupsStale, lookedUp.contains(where: coverage.covers) { lookupsStale = true }
+                    if lookedUp.contains(where: coverage.covers) {
+                        lookupsStale = true
+                        removalSeen = true
+                    }
+                case .newAddress, .newDefaultRoute:
+                    // Announced after the kernel made them: no recheck needed.
+                    lookupsStale = true
+                    outcome.changed = store.apply(envelope.message) || outcome.changed
                 default:
+                    removalSeen = true
                     // Addresses count even unchanged: a flag the store does not keep (deprecated,
                     // optimistic) changes which source the kernel picks.
                     lookupsStale = true
