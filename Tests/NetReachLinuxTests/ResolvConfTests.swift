@@ -30,6 +30,13 @@ private struct TemporaryDirectory {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
+/// Waits (up to 5 s) until the watcher's descriptor is readable, then drains it.
+private func drainWhenReadable(_ watcher: inout ResolvConfWatcher) -> Bool {
+    var descriptor = pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)
+    _ = poll(&descriptor, 1, 5_000)
+    return watcher.drain()
+}
+
 @Suite("ResolvConfWatcher")
 struct ResolvConfWatcherTests {
     @Test func oneDirectoryReachedTwoWaysWatchesTheNamesOfBoth() throws {
@@ -52,7 +59,9 @@ struct ResolvConfWatcherTests {
         // Both files' changes count, whichever spelling of the directory the watch was filed under.
         for name in ["resolv.conf", "stub-resolv.conf", "resolv.conf"] {
             try "nameserver 192.0.2.54\n".write(toFile: root + "/run/resolve/" + name, atomically: false, encoding: .utf8)
-            let seen = watcher.drain()
+            // The close that raises IN_CLOSE_WRITE can be delayed: a process spawned by another
+            // test at that moment holds a copy of the descriptor until it execs. Wait for it.
+            let seen = drainWhenReadable(&watcher)
             #expect(seen, "a write to \(name)")
         }
     }
