@@ -1,0 +1,749 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The file behind `--output`: receives a streamed body and never leaves a half-written file under
+/// the name it was asked to write.
+///
+/// What happens depends on what the path names when it is opened:
+///
+/// - **A regular file, or no file yet.** The bytes go to `NAME.part` beside it (same directory, so
+///   the final rename is atomic), and ``commit()`` renames that over `NAME`. Until then `NAME` keeps
+///   its old content and inode. Replacing an existing file first gives the new one the old one's
+///   owner, group and mode (as far as the process may: root always can), so `-o` over a 0600 file
+///   owned by someone else stays just that. A new file gets mode `0666 & ~umask`, as with curl.
+///   An existing file that could not be written in place (no write permission) is not replaced
+///   either: opening fails as writing it would.
+/// - **A symbolic link.** Followed to its final target (relative links from the link's directory);
+///   `NAME.part` goes beside the *target* and the rename replaces the target, so the link stays.
+///   A dangling link creates its target (its directory must exist).
+/// - **A device or a FIFO** (`/dev/null`, `/dev/full`, a terminal, a named pipe). Opened and written
+///   in place, without `O_TRUNC`, never renamed over: ``commit()`` only closes it. Opening a FIFO
+///   waits for its reader, as a shell redirection does.
+/// - **An open file named through `/proc`** (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`). That
+///   link names an open file, not a path to replace: a pipe or terminal is written in place, and
+///   a regular file is appended to in place (`O_APPEND`), so
+///   `{ echo header; netreach get URL -o /dev/stdout; } > file` keeps the header. Recognised by the
+///   link living on the file system mounted at `/proc`.
+/// - **A directory or a socket** is an error: ``OutputFileError/Reason/isDirectory``,
+///   ``OutputFileError/Reason/socket``.
+///
+/// **Resuming** (`resume: true`, for `--continue`): the bytes already present are those of
+/// `NAME.part` when one exists (the same name a failed run keeps with
+/// ``abandon(keepPartial:)``), else those of a regular file at `NAME` (left by an interrupted
+/// curl, say). `NAME` is then *copied* into `NAME.part` rather than renamed: `NAME` stays whole and
+/// in place until ``commit()``, and no outcome of this run can lose it, at the cost of a second copy
+/// of those bytes on disk while the download runs. ``resumeOffset`` says how many bytes are there;
+/// ask the server for the rest (`Range: bytes=N-`). A device, a pipe or a `/proc` reference cannot
+/// resume: it opens with ``resumeOffset`` 0 (the full body is wanted), not an error.
+/// Without `resume`, a leftover `NAME.part` that no other process holds is removed and a new one
+/// is created (so it gets this process's owner and umask).
+///
+/// **Two processes** writing the same `NAME` would interleave: `NAME.part` is locked with
+/// flock(2) while open, and a second ``open(_:resume:)`` fails with
+/// ``OutputFileError/Reason/busy(partial:)``.
+///
+/// **Durability:** ``commit()`` calls fsync(2) before the rename (curl, which writes in place,
+/// does not). Without it a crash just after the rename can leave `NAME` empty or short on ext4 or
+/// XFS, which is the one outcome the rename exists to prevent; a download is bounded by the network,
+/// so one flush at the end costs little. The directory is not synced: after a crash the rename
+/// may be lost, leaving the old `NAME` and a complete `NAME.part`, both whole.
+///
+/// Not preserved on replacement: extended attributes, ACLs and other hard links to the old file
+/// (they keep the old content, as with any atomic save).
+///
+/// **Threads:** meant for one task at a time, like a file handle: concurrent writes would land
+/// in an unspecified order. Each call holds a lock, which is what makes the type `Sendable` so it
+/// can be handed to the task that streams the body; it is not a way to share one file between
+/// writers.
+///
+/// ```swift
+/// let file = try OutputFile.open("big.iso", resume: true)
+/// // resumeOffset > 0: ask for "Range: bytes=\(file.resumeOffset)-"; if the server sends the
+/// // whole body anyway (200, not 206), call file.truncateForRestart() first.
+/// do {
+///     for try await chunk in body { try file.write(chunk) }
+///     try file.commit()              // big.iso appears, whole, only now
+/// } catch {
+///     file.abandon(keepPartial: true) // big.iso.part stays for --continue
+///     throw error
+/// }
+/// ```
+package final class OutputFile: @unchecked Sendable {
+    // @unchecked: the `let`s are set in init and never change; `state`, the only `var`, is read
+    // and written only inside `locked`, which holds `lock` (deinit too, through `abandon`).
+    // NSLock rather than Mutex, which ThreadSanitizer cannot see (as `Locked` in NetReach).
+
+    /// Where the bytes of an ``OutputFile`` go.
+    package enum Destination: Sendable, Hashable {
+        /// Into `partial` (`NAME.part` beside `final`), renamed over `final` by ``OutputFile/commit()``.
+        /// `final` is the target after following symbolic links.
+        case replacing(final: String, partial: String)
+        /// Straight into `path`: a device, a FIFO, or an open file named through `/proc`. Never
+        /// renamed over or truncated.
+        case inPlace(String)
+    }
+
+    /// The path given to ``open(_:resume:)``, as given; errors name it.
+    package let path: String
+    /// Where the bytes go: a `.part` file to rename at the end, or the destination itself.
+    package let destination: Destination
+    /// Whether a file that is dropped without ``commit()`` or ``abandon(keepPartial:)`` keeps its
+    /// `.part`: yes when opened with `resume`, so a forgotten call never destroys resumable bytes.
+    private let keepsPartialWhenDropped: Bool
+
+    private struct State {
+        /// -1 once committed or abandoned.
+        var descriptor: Int32
+        var resumeOffset: Int64
+        var written: Int64 = 0
+        /// The first write (or truncation, or flush) that failed: every later write and
+        /// ``OutputFile/commit()`` throws it, so a body with a hole is never committed.
+        var failure: OutputFileError?
+    }
+
+    private let lock = NSLock()
+    private var state: State
+
+    private init(path: String, destination: Destination, descriptor: Int32, resumeOffset: Int64, resume: Bool) {
+        self.path = path
+        self.destination = destination
+        self.keepsPartialWhenDropped = resume
+        self.state = State(descriptor: descriptor, resumeOffset: resumeOffset)
+    }
+
+    deinit {
+        abandon(keepPartial: keepsPartialWhenDropped)   // does nothing after commit or abandon
+    }
+
+    // MARK: Opening
+
+    /// Opens `path` for writing a body, as described on ``OutputFile``.
+    ///
+    /// - Parameters:
+    ///   - path: The `--output` path.
+    ///   - resume: Keep the bytes already there (`NAME.part`, else `NAME`) and continue after them;
+    ///     ``resumeOffset`` says how many. Without it the body starts from nothing.
+    /// - Throws: ``OutputFileError`` naming `path` and why: a directory, a socket, a missing
+    ///   directory, no permission, a read-only file system, another process writing the same file.
+    ///
+    /// ```swift
+    /// let file = try OutputFile.open("report.json", resume: false)
+    /// try file.write(Array("{}".utf8))
+    /// try file.commit()
+    /// ```
+    package static func open(_ path: String, resume: Bool = false) throws(OutputFileError) -> OutputFile {
+        // Each turn re-reads the file system: a name that changed between lstat and open (a device
+        // replaced by a file, a .part taken by a process that then finished) is looked at again.
+        for _ in 0..<8 {
+            switch try resolve(path) {
+            case .replace(let final):
+                if let file = try openPartial(for: final, path: path, resume: resume) { return file }
+            case .inPlace(let target, let isOpenFileReference):
+                if let file = try openInPlace(target, isOpenFileReference: isOpenFileReference, path: path) {
+                    return file
+                }
+            }
+        }
+        throw OutputFileError(path: path, reason: .system(.open, file: path, errno: EAGAIN))
+    }
+
+    private enum Resolved {
+        /// Write `NAME.part` beside this path (a regular file or no file) and rename it over.
+        case replace(final: String)
+        /// Write this path as it is.
+        case inPlace(String, isOpenFileReference: Bool)
+    }
+
+    /// Follows symbolic links one at a time (the temporary file must go beside the final target,
+    /// not beside the link) until something that is not a link, or nothing, is found.
+    private static func resolve(_ path: String) throws(OutputFileError) -> Resolved {
+        var current = path
+        // 40, as the kernel's own limit (ELOOP).
+        for _ in 0..<40 {
+            var info = stat()
+            guard lstat(current, &info) == 0 else {
+                let code = errno
+                // Nothing there: a new file (a missing directory shows when it is created).
+                if code == ENOENT { return .replace(final: current) }
+                throw OutputFileError(path: path, reason: .system(.open, file: current, errno: code))
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFLNK:
+                if isOpenFileReference(current) {
+                    return try referencedFile(current, path: path)
+                }
+                current = try linkTarget(current, path: path)
+            case S_IFREG:
+                return .replace(final: current)
+            case S_IFDIR:
+                throw OutputFileError(path: path, reason: .isDirectory)
+            case S_IFSOCK:
+                throw OutputFileError(path: path, reason: .socket)
+            default:
+                // A character or block device, or a FIFO.
+                return .inPlace(current, isOpenFileReference: false)
+            }
+        }
+        throw OutputFileError(path: path, reason: .system(.open, file: path, errno: ELOOP))
+    }
+
+    /// Whether `link` is one of procfs's links to an open file (`/proc/self/fd/1`, which
+    /// `/dev/stdout` and `/dev/fd/1` lead to) rather than a name: it lives on the file system
+    /// mounted at `/proc`. Following its text would rename over the file that standard output
+    /// has open, or fail for a pipe (`pipe:[1234]`).
+    private static func isOpenFileReference(_ link: String) -> Bool {
+        var directory = stat()
+        var proc = stat()
+        return stat(directoryName(of: link), &directory) == 0 && stat("/proc", &proc) == 0
+            && directory.st_dev == proc.st_dev
+    }
+
+    /// What a `/proc` reference leads to, through the kernel (stat follows it as open will).
+    private static func referencedFile(_ link: String, path: String) throws(OutputFileError) -> Resolved {
+        var info = stat()
+        guard stat(link, &info) == 0 else {
+            throw OutputFileError(path: path, reason: .system(.open, file: link, errno: errno))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: throw OutputFileError(path: path, reason: .isDirectory)
+        case S_IFSOCK: throw OutputFileError(path: path, reason: .socket)
+        default: return .inPlace(link, isOpenFileReference: true)
+        }
+    }
+
+    /// The path `link` points to; a relative target is taken from the link's directory.
+    private static func linkTarget(_ link: String, path: String) throws(OutputFileError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink(link, &buffer, buffer.count - 1)
+        guard length >= 0 else {
+            throw OutputFileError(path: path, reason: .system(.open, file: link, errno: errno))
+        }
+        let target = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return target.hasPrefix("/") ? target : directoryName(of: link) + "/" + target
+    }
+
+    /// Opens a device, a FIFO or a `/proc` reference for writing where it is. Returns nil when
+    /// the name turned out to be a regular file after all (replaced since lstat): look again.
+    private static func openInPlace(_ target: String, isOpenFileReference: Bool,
+                                    path: String) throws(OutputFileError) -> OutputFile? {
+        var flags = O_WRONLY | O_CLOEXEC | O_NOCTTY
+        // A reference is itself a link; any other name must still not be one.
+        if !isOpenFileReference { flags |= O_NOFOLLOW }
+        var info = stat()
+        if isOpenFileReference, stat(target, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+            // Standard output's file: add to it after what is there, as the shell's own descriptor
+            // would, never truncate it.
+            flags |= O_APPEND
+        }
+        let descriptor = try openRetryingInterrupts(target, flags, path: path)
+        guard fstat(descriptor, &info) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw OutputFileError(path: path, reason: .system(.open, file: target, errno: code))
+        }
+        if !isOpenFileReference, info.st_mode & S_IFMT == S_IFREG {
+            close(descriptor)
+            return nil
+        }
+        return OutputFile(path: path, destination: .inPlace(target), descriptor: descriptor,
+                          resumeOffset: 0, resume: false)
+    }
+
+    /// Opens (creating, adopting or replacing) `final + ".part"` and locks it. Returns nil when
+    /// another process changed the `.part` meanwhile: look again.
+    private static func openPartial(for final: String, path: String,
+                                    resume: Bool) throws(OutputFileError) -> OutputFile? {
+        let name = final.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
+        // "dir/" (or ".", "..") names a directory even when there is none yet.
+        guard !name.isEmpty, name != ".", name != ".." else {
+            throw OutputFileError(path: path, reason: .isDirectory)
+        }
+        // A file this process could not write in place (read-only mode, read-only mount) is not
+        // replaced by a rename either: the directory's permission alone must not decide.
+        if faccessat(AT_FDCWD, final, W_OK, AT_EACCESS) != 0 {
+            let code = errno
+            if code != ENOENT { throw OutputFileError(path: path, reason: .system(.open, file: final, errno: code)) }
+        }
+        let partial = final + ".part"
+        let destination = Destination.replacing(final: final, partial: partial)
+
+        var existing = stat()
+        if lstat(partial, &existing) != 0 {
+            let code = errno
+            guard code == ENOENT else {
+                throw OutputFileError(path: path, reason: .system(.create, file: partial, errno: code))
+            }
+            // O_EXCL: if another process creates it first, the next turn finds it (and its lock).
+            let descriptor = systemOpen(partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+            guard descriptor >= 0 else {
+                let code = errno
+                if code == EEXIST || code == EINTR { return nil }
+                throw OutputFileError(path: path, reason: .system(.create, file: partial, errno: code))
+            }
+            guard try lockPartial(descriptor, partial: partial, path: path) else { return nil }
+            let file = OutputFile(path: path, destination: destination, descriptor: descriptor,
+                                  resumeOffset: 0, resume: false)
+            if resume {
+                do throws(OutputFileError) {
+                    let copied = try copyForResume(from: final, into: descriptor, partial: partial, path: path)
+                    file.locked { $0.resumeOffset = copied }
+                } catch {
+                    file.abandon(keepPartial: false)
+                    throw error
+                }
+            }
+            return file
+        }
+
+        guard existing.st_mode & S_IFMT == S_IFREG else {
+            throw OutputFileError(path: path, reason: .partialInTheWay(partial: partial))
+        }
+        let descriptor = systemOpen(partial, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT || code == EINTR { return nil }
+            throw OutputFileError(path: path, reason: .system(.open, file: partial, errno: code))
+        }
+        guard try lockPartial(descriptor, partial: partial, path: path) else { return nil }
+        guard resume else {
+            // A leftover nobody holds, and the body starts from nothing: a fresh file, with this
+            // process's owner and umask rather than whatever the leftover had.
+            unlink(partial)
+            close(descriptor)
+            return nil
+        }
+        let end = lseek(descriptor, 0, SEEK_END)
+        guard end >= 0 else {
+            let code = errno
+            close(descriptor)
+            throw OutputFileError(path: path, reason: .system(.open, file: partial, errno: code))
+        }
+        return OutputFile(path: path, destination: destination, descriptor: descriptor,
+                          resumeOffset: Int64(end), resume: true)
+    }
+
+    /// Takes the `.part`'s flock(2) lock. Throws ``OutputFileError/Reason/busy(partial:)`` when
+    /// another process holds it; returns false (descriptor closed) when `partial` no longer names
+    /// the locked file, because its holder renamed or removed it before letting go.
+    private static func lockPartial(_ descriptor: Int32, partial: String, path: String) throws(OutputFileError) -> Bool {
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            if code == EWOULDBLOCK {
+                close(descriptor)
+                throw OutputFileError(path: path, reason: .busy(partial: partial))
+            }
+            // No locks here (some network file systems): the file still works, unguarded.
+            break
+        }
+        guard names(partial, descriptor) else {
+            close(descriptor)
+            return false
+        }
+        return true
+    }
+
+    /// Copies the regular file at `final` (if any) into the new, empty `.part`; returns the bytes
+    /// copied. read/write in 1 MiB steps: copy_file_range(2) is not in Swift's Glibc module.
+    private static func copyForResume(from final: String, into descriptor: Int32, partial: String,
+                                      path: String) throws(OutputFileError) -> Int64 {
+        let source = systemOpen(final, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard source >= 0 else {
+            let code = errno
+            // Nothing (or no regular file) to resume from: start from nothing.
+            if code == ENOENT || code == ELOOP { return 0 }
+            throw OutputFileError(path: path, reason: .system(.copy, file: final, errno: code))
+        }
+        defer { close(source) }
+        var info = stat()
+        guard fstat(source, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return 0 }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 1)
+        defer { buffer.deallocate() }
+        var copied: Int64 = 0
+        while true {
+            let count = read(source, buffer.baseAddress, buffer.count)
+            if count == 0 { return copied }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw OutputFileError(path: path, reason: .system(.copy, file: final, errno: code))
+            }
+            try writeAll(descriptor, UnsafeRawBufferPointer(rebasing: buffer[..<count]),
+                         counting: &copied, operation: .copy, file: partial, path: path)
+        }
+    }
+
+    private static func openRetryingInterrupts(_ target: String, _ flags: Int32,
+                                               path: String) throws(OutputFileError) -> Int32 {
+        while true {
+            let descriptor = systemOpen(target, flags)
+            if descriptor >= 0 { return descriptor }
+            let code = errno
+            if code == EINTR { continue }   // a signal while a FIFO waited for its reader
+            throw OutputFileError(path: path, reason: .system(.open, file: target, errno: code))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Bytes already in the file when it was opened with `resume: true` (0 otherwise, and 0 again
+    /// after ``truncateForRestart()``). ``resumeOffset`` + ``written`` is always the file's length.
+    package var resumeOffset: Int64 { locked { $0.resumeOffset } }
+
+    /// Bytes written by ``write(_:)-(UnsafeRawBufferPointer)`` since opening, or since the last
+    /// ``truncateForRestart()``.
+    package var written: Int64 { locked { $0.written } }
+
+    /// Appends `bytes`, all of them: short writes and interrupted calls are continued.
+    ///
+    /// A failure (`ENOSPC` on a full disk or `/dev/full`, `EDQUOT`, `EIO`, `EPIPE` when a FIFO's
+    /// reader has gone, `EFBIG`, `EBADF` after ``commit()``) throws an ``OutputFileError`` carrying
+    /// errno, and from then on every write and ``commit()`` throws the same error: a body with a
+    /// hole is never committed, and the final name never sees it. (`EPIPE` needs SIGPIPE ignored,
+    /// as ``StandardDescriptors/prepare()`` does; otherwise the signal ends the process first.)
+    ///
+    /// ```swift
+    /// try chunk.withUnsafeBytes { try file.write($0) }
+    /// ```
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(OutputFileError) {
+        try locked { (state) throws(OutputFileError) in
+            if let failure = state.failure { throw failure }
+            guard state.descriptor >= 0 else {
+                throw OutputFileError(path: path, reason: .system(.write, file: writtenFile, errno: EBADF))
+            }
+            do throws(OutputFileError) {
+                try Self.writeAll(state.descriptor, bytes, counting: &state.written, operation: .write,
+                                  file: writtenFile, path: path)
+            } catch {
+                state.failure = error
+                throw error
+            }
+        }
+    }
+
+    /// Appends the bytes of an array, a slice of one, `Data`, or any other contiguous bytes.
+    ///
+    /// ```swift
+    /// try file.write(Array("hello\n".utf8))
+    /// try file.write(buffer[start..<end])   // an ArraySlice<UInt8>
+    /// ```
+    package func write(_ bytes: some ContiguousBytes) throws(OutputFileError) {
+        var failure: OutputFileError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(OutputFileError) { try write(buffer) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Starts the body again from byte 0: for a server that ignored the `Range` request and sends
+    /// the whole body (200 rather than 206), or a retry after part of a body was written.
+    ///
+    /// Truncates the `.part` and rewinds; ``resumeOffset`` and ``written`` become 0. A destination
+    /// written in place cannot take back what it was given: once anything was written there this
+    /// throws ``OutputFileError/Reason/cannotRestart`` (before that it does nothing).
+    ///
+    /// ```swift
+    /// if file.resumeOffset > 0, response.status == .ok { try file.truncateForRestart() }
+    /// ```
+    package func truncateForRestart() throws(OutputFileError) {
+        try locked { (state) throws(OutputFileError) in
+            if let failure = state.failure { throw failure }
+            guard state.descriptor >= 0 else {
+                throw OutputFileError(path: path, reason: .system(.truncate, file: writtenFile, errno: EBADF))
+            }
+            guard case .replacing = destination else {
+                if state.written == 0 { return }
+                throw OutputFileError(path: path, reason: .cannotRestart)
+            }
+            while ftruncate(state.descriptor, 0) != 0 {
+                let code = errno
+                if code == EINTR { continue }
+                let error = OutputFileError(path: path, reason: .system(.truncate, file: writtenFile, errno: code))
+                state.failure = error
+                throw error
+            }
+            guard lseek(state.descriptor, 0, SEEK_SET) == 0 else {
+                let code = errno
+                let error = OutputFileError(path: path, reason: .system(.truncate, file: writtenFile, errno: code))
+                state.failure = error
+                throw error
+            }
+            state.resumeOffset = 0
+            state.written = 0
+        }
+    }
+
+    // MARK: Finishing
+
+    /// Finishes the file: renames `NAME.part` over `NAME` (after giving it the replaced file's
+    /// owner, group and mode, and an fsync), or for a destination written in place just closes it.
+    ///
+    /// If it throws, nothing was renamed: the `.part` is still open, for
+    /// ``abandon(keepPartial:)`` (or for the object to be dropped). A failure to close after the
+    /// rename is reported too, though the file is then in place (on local file systems fsync has
+    /// already reported anything close could).
+    ///
+    /// ```swift
+    /// try file.commit()
+    /// ```
+    package func commit() throws(OutputFileError) {
+        try locked { (state) throws(OutputFileError) in
+            if let failure = state.failure { throw failure }
+            guard state.descriptor >= 0 else {
+                throw OutputFileError(path: path, reason: .system(.replace, file: writtenFile, errno: EBADF))
+            }
+            if case .replacing(let final, let partial) = destination {
+                try replace(final, with: partial, descriptor: state.descriptor, failure: &state.failure)
+            }
+            let descriptor = state.descriptor
+            state.descriptor = -1
+            // Not retried on EINTR: Linux has closed the descriptor by then.
+            if close(descriptor) != 0, errno != EINTR {
+                throw OutputFileError(path: path, reason: .system(.close, file: writtenFile, errno: errno))
+            }
+        }
+    }
+
+    /// Gives the `.part` the owner and mode of the file it replaces, flushes it, renames it.
+    private func replace(_ final: String, with partial: String, descriptor: Int32,
+                         failure: inout OutputFileError?) throws(OutputFileError) {
+        var existing = stat()
+        if lstat(final, &existing) == 0 {
+            // Something else took the name meanwhile (a device, a directory, a link): renaming
+            // over it is what this type exists not to do.
+            guard existing.st_mode & S_IFMT == S_IFREG else {
+                throw OutputFileError(path: path, reason: .destinationChanged)
+            }
+            // Owner before mode: chown clears set-user-ID and set-group-ID, chmod restores them.
+            // Without root only a group this user belongs to can be given; the rest stays ours.
+            if fchown(descriptor, existing.st_uid, existing.st_gid) != 0 {
+                _ = fchown(descriptor, uid_t.max, existing.st_gid)
+            }
+            guard fchmod(descriptor, existing.st_mode & 0o7777) == 0 else {
+                throw OutputFileError(path: path, reason: .system(.setOwnerAndMode, file: partial, errno: errno))
+            }
+        } else if errno != ENOENT {
+            throw OutputFileError(path: path, reason: .system(.replace, file: final, errno: errno))
+        }
+        while fsync(descriptor) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            // Bytes the kernel could not write back are lost: the body has a hole.
+            let error = OutputFileError(path: path, reason: .system(.sync, file: partial, errno: code))
+            failure = error
+            throw error
+        }
+        // While the lock is still held: nobody else can be using the .part as it leaves.
+        guard rename(partial, final) == 0 else {
+            throw OutputFileError(path: path, reason: .system(.replace, file: partial, errno: errno))
+        }
+    }
+
+    /// Gives up: closes the file and removes `NAME.part`, or with `keepPartial` leaves it for a
+    /// later `resume` (`--continue`). The final name is never touched. A destination written in
+    /// place is only closed. Calling it again, or after ``commit()``, does nothing.
+    ///
+    /// A file dropped without either call is abandoned as well: keeping the `.part` if it was
+    /// opened with `resume`, removing it otherwise.
+    ///
+    /// ```swift
+    /// file.abandon(keepPartial: continueRequested)
+    /// ```
+    package func abandon(keepPartial: Bool = false) {
+        locked { state in
+            guard state.descriptor >= 0 else { return }
+            // Removed while still locked, and only if the name is still this file's.
+            if case .replacing(_, let partial) = destination, !keepPartial, Self.names(partial, state.descriptor) {
+                unlink(partial)
+            }
+            close(state.descriptor)
+            state.descriptor = -1
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The file the bytes go to: the `.part`, or the in-place destination.
+    private var writtenFile: String {
+        switch destination {
+        case .replacing(_, let partial): partial
+        case .inPlace(let target): target
+        }
+    }
+
+    /// Runs `body` on the state while holding the lock: the only way `state` is touched.
+    private func locked<Result, Failure: Error>(
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
+    }
+
+    /// Writes all of `bytes`, adding each step to `counter`.
+    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, counting counter: inout Int64,
+                                 operation: OutputFileError.Operation, file: String,
+                                 path: String) throws(OutputFileError) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let count = systemWrite(descriptor, base + offset, bytes.count - offset)
+            if count > 0 {
+                offset += count
+                counter += Int64(count)
+                continue
+            }
+            let code = count == 0 ? EIO : errno   // 0 for a non-empty write: no progress, ever
+            switch code {
+            case EINTR:
+                continue
+            case EAGAIN, EWOULDBLOCK:
+                // A FIFO or terminal someone made non-blocking: wait until it takes more.
+                var watched = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&watched, 1, -1)
+            default:
+                throw OutputFileError(path: path, reason: .system(operation, file: file, errno: code))
+            }
+        }
+    }
+
+    /// Whether `path` names the file open as `descriptor` (same device and inode).
+    private static func names(_ path: String, _ descriptor: Int32) -> Bool {
+        var named = stat()
+        var open = stat()
+        return lstat(path, &named) == 0 && fstat(descriptor, &open) == 0
+            && named.st_dev == open.st_dev && named.st_ino == open.st_ino
+    }
+
+    /// "dir" for "dir/name", "." for "name", "/" for "/name".
+    static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}
+
+/// write(2), under a name `OutputFile.write` does not shadow.
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
+}
+
+/// open(2), under a name `OutputFile.open` does not shadow.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+    open(path, flags, mode)
+}
+
+/// Why ``OutputFile`` could not open, write or finish a file: the path as given and the reason,
+/// with errno and the file the failing call was made on when the system refused.
+///
+/// Its ``description`` is a sentence for standard error:
+/// `'big.iso': No space left on device (errno 28), writing 'big.iso.part'`.
+///
+/// ```swift
+/// do { try file.write(chunk) } catch {
+///     StandardStream.complain("cannot write --output file \(error)")
+///     if error.errno == ENOSPC { /* the disk is full */ }
+/// }
+/// ```
+package struct OutputFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The path given to ``OutputFile/open(_:resume:)``.
+    package var path: String
+    /// What went wrong.
+    package var reason: Reason
+
+    /// What went wrong, in the terms the caller can act on.
+    package enum Reason: Sendable, Hashable {
+        /// The path is a directory (or ends in `/`).
+        case isDirectory
+        /// The path is a Unix-domain socket, which open(2) cannot write (`ENXIO`).
+        case socket
+        /// Another process is writing the same output: it holds `partial`'s lock.
+        case busy(partial: String)
+        /// `partial`, the name the download would use, is taken by something that is not a regular
+        /// file (a directory, a symbolic link...). Left alone for a person to look at.
+        case partialInTheWay(partial: String)
+        /// ``OutputFile/truncateForRestart()`` on a destination written in place after bytes went out.
+        case cannotRestart
+        /// At ``OutputFile/commit()``, the final name no longer held a regular file (or nothing).
+        case destinationChanged
+        /// A system call failed: `operation` on `file` (the path itself, the `.part`, or a link on
+        /// the way), with its errno.
+        case system(Operation, file: String, errno: Int32)
+    }
+
+    /// The step that failed.
+    package enum Operation: String, Sendable, Hashable {
+        /// Looking at the path or opening it: lstat, readlink, access, open.
+        case open
+        /// Creating `NAME.part`.
+        case create
+        /// Copying an existing `NAME` into `NAME.part` to resume.
+        case copy
+        /// Writing the body.
+        case write
+        /// Truncating for a restart.
+        case truncate
+        /// fsync before the rename.
+        case sync
+        /// Giving the new file the old one's owner and mode.
+        case setOwnerAndMode
+        /// Renaming `NAME.part` over `NAME`.
+        case replace
+        /// Closing.
+        case close
+    }
+
+    package init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    /// The errno of a failed system call (`ENOSPC`, `EACCES`, `EROFS`...), nil for the other reasons.
+    package var errno: Int32? {
+        if case .system(_, _, let code) = reason { return code }
+        return nil
+    }
+
+    /// `'big.iso': No space left on device (errno 28), writing 'big.iso.part'`.
+    package var description: String {
+        let name = "'\(path)'"
+        switch reason {
+        case .isDirectory:
+            return "\(name) is a directory"
+        case .socket:
+            return "\(name) is a socket, which cannot be opened as a file"
+        case .busy(let partial):
+            return "\(name) is being written by another process ('\(partial)' is locked)"
+        case .partialInTheWay(let partial):
+            return "\(name): '\(partial)', where the download goes until it is complete, is not a regular file; move it away"
+        case .cannotRestart:
+            return "\(name) is written in place (a device or a pipe), so the bytes already written cannot be taken back to start again"
+        case .destinationChanged:
+            return "\(name) stopped being a regular file during the download, so it was not replaced"
+        case .system(let operation, let file, let code):
+            let reason = strerror(code).map { String(cString: $0) } ?? "error"
+            var text = "\(name): \(reason) (errno \(code))"
+            let other = file == path ? "" : " '\(file)'"
+            switch operation {
+            case .open: if !other.isEmpty { text += ", opening\(other)" }
+            case .create: text += ", creating\(other)"
+            case .copy: text += ", copying the bytes already there to resume (at '\(file)')"
+            case .write: if !other.isEmpty { text += ", writing\(other)" }
+            case .truncate: text += ", truncating\(other) to start again"
+            case .sync: text += ", flushing\(other) to disk"
+            case .setOwnerAndMode: text += ", giving\(other) the replaced file's owner and mode"
+            case .replace: text += ", renaming\(other) over it"
+            case .close: text += ", closing\(other)"
+            }
+            if operation == .create, code == ENOENT {
+                text += ": the directory '\(OutputFile.directoryName(of: file))' does not exist"
+            }
+            return text
+        }
+    }
+}
