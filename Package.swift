@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
@@ -29,7 +30,12 @@ let package = Package(
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
         .target(
             name: "NetReachHTTP",
-            dependencies: ["NetReach", .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: [
+                "NetReach",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // HTTPBody: the streaming body type of swift-openapi's transports (depends on HTTPTypes only).
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ]
         ),
         .target(
             name: "NetReachAsyncHTTPClient",
@@ -37,6 +43,7 @@ let package = Package(
                 "NetReachHTTP",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -61,6 +68,7 @@ let package = Package(
                 "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
         ),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
@@ -69,6 +77,7 @@ let package = Package(
             dependencies: [
                 "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -91,6 +100,7 @@ let package = Package(
             dependencies: [
                 "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),   // ChoosingATransport imports it
             ]
         ),

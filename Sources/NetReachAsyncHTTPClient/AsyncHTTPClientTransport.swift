@@ -4,6 +4,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NetReachHTTP
+import OpenAPIRuntime
 
 #if canImport(Glibc)
 import Glibc
@@ -20,8 +21,8 @@ import Darwin
 /// ```swift
 /// let transport = AsyncHTTPClientTransport()
 /// let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/status")
-/// let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(timeout: .seconds(5)))
-/// print(response.status, body.count)
+/// let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
+/// for try await chunk in body { print(response.status, chunk.count) }
 /// ```
 ///
 /// Failures are classified from AsyncHTTPClient's and SwiftNIO's errors: a refused connection or
@@ -65,53 +66,80 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
-    /// Sends `request` with `body` and returns the response head and its whole body.
+    /// Sends `request` with `body`; returns the response head once it arrived and its body as a
+    /// stream.
     ///
-    /// Statuses are not judged: a 503 is a response like a 200. `options.progress`, if set, is
-    /// called for every body chunk as it arrives, the last call carrying the final count.
+    /// Statuses are not judged: a 503 is a response like a 200. The request body is pulled as fast
+    /// as the connection takes it; the response body is read as fast as it is consumed (at most
+    /// 1 MiB waits in between), so memory stays flat whatever the size.
     ///
     /// ```swift
     /// var request = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:8080", path: "/items")
     /// request.headerFields[.contentType] = "application/json"
-    /// let (response, data) = try await AsyncHTTPClientTransport().send(
-    ///     request, body: Data(#"{"name":"a"}"#.utf8), options: TransportOptions(timeout: .seconds(10)))
+    /// let (response, body) = try await AsyncHTTPClientTransport().send(
+    ///     request, body: HTTPBody(#"{"name":"a"}"#), options: TransportOptions(stallTimeout: .seconds(10)))
+    /// let data = try await Data(collecting: body, upTo: 1 << 20)
+    /// print(response.status, data.count)
     /// ```
     public func send(
         _ request: HTTPRequest,
-        body: Data?,
+        body: HTTPBody?,
         options: TransportOptions
-    ) async throws(TransportError) -> (HTTPResponse, Data) {
-        let clientRequest = try Self.makeClientRequest(request, body: body)
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        let exchange = Exchange()
+        let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in
+            exchange.fail(error)
+        }
+        let clientRequest = try Self.makeClientRequest(request, body: body, watchdog: watchdog)
         let client = self.client
-        let progress = options.progress
-        let timeout = options.timeout
-        do {
-            return try await withOverallDeadline(timeout) {
-                // AHC's deadline covers the wait for the response head (and turns a deadline hit
-                // while still waiting for a connection into the connection's own error); the body
-                // is bounded by `withOverallDeadline`.
-                let response = try await client.execute(clientRequest, timeout: TimeAmount(timeout))
+        let channel = BodyChannel(watchdog: watchdog)
+        // AHC's own deadline would also cut a body that keeps flowing; the watchdog times stalls and
+        // the overall deadline, and this one only stops AHC from waiting forever.
+        let deadline = NIODeadline.now() + TimeAmount(options.deadline.map { $0 - .now } ?? .seconds(7 * 24 * 3600))
+        let producer = Task {
+            do {
+                let response = try await client.execute(clientRequest, deadline: deadline)
+                watchdog.touch()
                 let head = try Self.makeResponse(response)
-                let expected = response.headers.first(name: "content-length").flatMap { Int64($0) }
-                var data = Data()
-                if let expected, expected > 0 { data.reserveCapacity(Int(min(expected, 64 << 20))) }
-                for try await chunk in response.body {
-                    data.append(contentsOf: chunk.readableBytesView)
-                    progress?(Int64(data.count), expected)
+                let length: HTTPBody.Length = response.headers.first(name: "content-length").flatMap(Int64.init).map { .known($0) } ?? .unknown
+                exchange.head(head, body: HTTPBody(channel: channel, length: request.method == .head ? .known(0) : length))
+                for try await buffer in response.body {
+                    watchdog.touch()
+                    guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
                 }
                 // A cancelled body stream may simply end; a truncated body must not pass as whole.
                 try Task.checkCancellation()
-                if data.isEmpty { progress?(0, expected) }
-                return (head, data)
+                channel.finish()
+            } catch {
+                exchange.fail(exchange.failure ?? Self.classify(error))
+            }
+            watchdog.stop()
+        }
+        exchange.onFailure { error in
+            producer.cancel()
+            watchdog.stop()
+            channel.finish(throwing: error)
+        }
+        channel.onConsumerTermination {
+            producer.cancel()
+            watchdog.stop()
+        }
+        do {
+            return try await withTaskCancellationHandler {
+                try await exchange.response()
+            } onCancel: {
+                exchange.fail(TransportError(.cancelled, "the task was cancelled"))
             }
         } catch {
-            throw Self.classify(error)
+            throw error as? TransportError ?? TransportError(.other, String(describing: error))
         }
     }
 
     // MARK: Conversions
 
-    private static func makeClientRequest(_ request: HTTPRequest, body: Data?) throws(TransportError) -> HTTPClientRequest {
+    private static func makeClientRequest(
+        _ request: HTTPRequest, body: HTTPBody?, watchdog: StallWatchdog
+    ) throws(TransportError) -> HTTPClientRequest {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw TransportError(.invalidRequest, "request has no scheme or authority: \(request)")
         }
@@ -121,7 +149,12 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             clientRequest.headers.add(name: field.name.rawName, value: field.value)
         }
         if let body {
-            clientRequest.body = .bytes(ByteBuffer(bytes: body))
+            let length: HTTPClientRequest.Body.Length
+            switch body.length {
+            case .known(let count): length = .known(count)
+            case .unknown: length = .unknown
+            }
+            clientRequest.body = .stream(RequestChunks(body: body, watchdog: watchdog), length: length)
         }
         return clientRequest
     }
@@ -243,6 +276,84 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         // No address to try means the lookup failed; otherwise every attempt ended before a
         // connection existed, whatever the individual reasons.
         return attempts == 0 && dnsFailed ? .dnsFailure : .cannotConnect
+    }
+}
+
+/// A request `HTTPBody` as the `ByteBuffer`s AsyncHTTPClient writes, marking activity as it is pulled.
+private struct RequestChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let body: HTTPBody
+    let watchdog: StallWatchdog
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: body.makeAsyncIterator(), watchdog: watchdog) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: HTTPBody.Iterator
+        let watchdog: StallWatchdog
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard let chunk = try await base.next() else { return nil }
+            watchdog.touch()
+            return ByteBuffer(bytes: chunk)
+        }
+    }
+}
+
+/// The outcome of one exchange: the response head (with its body), or the first failure. Whoever
+/// comes first wins; the waiter is resumed once.
+///
+/// `@unchecked Sendable`: `result`, `waiter`, `failed` and `failureAction` are only touched while
+/// `lock` (an `NSLock`, which TSan understands) is held; callbacks run outside it.
+private final class Exchange: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<(HTTPResponse, HTTPBody), TransportError>?
+    private var waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>?
+    private var failed: TransportError?
+    private var failureAction: (@Sendable (TransportError) -> Void)?
+
+    /// The first failure, if there was one.
+    var failure: TransportError? { lock.withLock { failed } }
+
+    func head(_ head: HTTPResponse, body: HTTPBody) { settle(.success((head, body))) }
+
+    /// Records `error` (the first failure wins) and stops the transfer, whether or not the head came.
+    func fail(_ error: TransportError) {
+        let action: (@Sendable (TransportError) -> Void)? = lock.withLock {
+            guard failed == nil else { return nil }
+            failed = error
+            return failureAction
+        }
+        settle(.failure(error))
+        action?(error)
+    }
+
+    /// What to do on the first failure (runs at once if it already happened).
+    func onFailure(_ action: @escaping @Sendable (TransportError) -> Void) {
+        let already: TransportError? = lock.withLock {
+            failureAction = action
+            return failed
+        }
+        if let already { action(already) }
+    }
+
+    func response() async throws -> (HTTPResponse, HTTPBody) {
+        try await withCheckedThrowingContinuation { continuation in
+            let settled: Result<(HTTPResponse, HTTPBody), TransportError>? = lock.withLock {
+                if result == nil { waiter = continuation }
+                return result
+            }
+            if let settled { continuation.resume(with: settled) }
+        }
+    }
+
+    private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) {
+        let waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>? = lock.withLock {
+            guard result == nil else { return nil }
+            result = outcome
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(with: outcome.mapError { $0 as any Error })
     }
 }
 

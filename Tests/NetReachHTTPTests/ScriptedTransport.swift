@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 @testable import NetReachHTTP
 
 /// An in-memory transport that answers from a script and records every request it was given.
@@ -27,21 +28,27 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
 
     var sent: [Sent] { lock.withLock { requests } }
 
-    func send(_ request: HTTPRequest, body: Data?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, Data) {
+    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        var bytes: Data?
+        if let body {
+            do { bytes = try await Data(collecting: body, upTo: 1 << 20) } catch {
+                throw TransportError(.invalidRequest, "scripted: body unreadable: \(error)")
+            }
+        }
         let step = lock.withLock { () -> Step in
-            requests.append(Sent(head: request, body: body))
+            requests.append(Sent(head: request, body: bytes))
             return script.count > 1 ? script.removeFirst() : script[0]
         }
         switch step {
         case .status(let code, let headers, let body):
             var fields = HTTPFields()
             for (name, value) in headers { fields[HTTPField.Name(name)!] = value }
-            return (HTTPResponse(status: .init(code: code), headerFields: fields), Data(body.utf8))
+            return (HTTPResponse(status: .init(code: code), headerFields: fields), HTTPBody(body))
         case .failure(let kind):
             throw TransportError(kind, "scripted \(kind)")
         case .slow(let duration):
             do { try await Task.sleep(for: duration) } catch { throw TransportError(.cancelled, "cancelled while slow") }
-            return (HTTPResponse(status: .ok), Data("slow ok".utf8))
+            return (HTTPResponse(status: .ok), HTTPBody("slow ok"))
         }
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 import NetReach
 import NetReachHTTP
 import NetReachTesting
@@ -225,7 +226,7 @@ final class AttemptCounter: HTTPTransport {
 
     var count: Int { attempts.withLock { $0 } }
 
-    func send(_ request: HTTPRequest, body: Data?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, Data) {
+    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         attempts.withLock { $0 += 1 }
         return try await wrapped.send(request, body: body, options: options)
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NetReachAsyncHTTPClient
 import NetReachHTTP
+import OpenAPIRuntime
 import Testing
 
 #if canImport(Glibc)
@@ -76,22 +77,111 @@ struct TransportConformanceTests {
         }
     }
 
-    @Test("A large body arrives whole and progress reports the final count", arguments: TransportKind.allCases)
-    func bigBodyWithProgress(kind: TransportKind) async throws {
+    @Test("A large body arrives whole, in several chunks", arguments: TransportKind.allCases)
+    func bigBodyStreams(kind: TransportKind) async throws {
         try await withServer { server in
-            let progress = ProgressLog()
-            let options = TransportOptions(timeout: .seconds(10)) { received, expected in
-                progress.append(received, expected)
-            }
-            let (response, body) = try await send(kind, .get, server, "/big?bytes=1000000", options: options)
+            let transport = kind.make()
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/big?bytes=1000000")
+            let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(10)))
             #expect(response.status.code == 200)
-            #expect(body.count == 1_000_000)
-            #expect(body == FaultInjectingServer.bigBody(count: 1_000_000))
-            let calls = progress.calls
-            #expect(calls.last?.received == 1_000_000)
-            #expect(calls.last?.expected == 1_000_000)
-            // Counts only grow.
-            #expect(zip(calls, calls.dropFirst()).allSatisfy { $0.received <= $1.received })
+            #expect(body.length == .known(1_000_000))
+            var data = Data()
+            var chunks = 0
+            for try await chunk in body {
+                data.append(contentsOf: chunk)
+                chunks += 1
+            }
+            #expect(data == FaultInjectingServer.bigBody(count: 1_000_000))
+            #expect(chunks > 1, "a 1 MB body sent in 16 KiB flushes arrived as one chunk")
+        }
+    }
+
+    // MARK: Streaming and timing
+
+    @Test("Each chunk is handed over as it arrives, not at the end", arguments: TransportKind.allCases)
+    func chunksArriveAsSent(kind: TransportKind) async throws {
+        try await withServer { server in
+            let transport = kind.make()
+            // Three lines 1 s apart: the first must be readable long before the last is sent (2 s in).
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=3&ms=1000")
+            let clock = ContinuousClock()
+            let start = clock.now
+            let (_, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(10)))
+            var arrivals: [Duration] = []
+            var text = ""
+            for try await chunk in body {
+                arrivals.append(clock.now - start)
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            #expect(text == "line 0\nline 1\nline 2\n")
+            let first = try #require(arrivals.first)
+            let last = try #require(arrivals.last)
+            #expect(first < .milliseconds(1500), "the first line waited for later ones: \(arrivals)")
+            #expect(last >= .milliseconds(1900), "the body ended early: \(arrivals)")
+        }
+    }
+
+    @Test("A body that keeps flowing is never cut by the stall timeout", arguments: TransportKind.allCases)
+    func flowingBodyOutlivesStallTimeout(kind: TransportKind) async throws {
+        try await withServer { server in
+            // 8 lines 300 ms apart take over 2 s; no gap comes near the 1.5 s stall timeout.
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=8&ms=300")
+            let clock = ContinuousClock()
+            let start = clock.now
+            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .milliseconds(1500)))
+            let data = try await Data(collecting: body, upTo: 1 << 20)
+            #expect(String(decoding: data, as: UTF8.self).hasSuffix("line 7\n"))
+            #expect(clock.now - start >= .milliseconds(2000))
+        }
+    }
+
+    @Test("A body that stops flowing times out, after the bytes that came", arguments: TransportKind.allCases)
+    func stalledBodyTimesOut(kind: TransportKind) async throws {
+        try await withServer { server in
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=10&ms=50&stallAfter=2")
+            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .milliseconds(400)))
+            var text = ""
+            do {
+                for try await chunk in body { text += String(decoding: chunk, as: UTF8.self) }
+                Issue.record("the body ended although the server stalled: \(text)")
+                return
+            } catch let error as TransportError {
+                #expect(error.kind == .timedOut, "\(error)")
+                #expect(!error.requestWasProvablyNotSent)
+            }
+            #expect(text == "line 0\nline 1\n")
+        }
+    }
+
+    @Test("The deadline bounds a body that keeps flowing", arguments: TransportKind.allCases)
+    func deadlineBoundsFlowingBody(kind: TransportKind) async throws {
+        try await withServer { server in
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=100&ms=100")
+            let clock = ContinuousClock()
+            let start = clock.now
+            let options = TransportOptions(stallTimeout: .seconds(5), deadline: start + .milliseconds(600))
+            let (_, body) = try await kind.make().send(request, body: nil, options: options)
+            let error = await #expect(throws: TransportError.self) {
+                _ = try await Data(collecting: body, upTo: 1 << 20)
+            }
+            #expect(error?.kind == .timedOut, "\(String(describing: error))")
+            let elapsed = clock.now - start
+            #expect(elapsed >= .milliseconds(550) && elapsed < .seconds(5), "stopped after \(elapsed)")
+        }
+    }
+
+    @Test("A slow reader holds the transfer back instead of buffering it", arguments: TransportKind.allCases)
+    func slowReaderIsBackpressure(kind: TransportKind) async throws {
+        try await withServer { server in
+            // 64 MB offered; the reader takes one chunk, then waits 4 s, twice the stall timeout:
+            // a held transfer is not a stalled network, and the rest still arrives whole.
+            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/big?bytes=\(64 << 20)")
+            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(2)))
+            var iterator = body.makeAsyncIterator()
+            var total = try #require(try await iterator.next()).count
+            try await Task.sleep(for: .seconds(4))
+            while let chunk = try await iterator.next() { total += chunk.count }
+            #expect(total == 64 << 20)
         }
     }
 
@@ -143,7 +233,7 @@ struct TransportConformanceTests {
             let clock = ContinuousClock()
             let start = clock.now
             let error = try await expectTransportError(
-                kind, .get, server, "/slow-headers?ms=30000", options: TransportOptions(timeout: .milliseconds(300)))
+                kind, .get, server, "/slow-headers?ms=30000", options: TransportOptions(stallTimeout: .milliseconds(300)))
             let elapsed = clock.now - start
             #expect(error.kind == .timedOut, "\(error)")
             #expect(!error.requestWasProvablyNotSent)
@@ -159,7 +249,7 @@ struct TransportConformanceTests {
         let port = try closedLoopbackPort()
         let clock = ContinuousClock()
         let start = clock.now
-        let options = TransportOptions(timeout: .seconds(60))
+        let options = TransportOptions(stallTimeout: .seconds(60))
         let error = try await expectTransportError(kind, authority: "127.0.0.1:\(port)", options: options)
         #expect(error.kind == .cannotConnect, "\(error)")
         #expect(error.requestWasProvablyNotSent)
@@ -195,7 +285,7 @@ struct TransportConformanceTests {
             let clock = ContinuousClock()
             let start = clock.now
             let task = Task {
-                try await transport.send(request, body: nil, options: TransportOptions(timeout: .seconds(60)))
+                try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(60)))
             }
             try await Task.sleep(for: .milliseconds(100))
             task.cancel()
@@ -230,7 +320,7 @@ private func send(
     _ path: String,
     headers: HTTPFields = [:],
     body: Data? = nil,
-    options: TransportOptions = TransportOptions(timeout: .seconds(10))
+    options: TransportOptions = TransportOptions(stallTimeout: .seconds(10))
 ) async throws -> (HTTPResponse, Data) {
     let transport = kind.make()
     let request = makeRequest(method, authority: "127.0.0.1:\(server.port)", path: path, headers: headers)
@@ -249,7 +339,7 @@ private func expectTransportError(
     scheme: String = "http",
     authority: String? = nil,
     body: Data? = nil,
-    options: TransportOptions = TransportOptions(timeout: .seconds(10))
+    options: TransportOptions = TransportOptions(stallTimeout: .seconds(10))
 ) async throws -> TransportError {
     let transport = kind.make()
     let authority = try #require(authority ?? server.map { "127.0.0.1:\($0.port)" })
@@ -275,9 +365,12 @@ private func sendCapturingResult(
     options: TransportOptions
 ) async -> Result<(HTTPResponse, Data), TransportError> {
     do {
-        return .success(try await transport.send(request, body: body, options: options))
-    } catch {
+        let (response, responseBody) = try await transport.send(request, body: body.map { HTTPBody($0) }, options: options)
+        return .success((response, try await Data(collecting: responseBody, upTo: 64 << 20)))
+    } catch let error as TransportError {
         return .failure(error)
+    } catch {
+        return .failure(TransportError(.other, "not a TransportError: \(error)"))
     }
 }
 
@@ -332,17 +425,3 @@ struct SocketSetupFailure: Error {
     var call: String
 }
 
-/// Progress callbacks, recorded from whatever thread the transport calls them on.
-private final class ProgressLog: @unchecked Sendable {
-    // @unchecked: `entries` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var entries: [(received: Int64, expected: Int64?)] = []
-
-    func append(_ received: Int64, _ expected: Int64?) {
-        lock.withLock { entries.append((received, expected)) }
-    }
-
-    var calls: [(received: Int64, expected: Int64?)] {
-        lock.withLock { entries }
-    }
-}

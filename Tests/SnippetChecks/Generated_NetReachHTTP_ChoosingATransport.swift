@@ -10,24 +10,25 @@ import FoundationNetworking
 import NetReachAsyncHTTPClient
 import AsyncHTTPClient
 import HTTPTypes
+import OpenAPIRuntime
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:33-42
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:39-48
 func snippet_NetReachHTTP_ChoosingATransport_1() async throws {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.httpAdditionalHeaders = ["User-Agent": "my-app/1.0"]
-    let transport = URLSessionTransport(session: URLSession(configuration: configuration))
+    let transport = URLSessionTransport(configuration: configuration)
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!, transport: transport)
     _ = configuration; _ = transport; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:54-58
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:60-64
 func snippet_NetReachHTTP_ChoosingATransport_2() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: AsyncHTTPClientTransport())
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:68-78
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:74-84
 func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     var configuration = HTTPClient.Configuration()
     configuration.connectionPool.retryConnectionEstablishment = false   // the retry policy decides
@@ -39,16 +40,16 @@ func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     _ = configuration; _ = client; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:104-118, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:113-127, at file scope so later snippets can use it
 fileprivate struct LoggingTransport: HTTPTransport {
     var base: any HTTPTransport
 
-    func send(_ request: HTTPRequest, body: Data?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, Data) {
+    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         let started = ContinuousClock.now
         do {
-            let (response, data) = try await base.send(request, body: body, options: options)
+            let (response, responseBody) = try await base.send(request, body: body, options: options)
             print("\(request.method) \(request.path ?? "/"): \(response.status.code) in \(ContinuousClock.now - started)")
-            return (response, data)
+            return (response, responseBody)
         } catch {
             print("\(request.method) \(request.path ?? "/"): \(error)")   // error is a TransportError
             throw error
@@ -56,7 +57,7 @@ fileprivate struct LoggingTransport: HTTPTransport {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:101-121
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:109-130
 func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: LoggingTransport(base: URLSessionTransport()))

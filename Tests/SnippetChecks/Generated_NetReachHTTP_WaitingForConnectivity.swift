@@ -6,6 +6,7 @@ import Foundation
 import NetReachHTTP
 import HTTPTypes
 import NetReach
+import OpenAPIRuntime
 import NetReachTesting
 
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
@@ -46,7 +47,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_3() async throws {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:113-120
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:114-121
 func snippet_NetReachHTTP_WaitingForConnectivity_4() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!, transport: URLSessionTransport())
     do {
@@ -59,7 +60,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_4() async throws {
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:128-138
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:129-139
 func snippet_NetReachHTTP_WaitingForConnectivity_5() async throws {
     var policy = RequestPolicy()
     policy.allowsCellularAccess = false
@@ -75,7 +76,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_5() async throws {
     _ = policy; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:158-164
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:159-165
 func snippet_NetReachHTTP_WaitingForConnectivity_6() async throws {
     // The service uses any network; this backup waits, up to an hour, for one that is not metered.
     let backup = Request.put("/v1/backup", body: archive).with {
@@ -87,9 +88,9 @@ func snippet_NetReachHTTP_WaitingForConnectivity_6() async throws {
     _ = backup; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:191-195 is not compiled: URLSession code for Apple platforms, what the port starts from; on Linux URLSessionConfiguration needs FoundationNetworking
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:192-196 is not compiled: URLSession code for Apple platforms, what the port starts from; on Linux URLSessionConfiguration needs FoundationNetworking
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:199-203
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:200-204
 func snippet_NetReachHTTP_WaitingForConnectivity_8() async throws {
     // After (Linux, and the same code compiles on Apple platforms against NetReachHTTP)
     var policy = RequestPolicy()
@@ -99,14 +100,14 @@ func snippet_NetReachHTTP_WaitingForConnectivity_8() async throws {
     _ = policy   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:217-221, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:219-223, at file scope so later snippets can use it
 fileprivate struct AlwaysOK: HTTPTransport {
-    func send(_ request: HTTPRequest, body: Data?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, Data) {
-        (HTTPResponse(status: .ok), Data())
+    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        (HTTPResponse(status: .ok), HTTPBody())
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:212-240
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:213-242
 func snippet_NetReachHTTP_WaitingForConnectivity_9() async throws {
     let network = SimulatedNetwork.connected(.cellular)
     let monitor = PathMonitor(source: network)

@@ -32,6 +32,11 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
     case timedOut(path: NetworkPath?)
     /// The request waited for connectivity until its resource timeout ran out.
     case waitingForConnectivityTimedOut(NotConnectedReason, path: NetworkPath)
+    /// The response body was longer than the buffered limit (``RequestPolicy/maximumBufferedBodySize``).
+    case bodyTooLarge(limit: Int)
+    /// A downloaded body could not be written where it was going (the file's path and the reason,
+    /// such as `No space left on device`); the transfer was stopped.
+    case cannotWrite(String)
     /// The request's task was cancelled.
     case cancelled
     /// Any other transport failure.
@@ -59,6 +64,10 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
             return "timed out" + Self.suffix(path)
         case .waitingForConnectivityTimedOut(let reason, let path):
             return "gave up waiting for connectivity (\(reason)); path: \(path)"
+        case .bodyTooLarge(let limit):
+            return "response body larger than \(limit) bytes (stream it or download it to a file instead)"
+        case .cannotWrite(let detail):
+            return "cannot write the body: \(detail)"
         case .cancelled:
             return "cancelled"
         case .transport(let error, let path):

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTPTypes
 import NetReach
+import OpenAPIRuntime
 
 /// Sends requests that wait for the network instead of failing, are retried only when that is
 /// safe, and fail with an error that explains itself.
@@ -106,7 +107,11 @@ public final class NetworkService: Sendable {
     /// Every ``WaitingEvent`` from now on; any number of consumers, each with its own sequence.
     public var waitingEvents: AsyncStream<WaitingEvent> { waiting.stream() }
 
-    /// Sends `request` and returns the response, or throws why not.
+    /// Sends `request` and returns the response with its whole body, or throws why not.
+    ///
+    /// The body is held in memory up to ``RequestPolicy/maximumBufferedBodySize`` (64 MiB by
+    /// default); a longer one fails with ``NetworkError/bodyTooLarge(limit:)``. For bodies of any
+    /// size use ``bytes(_:)`` or ``download(_:to:resume:progress:)``.
     ///
     /// - Parameters:
     ///   - request: what to send; its policy overrides apply to it alone.
@@ -118,20 +123,80 @@ public final class NetworkService: Sendable {
     /// - Throws: a ``NetworkError`` saying why there is no such response.
     ///
     /// ```swift
-    /// let response = try await service.send(.get("/files/big.iso")) { received, expected in
+    /// let response = try await service.send(.get("/v1/items")) { received, expected in
     ///     print(received, expected ?? -1)
     /// }
     /// ```
     public func send(
         _ request: Request, progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)? = nil
     ) async throws(NetworkError) -> Response {
+        try await perform(request) { exchange throws(AttemptFailure) in
+            let limit = exchange.policy.maximumBufferedBodySize
+            let body = try await Self.collect(exchange.body, upTo: limit, progress: progress) { _ in
+                .local(.bodyTooLarge(limit: limit))
+            }
+            return Response(status: exchange.head.status, headerFields: exchange.head.headerFields, body: body,
+                            url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
+        }
+    }
+
+    /// Sends `request` and returns once the response head has arrived, with its body as a stream
+    /// that you read at your own pace (the transfer goes as fast as you read, in constant memory).
+    ///
+    /// Waiting, retries and status checks are as for ``send(_:progress:)`` up to the response head;
+    /// a failure while you read the body is thrown by the stream (a ``NetworkError``) and is not
+    /// retried: the part you read cannot be taken back. Stop reading and drop the stream to end the
+    /// transfer early.
+    ///
+    /// ```swift
+    /// let stream = try await service.bytes(.get("/v1/events"))
+    /// for try await chunk in stream.body {
+    ///     print(String(decoding: chunk, as: UTF8.self), terminator: "")
+    /// }
+    /// ```
+    public func bytes(_ request: Request) async throws(NetworkError) -> StreamingResponse {
+        try await perform(request) { exchange throws(AttemptFailure) in
+            StreamingResponse(status: exchange.head.status, headerFields: exchange.head.headerFields,
+                              body: ResponseBody(exchange.body, path: exchange.monitor),
+                              url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
+        }
+    }
+
+    // MARK: - The attempt loop
+
+    /// One attempt's response, handed to what reads its body.
+    struct Exchange: Sendable {
+        var head: HTTPResponse
+        var body: HTTPBody
+        var url: URL
+        var attempt: Int
+        var waited: Duration
+        var policy: RequestPolicy
+        var monitor: PathMonitor?
+    }
+
+    /// Why reading an attempt's body failed: the transfer (retried when safe), or something on
+    /// this side (never retried).
+    enum AttemptFailure: Error {
+        case transport(TransportError)
+        case local(NetworkError)
+    }
+
+    /// Runs `request` through waiting, attempts and retries; `read` consumes the body of a response
+    /// whose status the policy accepts. `prepare` may change the head of each attempt (resuming).
+    func perform<Result: Sendable>(
+        _ request: Request,
+        prepare: (_ head: inout HTTPRequest) -> Void = { _ in },
+        read: (Exchange) async throws(AttemptFailure) -> Result
+    ) async throws(NetworkError) -> Result {
         guard let target = ResolvedTarget.resolve(request.target, queryItems: request.queryItems, base: base) else {
             throw .invalidURL(Self.describe(request.target, baseURL))
         }
         let url = target.url
         let monitor = await pathMonitor(for: url)
         let policy = self.policy.applying(request.policyOverrides)
-        let head = makeHead(request, target: target)
+        let baseHead = makeHead(request, target: target)
+        let body = request.body.map(ReplayTracker.init)
         let clock = ContinuousClock()
         let start = clock.now
         let resourceDeadline = start + policy.timeoutIntervalForResource
@@ -146,20 +211,41 @@ public final class NetworkService: Sendable {
 
             let failure: RetryAttempt.Failure
             let explained: NetworkError
-            do throws(TransportError) {
-                let options = TransportOptions(timeout: min(policy.timeoutIntervalForRequest, remaining), progress: progress)
-                let (response, body) = try await transport.send(head, body: request.body, options: options)
+            do throws(AttemptFailure) {
+                var head = baseHead
+                prepare(&head)
+                let options = TransportOptions(stallTimeout: policy.timeoutIntervalForRequest, deadline: resourceDeadline)
+                let response: HTTPResponse
+                let responseBody: HTTPBody
+                do throws(TransportError) {
+                    (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
+                } catch {
+                    throw .transport(error)
+                }
                 if policy.acceptableStatusCodes.contains(response.status.code) {
-                    return Response(status: response.status, headerFields: response.headerFields, body: body, url: url,
-                                    attempts: attempt, waitedForConnectivity: waited)
+                    return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
+                                                   waited: waited, policy: policy, monitor: monitor))
+                }
+                // What the server said about the failure: the start of its body, enough to read.
+                let errorBody = try await Self.collect(responseBody, upTo: Self.errorBodyLimit, progress: nil) { prefix in
+                    .local(.unsuccessfulStatus(response.status, body: prefix))
                 }
                 let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0) }
                 failure = .status(response.status.code, retryAfter: retryAfter)
-                explained = .unsuccessfulStatus(response.status, body: body)
+                explained = .unsuccessfulStatus(response.status, body: errorBody)
             } catch {
-                if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
-                failure = .transport(error)
-                explained = explain(error, policy: policy, monitor: monitor)
+                switch error {
+                case .local(.unsuccessfulStatus(let status, let body)) where !policy.acceptableStatusCodes.contains(status.code):
+                    // An error body longer than what is kept: the status is the failure.
+                    failure = .status(status.code, retryAfter: nil)
+                    explained = .unsuccessfulStatus(status, body: body)
+                case .local(let error):
+                    throw error
+                case .transport(let error):
+                    if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
+                    failure = .transport(error)
+                    explained = explain(error, policy: policy, monitor: monitor)
+                }
             }
 
             // An attempt that could not leave while the monitor sees no usable path: without waiting,
@@ -170,11 +256,44 @@ public final class NetworkService: Sendable {
             let context = RetryAttempt(method: request.method, number: attempt, failure: failure,
                                        elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
             // The safety rule is the service's, not the policy's: no custom policy can make a POST
-            // that may have reached the server go out twice.
-            guard context.isSafeToRepeat, case .retry(let delay) = policy.retryPolicy.decision(for: context),
+            // that may have reached the server go out twice, and a single-pass body that was read
+            // cannot be sent again.
+            guard context.isSafeToRepeat, body?.canReplay ?? true,
+                  case .retry(let delay) = policy.retryPolicy.decision(for: context),
                   clock.now + delay < resourceDeadline else { throw explained }
             do { try await Task.sleep(for: delay) } catch { throw .cancelled }
         }
+    }
+
+    /// How much of an unsuccessful response's body is kept for ``NetworkError/unsuccessfulStatus(_:body:)``.
+    static let errorBodyLimit = 64 << 10
+
+    /// Reads `body` whole, up to `limit` bytes; past that, throws what `tooLong` makes of the
+    /// first `limit` bytes.
+    static func collect(
+        _ body: HTTPBody, upTo limit: Int, progress: (@Sendable (Int64, Int64?) -> Void)?,
+        tooLong: (Data) -> AttemptFailure
+    ) async throws(AttemptFailure) -> Data {
+        var expected: Int64?
+        if case .known(let length) = body.length { expected = length }
+        var data = Data()
+        if let expected, expected > 0 { data.reserveCapacity(Int(min(expected, Int64(limit), 64 << 20))) }
+        do {
+            for try await chunk in body {
+                guard data.count + chunk.count <= limit else {
+                    data.append(contentsOf: chunk.prefix(limit - data.count))
+                    throw tooLong(data)
+                }
+                data.append(contentsOf: chunk)
+                progress?(Int64(data.count), expected)
+            }
+        } catch let error as AttemptFailure {
+            throw error
+        } catch {
+            throw .transport(error as? TransportError ?? TransportError(.other, String(describing: error)))
+        }
+        if data.isEmpty { progress?(0, expected) }
+        return data
     }
 
     /// Sends `request` and delivers the result on `queue`: for code written in the completion-

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 
 /// One HTTP request for a ``NetworkService``: method, target, query, headers, body, and policy
 /// overrides for this request alone.
@@ -30,8 +31,10 @@ public struct Request: Sendable {
     public var queryItems: [URLQueryItem]
     /// Header fields; they override the service's default headers of the same name.
     public var headerFields: HTTPFields
-    /// The body, if any.
-    public var body: Data?
+    /// The body, if any. One made from bytes (`Data`, a string) can be sent again on a retry or a
+    /// 307/308 redirect; a single-pass stream (`HTTPBody` from an `AsyncStream`) is sent at most
+    /// once: a failure after it started is not retried.
+    public var body: HTTPBody?
     /// The `Idempotency-Key` sent with every attempt; with one, a POST or PATCH may be retried after
     /// a failure that could have reached the server (the server promises to apply it once).
     public var idempotencyKey: String?
@@ -41,7 +44,7 @@ public struct Request: Sendable {
     /// Creates a request.
     public init(
         method: HTTPRequest.Method, target: Target, queryItems: [URLQueryItem] = [],
-        headerFields: HTTPFields = [:], body: Data? = nil, idempotencyKey: String? = nil,
+        headerFields: HTTPFields = [:], body: HTTPBody? = nil, idempotencyKey: String? = nil,
         policyOverrides: RequestPolicy.Overrides = .init()
     ) {
         self.method = method
@@ -55,7 +58,8 @@ public struct Request: Sendable {
 
     /// Creates a request for a path relative to the service's base URL.
     public init(_ method: HTTPRequest.Method, _ path: String, query: KeyValuePairs<String, String> = [:], body: Data? = nil) {
-        self.init(method: method, target: .path(path), queryItems: query.map { URLQueryItem(name: $0.key, value: $0.value) }, body: body)
+        self.init(method: method, target: .path(path), queryItems: query.map { URLQueryItem(name: $0.key, value: $0.value) },
+                  body: body.map { HTTPBody($0) })
     }
 
     /// Creates a request whose body is `value` encoded as JSON with `encoder`

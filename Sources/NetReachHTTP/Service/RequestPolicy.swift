@@ -21,10 +21,14 @@ public struct RequestPolicy: Sendable {
     public var waitsForConnectivity = false
     /// The longest a request may take in all: waiting, every attempt and back-off.
     public var timeoutIntervalForResource: Duration = .seconds(7 * 24 * 3600)
-    /// The longest one attempt may take, from start to the last byte of the response. Unlike
-    /// URLSession's timeout of the same name, which is reset by every byte that arrives, this
-    /// bounds the whole attempt, so a slow trickle cannot hold a request forever.
+    /// The longest an attempt may go without a byte sent or received, as URLSession's timeout of
+    /// the same name: waiting for the response counts, a download that keeps flowing is never cut.
+    /// The resource timeout bounds the whole.
     public var timeoutIntervalForRequest: Duration = .seconds(60)
+    /// The largest body ``NetworkService/send(_:progress:)`` holds in memory; a longer one fails
+    /// with ``NetworkError/bodyTooLarge(limit:)`` (stream it with ``NetworkService/bytes(_:)`` or
+    /// ``NetworkService/download(_:to:resume:progress:)`` instead). 64 MiB by default.
+    public var maximumBufferedBodySize = 64 << 20
     /// Whether an expensive path (cellular, or marked expensive) may be used.
     public var allowsExpensiveNetworkAccess = true
     /// Whether a constrained path may be used.
@@ -47,6 +51,8 @@ public struct RequestPolicy: Sendable {
         public var timeoutIntervalForResource: Duration?
         /// Replaces ``RequestPolicy/timeoutIntervalForRequest``.
         public var timeoutIntervalForRequest: Duration?
+        /// Replaces ``RequestPolicy/maximumBufferedBodySize``.
+        public var maximumBufferedBodySize: Int?
         /// Replaces ``RequestPolicy/allowsExpensiveNetworkAccess``.
         public var allowsExpensiveNetworkAccess: Bool?
         /// Replaces ``RequestPolicy/allowsConstrainedNetworkAccess``.
@@ -68,6 +74,7 @@ public struct RequestPolicy: Sendable {
         if let value = overrides.waitsForConnectivity { policy.waitsForConnectivity = value }
         if let value = overrides.timeoutIntervalForResource { policy.timeoutIntervalForResource = value }
         if let value = overrides.timeoutIntervalForRequest { policy.timeoutIntervalForRequest = value }
+        if let value = overrides.maximumBufferedBodySize { policy.maximumBufferedBodySize = value }
         if let value = overrides.allowsExpensiveNetworkAccess { policy.allowsExpensiveNetworkAccess = value }
         if let value = overrides.allowsConstrainedNetworkAccess { policy.allowsConstrainedNetworkAccess = value }
         if let value = overrides.allowsCellularAccess { policy.allowsCellularAccess = value }

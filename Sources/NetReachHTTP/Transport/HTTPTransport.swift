@@ -1,9 +1,15 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 
-/// Sends one HTTP request and returns the whole response: the only thing ``NetworkService`` needs
-/// from an HTTP client. Waiting, retries, policies and errors that explain themselves live in the
-/// service; a transport stays small and swappable.
+/// Sends one HTTP request and hands back the response as it arrives: the only thing
+/// ``NetworkService`` needs from an HTTP client. Waiting, retries, redirects, resuming and errors
+/// that explain themselves live in the service; a transport stays small and swappable.
+///
+/// Bodies are `HTTPBody` (swift-openapi-runtime's streaming body, the one swift-openapi's transports
+/// use), in both directions and with backpressure: a transport pulls request chunks only as fast
+/// as it can send them, and reads the response only as fast as its consumer takes chunks, so a
+/// transfer of any size runs in constant memory.
 ///
 /// NetReach ships two: `URLSessionTransport` (FoundationNetworking, in this module) and
 /// `AsyncHTTPClientTransport` (product `NetReachAsyncHTTPClient`). Both pass the same conformance
@@ -11,29 +17,47 @@ import HTTPTypes
 ///
 /// A conforming type must:
 /// - send `request` (method, scheme, authority, path with query, header fields) and `body` once;
-///   it never retries by itself;
-/// - give up after `options.timeout` with ``TransportError/Kind/timedOut`` (or
-///   ``TransportError/Kind/connectTimeout`` if no connection was made);
-/// - stop and throw ``TransportError/Kind/cancelled`` promptly when its task is cancelled;
+///   it never retries and never follows a redirect by itself (a 3xx is a response);
+/// - return as soon as the response head has arrived, with a body that streams the rest; reading
+///   the body to its end, or dropping it, ends the transfer (dropping it closes the connection);
+/// - throw, from `send` or from the body's iterator, only ``TransportError``: when no byte was sent
+///   or received for ``TransportOptions/stallTimeout`` (``TransportError/Kind/timedOut``, or
+///   ``TransportError/Kind/connectTimeout`` if no connection was made), when
+///   ``TransportOptions/deadline`` passes, when the connection breaks, or when the task is cancelled
+///   (``TransportError/Kind/cancelled``, promptly);
 /// - classify failures honestly: a request that may have reached the server must never be reported
 ///   with a kind whose ``TransportError/requestWasProvablyNotSent`` is `true`.
+///
+/// ```swift
+/// let transport: any HTTPTransport = URLSessionTransport()
+/// let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:8080", path: "/log")
+/// let (response, body) = try await transport.send(head, body: nil, options: TransportOptions())
+/// for try await chunk in body { print(response.status, chunk.count) }
+/// ```
 public protocol HTTPTransport: Sendable {
-    /// Sends `request` with `body` and returns the response head and its whole body.
-    func send(_ request: HTTPRequest, body: Data?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, Data)
+    /// Sends `request` with `body`; returns the response head once it has arrived, and its body
+    /// as a single-pass stream.
+    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody)
 }
 
 /// Per-request settings a transport honours.
+///
+/// ```swift
+/// var options = TransportOptions(stallTimeout: .seconds(30))
+/// options.deadline = .now + .seconds(600)     // the whole transfer, to its last byte
+/// ```
 public struct TransportOptions: Sendable {
-    /// The longest the request may take, from start to the last byte of the response.
-    public var timeout: Duration
-    /// Called as response body bytes arrive: bytes so far, and the expected total if known.
-    /// Calls never overlap, the counts never go down, and the last call carries the final count.
-    public var progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)?
+    /// The longest the transfer may go without a byte sent or received (URLSession's
+    /// `timeoutIntervalForRequest`): waiting for the response head counts, a body that keeps
+    /// flowing is never cut. Time a consumer spends not reading does not count.
+    public var stallTimeout: Duration
+    /// When the whole transfer must be over, to the last byte of the body; `nil` for no limit.
+    public var deadline: ContinuousClock.Instant?
 
     /// Creates options.
-    public init(timeout: Duration = .seconds(60), progress: (@Sendable (Int64, Int64?) -> Void)? = nil) {
-        self.timeout = timeout
-        self.progress = progress
+    public init(stallTimeout: Duration = .seconds(60), deadline: ContinuousClock.Instant? = nil) {
+        self.stallTimeout = stallTimeout
+        self.deadline = deadline
     }
 }
 
@@ -50,7 +74,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case connectTimeout
         /// The connection broke after the request may have been sent (reset, closed early).
         case connectionLost
-        /// The request was sent, or may have been, and no complete response came in time.
+        /// The request was sent, or may have been, and the transfer stalled or ran past its deadline.
         case timedOut
         /// The server answered with something that is not HTTP.
         case invalidResponse

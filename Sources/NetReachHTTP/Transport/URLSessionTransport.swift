@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -15,8 +16,8 @@ import FoundationNetworking
 /// ```swift
 /// let transport = URLSessionTransport()
 /// let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/status")
-/// let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(timeout: .seconds(5)))
-/// print(response.status, body.count)
+/// let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
+/// for try await chunk in body { print(response.status, chunk.count) }
 /// ```
 ///
 /// Failures are classified from FoundationNetworking's `URLError` codes. On Linux a connection
@@ -24,66 +25,101 @@ import FoundationNetworking
 /// server, so that is reported as ``TransportError/Kind/connectionLost``, never as a kind that
 /// allows repeating a POST.
 public struct URLSessionTransport: HTTPTransport {
-    /// The session every request goes through.
-    public let session: URLSession
+    /// The configuration of every session this transport makes.
+    public let configuration: URLSessionConfiguration
+    private let pool: SessionPool
 
-    /// Creates a transport that sends requests through `session`.
+    /// Creates a transport whose sessions use `configuration`.
     ///
-    /// The default is one ephemeral-configuration session shared by every transport created
-    /// without an argument: nothing is written to disk and connections are reused.
+    /// The default is one ephemeral-configuration pool shared by every transport created without
+    /// an argument: nothing is written to disk and connections are reused.
+    ///
+    /// Each transfer in flight has a session of its own, taken from a small pool: FoundationNetworking
+    /// on Linux hands body bytes to a session's delegate one call at a time, and a call held back
+    /// because the consumer is not reading would hold back every other transfer of that session.
     ///
     /// ```swift
     /// let configuration = URLSessionConfiguration.ephemeral
     /// configuration.httpAdditionalHeaders = ["User-Agent": "netreach"]
-    /// let transport = URLSessionTransport(session: URLSession(configuration: configuration))
+    /// let transport = URLSessionTransport(configuration: configuration)
     /// ```
-    public init(session: URLSession = URLSessionTransport.defaultSession) {
-        self.session = session
+    public init(configuration: URLSessionConfiguration) {
+        self.configuration = configuration
+        self.pool = SessionPool(configuration: configuration)
     }
 
-    /// The session used when none is given: ephemeral configuration, created once per process.
-    public static let defaultSession = URLSession(configuration: .ephemeral)
+    /// A transport on the shared ephemeral pool.
+    public init() {
+        self.configuration = Self.sharedPool.configuration
+        self.pool = Self.sharedPool
+    }
 
-    /// Sends `request` with `body` and returns the response head and its whole body.
+    private static let sharedPool = SessionPool(configuration: .ephemeral)
+
+    /// Request bodies are read into memory up to this size before sending: FoundationNetworking on
+    /// Linux cannot pull an asynchronous body as it sends. A larger body fails with
+    /// ``TransportError/Kind/invalidRequest`` before anything is sent; use `AsyncHTTPClientTransport`
+    /// to stream uploads of any size.
+    public static let maximumRequestBodySize = 64 << 20
+
+    /// Sends `request` with `body`; returns the response head once it arrived and its body as a
+    /// stream.
     ///
-    /// Statuses are not judged: a 503 is a response like a 200. `options.progress`, if set, is
-    /// called as body bytes arrive and once more with the final count.
+    /// Statuses are not judged: a 503 is a response like a 200. The response body is read as fast
+    /// as it is consumed (at most 1 MiB waits in between). The request body is read whole first
+    /// (up to ``maximumRequestBodySize``).
     ///
     /// ```swift
     /// var request = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:8080", path: "/items")
     /// request.headerFields[.contentType] = "application/json"
-    /// let (response, data) = try await URLSessionTransport().send(
-    ///     request, body: Data(#"{"name":"a"}"#.utf8), options: TransportOptions(timeout: .seconds(10)))
+    /// let (response, body) = try await URLSessionTransport().send(
+    ///     request, body: HTTPBody(#"{"name":"a"}"#), options: TransportOptions(stallTimeout: .seconds(10)))
+    /// let data = try await Data(collecting: body, upTo: 1 << 20)
+    /// print(response.status, data.count)
     /// ```
     public func send(
         _ request: HTTPRequest,
-        body: Data?,
+        body: HTTPBody?,
         options: TransportOptions
-    ) async throws(TransportError) -> (HTTPResponse, Data) {
-        let urlRequest = try Self.makeURLRequest(request, body: body, timeout: options.timeout)
-        let session = self.session
-        let progress = options.progress
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        var bytes: Data?
+        if let body {
+            do {
+                bytes = try await Data(collecting: body, upTo: Self.maximumRequestBodySize)
+            } catch let error as TransportError {
+                throw error
+            } catch {
+                throw TransportError(.invalidRequest, "the request body could not be read (over \(Self.maximumRequestBodySize) bytes, or failed): \(error)")
+            }
+        }
+        let urlRequest = try Self.makeURLRequest(request, body: bytes, stallTimeout: options.stallTimeout)
+        let transfer = Transfer(method: request.method)
+        let session = pool.checkout()
+        let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in
+            transfer.fail(error)
+        }
+        transfer.channel = BodyChannel(watchdog: watchdog)
+        transfer.watchdog = watchdog
+        let task = session.start(urlRequest.value, transfer: transfer) { [pool] in pool.checkin(session) }
+        transfer.attach(task)
+        transfer.channel.onConsumerTermination {
+            task.cancel()
+            watchdog.stop()
+        }
         do {
-            return try await withOverallDeadline(options.timeout) {
-                // `data(for:delegate:)` cancels its URLSession task when this task is cancelled, and
-                // (unlike a task's own `delegate` on Linux) it reports body bytes to the delegate.
-                let delegate = progress.map(ProgressDelegate.init)
-                let (data, urlResponse) = try await session.data(for: urlRequest.value, delegate: delegate)
-                let response = try Self.makeResponse(urlResponse)
-                delegate?.finish(total: Int64(data.count))
-                if delegate == nil {
-                    progress?(Int64(data.count), urlResponse.expectedContentLength >= 0 ? urlResponse.expectedContentLength : nil)
-                }
-                return (response, data)
+            return try await withTaskCancellationHandler {
+                try await transfer.response()
+            } onCancel: {
+                transfer.fail(TransportError(.cancelled, "the task was cancelled"))
             }
         } catch {
-            throw Self.classify(error)
+            throw error as? TransportError ?? TransportError(.other, String(describing: error))
         }
     }
 
     // MARK: Conversions
 
-    private static func makeURLRequest(_ request: HTTPRequest, body: Data?, timeout: Duration) throws(TransportError) -> SendableURLRequest {
+    private static func makeURLRequest(_ request: HTTPRequest, body: Data?, stallTimeout: Duration) throws(TransportError) -> SendableURLRequest {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw TransportError(.invalidRequest, "request has no scheme or authority: \(request)")
         }
@@ -113,15 +149,15 @@ public struct URLSessionTransport: HTTPTransport {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
         urlRequest.httpBody = body
-        // The overall deadline is enforced by `withOverallDeadline`. URLSession's own timeout is an
-        // idle timeout, and on Linux it fires early (measured: after ~140-180 ms for 300 ms), so it
+        // Stalls and the deadline are timed by the watchdog. URLSession's own timeout is an idle
+        // timeout too, but on Linux it fires early (measured: after ~140-180 ms for 300 ms), so it
         // is set past ours and only ever acts as a backstop.
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        let seconds = Double(stallTimeout.components.seconds) + Double(stallTimeout.components.attoseconds) * 1e-18
         urlRequest.timeoutInterval = max(seconds * 2 + 1, 1)
         return SendableURLRequest(value: urlRequest)
     }
 
-    private static func makeResponse(_ urlResponse: URLResponse) throws -> HTTPResponse {
+    fileprivate static func makeResponse(_ urlResponse: URLResponse) throws -> HTTPResponse {
         guard let httpResponse = urlResponse as? HTTPURLResponse else {
             throw TransportError(.invalidResponse, "not an HTTP response: \(type(of: urlResponse))")
         }
@@ -138,7 +174,7 @@ public struct URLSessionTransport: HTTPTransport {
 
     // MARK: Classification
 
-    private static func classify(_ error: any Error) -> TransportError {
+    fileprivate static func classify(_ error: any Error) -> TransportError {
         if let error = error as? TransportError {
             return error
         }
@@ -181,40 +217,173 @@ private struct SendableURLRequest: @unchecked Sendable {
     let value: URLRequest
 }
 
-/// Reports body bytes to `TransportOptions.progress` as URLSession delivers them.
+/// Sessions for one transfer each, reused one after another so connections are kept alive.
 ///
-/// `@unchecked Sendable`: the mutable state is guarded by `lock` (an `NSLock`, which TSan
-/// understands, unlike `Mutex`). The callback runs while the lock is held: URLSession may deliver
-/// two chunks on two threads at once, and a count computed first must not be reported last.
-private final class ProgressDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    private let progress: @Sendable (Int64, Int64?) -> Void
+/// `@unchecked Sendable`: `idle` is only touched while `lock` is held.
+private final class SessionPool: @unchecked Sendable {
+    let configuration: URLSessionConfiguration
     private let lock = NSLock()
-    private var received: Int64 = 0
-    private var reported: Int64 = -1
-    private var expected: Int64?
+    private var idle: [PooledSession] = []
+    /// Idle sessions kept beyond this are invalidated.
+    private let keep = 8
 
-    init(_ progress: @escaping @Sendable (Int64, Int64?) -> Void) {
-        self.progress = progress
+    init(configuration: URLSessionConfiguration) { self.configuration = configuration }
+
+    func checkout() -> PooledSession {
+        lock.withLock { idle.popLast() } ?? PooledSession(configuration: configuration)
+    }
+
+    func checkin(_ session: PooledSession) {
+        let kept = lock.withLock { () -> Bool in
+            guard idle.count < keep else { return false }
+            idle.append(session)
+            return true
+        }
+        if !kept { session.invalidate() }
+    }
+}
+
+/// One `URLSession` whose delegate feeds the body channel of the one transfer it runs at a time.
+///
+/// `@unchecked Sendable`: `transfer` and `done` are only touched while `lock` is held; `session` is
+/// set once in `init`. The session keeps this delegate alive until ``invalidate()``.
+private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var session: URLSession!
+    private var transfer: Transfer?
+    private var done: (@Sendable () -> Void)?
+
+    init(configuration: URLSessionConfiguration) {
+        super.init()
+        // A serial delegate queue of its own: callbacks of the one task arrive in order, and the
+        // data callback may block (backpressure) without holding back any other transfer.
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+    }
+
+    /// Starts `request` for `transfer`; `done` runs when the task completed.
+    func start(_ request: URLRequest, transfer: Transfer, done: @escaping @Sendable () -> Void) -> URLSessionDataTask {
+        lock.withLock {
+            self.transfer = transfer
+            self.done = done
+        }
+        let task = session.dataTask(with: request)
+        task.resume()
+        return task
+    }
+
+    func invalidate() { session.finishTasksAndInvalidate() }
+
+    private var current: Transfer? { lock.withLock { transfer } }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        current?.received(response)
+        completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let length = dataTask.response?.expectedContentLength ?? -1
-        lock.withLock {
-            received += Int64(data.count)
-            expected = length >= 0 ? length : nil
-            // A chunk delivered after `finish` has nothing new to say.
-            guard received > reported else { return }
-            reported = received
-            progress(received, expected)
+        guard let transfer = current else { return }
+        transfer.watchdog.touch()
+        // Blocks this session's delegate queue while the consumer's buffer is full: FoundationNetworking
+        // waits for this call before reading more, which is the backpressure.
+        if !transfer.channel.sendBlocking(HTTPBody.ByteChunk(data)) { dataTask.cancel() }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (transfer, done) = lock.withLock { () -> (Transfer?, (@Sendable () -> Void)?) in
+            defer {
+                self.transfer = nil
+                self.done = nil
+            }
+            return (self.transfer, self.done)
+        }
+        if let error {
+            transfer?.fail(URLSessionTransport.classify(error))
+        } else {
+            transfer?.completed()
+        }
+        done?()
+    }
+}
+
+/// One transfer's state: the response head for the caller waiting in `send`, the body channel for
+/// its consumer, and the first failure.
+///
+/// `@unchecked Sendable`: `channel` and `watchdog` are set before the task starts and never after;
+/// `result`, `waiter` and `failed` are only touched while `lock` is held.
+private final class Transfer: @unchecked Sendable {
+    var channel: BodyChannel!
+    var watchdog: StallWatchdog!
+    private let method: HTTPRequest.Method
+    private let lock = NSLock()
+    private var result: Result<(HTTPResponse, HTTPBody), TransportError>?
+    private var waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>?
+    private var failed = false
+    private var task: URLSessionDataTask?
+
+    init(method: HTTPRequest.Method) { self.method = method }
+
+    /// The task to cancel on failure (at once if the transfer already failed).
+    func attach(_ task: URLSessionDataTask) {
+        let cancel = lock.withLock { () -> Bool in
+            self.task = task
+            return failed
+        }
+        if cancel { task.cancel() }
+    }
+
+    func received(_ urlResponse: URLResponse) {
+        watchdog.touch()
+        do {
+            let head = try URLSessionTransport.makeResponse(urlResponse)
+            let expected = urlResponse.expectedContentLength
+            let length: HTTPBody.Length = method == .head ? .known(0) : expected >= 0 ? .known(expected) : .unknown
+            settle(.success((head, HTTPBody(channel: channel, length: length))))
+        } catch {
+            fail(error as? TransportError ?? TransportError(.invalidResponse, String(describing: error)))
         }
     }
 
-    /// Reports the final count unless a callback already did (an empty body has none).
-    func finish(total: Int64) {
-        lock.withLock {
-            guard reported < total else { return }
-            reported = total
-            progress(total, expected)
+    func completed() {
+        watchdog.stop()
+        // A completion without a response head (cannot happen with HTTP, but not assumed) is not a response.
+        settle(.failure(TransportError(.invalidResponse, "the transfer ended without a response")))
+        channel.finish()
+    }
+
+    func fail(_ error: TransportError) {
+        let (first, task) = lock.withLock { () -> (Bool, URLSessionDataTask?) in
+            defer { failed = true }
+            return (!failed, self.task)
         }
+        guard first else { return }
+        task?.cancel()
+        watchdog.stop()
+        settle(.failure(error))
+        channel.finish(throwing: error)
+    }
+
+    func response() async throws -> (HTTPResponse, HTTPBody) {
+        try await withCheckedThrowingContinuation { continuation in
+            let settled: Result<(HTTPResponse, HTTPBody), TransportError>? = lock.withLock {
+                if result == nil { waiter = continuation }
+                return result
+            }
+            if let settled { continuation.resume(with: settled) }
+        }
+    }
+
+    private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) {
+        let waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>? = lock.withLock {
+            guard result == nil else { return nil }
+            result = outcome
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(with: outcome.mapError { $0 as any Error })
     }
 }

@@ -307,6 +307,12 @@ private final class FaultHandler: ChannelInboundHandler {
             }
         case "/malformed":
             sendMalformed(context: context)
+        case "/drip":
+            // `count` lines, one every `ms`; after `stallAfter` lines, nothing more (the
+            // connection stays open), so a client must time the stall itself.
+            drip(line: 0, count: parameters["count"].flatMap(Int.init) ?? 5,
+                 every: .milliseconds(parameters["ms"].flatMap(Int64.init) ?? 100),
+                 stallAfter: parameters["stallAfter"].flatMap(Int.init), to: head, context: context)
         case "/big":
             sendBig(count: parameters["bytes"].flatMap(Int.init) ?? 0, to: head, context: context)
         default:
@@ -391,6 +397,26 @@ private final class FaultHandler: ChannelInboundHandler {
         }
         encoderContext.writeAndFlush(NIOAny(raw)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
+        }
+    }
+
+    /// Sends line `line` of `count` ("line N\n", chunked), the head with the first, then the next
+    /// after `every`; stops sending (without closing) after `stallAfter` lines.
+    private func drip(
+        line: Int, count: Int, every: TimeAmount, stallAfter: Int?, to request: HTTPRequestHead, context: ChannelHandlerContext
+    ) {
+        if line == 0 {
+            let head = HTTPResponseHead(version: request.version, status: .ok, headers: ["transfer-encoding": "chunked"])
+            context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+        }
+        if let stallAfter, line >= stallAfter { return }
+        guard line < count else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "line \(line)\n")))), promise: nil)
+        context.eventLoop.assumeIsolated().scheduleTask(in: every) {
+            self.drip(line: line + 1, count: count, every: every, stallAfter: stallAfter, to: request, context: context)
         }
     }
 
