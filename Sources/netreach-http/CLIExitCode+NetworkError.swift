@@ -8,7 +8,8 @@ extension CLIExitCode {
         switch error {
         case .unsuccessfulStatus: unsuccessfulStatus
         case .notConnected, .waitingForConnectivityTimedOut: notConnected
-        case .connectionLost, .timedOut, .invalidResponse, .transport: requestFailed
+        case .connectionLost, .timedOut, .invalidResponse, .transport, .bodyTooLarge: requestFailed
+        case .cannotWrite: localFile
         case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
         case .cancelled: interrupted
         }

@@ -6,6 +6,7 @@ import NetReach
 import NetReachAsyncHTTPClient
 import NetReachCLI
 import NetReachHTTP
+import OpenAPIRuntime
 
 /// `netreach get URL`: the connectivity-aware HTTP layer from the shell. Waits for the network
 /// when asked, retries only when that is safe, and says what happened in one line.
@@ -158,8 +159,14 @@ struct GetCommand: AsyncParsableCommand {
                                      onWaiting: { report.waiting($0) })
 
         let started = ContinuousClock.now
-        let sending = Task { [request] in
-            try await service.send(request) { received, expected in report.progress(received, expected) }
+        let sending = Task { [request, output, json] () async throws -> (Response, Int64) in
+            // JSON lines carry the body itself (bounded by the policy's buffered limit); otherwise
+            // the body goes out as it arrives, to the file or to standard output.
+            if json && output == nil {
+                let response = try await service.send(request) { received, expected in report.progress(received, expected) }
+                return (response, Int64(response.body.count))
+            }
+            return try await Self.stream(request, through: service, to: output, report: report)
         }
         let signalSources = TerminationSignals.install { sending.cancel() }
         defer { signalSources.forEach { $0.cancel() } }
@@ -168,25 +175,92 @@ struct GetCommand: AsyncParsableCommand {
         report.finishTerminal()
         let elapsed = ContinuousClock.now - started
         switch result {
-        case .success(let response):
-            try deliver(response.body)
-            report.response(response, key: request.idempotencyKey, output: output, elapsed: elapsed)
+        case .success(let (response, count)):
+            report.response(response, bytes: count, key: request.idempotencyKey, output: output, elapsed: elapsed)
             // A --json line that could not be written is lost output too.
             if let lost = report.lostOutput { throw CLIExitCode.outputFailed(lost) }
+        case .failure(let thrown as ExitCode):
+            // The body could not be written to standard output (said on standard error already).
+            throw thrown
+        case .failure(let thrown as StreamFailure):
+            report.failure(thrown.error, key: request.idempotencyKey, output: output, elapsed: elapsed)
+            throw thrown.exitCode
         case .failure(let thrown):
-            // `send` throws only NetworkError; Task erases the type.
+            // The service throws only NetworkError; Task erases the type.
             let error = thrown as? NetworkError ?? .cancelled
-            if case .unsuccessfulStatus(_, let body) = error { try deliver(body) }
+            // An error status's body goes to standard output, never over an --output file.
+            if case .unsuccessfulStatus(_, let body) = error, output == nil, !json {
+                do throws(StandardStream.WriteError) { try StandardStream.output.write(body) } catch {
+                    throw CLIExitCode.outputFailed(error)
+                }
+            }
             report.failure(error, key: request.idempotencyKey, output: output, elapsed: elapsed)
             throw CLIExitCode.exitCode(for: error)
         }
+    }
+
+    /// Why streaming a body ended early: the network error to report and the status to exit with.
+    struct StreamFailure: Error {
+        var error: NetworkError
+        var exitCode: ExitCode
+    }
+
+    /// Sends `request` and writes the body as it arrives: to `output` (beside it first, renamed
+    /// over it when whole) or to standard output. Returns the response and how many bytes went out.
+    private static func stream(
+        _ request: Request, through service: NetworkService, to output: String?, report: GetReport
+    ) async throws -> (Response, Int64) {
+        let file: OutputFile?
+        if let output {
+            do throws(OutputFileError) { file = try OutputFile.open(output) } catch {
+                throw StreamFailure(error: .cannotWrite(error.description), exitCode: CLIExitCode.localFile)
+            }
+        } else {
+            file = nil
+        }
+        let streaming: StreamingResponse
+        do throws(NetworkError) {
+            streaming = try await service.bytes(request)
+        } catch {
+            file?.abandon()
+            throw error
+        }
+        let expected = streaming.body.expectedLength
+        var written: Int64 = 0
+        report.progress(0, expected)
+        do {
+            for try await chunk in streaming.body {
+                if let file {
+                    try file.write(chunk)
+                } else {
+                    try StandardStream.output.write(chunk)
+                }
+                written += Int64(chunk.count)
+                report.progress(written, expected)
+            }
+            try file?.commit()
+        } catch let error as OutputFileError {
+            file?.abandon()
+            throw StreamFailure(error: .cannotWrite(error.description), exitCode: CLIExitCode.localFile)
+        } catch let error as StandardStream.WriteError {
+            // A body that was lost must never end in a "200 OK" summary and status 0.
+            throw CLIExitCode.outputFailed(error)
+        } catch {
+            // Keep what arrived: `--continue` picks it up.
+            file?.abandon(keepPartial: written > 0)
+            let networkError = error as? NetworkError ?? .cancelled
+            throw StreamFailure(error: networkError, exitCode: CLIExitCode.exitCode(for: networkError))
+        }
+        let response = Response(status: streaming.status, headerFields: streaming.headerFields, url: streaming.url,
+                                attempts: streaming.attempts, waitedForConnectivity: streaming.waitedForConnectivity)
+        return (response, written)
     }
 
     private var policy: RequestPolicy {
         var policy = RequestPolicy()
         policy.waitsForConnectivity = waitForConnectivity
         policy.timeoutIntervalForResource = timeout.duration
-        policy.timeoutIntervalForRequest = timeout.duration
+        policy.timeoutIntervalForRequest = min(timeout.duration, .seconds(30))
         var retryPolicy = DefaultRetryPolicy()
         retryPolicy.retryLimit = retries
         policy.retryPolicy = retryPolicy
@@ -201,36 +275,16 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     /// The `--data` bytes: literal text, a file (`@FILE`) or standard input (`@-`).
-    private func readBody() throws(ExitCode) -> Data? {
+    private func readBody() throws(ExitCode) -> HTTPBody? {
         guard let data else { return nil }
-        guard data.hasPrefix("@") else { return Data(data.utf8) }
+        guard data.hasPrefix("@") else { return HTTPBody(data) }
         let path = String(data.dropFirst())
         do {
-            if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-            return try Data(contentsOf: URL(fileURLWithPath: path))
+            if path == "-" { return HTTPBody(FileHandle.standardInput.readDataToEndOfFile()) }
+            return HTTPBody(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             StandardStream.complain("cannot read --data file '\(path)': \(error.localizedDescription)")
             throw CLIExitCode.localFile
         }
     }
-
-    /// Writes the body to `--output`, or to standard output unless `--json` carries it.
-    private func deliver(_ body: Data) throws(ExitCode) {
-        if let output {
-            do {
-                try body.write(to: URL(fileURLWithPath: output), options: .atomic)
-            } catch {
-                StandardStream.complain("cannot write --output file '\(output)': \(error.localizedDescription)")
-                throw CLIExitCode.localFile
-            }
-        } else if !json {
-            do throws(StandardStream.WriteError) {
-                try StandardStream.output.write(body)
-            } catch {
-                // A body that was lost must never end in a "200 OK" summary and status 0.
-                throw CLIExitCode.outputFailed(error)
-            }
-        }
-    }
-
 }

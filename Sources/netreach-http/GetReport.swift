@@ -79,16 +79,16 @@ final class GetReport: Sendable {
     }
 
     /// The request succeeded.
-    func response(_ response: Response, key: String?, output: String?, elapsed: Duration) {
+    func response(_ response: Response, bytes: Int64, key: String?, output: String?, elapsed: Duration) {
         if json {
-            emit(ResponseLine(response, key: key, output: output, elapsed: elapsed))
+            emit(ResponseLine(response, bytes: bytes, key: key, output: output, elapsed: elapsed))
         } else if !quiet {
             let attempts = response.attempts == 1 ? "1 attempt" : "\(response.attempts) attempts"
             let status = [String(response.status.code), response.status.reasonPhrase].filter { !$0.isEmpty }
             StandardStream.complain(
                 status.joined(separator: " ") + ", \(attempts), "
                     + "waited \(Self.seconds(response.waitedForConnectivity)) for connectivity, "
-                    + "\(response.body.count) bytes in \(Self.seconds(elapsed))"
+                    + "\(bytes) bytes in \(Self.seconds(elapsed))"
                     + (output.map { ", saved to \($0)" } ?? ""))
         }
     }
@@ -198,7 +198,7 @@ private struct ResponseLine: Encodable {
     let attempts: Int
     let waitedSeconds: Double
     let elapsedSeconds: Double
-    let bodyBytes: Int
+    let bodyBytes: Int64
     /// The body as text, when it is valid UTF-8 and not saved to `--output`.
     let body: String?
     /// The body in Base64, when it is not valid UTF-8 and not saved to `--output`.
@@ -206,7 +206,7 @@ private struct ResponseLine: Encodable {
     let output: String?
     let idempotencyKey: String?
 
-    init(_ response: Response, key: String?, output: String?, elapsed: Duration) {
+    init(_ response: Response, bytes: Int64, key: String?, output: String?, elapsed: Duration) {
         status = response.status.code
         reasonPhrase = response.status.reasonPhrase
         url = response.url.absoluteString
@@ -219,10 +219,12 @@ private struct ResponseLine: Encodable {
         attempts = response.attempts
         waitedSeconds = GetReport.secondsValue(response.waitedForConnectivity)
         elapsedSeconds = GetReport.secondsValue(elapsed)
-        bodyBytes = response.body.count
-        let text = output == nil ? String(validating: response.body, as: UTF8.self) : nil
-        body = text
-        bodyBase64 = output == nil && text == nil ? response.body.base64EncodedString() : nil
+        bodyBytes = bytes
+        // Only a buffered body (--json without --output) is carried in the line.
+        let carried = output == nil && !response.body.isEmpty ? response.body : nil
+        let text = carried.flatMap { String(validating: $0, as: UTF8.self) }
+        body = output == nil ? (text ?? (carried == nil ? "" : nil)) : nil
+        bodyBase64 = carried != nil && text == nil ? carried?.base64EncodedString() : nil
         self.output = output
         idempotencyKey = key
     }
@@ -268,6 +270,8 @@ private struct ErrorLine: Encodable {
             kind = "waitingForConnectivityTimedOut"
             reason = why.description
             path = at
+        case .bodyTooLarge: kind = "bodyTooLarge"
+        case .cannotWrite: kind = "cannotWrite"
         case .cancelled: kind = "cancelled"
         case .transport(_, let at):
             kind = "transport"
