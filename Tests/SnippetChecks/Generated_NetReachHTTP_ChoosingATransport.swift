@@ -12,7 +12,7 @@ import AsyncHTTPClient
 import HTTPTypes
 import OpenAPIRuntime
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:39-48
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:40-49
 func snippet_NetReachHTTP_ChoosingATransport_1() async throws {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.httpAdditionalHeaders = ["User-Agent": "my-app/1.0"]
@@ -21,14 +21,14 @@ func snippet_NetReachHTTP_ChoosingATransport_1() async throws {
     _ = configuration; _ = transport; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:60-64
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:61-65
 func snippet_NetReachHTTP_ChoosingATransport_2() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: AsyncHTTPClientTransport())
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:74-84
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:75-85
 func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     var configuration = HTTPClient.Configuration()
     configuration.connectionPool.retryConnectionEstablishment = false   // the retry policy decides
@@ -40,7 +40,7 @@ func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     _ = configuration; _ = client; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:113-127, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:114-128, at file scope so later snippets can use it
 fileprivate struct LoggingTransport: HTTPTransport {
     var base: any HTTPTransport
 
@@ -57,7 +57,7 @@ fileprivate struct LoggingTransport: HTTPTransport {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:109-130
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:110-131
 func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: LoggingTransport(base: URLSessionTransport()))

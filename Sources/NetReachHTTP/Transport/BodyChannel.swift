@@ -1,10 +1,10 @@
 import Foundation
 import OpenAPIRuntime
 
-/// A bounded queue of body chunks from one producer (a transport's read loop or callback) to the
-/// one consumer of a response `HTTPBody`, with backpressure: once `limit` bytes wait, the producer
-/// is held until the consumer has taken half of them, so a fast network and a slow reader never
-/// pile a body up in memory.
+/// A queue of body chunks from one producer (a transport's read loop or callback) to the one
+/// consumer of a response `HTTPBody`, with backpressure for producers that can wait (``send(_:)``):
+/// once `limit` bytes wait, the producer is held until the consumer has taken half of them, so a
+/// fast network and a slow reader never pile a body up in memory.
 ///
 /// The consumer going away (its body dropped unread, or its task cancelled) calls `onTerminate`, so
 /// the transport can stop the transfer. An error from the producer reaches the consumer after the
@@ -64,18 +64,11 @@ package final class BodyChannel: @unchecked Sendable {
         }
     }
 
-    /// Queues `chunk`, blocking the calling thread while the buffer is full (for clients that
-    /// deliver bytes through a callback and wait for it to return); `false` once the consumer is gone.
-    package func sendBlocking(_ chunk: Chunk) -> Bool {
-        let (accepted, mustWait) = enqueue(chunk)
-        guard accepted else { return false }
-        guard mustWait else { return true }
-        condition.lock()
-        defer { condition.unlock() }
-        watchdog?.hold(true)
-        defer { watchdog?.hold(false) }
-        while !consumerGone && ending == nil && buffered > limit / 2 { condition.wait() }
-        return !consumerGone
+    /// Queues `chunk` without ever waiting, whatever is buffered (for clients that deliver bytes
+    /// through a callback and cannot be paused); `false` once the consumer is gone.
+    package func push(_ chunk: Chunk) -> Bool {
+        guard !chunk.isEmpty else { return condition.withLock { !consumerGone } }
+        return enqueue(chunk).0
     }
 
     /// Ends the body: normally (`nil`) or with `error`, which the consumer gets after the chunks
