@@ -9,7 +9,7 @@ extension CLIExitCode {
         case .unsuccessfulStatus: unsuccessfulStatus
         case .notConnected, .waitingForConnectivityTimedOut: notConnected
         case .connectionLost, .timedOut, .invalidResponse, .transport, .bodyTooLarge: requestFailed
-        case .cannotWrite: localFile
+        case .cannotWrite, .cannotRead: localFile
         case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
         case .cancelled: interrupted
         }

@@ -272,6 +272,7 @@ private struct ErrorLine: Encodable {
             path = at
         case .bodyTooLarge: kind = "bodyTooLarge"
         case .cannotWrite: kind = "cannotWrite"
+        case .cannotRead: kind = "cannotRead"
         case .cancelled: kind = "cancelled"
         case .transport(_, let at):
             kind = "transport"

@@ -1,5 +1,5 @@
 import Foundation
-import NetReachCLI
+import NetReachHTTP
 import Testing
 #if canImport(Glibc)
 import Glibc

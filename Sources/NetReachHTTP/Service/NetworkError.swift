@@ -37,6 +37,9 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
     /// A downloaded body could not be written where it was going (the file's path and the reason,
     /// such as `No space left on device`); the transfer was stopped.
     case cannotWrite(String)
+    /// A request body's file could not be read (its path and the reason, such as `is a directory`);
+    /// nothing was sent.
+    case cannotRead(String)
     /// The request's task was cancelled.
     case cancelled
     /// Any other transport failure.
@@ -68,6 +71,8 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
             return "response body larger than \(limit) bytes (stream it or download it to a file instead)"
         case .cannotWrite(let detail):
             return "cannot write the body: \(detail)"
+        case .cannotRead(let detail):
+            return "cannot read the body: \(detail)"
         case .cancelled:
             return "cancelled"
         case .transport(let error, let path):

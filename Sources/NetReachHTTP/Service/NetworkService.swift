@@ -186,7 +186,9 @@ public final class NetworkService: Sendable {
     /// whose status the policy accepts. `prepare` may change the head of each attempt (resuming).
     func perform<Result: Sendable>(
         _ request: Request,
+        body requestBody: HTTPBody? = nil,
         prepare: (_ head: inout HTTPRequest) -> Void = { _ in },
+        accepts: (HTTPResponse) -> Bool = { _ in false },
         read: (Exchange) async throws(AttemptFailure) -> Result
     ) async throws(NetworkError) -> Result {
         guard let target = ResolvedTarget.resolve(request.target, queryItems: request.queryItems, base: base) else {
@@ -196,7 +198,7 @@ public final class NetworkService: Sendable {
         let monitor = await pathMonitor(for: url)
         let policy = self.policy.applying(request.policyOverrides)
         let baseHead = makeHead(request, target: target)
-        let body = request.body.map(ReplayTracker.init)
+        let body = (requestBody ?? request.body).map(ReplayTracker.init)
         let clock = ContinuousClock()
         let start = clock.now
         let resourceDeadline = start + policy.timeoutIntervalForResource
@@ -222,7 +224,7 @@ public final class NetworkService: Sendable {
                 } catch {
                     throw .transport(error)
                 }
-                if policy.acceptableStatusCodes.contains(response.status.code) {
+                if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
                     return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
                                                    waited: waited, policy: policy, monitor: monitor))
                 }
