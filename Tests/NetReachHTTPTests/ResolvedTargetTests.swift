@@ -10,7 +10,10 @@ struct ResolvedTargetTests {
         "http://service.test", "http://service.test/", "https://service.test:8443/api/", "http://service.test/api/v1",
         "http://127.0.0.1:8080", "http://[::1]:8080/base/", "HTTP://Service.Test/x/y/", "http://service.test/api?base=1",
         "https://xn--bcher-kva.example/api/", "http://[fe80::1%25lo]:8080/",
-    ]
+    ] + dotBases
+    /// Bases whose directory holds a dot segment: RFC 3986 removes it when a relative path is joined,
+    /// so only absolute paths may take the fast way against them.
+    static let dotBases = ["http://service.test/./", "http://service.test/a/../b/", "http://service.test/a/./b/c", "http://service.test/../"]
     static let paths = [
         "/items", "items", "/items?page=2", "items/42?q=a%20b&sort=-date", "/a/b/c/", "~user/x", "/v1/it;ems,(1)*!$'+@",
         "/path:with:colons", "a/b:c", "/%E2%82%AC", "/items?", "/items?x=/y?z:1", "/.well-known/x", "/a.b/..c/c..",
@@ -24,6 +27,7 @@ struct ResolvedTargetTests {
         var fast = 0
         for baseText in Self.bases {
             let base = ResolvedTarget.Base(URL(string: baseText)!)
+            let parts = try #require(base.parts, "\(baseText) can be joined as text")
             for path in Self.paths {
                 for items in Self.queries {
                     let general = ResolvedTarget.resolveGenerally(.path(path), queryItems: items, baseURL: base.url)
@@ -32,11 +36,52 @@ struct ResolvedTargetTests {
                     #expect(resolved == general, "\(path) + \(items) against \(baseText)")
                     #expect(resolved?.url.absoluteString == resolved.map { "\($0.scheme)://\($0.authority)\($0.pathAndQuery)" },
                             "\(path) against \(baseText)")
-                    if base.parts != nil, ResolvedTarget.isPlain(path) { fast += 1 }
+                    if let joined = ResolvedTarget.join(path, queryItems: items, to: parts) {
+                        #expect(joined == general, "fast way: \(path) + \(items) against \(baseText)")
+                        fast += 1
+                    }
                 }
             }
         }
-        #expect(fast == Self.bases.count * Self.paths.count * Self.queries.count, "every plain path against every base took the fast way")
+        let absolutePaths = Self.paths.filter { $0.hasPrefix("/") }
+        let expected = (Self.bases.count - Self.dotBases.count) * Self.paths.count * Self.queries.count
+            + Self.dotBases.count * absolutePaths.count * Self.queries.count
+        #expect(fast == expected, "every plain path took the fast way, except relative ones against a base with dot segments")
+    }
+
+    @Test(arguments: [("http://a/./", "s", "/s"), ("http://a/b/../c/", "s", "/c/s"), ("http://a/b/./c/d", "s?x", "/b/c/s?x"),
+                      ("http://a/../", "s", "/s"), ("http://a/b/..", "s", "/b/s"), ("http://a/./", "/s", "/s")])
+    func dotSegmentsInTheBaseDirectoryAreRemovedWhenJoining(_ baseText: String, _ path: String, _ expected: String) throws {
+        let base = ResolvedTarget.Base(URL(string: baseText)!)
+        let target = try #require(ResolvedTarget.resolve(.path(path), queryItems: [], base: base))
+        #expect(target.pathAndQuery == expected)
+        #expect(target == ResolvedTarget.resolveGenerally(.path(path), queryItems: [], baseURL: base.url))
+    }
+
+    /// RFC 3986 §5.4.1 and §5.4.2, the http results: the general way resolves as the RFC says (an
+    /// empty path, as in `//g`, is sent as `/`, so the URL says so too).
+    @Test(arguments: [
+        ("g", "http://a/b/c/g"), ("./g", "http://a/b/c/g"), ("g/", "http://a/b/c/g/"), ("/g", "http://a/g"), ("//g", "http://g/"),
+        ("?y", "http://a/b/c/d;p?y"), ("g?y", "http://a/b/c/g?y"), ("#s", "http://a/b/c/d;p?q#s"), ("g#s", "http://a/b/c/g#s"),
+        ("g?y#s", "http://a/b/c/g?y#s"), (";x", "http://a/b/c/;x"), ("g;x", "http://a/b/c/g;x"), ("g;x?y#s", "http://a/b/c/g;x?y#s"),
+        (".", "http://a/b/c/"), ("./", "http://a/b/c/"), ("..", "http://a/b/"), ("../", "http://a/b/"), ("../g", "http://a/b/g"),
+        ("../..", "http://a/"), ("../../", "http://a/"), ("../../g", "http://a/g"), ("../../../g", "http://a/g"),
+        ("../../../../g", "http://a/g"), ("/./g", "http://a/g"), ("/../g", "http://a/g"), ("g.", "http://a/b/c/g."),
+        (".g", "http://a/b/c/.g"), ("g..", "http://a/b/c/g.."), ("..g", "http://a/b/c/..g"), ("./../g", "http://a/b/g"),
+        ("./g/.", "http://a/b/c/g/"), ("g/./h", "http://a/b/c/g/h"), ("g/../h", "http://a/b/c/h"), ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
+        ("g;x=1/../y", "http://a/b/c/y"), ("g?y/./x", "http://a/b/c/g?y/./x"), ("g?y/../x", "http://a/b/c/g?y/../x"),
+        ("g#s/./x", "http://a/b/c/g#s/./x"), ("g#s/../x", "http://a/b/c/g#s/../x"),
+    ])
+    func referencesResolveAsRFC3986Says(_ reference: String, _ expected: String) throws {
+        let base = ResolvedTarget.Base(URL(string: "http://a/b/c/d;p?q")!)
+        let target = try #require(ResolvedTarget.resolve(.path(reference), queryItems: [], base: base))
+        #expect(target.url.absoluteString == expected)
+    }
+
+    @Test(arguments: ["g:h", "http:g", ""])
+    func referencesWithoutAnHTTPHostResolveNothing(_ reference: String) {
+        let base = ResolvedTarget.Base(URL(string: "http://a/b/c/d;p?q")!)
+        #expect(ResolvedTarget.resolve(.path(reference), queryItems: [], base: base) == nil)
     }
 
     @Test(arguments: [

@@ -103,7 +103,9 @@ struct ResolvedTarget: Sendable, Equatable {
             /// `scheme://authority`, the prefix of every joined URL.
             let origin: String
             /// The base path up to and including its last `/`: what a relative path is joined to.
-            let directory: String
+            /// `nil` when it holds a `.` or `..` segment, which RFC 3986 (§5.2.4) removes when a
+            /// relative path is joined: such joins go the general way, which removes them.
+            let directory: String?
         }
 
         init(_ url: URL) {
@@ -116,7 +118,7 @@ struct ResolvedTarget: Sendable, Equatable {
             let path = components.percentEncodedPath
             let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "/"
             parts = Parts(scheme: origin.scheme, authority: origin.authority, origin: "\(origin.scheme)://\(origin.authority)",
-                          directory: directory)
+                          directory: ResolvedTarget.hasDotSegment(directory) ? nil : directory)
         }
 
         static func isHTTP(_ scheme: String) -> Bool {
@@ -167,7 +169,7 @@ struct ResolvedTarget: Sendable, Equatable {
 
     /// The fast way: a path made only of characters a URL path or query may hold as they are, with
     /// no dot segments, fragment or scheme, joined to the base as text. `nil` sends it the general way.
-    private static func join(_ path: String, queryItems: [URLQueryItem], to base: Base.Parts) -> ResolvedTarget? {
+    static func join(_ path: String, queryItems: [URLQueryItem], to base: Base.Parts) -> ResolvedTarget? {
         guard isPlain(path) else { return nil }
         let pathPart: Substring
         var existingQuery: String?
@@ -177,7 +179,13 @@ struct ResolvedTarget: Sendable, Equatable {
         } else {
             pathPart = path[...]
         }
-        var pathAndQuery = pathPart.hasPrefix("/") ? String(pathPart) : base.directory + pathPart
+        var pathAndQuery: String
+        if pathPart.hasPrefix("/") {
+            pathAndQuery = String(pathPart)
+        } else {
+            guard let directory = base.directory else { return nil }
+            pathAndQuery = directory + pathPart
+        }
         if let query = query(existingQuery, appending: queryItems) { pathAndQuery += "?\(query)" }
         guard let url = URL(string: base.origin + pathAndQuery) else { return nil }
         return ResolvedTarget(url: url, scheme: base.scheme, authority: base.authority, pathAndQuery: pathAndQuery)
@@ -194,10 +202,7 @@ struct ResolvedTarget: Sendable, Equatable {
         guard !pathBytes.isEmpty else { return false }   // "?q" keeps the base's whole path, not its directory
         let firstSlash = pathBytes.firstIndex(of: UInt8(ascii: "/")) ?? queryMark
         if pathBytes[..<firstSlash].contains(UInt8(ascii: ":")) { return false }
-        for segment in pathBytes.split(separator: UInt8(ascii: "/"))
-        where segment.elementsEqual(".".utf8) || segment.elementsEqual("..".utf8) {
-            return false
-        }
+        if hasDotSegment(pathBytes) { return false }
         var rest = bytes[...]
         while let byte = rest.popFirst() {
             switch byte {
@@ -211,6 +216,13 @@ struct ResolvedTarget: Sendable, Equatable {
         }
         return true
     }
+
+    /// Whether a `/`-separated path has a segment that is exactly `.` or `..`.
+    static func hasDotSegment<Path: Collection<UInt8>>(_ path: Path) -> Bool {
+        path.split(separator: UInt8(ascii: "/")).contains { $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) }
+    }
+
+    static func hasDotSegment(_ path: String) -> Bool { hasDotSegment(path.utf8) }
 
     /// Whether every `%` in `text` starts a percent-encoded byte (`%` and two hex digits).
     static func hasValidPercentEncoding(_ text: String) -> Bool {
