@@ -80,27 +80,3 @@ struct RetryDecisionTests {
         #expect(Set(delays).count > 10, "jitter should spread the delays")
     }
 }
-
-@Suite("Retry-After")
-struct RetryAfterTests {
-    static let now = Date(timeIntervalSince1970: 784_111_777)   // Sun, 06 Nov 1994 08:49:37 GMT
-
-    @Test func readsDelaySeconds() {
-        #expect(RetryAfter.delay(from: "120", now: Self.now) == .seconds(120))
-        #expect(RetryAfter.delay(from: " 0 ", now: Self.now) == .zero)
-    }
-
-    @Test func readsAnIMFFixdate() {
-        #expect(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:50:07 GMT", now: Self.now) == .seconds(30))
-    }
-
-    @Test func aDateInThePastMeansNoDelay() {
-        #expect(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:00:00 GMT", now: Self.now) == .zero)
-    }
-
-    @Test(arguments: ["", "-5", "soon", "1.5", "99999999999999999999999", "Sunday, 06-Nov-94 08:49:37 GMT",
-                      "Sun Nov  6 08:49:37 1994", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT"])
-    func ignoresAnythingElse(_ value: String) {
-        #expect(RetryAfter.delay(from: value, now: Self.now) == nil)
-    }
-}
