@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs NetReach's tests: the README's test command, and what CI runs.
 #
-# - Installs iproute2, python3 and util-linux when missing and we are root (the namespace suites
-#   need `ip`, python3 with ctypes, `unshare`).
+# - Installs iproute2, python3, util-linux, nginx and curl when missing and we are root (the
+#   namespace suites need `ip`, python3 with ctypes, `unshare`; `get` is compared with curl on
+#   files nginx serves).
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
@@ -23,6 +24,9 @@ missing=""
 command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 python3 -c 'import ctypes, fcntl' >/dev/null 2>&1 || missing="$missing python3"
 command -v unshare >/dev/null 2>&1 || missing="$missing util-linux"
+# `get` is compared with curl on files nginx serves (ranges, resuming, error statuses).
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
+command -v curl >/dev/null 2>&1 || missing="$missing curl"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = "0" ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null

@@ -197,7 +197,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 return TransportError(.connectionLost, detail)
             default: return TransportError(.other, detail)
             }
-        case is HTTPParserError:
+        case let error as HTTPParserError:
+            // The connection closed before the message was complete: a body cut short, not garbage.
+            if case .invalidEOFState = error { return TransportError(.connectionLost, "the connection closed before the response was complete (\(detail))") }
             return TransportError(.invalidResponse, detail)
         case is SocketAddressError, is SocketAddressError.UnknownHost:
             return TransportError(.dnsFailure, detail)

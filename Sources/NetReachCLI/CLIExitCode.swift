@@ -11,9 +11,10 @@ package enum CLIExitCode {
     /// The monitor could not observe the system (no such namespace, no permission to enter it,
     /// netlink refused): ``PathMonitor/failure`` was set after `start(queue:)`.
     package static let monitorUnavailable = ExitCode(2)
-    /// `get`: the server answered with a status outside 200–299 (the body is still written).
+    /// `get`: the server answered with a status outside 200–299 (its body goes to standard output,
+    /// never over an `--output` file unless `--write-error-body`).
     package static let unsuccessfulStatus = ExitCode(3)
-    /// `get`: the network could not be used: no usable path, or waiting for one ran past `--timeout`.
+    /// `get`: the network could not be used: no usable path, or waiting for one ran past `--max-time`.
     package static let notConnected = ExitCode(4)
     /// `get`: the request failed: connection lost, no response in time, not HTTP, or another
     /// transport failure.
@@ -52,8 +53,8 @@ package enum CLIExitCode {
     package static let getTable = """
         EXIT STATUS
           0   success: a 2xx response
-          3   the server answered with another status (the body is still written)
-          4   not connected: no usable network path, or waiting for one ran past --timeout
+          3   the server answered with another status (its body to standard output; --output is left as it was)
+          4   not connected: no usable network path, or waiting for one ran past --max-time
           5   the request failed: connection lost, timed out, not HTTP, or another transport error
           6   --data @FILE could not be read, or --output could not be written
           64  usage error (unknown option, invalid value, not an http(s) URL)
@@ -69,7 +70,7 @@ package enum CLIExitCode {
           1   wait: timed out: the path did not meet the requirements in time
           2   status, watch, wait: the monitor could not observe the system (bad namespace, no permission)
           3   get: the server answered with a status outside 200-299
-          4   get: not connected (no usable path, or waiting for one ran past --timeout)
+          4   get: not connected (no usable path, or waiting for one ran past --max-time)
           5   get: the request failed (connection lost, timed out, not HTTP, transport error)
           6   get: a local file could not be read or written
           64  usage error (unknown option, invalid value, an option given twice)

@@ -23,7 +23,16 @@ struct GetCommand: AsyncParsableCommand {
 
             Without --wait-for-connectivity the request is attempted even when the path is \
             unsatisfied (no preflight), and a failure says what the path was. With it, the \
-            request waits (within --timeout) until the path is satisfied, then starts.
+            request waits (within --max-time) until the path is satisfied, then starts.
+
+            Timeouts: --stall-timeout (30s) ends an attempt when no byte moves for that long; a \
+            download that keeps flowing is never cut. --max-time (no limit unless given; \
+            --timeout is another name for it) bounds the whole command.
+
+            Downloads: with --output, the body goes to FILE.part and is renamed over FILE when \
+            whole; an existing FILE keeps its owner and mode, and a device or pipe (/dev/null) is \
+            written in place. When an attempt breaks, the retry asks for the rest (Range, with \
+            If-Range); a failed run keeps FILE.part, and --continue resumes it later.
 
             Retries: GET, HEAD, OPTIONS, PUT, DELETE and TRACE are retried on 408, 429, 500, \
             502, 503, 504 and transient failures (capped exponential back-off with jitter, \
@@ -32,10 +41,11 @@ struct GetCommand: AsyncParsableCommand {
             Idempotency-Key header), whose key is the same on every attempt.
 
             Examples:
-              netreach get https://example.com/ --wait-for-connectivity --timeout 2m
+              netreach get https://example.com/ --wait-for-connectivity --max-time 2m
               netreach get -X POST -d @order.json -H 'Content-Type: application/json' \\
                   --idempotency-key https://api.example.com/orders
-              netreach get https://example.com/big.iso --output big.iso
+              netreach get https://example.com/big.iso --output big.iso --retries 5
+              netreach get https://example.com/big.iso --output big.iso --continue
 
             \(CLIExitCode.getTable)
             """
@@ -56,16 +66,34 @@ struct GetCommand: AsyncParsableCommand {
             help: ArgumentHelp("The body: text, @FILE for a file's bytes, or @- for standard input.", valueName: "data"))
     var data: String?
 
-    @Flag(help: "Wait for a usable network path (within --timeout) instead of failing when there is none.")
+    @Option(name: [.customShort("u"), .customLong("user")],
+            help: ArgumentHelp("Basic authentication, 'user:password' (as in the URL's user:password@).", valueName: "user:password"))
+    var user: String?
+
+    @Flag(help: "Wait for a usable network path (within --max-time) instead of failing when there is none.")
     var waitForConnectivity = false
 
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "The longest the whole request may take, waiting and retries included: 30s, 500ms, 2m, 1h, or seconds. (default: 30s)",
+            "The longest the whole command may take, waiting, every attempt and back-off included: 30s, 500ms, 2m, 1h, or seconds. (default: no limit)",
             valueName: "duration"),
         transform: { try WaitDuration(parsing: $0) })
-    var timeout: WaitDuration = .seconds(30)
+    var maxTime: WaitDuration?
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("The same as --max-time.", valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
+    var timeout: WaitDuration?
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Give up an attempt when no byte was sent or received for this long; a transfer that keeps flowing is never cut. (default: 30s)",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
+    var stallTimeout: WaitDuration = .seconds(30)
 
     @Option(help: ArgumentHelp("Retries after the first attempt, when safe (0 to 10).", valueName: "n"))
     var retries = 2
@@ -73,8 +101,17 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(help: "Send a new Idempotency-Key (the same on every attempt), which makes a POST or PATCH safe to retry.")
     var idempotencyKey = false
 
-    @Option(name: [.short, .long], help: ArgumentHelp("Write the body to this file instead of standard output.", valueName: "file"))
+    @Option(name: [.short, .long], help: ArgumentHelp(
+        "Write the body to this file instead of standard output: to FILE.part first, renamed over FILE when whole (a device or pipe is written in place).",
+        valueName: "file"))
     var output: String?
+
+    @Flag(name: [.customShort("C"), .customLong("continue")],
+          help: "Continue a partial --output file (FILE.part, or FILE) from where it stopped, with a range request.")
+    var continueDownload = false
+
+    @Flag(help: "Write the body of an unsuccessful status to --output too; by default an error leaves the file as it was.")
+    var writeErrorBody = false
 
     @Flag(help: "Print JSON lines on standard output: waiting events, then the response (or the error).")
     var json = false
@@ -94,8 +131,13 @@ struct GetCommand: AsyncParsableCommand {
         _ = try httpMethod
         _ = try headerFields
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
-        guard !timeout.isZero else { throw ValidationError("--timeout must be more than 0.") }
+        if maxTime != nil && timeout != nil { throw ValidationError("--timeout is the same as --max-time: give one of them.") }
+        if totalLimit?.isZero == true { throw ValidationError("--max-time must be more than 0.") }
+        guard !stallTimeout.isZero else { throw ValidationError("--stall-timeout must be more than 0.") }
         if output?.isEmpty == true { throw ValidationError("--output needs a file name.") }
+        if continueDownload && output == nil { throw ValidationError("--continue needs --output: it resumes a file.") }
+        if writeErrorBody && output == nil { throw ValidationError("--write-error-body needs --output.") }
+        if let user, !user.contains(":") { throw ValidationError("--user takes 'user:password'.") }
     }
 
     // MARK: What the flags mean
@@ -142,6 +184,9 @@ struct GetCommand: AsyncParsableCommand {
         if quiet || json { NetReachDiagnostics.handler = nil }
         var request = Request(method: try httpMethod, target: .url(try target), headerFields: try headerFields)
         request.body = try readBody()
+        if let user {
+            request.headerFields[.authorization] = "Basic " + Data(user.utf8).base64EncodedString()
+        }
         // A key given as a header is the caller's promise too: the service must know of it.
         if let key = request.headerFields[.init("Idempotency-Key")!] {
             request.headerFields[.init("Idempotency-Key")!] = nil
@@ -159,14 +204,15 @@ struct GetCommand: AsyncParsableCommand {
                                      onWaiting: { report.waiting($0) })
 
         let started = ContinuousClock.now
-        let sending = Task { [request, output, json] () async throws -> (Response, Int64) in
+        let sending = Task { [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
             // JSON lines carry the body itself (bounded by the policy's buffered limit); otherwise
             // the body goes out as it arrives, to the file or to standard output.
             if json && output == nil {
                 let response = try await service.send(request) { received, expected in report.progress(received, expected) }
                 return (response, Int64(response.body.count))
             }
-            return try await Self.stream(request, through: service, to: output, report: report)
+            return try await Self.stream(request, through: service, to: output, resume: continueDownload,
+                                         writeErrorBody: writeErrorBody, report: report)
         }
         let signalSources = TerminationSignals.install { sending.cancel() }
         defer { signalSources.forEach { $0.cancel() } }
@@ -182,9 +228,6 @@ struct GetCommand: AsyncParsableCommand {
         case .failure(let thrown as ExitCode):
             // The body could not be written to standard output (said on standard error already).
             throw thrown
-        case .failure(let thrown as StreamFailure):
-            report.failure(thrown.error, key: request.idempotencyKey, output: output, elapsed: elapsed)
-            throw thrown.exitCode
         case .failure(let thrown):
             // The service throws only NetworkError; Task erases the type.
             let error = thrown as? NetworkError ?? .cancelled
@@ -199,68 +242,65 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    /// Why streaming a body ended early: the network error to report and the status to exit with.
-    struct StreamFailure: Error {
-        var error: NetworkError
-        var exitCode: ExitCode
-    }
-
-    /// Sends `request` and writes the body as it arrives: to `output` (beside it first, renamed
-    /// over it when whole) or to standard output. Returns the response and how many bytes went out.
+    /// Sends `request` and writes the body as it arrives: to `output` (through `NAME.part`, resumed
+    /// across attempts with range requests) or to standard output. Returns the response and how
+    /// many bytes went out.
     private static func stream(
-        _ request: Request, through service: NetworkService, to output: String?, report: GetReport
+        _ request: Request, through service: NetworkService, to output: String?, resume: Bool,
+        writeErrorBody: Bool, report: GetReport
     ) async throws -> (Response, Int64) {
-        let file: OutputFile?
         if let output {
-            do throws(OutputFileError) { file = try OutputFile.open(output) } catch {
-                throw StreamFailure(error: .cannotWrite(error.description), exitCode: CLIExitCode.localFile)
+            do throws(NetworkError) {
+                let result = try await service.download(request, to: URL(fileURLWithPath: output), resume: resume) { received, expected in
+                    report.progress(received, expected)
+                }
+                if !result.resumedAt.isEmpty || result.restarts > 0 { report.resumed(result) }
+                let response = Response(status: result.status, headerFields: result.headerFields, url: result.url,
+                                        attempts: result.attempts, waitedForConnectivity: result.waitedForConnectivity)
+                return (response, result.bytes)
+            } catch {
+                if case .unsuccessfulStatus(_, let body) = error, writeErrorBody { saveErrorBody(body, to: output) }
+                throw error
             }
-        } else {
-            file = nil
         }
-        let streaming: StreamingResponse
-        do throws(NetworkError) {
-            streaming = try await service.bytes(request)
-        } catch {
-            file?.abandon()
-            throw error
-        }
+        let streaming = try await service.bytes(request)
         let expected = streaming.body.expectedLength
         var written: Int64 = 0
         report.progress(0, expected)
         do {
             for try await chunk in streaming.body {
-                if let file {
-                    try file.write(chunk)
-                } else {
-                    try StandardStream.output.write(chunk)
-                }
+                try StandardStream.output.write(chunk)
                 written += Int64(chunk.count)
                 report.progress(written, expected)
             }
-            try file?.commit()
-        } catch let error as OutputFileError {
-            file?.abandon()
-            throw StreamFailure(error: .cannotWrite(error.description), exitCode: CLIExitCode.localFile)
         } catch let error as StandardStream.WriteError {
             // A body that was lost must never end in a "200 OK" summary and status 0.
             throw CLIExitCode.outputFailed(error)
-        } catch {
-            // Keep what arrived: `--continue` picks it up.
-            file?.abandon(keepPartial: written > 0)
-            let networkError = error as? NetworkError ?? .cancelled
-            throw StreamFailure(error: networkError, exitCode: CLIExitCode.exitCode(for: networkError))
         }
         let response = Response(status: streaming.status, headerFields: streaming.headerFields, url: streaming.url,
                                 attempts: streaming.attempts, waitedForConnectivity: streaming.waitedForConnectivity)
         return (response, written)
     }
 
+    /// `--write-error-body`: what the server said about an error status replaces the file.
+    private static func saveErrorBody(_ body: Data, to output: String) {
+        do throws(OutputFileError) {
+            let file = try OutputFile.open(output)
+            try file.write(body)
+            try file.commit()
+        } catch {
+            StandardStream.complain("cannot write the error body to '\(output)': \(error)")
+        }
+    }
+
+    /// `--max-time` (or its other name, `--timeout`).
+    private var totalLimit: WaitDuration? { maxTime ?? timeout }
+
     private var policy: RequestPolicy {
         var policy = RequestPolicy()
         policy.waitsForConnectivity = waitForConnectivity
-        policy.timeoutIntervalForResource = timeout.duration
-        policy.timeoutIntervalForRequest = min(timeout.duration, .seconds(30))
+        if let total = totalLimit { policy.timeoutIntervalForResource = total.duration }
+        policy.timeoutIntervalForRequest = stallTimeout.duration
         var retryPolicy = DefaultRetryPolicy()
         retryPolicy.retryLimit = retries
         policy.retryPolicy = retryPolicy
@@ -274,16 +314,17 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    /// The `--data` bytes: literal text, a file (`@FILE`) or standard input (`@-`).
+    /// The `--data` bytes: literal text, a file (`@FILE`, read as it is sent) or standard input (`@-`,
+    /// read as it is sent, once).
     private func readBody() throws(ExitCode) -> HTTPBody? {
         guard let data else { return nil }
         guard data.hasPrefix("@") else { return HTTPBody(data) }
         let path = String(data.dropFirst())
-        do {
-            if path == "-" { return HTTPBody(FileHandle.standardInput.readDataToEndOfFile()) }
-            return HTTPBody(try Data(contentsOf: URL(fileURLWithPath: path)))
+        if path == "-" { return FileBody.stream(descriptor: 0) }
+        do throws(FileBodyError) {
+            return try FileBody.make(path: path)
         } catch {
-            StandardStream.complain("cannot read --data file '\(path)': \(error.localizedDescription)")
+            StandardStream.complain("cannot read --data file \(error)")
             throw CLIExitCode.localFile
         }
     }

@@ -93,6 +93,19 @@ final class GetReport: Sendable {
         }
     }
 
+    /// A download continued with range requests, or started over.
+    func resumed(_ result: DownloadResponse) {
+        guard !json, !quiet else { return }
+        var parts: [String] = []
+        if !result.resumedAt.isEmpty {
+            parts.append("resumed at byte " + result.resumedAt.map(String.init).joined(separator: ", "))
+        }
+        if result.restarts > 0 {
+            parts.append("started over \(result.restarts == 1 ? "once" : "\(result.restarts) times") (the server sent the whole body again)")
+        }
+        StandardStream.complain(parts.joined(separator: "; "))
+    }
+
     /// The request failed. Errors are printed even with `--quiet`.
     func failure(_ error: NetworkError, key: String?, output: String?, elapsed: Duration) {
         if json {

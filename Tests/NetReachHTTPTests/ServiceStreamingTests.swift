@@ -109,4 +109,137 @@ struct ServiceStreamingTests {
             #expect(server.received(path: "/reset-mid-body").count == 1, "a body being read is never retried")
         }
     }
+
+    // MARK: Downloads
+
+    static func temporaryFile() -> URL {
+        URL(fileURLWithPath: NSTemporaryDirectory() + "netreach-download-" + UUID().uuidString)
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func aDownloadThatBreaksResumesWithRangeAndIfRange(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(kind, server)
+            defer { monitor.cancel() }
+            let file = Self.temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            // The first two attempts break after 300 kB each; the third brings the rest.
+            let result = try await service.download(.get("/ranged?bytes=1000000&failAt=300000&times=2"), to: file)
+            #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 1_000_000))
+            #expect(result.bytes == 1_000_000)
+            #expect(result.attempts == 3)
+            #expect(result.resumedAt == [300_000, 600_000])
+            #expect(result.restarts == 0)
+            #expect(result.status.code == 206)
+            let requests = server.received(path: "/ranged")
+            #expect(requests.map { $0.headers["range"] } == [nil, "bytes=300000-", "bytes=600000-"])
+            #expect(requests.dropFirst().allSatisfy { $0.headers["if-range"] == "\"v1\"" })
+            #expect(!FileManager.default.fileExists(atPath: file.path + ".part"))
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func aServerThatIgnoresRangesStartsOverAndSaysSo(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(kind, server)
+            defer { monitor.cancel() }
+            let file = Self.temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let result = try await service.download(.get("/ranged?bytes=500000&failAt=200000&times=1&ranges=no"), to: file)
+            #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 500_000))
+            #expect(result.restarts == 1)
+            #expect(result.resumedAt.isEmpty)
+            #expect(result.status.code == 200)
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func withoutAValidatorARetryStartsOverRatherThanSplice(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(kind, server)
+            defer { monitor.cancel() }
+            let file = Self.temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let result = try await service.download(.get("/ranged?bytes=400000&failAt=100000&times=1&etag=none"), to: file)
+            #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 400_000))
+            #expect(server.received(path: "/ranged").allSatisfy { $0.headers["range"] == nil })
+            #expect(result.restarts == 1)
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func aFailedDownloadKeepsItsPartAndResumeContinuesIt(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(kind, server) { _, retries in retries.retryLimit = 0 }
+            defer { monitor.cancel() }
+            let file = Self.temporaryFile()
+            defer {
+                try? FileManager.default.removeItem(at: file)
+                try? FileManager.default.removeItem(atPath: file.path + ".part")
+            }
+            try Data("old".utf8).write(to: file)
+            await #expect(throws: NetworkError.self) {
+                try await service.download(.get("/ranged?bytes=600000&failAt=250000&times=1"), to: file)
+            }
+            // The final name still holds the old file; the partial body waits beside it.
+            #expect(try Data(contentsOf: file) == Data("old".utf8))
+            let part = try Data(contentsOf: URL(fileURLWithPath: file.path + ".part"))
+            #expect(part.count == 250_000)
+            let result = try await service.download(.get("/ranged?bytes=600000&failAt=250000&times=1"), to: file, resume: true)
+            #expect(result.resumedAt == [250_000])
+            #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 600_000))
+            #expect(server.received(path: "/ranged").last?.headers["range"] == "bytes=250000-")
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func anUploadFromAFileArrivesWholeAndIsResentOnARetry(kind: TransportKind) async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(kind, server)
+            defer { monitor.cancel() }
+            let file = Self.temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let payload = FaultInjectingServer.bigBody(count: 300_000)
+            try payload.write(to: file)
+            let response = try await service.upload(.put("/echo"), fromFile: file)
+            #expect(response.body == payload)
+            #expect(server.received(path: "/echo").first?.body == payload)
+            // A PUT answered 503 is repeated, with the whole file again each time.
+            _ = try? await service.upload(.put("/status/503"), fromFile: file)
+            let sent = server.received(path: "/status/503")
+            #expect(sent.count == 3)
+            #expect(sent.allSatisfy { $0.body == payload })
+        }
+    }
+
+    @Test func aDirectoryOrMissingFileIsCannotReadAndNothingIsSent() async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(.asyncHTTPClient, server)
+            defer { monitor.cancel() }
+            for path in [NSTemporaryDirectory(), "/nonexistent/netreach-upload"] {
+                let error = await #expect(throws: NetworkError.self) {
+                    try await service.upload(.put("/echo"), fromFile: URL(fileURLWithPath: path))
+                }
+                guard case .cannotRead(let detail)? = error else {
+                    Issue.record("expected cannotRead, got \(String(describing: error))")
+                    continue
+                }
+                #expect(detail.contains(path.hasPrefix("/nonexistent") ? "No such file" : "is a directory"), "\(detail)")
+            }
+            #expect(server.received(path: "/echo").isEmpty)
+        }
+    }
+
+    @Test func credentialsInTheURLAreSentAsBasicAuthentication() async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(.asyncHTTPClient, server)
+            defer { monitor.cancel() }
+            let url = URL(string: "http://alice:s%40cret@127.0.0.1:\(server.port)/ok")!
+            let response = try await service.send(Request(method: .get, target: .url(url)))
+            #expect(response.status == .ok)
+            #expect(!response.url.absoluteString.contains("s%40cret"))
+            let authorization = server.received(path: "/ok").first?.headers["authorization"]
+            #expect(authorization == "Basic " + Data("alice:s@cret".utf8).base64EncodedString())
+        }
+    }
 }

@@ -37,7 +37,7 @@ struct GetForwardingTests {
     @Test func getRunsTheHelperWithItsOwnHelpAndExitStatus() throws {
         let help = try Self.run(NetreachProcess.executable(), ["get", "--help"])
         #expect(help.status == 0, "\(help.error)")
-        #expect(help.output.contains("USAGE: netreach get <url>"), "\(help.output)")
+        #expect(help.output.contains("USAGE: netreach get [<options>] <url>"), "\(help.output)")
         #expect(help.output.contains("130 interrupted"), "get's own exit table: \(help.output)")
 
         let bad = try Self.run(NetreachProcess.executable(), ["get", "--no-such-flag", "http://127.0.0.1:9/"])

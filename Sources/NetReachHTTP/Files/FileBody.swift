@@ -9,20 +9,20 @@ import Foundation
 import OpenAPIRuntime
 
 /// Why a file cannot be a request body: its path and the reason, as a person reads it.
-struct FileBodyError: Error, Sendable, CustomStringConvertible {
+package struct FileBodyError: Error, Sendable, CustomStringConvertible {
     var path: String
     var reason: String
-    var description: String { "'\(path)': \(reason)" }
+    package var description: String { "'\(path)': \(reason)" }
 }
 
 /// A request body read from a file in 64 KiB chunks as the transport pulls them, so a file of any
 /// size is sent in constant memory. Each iteration opens the file again, so a retry (or a 307
 /// redirect) sends it again; the length is the file's size when the body was made.
-enum FileBody {
+package enum FileBody {
     static let chunkSize = 64 << 10
 
     /// A body for the regular file at `path`; `progress` hears bytes handed to the transport.
-    static func make(
+    package static func make(
         path: String, progress: (@Sendable (Int64, Int64?) -> Void)? = nil
     ) throws(FileBodyError) -> HTTPBody {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -43,7 +43,7 @@ enum FileBody {
 
     /// A single-pass body read from `descriptor` (standard input) until end of file; its length
     /// is unknown, and it cannot be sent twice.
-    static func stream(descriptor: Int32) -> HTTPBody {
+    package static func stream(descriptor: Int32) -> HTTPBody {
         HTTPBody(DescriptorChunks(descriptor: descriptor), length: .unknown, iterationBehavior: .single)
     }
 

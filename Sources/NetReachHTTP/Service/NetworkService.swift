@@ -383,6 +383,12 @@ public final class NetworkService: Sendable {
         var fields = request.headerFields
         for field in defaultHeaderFields where fields[field.name] == nil { fields.append(field) }
         if let key = request.idempotencyKey { fields[.idempotencyKey] = key }
+        // `user:password@` in the URL is Basic authentication, as curl sends it; a header the
+        // request sets itself wins.
+        if let credentials = target.credentials, fields[.authorization] == nil {
+            let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
+            fields[.authorization] = "Basic \(token)"
+        }
         return HTTPRequest(method: request.method, scheme: target.scheme, authority: target.authority,
                            path: target.pathAndQuery, headerFields: fields)
     }
@@ -408,9 +414,17 @@ public final class NetworkService: Sendable {
 
     private static func describe(_ target: Request.Target, _ baseURL: URL?) -> String {
         switch target {
-        case .url(let url): url.absoluteString
-        case .path(let path): baseURL.map { "\(path) relative to \($0.absoluteString)" } ?? "\(path) (no base URL)"
+        case .url(let url): withoutPassword(url)
+        case .path(let path): baseURL.map { "\(path) relative to \(withoutPassword($0))" } ?? "\(path) (no base URL)"
         }
+    }
+
+    /// `url` as text with any password replaced by `***`: error messages end up in logs.
+    static func withoutPassword(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              components.percentEncodedPassword != nil else { return url.absoluteString }
+        components.percentEncodedPassword = "***"
+        return components.string ?? "(a URL with a password)"
     }
 }
 

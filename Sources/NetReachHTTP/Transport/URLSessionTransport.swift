@@ -360,11 +360,14 @@ private final class Transfer: @unchecked Sendable {
     }
 
     func fail(_ error: TransportError) {
-        let (first, task) = lock.withLock { () -> (Bool, URLSessionDataTask?) in
+        let (first, task, headArrived) = lock.withLock { () -> (Bool, URLSessionDataTask?, Bool) in
             defer { failed = true }
-            return (!failed, self.task)
+            return (!failed, self.task, (try? result?.get()) != nil)
         }
         guard first else { return }
+        // libcurl's "transfer closed with N bytes remaining" (URLError -1 on Linux) after the head
+        // is a body cut short: the connection was lost.
+        let error = headArrived && error.kind == .other ? TransportError(.connectionLost, error.detail) : error
         task?.cancel()
         watchdog.stop()
         settle(.failure(error))

@@ -307,6 +307,11 @@ private final class FaultHandler: ChannelInboundHandler {
             }
         case "/malformed":
             sendMalformed(context: context)
+        case "/ranged":
+            // `bytes` of the big body, honouring `Range: bytes=N-` (unless `ranges=no`) guarded by
+            // `If-Range` against `etag` (none when `etag=none`); the first `times` attempts close
+            // the connection after `failAt` bytes of the response body.
+            sendRanged(head: head, parameters: parameters, failing: failing(), context: context)
         case "/drip":
             // `count` lines, one every `ms`; after `stallAfter` lines, nothing more (the
             // connection stays open), so a client must time the stall itself.
@@ -397,6 +402,44 @@ private final class FaultHandler: ChannelInboundHandler {
         }
         encoderContext.writeAndFlush(NIOAny(raw)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
+        }
+    }
+
+    private func sendRanged(head: HTTPRequestHead, parameters: [String: String], failing: Bool, context: ChannelHandlerContext) {
+        let count = parameters["bytes"].flatMap(Int.init) ?? 0
+        let etag = parameters["etag"] ?? "\"v1\""
+        var start = 0
+        if parameters["ranges"] != "no", let range = head.headers.first(name: "range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+           let from = Int(range.dropFirst("bytes=".count).dropLast()) {
+            let ifRange = head.headers.first(name: "if-range")
+            if ifRange == nil || (etag != "none" && ifRange == etag) { start = from }
+        }
+        if start >= count && start > 0 {
+            let headers = HTTPHeaders([("content-range", "bytes */\(count)"), ("content-length", "0")])
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .rangeNotSatisfiable, headers: headers))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        var headers = HTTPHeaders([("content-length", String(count - start)), ("accept-ranges", "bytes")])
+        if etag != "none" { headers.add(name: "etag", value: etag) }
+        if start > 0 { headers.add(name: "content-range", value: "bytes \(start)-\(count - 1)/\(count)") }
+        let status: HTTPResponseStatus = start > 0 ? .partialContent : .ok
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        let body = FaultInjectingServer.bigBody(count: count)
+        let failAt = failing ? parameters["failAt"].flatMap(Int.init) : nil
+        let end = failAt.map { min(count, start + $0) } ?? count
+        var chunk = context.channel.allocator.buffer(capacity: end - start)
+        chunk.writeBytes(body[start..<end])
+        let sent = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))))
+        if failAt != nil {
+            // A close (FIN), not a reset: a reset would drop bytes still unread on the client side,
+            // and the test needs to know how many arrived.
+            sent.assumeIsolated().whenComplete { _ in
+                self.finished = true
+                context.close(promise: nil)
+            }
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
     }
 

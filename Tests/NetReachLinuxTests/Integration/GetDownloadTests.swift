@@ -1,0 +1,234 @@
+#if os(Linux)
+import Foundation
+@testable import NetReach
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `netreach get -o` against nginx on 127.0.0.1, compared with curl on the same files in the same
+/// run: bytes, resuming, what an error status does to the file, owners and modes, and device nodes
+/// (in a private mount namespace, never the machine's /dev).
+@Suite("netreach get -o against nginx and curl (integration)", .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
+struct GetDownloadTests {
+    @Test func aDownloadIsByteForByteWhatCurlGets() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let ours = nginx.scratch + "/ours.bin", theirs = nginx.scratch + "/theirs.bin"
+        let get = try run(helper(), ["get", "-q", "-o", ours, nginx.url("/file.bin")])
+        #expect(get.status == 0, "\(get.error)")
+        let curl = try run("/usr/bin/curl", ["-sS", "-o", theirs, nginx.url("/file.bin")])
+        #expect(curl.status == 0, "\(curl.error)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == Data(contentsOf: URL(fileURLWithPath: theirs)))
+        #expect(!FileManager.default.fileExists(atPath: ours + ".part"))
+    }
+
+    @Test func anInterruptedDownloadKeepsItsPartAndContinueFinishesIt() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let ours = nginx.scratch + "/slow.bin"
+        // nginx sends /slow/ at 2 MB/s; a 600 ms limit cuts the 4 MB file part way.
+        let cut = try run(helper(), ["get", "-q", "--retries", "0", "--max-time", "600ms", "-o", ours, nginx.url("/slow/file.bin")])
+        #expect(cut.status == 5, "a cut transfer is a failed request: \(cut.status) \(cut.error)")
+        #expect(!FileManager.default.fileExists(atPath: ours), "a half download under the final name")
+        let part = try FileManager.default.attributesOfItem(atPath: ours + ".part")[.size] as? Int ?? 0
+        #expect(part > 0 && part < Nginx.fileSize, "partial: \(part)")
+
+        let resumed = try run(helper(), ["get", "-o", ours, "--continue", nginx.url("/file.bin")])
+        #expect(resumed.status == 0, "\(resumed.error)")
+        #expect(resumed.error.contains("resumed at byte \(part)"), "\(resumed.error)")
+        let curl = try run("/usr/bin/curl", ["-sS", nginx.url("/file.bin")])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == curl.outputData)
+        // nginx answered the continuation with a range: 206 in its log.
+        let log = (try? String(contentsOfFile: nginx.scratch + "/access.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("\"GET /file.bin HTTP/1.1\" 206"), "\(log)")
+    }
+
+    @Test func anErrorStatusLeavesTheOutputFileAsItWas() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let file = nginx.scratch + "/keep.txt"
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: file))
+        let missing = try run(helper(), ["get", "-q", "--retries", "0", "-o", file, nginx.url("/missing")])
+        #expect(missing.status == 3, "\(missing.error)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious\n")
+        let asked = try run(helper(), ["get", "-q", "--retries", "0", "--write-error-body", "-o", file, nginx.url("/missing")])
+        #expect(asked.status == 3)
+        #expect(try String(contentsOfFile: file, encoding: .utf8).contains("404"))
+    }
+
+    @Test func replacingAFileKeepsItsOwnerAndMode() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let file = nginx.scratch + "/owned.bin"
+        try Data("old".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(chown(file, 1234, 5678) == 0 && chmod(file, 0o600) == 0)
+        let get = try run(helper(), ["get", "-q", "-o", file, nginx.url("/file.bin")])
+        #expect(get.status == 0, "\(get.error)")
+        var status = stat()
+        #expect(stat(file, &status) == 0)
+        #expect(status.st_uid == 1234 && status.st_gid == 5678, "owner \(status.st_uid):\(status.st_gid)")
+        #expect(status.st_mode & 0o7777 == 0o600, "mode \(String(status.st_mode & 0o7777, radix: 8))")
+        #expect(Int(status.st_size) == Nginx.fileSize)
+    }
+
+    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        // A private mount namespace with its own tmpfs: the nodes exist only there.
+        let script = """
+            set -e
+            d=$(mktemp -d)
+            mount -t tmpfs none "$d"
+            mknod "$d/null" c 1 3
+            mknod "$d/full" c 1 7
+            "$1" get -q -o "$d/null" "$2"; echo "null:$?:$(stat -c %F "$d/null")"
+            set +e
+            "$1" get -q --retries 0 -o "$d/full" "$2" 2>"$d/err"; echo "full:$?:$(stat -c %F "$d/full"):$(cat "$d/err")"
+            ls "$d"
+            """
+        let result = try run("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, "sh",
+                                                  helper(), nginx.url("/file.bin")])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("null:0:character special file"), "\(result.output)")
+        #expect(result.output.contains("full:6:character special file"), "\(result.output)")
+        #expect(result.output.contains("No space left on device"), "\(result.output)")
+        #expect(!result.output.contains(".part"), "\(result.output)")
+    }
+}
+
+// MARK: - nginx on loopback
+
+/// nginx serving a 4 MB file on 127.0.0.1 (and at 2 MB/s under /slow/), from a scratch directory
+/// that holds its configuration, logs and pid file.
+private struct Nginx {
+    static let fileSize = 4_000_000
+    let scratch: String
+    let port: Int
+    let process: Process
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    static func start() throws -> Nginx {
+        let scratch = NSTemporaryDirectory() + "netreach-nginx-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch + "/root/slow", withIntermediateDirectories: true)
+        var generator = SystemRandomNumberGenerator()
+        let bytes = Data((0..<fileSize).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        try bytes.write(to: URL(fileURLWithPath: scratch + "/root/file.bin"))
+        try bytes.write(to: URL(fileURLWithPath: scratch + "/root/slow/file.bin"))
+        for attempt in 0..<5 {
+            let port = try freePort()
+            let config = """
+                daemon off;
+                worker_processes 1;
+                pid \(scratch)/nginx.pid;
+                error_log \(scratch)/error.log;
+                events { worker_connections 64; }
+                http {
+                    access_log \(scratch)/access.log;
+                    client_body_temp_path \(scratch)/tmp;
+                    proxy_temp_path \(scratch)/tmp;
+                    fastcgi_temp_path \(scratch)/tmp;
+                    uwsgi_temp_path \(scratch)/tmp;
+                    scgi_temp_path \(scratch)/tmp;
+                    server {
+                        listen 127.0.0.1:\(port);
+                        root \(scratch)/root;
+                        location /slow/ { limit_rate 2m; }
+                    }
+                }
+                """
+            try config.write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+            process.arguments = ["-c", scratch + "/nginx.conf", "-p", scratch]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Ready when it accepts a connection (bounded: 5 s).
+            let deadline = Date().addingTimeInterval(5)
+            while Date() < deadline && process.isRunning {
+                if canConnect(port: port) { return Nginx(scratch: scratch, port: port, process: process) }
+                usleep(20_000)
+            }
+            process.terminate()
+            process.waitUntilExit()
+            if attempt == 4 { break }
+        }
+        throw NginxError(log: (try? String(contentsOfFile: scratch + "/error.log", encoding: .utf8)) ?? "")
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+}
+
+private struct NginxError: Error, CustomStringConvertible {
+    var log: String
+    var description: String { "nginx did not start: \(log)" }
+}
+
+private func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
+}
+
+// MARK: - Running commands
+
+/// The `netreach-http` executable next to `netreach`.
+private func helper() throws -> String {
+    try NetreachProcess.executable().deletingLastPathComponent().appendingPathComponent("netreach-http").path
+}
+
+private struct RunResult {
+    var status: Int32
+    var outputData: Data
+    var error: String
+    var output: String { String(decoding: outputData, as: UTF8.self) }
+}
+
+/// Runs `executable` with `arguments` to its end (killed after 60 s), collecting both outputs.
+private func run(_ executable: String, _ arguments: [String]) throws -> RunResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardInput = FileHandle.nullDevice
+    let output = Pipe(), error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: killer)
+    let errorData = Locked(Data())
+    let errorReader = Thread { errorData.withLock { $0 = error.fileHandleForReading.readDataToEndOfFile() } }
+    errorReader.start()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    killer.cancel()
+    while errorReader.isExecuting || !errorReader.isFinished { usleep(1_000) }
+    return RunResult(status: process.terminationStatus, outputData: outputData,
+                     error: String(decoding: errorData.current, as: UTF8.self))
+}
+#endif
