@@ -128,11 +128,16 @@ struct ServiceStreamingTests {
             #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 1_000_000))
             #expect(result.bytes == 1_000_000)
             #expect(result.attempts == 3)
-            #expect(result.resumedAt == [300_000, 600_000])
+            // Each attempt continues where the file ended. (Up to 300 kB each: a client may drop
+            // bytes it had read but not handed over when the close arrives, AsyncHTTPClient
+            // under load does; the range then simply starts earlier.)
+            #expect(result.resumedAt.count == 2)
+            #expect(zip(result.resumedAt, result.resumedAt.dropFirst()).allSatisfy { $0 < $1 })
+            #expect(result.resumedAt.first.map { $0 > 0 && $0 <= 300_000 } == true, "\(result.resumedAt)")
             #expect(result.restarts == 0)
             #expect(result.status.code == 206)
             let requests = server.received(path: "/ranged")
-            #expect(requests.map { $0.headers["range"] } == [nil, "bytes=300000-", "bytes=600000-"])
+            #expect(requests.map { $0.headers["range"] } == [nil] + result.resumedAt.map { "bytes=\($0)-" })
             #expect(requests.dropFirst().allSatisfy { $0.headers["if-range"] == "\"v1\"" })
             #expect(!FileManager.default.fileExists(atPath: file.path + ".part"))
         }
@@ -184,11 +189,12 @@ struct ServiceStreamingTests {
             // The final name still holds the old file; the partial body waits beside it.
             #expect(try Data(contentsOf: file) == Data("old".utf8))
             let part = try Data(contentsOf: URL(fileURLWithPath: file.path + ".part"))
-            #expect(part.count == 250_000)
+            #expect(part.count > 0 && part.count <= 250_000)
+            #expect(part == FaultInjectingServer.bigBody(count: 250_000).prefix(part.count))
             let result = try await service.download(.get("/ranged?bytes=600000&failAt=250000&times=1"), to: file, resume: true)
-            #expect(result.resumedAt == [250_000])
+            #expect(result.resumedAt == [Int64(part.count)])
             #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 600_000))
-            #expect(server.received(path: "/ranged").last?.headers["range"] == "bytes=250000-")
+            #expect(server.received(path: "/ranged").last?.headers["range"] == "bytes=\(part.count)-")
         }
     }
 
