@@ -8,7 +8,7 @@ extension CLIExitCode {
         switch error {
         case .unsuccessfulStatus: unsuccessfulStatus
         case .notConnected, .waitingForConnectivityTimedOut: notConnected
-        case .connectionLost, .timedOut, .invalidResponse, .transport, .bodyTooLarge: requestFailed
+        case .connectionLost, .timedOut, .invalidResponse, .transport, .bodyTooLarge, .redirectRefused: requestFailed
         case .cannotWrite, .cannotRead: localFile
         case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
         case .cancelled: interrupted

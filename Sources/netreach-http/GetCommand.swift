@@ -98,6 +98,12 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Retries after the first attempt, when safe (0 to 10).", valueName: "n"))
     var retries = 2
 
+    @Option(help: ArgumentHelp("Follow at most this many redirects (0 to 50; never from https to http). (default: 10)", valueName: "n"))
+    var maxRedirs = 10
+
+    @Flag(help: "Do not follow redirects: a 3xx is the answer (exit 3).")
+    var noLocation = false
+
     @Flag(help: "Send a new Idempotency-Key (the same on every attempt), which makes a POST or PATCH safe to retry.")
     var idempotencyKey = false
 
@@ -131,6 +137,7 @@ struct GetCommand: AsyncParsableCommand {
         _ = try httpMethod
         _ = try headerFields
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
+        guard (0...50).contains(maxRedirs) else { throw ValidationError("--max-redirs must be between 0 and 50.") }
         if maxTime != nil && timeout != nil { throw ValidationError("--timeout is the same as --max-time: give one of them.") }
         if totalLimit?.isZero == true { throw ValidationError("--max-time must be more than 0.") }
         guard !stallTimeout.isZero else { throw ValidationError("--stall-timeout must be more than 0.") }
@@ -301,6 +308,7 @@ struct GetCommand: AsyncParsableCommand {
         policy.waitsForConnectivity = waitForConnectivity
         if let total = totalLimit { policy.timeoutIntervalForResource = total.duration }
         policy.timeoutIntervalForRequest = stallTimeout.duration
+        policy.redirects = noLocation ? .never : .follow(limit: maxRedirs)
         var retryPolicy = DefaultRetryPolicy()
         retryPolicy.retryLimit = retries
         policy.retryPolicy = retryPolicy

@@ -286,6 +286,7 @@ private struct ErrorLine: Encodable {
         case .bodyTooLarge: kind = "bodyTooLarge"
         case .cannotWrite: kind = "cannotWrite"
         case .cannotRead: kind = "cannotRead"
+        case .redirectRefused: kind = "redirectRefused"
         case .cancelled: kind = "cancelled"
         case .transport(_, let at):
             kind = "transport"

@@ -40,6 +40,9 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
     /// A request body's file could not be read (its path and the reason, such as `is a directory`);
     /// nothing was sent.
     case cannotRead(String)
+    /// A redirect was not followed (why, and where it pointed): too many hops, https to http, or
+    /// a 307/308 that must send again a body that could be sent only once.
+    case redirectRefused(String, location: URL)
     /// The request's task was cancelled.
     case cancelled
     /// Any other transport failure.
@@ -73,6 +76,8 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
             return "cannot write the body: \(detail)"
         case .cannotRead(let detail):
             return "cannot read the body: \(detail)"
+        case .redirectRefused(let why, let location):
+            return "redirect not followed (\(why)): \(NetworkService.withoutPassword(location))"
         case .cancelled:
             return "cancelled"
         case .transport(let error, let path):

@@ -194,11 +194,13 @@ public final class NetworkService: Sendable {
         guard let target = ResolvedTarget.resolve(request.target, queryItems: request.queryItems, base: base) else {
             throw .invalidURL(Self.describe(request.target, baseURL))
         }
-        let url = target.url
-        let monitor = await pathMonitor(for: url)
+        var url = target.url
+        var monitor = await pathMonitor(for: url)
         let policy = self.policy.applying(request.policyOverrides)
-        let baseHead = makeHead(request, target: target)
-        let body = (requestBody ?? request.body).map(ReplayTracker.init)
+        var baseHead = makeHead(request, target: target)
+        var body = (requestBody ?? request.body).map(ReplayTracker.init)
+        var method = request.method
+        var redirects = 0
         let clock = ContinuousClock()
         let start = clock.now
         let resourceDeadline = start + policy.timeoutIntervalForResource
@@ -223,6 +225,18 @@ public final class NetworkService: Sendable {
                     (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
                 } catch {
                     throw .transport(error)
+                }
+                if let next = try redirect(from: response, body: responseBody, url: url, head: baseHead, method: method,
+                                           requestBody: body, policy: policy, followed: redirects) {
+                    // Another hop, not another attempt: the retry budget and the deadline carry over.
+                    redirects += 1
+                    url = next.url
+                    baseHead = next.head
+                    method = next.head.method
+                    body = next.keepsBody ? body : nil
+                    if next.changesOrigin { monitor = await pathMonitor(for: url) }
+                    attempt -= 1
+                    continue
                 }
                 if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
                     return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
@@ -255,7 +269,7 @@ public final class NetworkService: Sendable {
             // notConnectedToInternet does). With waiting, the next attempt waits for the path first.
             if case .notConnected = explained, !policy.waitsForConnectivity { throw explained }
 
-            let context = RetryAttempt(method: request.method, number: attempt, failure: failure,
+            let context = RetryAttempt(method: method, number: attempt, failure: failure,
                                        elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
             // The safety rule is the service's, not the policy's: no custom policy can make a POST
             // that may have reached the server go out twice, and a single-pass body that was read
@@ -265,6 +279,29 @@ public final class NetworkService: Sendable {
                   clock.now + delay < resourceDeadline else { throw explained }
             do { try await Task.sleep(for: delay) } catch { throw .cancelled }
         }
+    }
+
+    /// The next hop of a redirect the policy follows, or `nil` when `response` is not one (no
+    /// `Location`, a status that is not 301, 302, 303, 307 or 308, or redirects not followed).
+    private func redirect(
+        from response: HTTPResponse, body responseBody: HTTPBody, url: URL, head: HTTPRequest, method: HTTPRequest.Method,
+        requestBody: ReplayTracker?, policy: RequestPolicy, followed: Int
+    ) throws(AttemptFailure) -> Redirect.Hop? {
+        guard case .follow(let limit, let allowsInsecure) = policy.redirects,
+              let location = response.headerFields[.location] else { return nil }
+        guard let hop = Redirect.hop(status: response.status.code, location: location, from: url, head: head) else { return nil }
+        guard followed < limit else {
+            throw .local(.redirectRefused("more than \(limit) redirects", location: hop.url))
+        }
+        if url.scheme?.lowercased() == "https" && hop.url.scheme?.lowercased() == "http" && !allowsInsecure {
+            throw .local(.redirectRefused("from https to http", location: hop.url))
+        }
+        if hop.keepsBody, let requestBody, !requestBody.canReplay {
+            throw .local(.redirectRefused("a \(response.status.code) must send the body again, and it was a single-pass stream",
+                                          location: hop.url))
+        }
+        _ = responseBody   // dropped unread: the connection closes if the body was not empty
+        return hop
     }
 
     /// How much of an unsuccessful response's body is kept for ``NetworkError/unsuccessfulStatus(_:body:)``.

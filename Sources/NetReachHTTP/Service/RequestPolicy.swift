@@ -37,6 +37,9 @@ public struct RequestPolicy: Sendable {
     public var allowsCellularAccess = true
     /// When to repeat a failed attempt (the service adds its own safety rule on top).
     public var retryPolicy: any RetryPolicy = DefaultRetryPolicy()
+    /// Whether redirects are followed, and how far: by default up to 10 hops, never from https
+    /// to http (see ``RedirectPolicy``).
+    public var redirects: RedirectPolicy = .follow()
     /// The statuses that count as success; any other gives ``NetworkError/unsuccessfulStatus(_:body:)``.
     public var acceptableStatusCodes: Range<Int> = 200..<300
 
@@ -61,6 +64,8 @@ public struct RequestPolicy: Sendable {
         public var allowsCellularAccess: Bool?
         /// Replaces ``RequestPolicy/retryPolicy``.
         public var retryPolicy: (any RetryPolicy)?
+        /// Replaces ``RequestPolicy/redirects``.
+        public var redirects: RedirectPolicy?
         /// Replaces ``RequestPolicy/acceptableStatusCodes``.
         public var acceptableStatusCodes: Range<Int>?
 
@@ -79,6 +84,7 @@ public struct RequestPolicy: Sendable {
         if let value = overrides.allowsConstrainedNetworkAccess { policy.allowsConstrainedNetworkAccess = value }
         if let value = overrides.allowsCellularAccess { policy.allowsCellularAccess = value }
         if let value = overrides.retryPolicy { policy.retryPolicy = value }
+        if let value = overrides.redirects { policy.redirects = value }
         if let value = overrides.acceptableStatusCodes { policy.acceptableStatusCodes = value }
         return policy
     }
