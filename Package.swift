@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
@@ -35,6 +36,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPBody: the streaming body type of swift-openapi's transports (depends on HTTPTypes only).
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                // The server ecosystem's logging API: attempts at debug, retries and waits at info.
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -78,6 +81,7 @@ let package = Package(
                 "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -101,6 +105,7 @@ let package = Package(
                 "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),   // ChoosingATransport imports it
             ]
         ),

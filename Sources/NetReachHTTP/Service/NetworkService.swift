@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HTTPTypes
+import Logging
 import NetReach
 import OpenAPIRuntime
 
@@ -41,6 +42,11 @@ public final class NetworkService: Sendable {
     public let transport: any HTTPTransport
     /// Where the service learns the network path; `nil` never waits and never explains.
     public let monitor: PathMonitor?
+    /// Adapts every attempt, and may ask for one more after an unsuccessful status.
+    public let interceptor: (any RequestInterceptor)?
+    /// Where the service says what it does: each attempt and its outcome at debug, retries and
+    /// waits for connectivity at info. Silent unless given.
+    public let logger: Logger
     private let waiting: WaitingBroadcast
     /// `baseURL`, split once so plain paths are joined to it without parsing it again.
     private let base: ResolvedTarget.Base?
@@ -68,11 +74,18 @@ public final class NetworkService: Sendable {
     ///     which starts itself. A monitor you pass must be started: one that is not has no path
     ///     yet, so requests never wait and failures are not explained. `nil` turns both off.
     ///   - onWaiting: called once each time a request starts waiting for connectivity.
+    ///   - interceptor: adapts every attempt (tokens, signatures) and may ask for one more after an
+    ///     unsuccessful status, within the safety rule.
+    ///   - logger: a swift-log `Logger` for attempts (debug), retries and waits (info); silent if
+    ///     `nil`.
     public init(
         baseURL: URL? = nil, defaultHeaderFields: HTTPFields = [:], policy: RequestPolicy = RequestPolicy(),
         transport: any HTTPTransport, monitor: PathMonitor? = .shared,
-        onWaiting: (@Sendable (WaitingEvent) -> Void)? = nil
+        onWaiting: (@Sendable (WaitingEvent) -> Void)? = nil,
+        interceptor: (any RequestInterceptor)? = nil, logger: Logger? = nil
     ) {
+        self.interceptor = interceptor
+        self.logger = logger ?? Logger(label: "netreach.http", factory: { _ in SwiftLogNoOpLogHandler() })
         self.baseURL = baseURL
         self.base = baseURL.map(ResolvedTarget.Base.init)
         self.defaultHeaderFields = defaultHeaderFields
@@ -201,6 +214,7 @@ public final class NetworkService: Sendable {
         var body = (requestBody ?? request.body).map(ReplayTracker.init)
         var method = request.method
         var redirects = 0
+        var interceptorRetried = false
         let clock = ContinuousClock()
         let start = clock.now
         let resourceDeadline = start + policy.timeoutIntervalForResource
@@ -218,6 +232,15 @@ public final class NetworkService: Sendable {
             do throws(AttemptFailure) {
                 var head = baseHead
                 prepare(&head)
+                if let interceptor {
+                    do { try await interceptor.adapt(&head, attempt: attempt) } catch {
+                        if error is CancellationError || Task.isCancelled { throw AttemptFailure.local(.cancelled) }
+                        throw AttemptFailure.local(.transport(TransportError(.other, "the request interceptor failed: \(error)"),
+                                                              path: monitor?.currentPath))
+                    }
+                }
+                logger.debug("attempt", metadata: ["attempt": "\(attempt)", "method": "\(head.method)",
+                                                   "url": "\(Self.withoutPassword(url))"])
                 let options = TransportOptions(stallTimeout: policy.timeoutIntervalForRequest, deadline: resourceDeadline)
                 let response: HTTPResponse
                 let responseBody: HTTPBody
@@ -249,6 +272,16 @@ public final class NetworkService: Sendable {
                 let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0) }
                 failure = .status(response.status.code, retryAfter: retryAfter)
                 explained = .unsuccessfulStatus(response.status, body: errorBody)
+                logger.debug("unsuccessful status", metadata: ["attempt": "\(attempt)", "status": "\(response.status.code)"])
+                // The interceptor's one extra attempt (a refreshed token), under the safety rule.
+                if let interceptor, !interceptorRetried,
+                   RetryAttempt(method: method, number: attempt, failure: failure, elapsed: clock.now - start,
+                                hasIdempotencyKey: request.idempotencyKey != nil).isSafeToRepeat,
+                   body?.canReplay ?? true, await interceptor.retry(after: response, attempt: attempt) {
+                    interceptorRetried = true
+                    logger.info("retrying at the interceptor's request", metadata: ["status": "\(response.status.code)"])
+                    continue
+                }
             } catch {
                 switch error {
                 case .local(.unsuccessfulStatus(let status, let body)) where !policy.acceptableStatusCodes.contains(status.code):
@@ -276,7 +309,11 @@ public final class NetworkService: Sendable {
             // cannot be sent again.
             guard context.isSafeToRepeat, body?.canReplay ?? true,
                   case .retry(let delay) = policy.retryPolicy.decision(for: context),
-                  clock.now + delay < resourceDeadline else { throw explained }
+                  clock.now + delay < resourceDeadline else {
+                logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained)"])
+                throw explained
+            }
+            logger.info("retrying", metadata: ["attempt": "\(attempt)", "after": "\(delay)", "error": "\(explained)"])
             do { try await Task.sleep(for: delay) } catch { throw .cancelled }
         }
     }
@@ -385,6 +422,7 @@ public final class NetworkService: Sendable {
         reason: NotConnectedReason, path: NetworkPath, until deadline: ContinuousClock.Instant
     ) async throws(NetworkError) -> Duration {
         let started = ContinuousClock.now
+        logger.info("waiting for connectivity", metadata: ["reason": "\(reason)", "url": "\(Self.withoutPassword(url))"])
         let paths = monitor.paths   // created before the event, so no change can slip between
         waiting.send(WaitingEvent(method: request.method, url: url, reason: reason, path: path))
         let outcome = await withTaskGroup(of: WaitOutcome.self) { group in

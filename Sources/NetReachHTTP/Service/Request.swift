@@ -56,10 +56,20 @@ public struct Request: Sendable {
         self.policyOverrides = policyOverrides
     }
 
-    /// Creates a request for a path relative to the service's base URL.
+    /// Creates a request for a path relative to the service's base URL, or for an absolute
+    /// `http://` or `https://` URL given as text (`.get("https://example.com/x")`).
     public init(_ method: HTTPRequest.Method, _ path: String, query: KeyValuePairs<String, String> = [:], body: Data? = nil) {
-        self.init(method: method, target: .path(path), queryItems: query.map { URLQueryItem(name: $0.key, value: $0.value) },
+        self.init(method: method, target: Self.target(path), queryItems: query.map { URLQueryItem(name: $0.key, value: $0.value) },
                   body: body.map { HTTPBody($0) })
+    }
+
+    /// `.url` for an absolute http(s) URL, `.path` for anything else.
+    private static func target(_ text: String) -> Target {
+        let lowercased = text.prefix(8).lowercased()
+        if lowercased.hasPrefix("http://") || lowercased.hasPrefix("https://"), let url = URL(string: text) {
+            return .url(url)
+        }
+        return .path(text)
     }
 
     /// Creates a request whose body is `value` encoded as JSON with `encoder`
