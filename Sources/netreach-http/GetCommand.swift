@@ -7,6 +7,7 @@ import NetReachAsyncHTTPClient
 import NetReachCLI
 import NetReachHTTP
 import OpenAPIRuntime
+import Synchronization
 
 /// `netreach get URL`: the connectivity-aware HTTP layer from the shell. Waits for the network
 /// when asked, retries only when that is safe, and says what happened in one line.
@@ -207,8 +208,9 @@ struct GetCommand: AsyncParsableCommand {
         defer { monitor.cancel() }
 
         let report = GetReport(json: json, quiet: quiet, monitor: monitor)
+        let counter = AttemptCounter()
         let service = NetworkService(policy: policy, transport: chosenTransport, monitor: monitor,
-                                     onWaiting: { report.waiting($0) })
+                                     onWaiting: { report.waiting($0) }, interceptor: counter)
 
         let started = ContinuousClock.now
         let sending = Task { [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
@@ -244,7 +246,7 @@ struct GetCommand: AsyncParsableCommand {
                     throw CLIExitCode.outputFailed(error)
                 }
             }
-            report.failure(error, key: request.idempotencyKey, output: output, elapsed: elapsed)
+            report.failure(error, attempts: counter.count, key: request.idempotencyKey, output: output, elapsed: elapsed)
             throw CLIExitCode.exitCode(for: error)
         }
     }
@@ -335,5 +337,16 @@ struct GetCommand: AsyncParsableCommand {
             StandardStream.complain("cannot read --data file \(error)")
             throw CLIExitCode.localFile
         }
+    }
+}
+
+/// Counts the attempts the service makes, so a failure can say how many there were (redirect
+/// hops share their attempt's number).
+private final class AttemptCounter: RequestInterceptor {
+    private let attempts = Mutex(0)
+    var count: Int { attempts.withLock { $0 } }
+
+    func adapt(_ request: inout HTTPRequest, attempt: Int) async throws {
+        attempts.withLock { $0 = max($0, attempt) }
     }
 }

@@ -107,11 +107,12 @@ final class GetReport: Sendable {
     }
 
     /// The request failed. Errors are printed even with `--quiet`.
-    func failure(_ error: NetworkError, key: String?, output: String?, elapsed: Duration) {
+    func failure(_ error: NetworkError, attempts: Int, key: String?, output: String?, elapsed: Duration) {
         if json {
-            emit(ErrorLine(error, key: key, output: output, elapsed: elapsed))
+            emit(ErrorLine(error, attempts: attempts, key: key, output: output, elapsed: elapsed))
         } else {
-            StandardStream.complain("\(error) (after \(Self.seconds(elapsed)))")
+            let tries = attempts == 0 ? "nothing sent" : attempts == 1 ? "1 attempt" : "\(attempts) attempts"
+            StandardStream.complain("\(error) (\(tries), after \(Self.seconds(elapsed)))")
         }
     }
 
@@ -248,6 +249,9 @@ private struct ErrorLine: Encodable {
     let event = "error"
     let kind: String
     let message: String
+    /// Attempts that reached the transport (0 when the request never left: a bad URL, a policy
+    /// denial, a wait that timed out).
+    let attempts: Int
     let status: Int?
     let reason: String?
     let path: NetworkPath?
@@ -255,8 +259,9 @@ private struct ErrorLine: Encodable {
     let output: String?
     let idempotencyKey: String?
 
-    init(_ error: NetworkError, key: String?, output: String?, elapsed: Duration) {
+    init(_ error: NetworkError, attempts: Int, key: String?, output: String?, elapsed: Duration) {
         message = error.description
+        self.attempts = attempts
         elapsedSeconds = GetReport.secondsValue(elapsed)
         self.output = output
         idempotencyKey = key

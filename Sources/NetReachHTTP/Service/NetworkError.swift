@@ -61,7 +61,7 @@ public enum NetworkError: Error, Sendable, CustomStringConvertible {
             let head = status.reasonPhrase.isEmpty ? "HTTP \(status.code)" : "HTTP \(status.code) \(status.reasonPhrase)"
             return head + (preview.isEmpty ? "" : ": \(preview)")
         case .invalidResponse(let detail):
-            return "invalid response: \(detail)"
+            return "the server's answer is not valid HTTP: \(detail)"
         case .notConnected(let reason, let path):
             return "not connected (\(reason)); path: \(path)"
         case .connectionLost(let detail, let path):

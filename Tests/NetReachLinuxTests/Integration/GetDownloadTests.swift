@@ -58,6 +58,21 @@ struct GetDownloadTests {
         #expect(try String(contentsOfFile: file, encoding: .utf8).contains("404"))
     }
 
+    @Test func aFailureSaysHowManyAttemptsWereMade() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let missing = try run(helper(), ["get", "--retries", "0", nginx.url("/missing")])
+        #expect(missing.status == 3)
+        #expect(missing.error.contains("HTTP 404") && missing.error.contains("(1 attempt, after"), "\(missing.error)")
+        // Nothing listens on nginx's port once it has stopped: refused, provably unsent, retried.
+        let port = nginx.port
+        nginx.stop()
+        let refused = try run(helper(), ["get", "--retries", "2", "--json", "http://127.0.0.1:\(port)/"])
+        #expect(refused.status == 5, "\(refused.error)")
+        #expect(refused.output.contains("\"attempts\":3"), "\(refused.output)")
+        #expect(refused.output.lowercased().contains("refused"), "\(refused.output)")
+    }
+
     @Test func replacingAFileKeepsItsOwnerAndMode() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
