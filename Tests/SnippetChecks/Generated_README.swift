@@ -87,8 +87,20 @@ func snippet_README_7() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:137-147
+// README.md:139-145
 func snippet_README_8() async throws {
+    let events = try await service.bytes(.get("/v1/events"))          // as it arrives
+    for try await chunk in events.body { print(chunk.count) }
+
+    let iso = try await service.download(.get("/images/disk.iso"),     // disk.iso.part, renamed when whole;
+                                         to: URL(fileURLWithPath: "disk.iso"))  // a retry resumes (Range/If-Range)
+    print(iso.bytes, iso.resumedAt)
+    _ = try await service.upload(.put("/backups/today.tar"), fromFile: URL(fileURLWithPath: "today.tar"))
+    _ = events; _ = iso   // the snippet may only show these
+}
+
+// README.md:152-162
+func snippet_README_9() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })
     let handle = service.send(.get("https://api.example.com/v1/feed"), queue: .main) { result in

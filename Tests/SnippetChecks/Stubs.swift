@@ -26,6 +26,7 @@ let archive = Data()
 let containerPID: Int32 = 4242
 
 // The app's own functions.
+func currentToken() -> String { "token" }
 func sendFirstRequest() {}
 func uploadBacklog() async {}
 func sync() {}
