@@ -1,6 +1,7 @@
 import BenchStatistics
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 import NetReach
 import NetReachHTTP
 
@@ -38,7 +39,7 @@ enum ServiceCost {
         let base = URL(string: "http://127.0.0.1:8080")!
         let instant: any HTTPTransport = InstantTransport()
         let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:8080", path: "/small")
-        let options = TransportOptions(timeout: RequestPolicy().timeoutIntervalForRequest)
+        let options = TransportOptions(stallTimeout: RequestPolicy().timeoutIntervalForRequest)
         let request = Request.get("/small")
         let withMonitor = NetworkService(baseURL: base, transport: instant)
         let withoutMonitor = NetworkService(baseURL: base, transport: instant, monitor: nil)
@@ -121,7 +122,7 @@ private struct InstantTransport: HTTPTransport {
     private let response = HTTPResponse(status: .ok)
     private let body = Data("ok".utf8)
 
-    func send(_ request: HTTPRequest, body: Data?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, Data) {
-        (response, self.body)
+    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        (response, HTTPBody(self.body))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 import NetReachHTTP
 
 /// How one GET ended.
@@ -29,7 +30,7 @@ struct Subject: Sendable {
     init(mode: Mode, transport: any HTTPTransport, port: Int) {
         let baseURL = URL(string: "http://127.0.0.1:\(port)")!
         // The service's default request timeout, so both sides ask the transport for the same.
-        let options = TransportOptions(timeout: RequestPolicy().timeoutIntervalForRequest)
+        let options = TransportOptions(stallTimeout: RequestPolicy().timeoutIntervalForRequest)
         switch mode {
         case .bare:
             route = .bare(transport, HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(port)", path: "/small"), options)
@@ -46,8 +47,9 @@ struct Subject: Sendable {
         switch route {
         case .bare(let transport, let head, let options):
             do {
+                // The body read whole, as the service's `send` does.
                 let (response, body) = try await transport.send(head, body: nil, options: options)
-                return Self.check(status: response.status.code, body: body, attempts: 1)
+                return Self.check(status: response.status.code, body: try await Data(collecting: body, upTo: 1 << 20), attempts: 1)
             } catch {
                 return .failed("transport: \(error)")
             }
@@ -55,7 +57,7 @@ struct Subject: Sendable {
             guard let url = ServiceSteps.resolveURL("/small", relativeTo: baseURL) else { return .failed("no URL") }
             do {
                 let (response, body) = try await transport.send(ServiceSteps.makeHead(url: url), body: nil, options: options)
-                return Self.check(status: response.status.code, body: body, attempts: 1)
+                return Self.check(status: response.status.code, body: try await Data(collecting: body, upTo: 1 << 20), attempts: 1)
             } catch {
                 return .failed("transport: \(error)")
             }

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Transfers through `netreach-http get` against curl, on loopback, in the same run (issue 13):
+#
+#   download  1 GiB from nginx to a file (-o): seconds, MB/s and peak resident memory, both
+#             transports and curl
+#   upload    200 MB from a file (-d @FILE, PUT) to a server that reads and discards it
+#   small     one small GET from a fresh process: `netreach get`, `netreach-http get`, curl
+#             (median of SMALL_RUNS, default 30)
+#
+#   Benchmarks/run-transfer.sh                    # all three, RUNS=3 each (medians)
+#   RUNS=1 SIZE_MB=256 Benchmarks/run-transfer.sh download
+#
+# Builds netreach and netreach-http in release from this checkout (or uses BIN_DIR). Needs nginx,
+# curl, python3 and GNU time (/usr/bin/time). Traffic stays on 127.0.0.1. Waits (at most
+# LOAD_WAIT s) for the load average to fall below LOAD_MAX first, and prints it.
+# Output: the table on stdout; raw lines in Benchmarks/.build/transfer-runs/<time>-<pid>/.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+runs="${RUNS:-3}"
+small_runs="${SMALL_RUNS:-30}"
+size_mb="${SIZE_MB:-1024}"
+upload_mb="${UPLOAD_MB:-200}"
+load_max="${LOAD_MAX:-1.5}"
+load_wait="${LOAD_WAIT:-600}"
+what="${1:-all}"
+out="$here/.build/transfer-runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
+mkdir -p "$out/www"
+
+for tool in nginx curl python3; do
+    command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "run-transfer.sh: needs $tool" >&2; exit 2; }
+done
+[ -x /usr/bin/time ] || { echo "run-transfer.sh: needs GNU time (/usr/bin/time, Debian package 'time')" >&2; exit 2; }
+
+if [ -z "${BIN_DIR:-}" ]; then
+    echo "== building netreach and netreach-http (release)" >&2
+    (cd "$root" && timeout 2400 swift build -c release --product netreach-http >&2 && timeout 1200 swift build -c release --product netreach >&2)
+    BIN_DIR="$(cd "$root" && swift build -c release --show-bin-path)"
+fi
+http="$BIN_DIR/netreach-http"
+cli="$BIN_DIR/netreach"
+
+nginx_pid=""
+sink_pid=""
+cleanup() {
+    [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null || true
+    [ -n "$sink_pid" ] && kill "$sink_pid" 2>/dev/null || true
+    rm -rf "$out/www" "$out"/*.bin "$out"/*.part
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# nginx serves the big file and a small one.
+port="$(free_port)"
+head -c $((size_mb << 20)) /dev/urandom > "$out/www/big.bin"
+printf 'ok' > "$out/www/small.txt"
+cat > "$out/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $out/nginx.pid;
+error_log $out/nginx-error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $out/tmp;
+    proxy_temp_path $out/tmp;
+    fastcgi_temp_path $out/tmp;
+    uwsgi_temp_path $out/tmp;
+    scgi_temp_path $out/tmp;
+    server { listen 127.0.0.1:$port; root $out/www; }
+}
+EOF
+/usr/sbin/nginx -c "$out/nginx.conf" -p "$out" &
+nginx_pid=$!
+
+# A sink that reads every request body to its end and answers 204 (for uploads).
+sink_port="$(free_port)"
+python3 - "$sink_port" > /dev/null 2>&1 <<'EOF' &
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+def serve(c):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d: return c.close()
+        buf += d
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length": length = int(v)
+    got = len(rest)
+    while got < length:
+        d = c.recv(1 << 20)
+        if not d: break
+        got += len(d)
+    c.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"); c.close()
+while True:
+    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+EOF
+sink_pid=$!
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/small.txt" && break; sleep 0.05; done
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+waited=0
+while awk -v l="$(load1)" -v m="$load_max" 'BEGIN { exit !(l >= m) }' && ((waited < load_wait)); do
+    sleep 10; waited=$((waited + 10))
+done
+echo "load $(cut -d' ' -f1-3 /proc/loadavg) (waited ${waited} s); $(nproc) cores; $(date -u +%FT%TZ)"
+
+# One measured command: "seconds peak_kb status".
+measure() { /usr/bin/time -f "%e %M %x" -o "$out/time.txt" "$@" > /dev/null 2>>"$out/stderr.log" || true; cat "$out/time.txt" | tail -1; }
+
+row() { # name, then the command
+    local name="$1"; shift
+    local secs=() kbs=()
+    for run in $(seq 1 "$runs"); do
+        rm -f "$out/dl.bin" "$out/dl.bin.part"
+        read -r s k x < <(measure "$@")
+        echo "$name run $run: $s s, $k KB, exit $x" >> "$out/raw.txt"
+        [ "$x" = 0 ] || { echo "$name: exit $x (see $out/stderr.log)" >&2; }
+        secs+=("$s"); kbs+=("$k")
+    done
+    local s k
+    s="$(printf '%s\n' "${secs[@]}" | median)"
+    k="$(printf '%s\n' "${kbs[@]}" | median)"
+    printf '| %-46s | %8.2f | %9.0f | %8.1f |\n' "$name" "$s" "$(awk -v b="$bytes" -v s="$s" 'BEGIN { print b / 1e6 / s }')" "$(awk -v k="$k" 'BEGIN { print k / 1024 }')"
+}
+
+if [ "$what" = all ] || [ "$what" = download ]; then
+    bytes=$((size_mb << 20))
+    echo; echo "download ${size_mb} MiB to a file, medians of $runs"
+    echo "| client | seconds | MB/s | peak RSS MB |"; echo "| --- | ---: | ---: | ---: |"
+    row "curl -o" curl -sS -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
+    row "netreach-http get -o (asynchttpclient)" "$http" get -q -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
+    row "netreach-http get -o (urlsession)" "$http" get -q --transport urlsession -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
+fi
+
+if [ "$what" = all ] || [ "$what" = upload ]; then
+    bytes=$((upload_mb << 20))
+    head -c "$bytes" /dev/urandom > "$out/up.bin"
+    echo; echo "upload ${upload_mb} MiB from a file (PUT), medians of $runs"
+    echo "| client | seconds | MB/s | peak RSS MB |"; echo "| --- | ---: | ---: | ---: |"
+    row "curl -T" curl -sS -T "$out/up.bin" "http://127.0.0.1:$sink_port/up"
+    row "netreach-http get -X PUT -d @file (asynchttpclient)" "$http" get -q -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
+    row "netreach-http get -X PUT -d @file (urlsession)" "$http" get -q --transport urlsession -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
+    rm -f "$out/up.bin"
+fi
+
+if [ "$what" = all ] || [ "$what" = small ]; then
+    echo; echo "one small GET from a fresh process, median of $small_runs (ms)"
+    echo "| client | median ms | ratio to curl |"; echo "| --- | ---: | ---: |"
+    small() {
+        local values=()
+        for _ in $(seq 1 "$small_runs"); do
+            local t0 t1
+            t0=$(date +%s%N); "$@" > /dev/null 2>&1; t1=$(date +%s%N)
+            values+=("$(( (t1 - t0) / 1000 ))")
+        done
+        printf '%s\n' "${values[@]}" | median
+    }
+    url="http://127.0.0.1:$port/small.txt"
+    c="$(small curl -sS "$url")"
+    for entry in "curl|curl -sS $url" "netreach-http get|$http get -q $url" "netreach get|$cli get -q $url" \
+                 "netreach-http get --transport urlsession|$http get -q --transport urlsession $url"; do
+        name="${entry%%|*}"; cmd="${entry#*|}"
+        # shellcheck disable=SC2086
+        us="$(small $cmd)"
+        printf '| %-40s | %8.1f | %5.2f× |\n' "$name" "$(awk -v u="$us" 'BEGIN { print u / 1000 }')" "$(awk -v u="$us" -v c="$c" 'BEGIN { print u / c }')"
+    done
+fi
+echo; echo "raw: $out/raw.txt"
