@@ -120,7 +120,7 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(help: "Write the body of an unsuccessful status to --output too; by default an error leaves the file as it was.")
     var writeErrorBody = false
 
-    @Flag(help: "Print JSON lines on standard output: waiting events, then the response (or the error).")
+    @Flag(help: "Print JSON lines on standard output: waiting events, then the response (or the error); the response line carries the body, up to 64 MiB, unless --output.")
     var json = false
 
     @Flag(name: [.short, .long], help: "No summary, spinner or progress bar; errors still go to standard error.")

@@ -208,8 +208,13 @@ public final class NetworkService: Sendable {
             throw .invalidURL(Self.describe(request.target, baseURL))
         }
         var url = target.url
-        var monitor = await pathMonitor(for: url)
         let policy = self.policy.applying(request.policyOverrides)
+        // The path is needed before an attempt only to wait or to deny; otherwise only a failure
+        // needs it (to explain), so a per-destination monitor is made then, not on every request.
+        let needsPathFirst = policy.waitsForConnectivity || !policy.allowsExpensiveNetworkAccess
+            || !policy.allowsConstrainedNetworkAccess || !policy.allowsCellularAccess
+        var monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
+        var monitorIsForURL = needsPathFirst
         var baseHead = makeHead(request, target: target)
         var body = (requestBody ?? request.body).map(ReplayTracker.init)
         var method = request.method
@@ -257,7 +262,10 @@ public final class NetworkService: Sendable {
                     baseHead = next.head
                     method = next.head.method
                     body = next.keepsBody ? body : nil
-                    if next.changesOrigin { monitor = await pathMonitor(for: url) }
+                    if next.changesOrigin {
+                        monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
+                        monitorIsForURL = needsPathFirst
+                    }
                     attempt -= 1
                     continue
                 }
@@ -292,6 +300,10 @@ public final class NetworkService: Sendable {
                     throw error
                 case .transport(let error):
                     if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
+                    if !monitorIsForURL {
+                        monitor = await pathMonitor(for: url)
+                        monitorIsForURL = true
+                    }
                     failure = .transport(error)
                     explained = explain(error, policy: policy, monitor: monitor)
                 }
