@@ -575,9 +575,10 @@ private final class ClientSet: Sendable {
         let roots = settings.trustRoots.resolved(in: environment)
         let fromEnvironment = settings.trustRoots.isDefault
         if let file = roots.file {
-            // Read now to report a file that is not PEM; handed to BoringSSL by path, which takes a
-            // bundle with duplicates (the system's has some) where adding certificates one by one fails.
-            _ = try loadCertificates(file, what: fromEnvironment ? "SSL_CERT_FILE" : "the trust roots file")
+            // Looked at now to report a file that is not PEM, but parsed by BoringSSL only when the
+            // first https connection is made (a system bundle takes a while in a debug build), and
+            // by path, which takes a bundle with duplicates where adding them one by one fails.
+            try checkHoldsPEMCertificates(file, what: fromEnvironment ? "SSL_CERT_FILE" : "the trust roots file")
         }
         // A directory must be the main root: NIOSSL refuses one among the additional roots.
         switch (roots.file, roots.directory) {
@@ -599,18 +600,27 @@ private final class ClientSet: Sendable {
             } catch {
                 throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) holds no unencrypted PEM private key")
             }
+            do {
+                // A context made once here reports a key that does not match its certificate now,
+                // not on the first request.
+                _ = try NIOSSLContext(configuration: tls)
+            } catch {
+                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) does not match the certificate \(identity.certificateChainFile)")
+            }
         }
         if !settings.verifiesCertificates {
             tls.certificateVerification = .none
         }
-        do {
-            // Made once here so that a key that does not match its certificate, or a trust
-            // directory BoringSSL refuses, is reported now and not on the first request.
-            _ = try NIOSSLContext(configuration: tls)
-        } catch {
-            throw TransportSettingsError(.invalidCredentials, "the TLS settings cannot be used (does the private key match the certificate?)")
-        }
         return tls
+    }
+
+    private static func checkHoldsPEMCertificates(_ path: String, what: String) throws(TransportSettingsError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
+        }
+        guard data.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+        }
     }
 
     private static func loadCertificates(_ path: String, what: String) throws(TransportSettingsError) -> [NIOSSLCertificate] {

@@ -8,7 +8,7 @@ import Testing
 /// TLS settings against a real nginx with certificates made for the test: trust, host names,
 /// expiry, client certificates, verification off. A failed handshake is ``TransportError/Kind/tlsFailure``,
 /// names the host and the reason, and nginx's access log proves the request never arrived.
-@Suite("TLS against nginx", .enabled(if: ExternalServer.available("nginx", "openssl")), .timeLimit(.minutes(2)))
+@Suite("TLS against nginx", .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized, .timeLimit(.minutes(2)))
 struct TLSTransportTests {
     // MARK: AsyncHTTPClientTransport
 
@@ -108,7 +108,7 @@ struct TLSTransportTests {
 
     @Test("A file that is missing or not PEM is refused when the transport is made")
     func badFiles() async throws {
-        let certificates = try TestCertificates.make()
+        let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
         let missing = #expect(throws: TransportSettingsError.self) {
             _ = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file("/nonexistent/ca.pem"))))
@@ -187,11 +187,16 @@ private func settings(_ tls: TLSSettings) -> TransportSettings {
 
 /// Makes certificates, starts nginx with them, runs `body`, and stops and removes everything.
 private func withNginx(_ body: (NginxServer, TestCertificates) async throws -> Void) async throws {
-    let certificates = try TestCertificates.make()
+    let certificates = try await TestCertificates.make()
     defer { certificates.remove() }
     let nginx = try await NginxServer.start(certificates: certificates)
-    defer { nginx.stop() }
-    try await body(nginx, certificates)
+    do {
+        try await body(nginx, certificates)
+    } catch {
+        await nginx.stop()
+        throw error
+    }
+    await nginx.stop()
 }
 
 /// GETs `url`; returns the status and the body as text.

@@ -97,7 +97,13 @@ public struct URLSessionTransport: HTTPTransport {
     /// let transport = try URLSessionTransport(settings: settings)
     /// ```
     public init(settings: TransportSettings) throws(TransportSettingsError) {
-        try Self.check(settings, environment: ProcessInfo.processInfo.environment)
+        try self.init(settings: settings, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As ``init(settings:)``, judging `SSL_CERT_FILE`, `SSL_CERT_DIR` and the proxies against
+    /// `environment` instead of the process's (for tests; libcurl still reads the real one).
+    package init(settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
+        try Self.check(settings, environment: environment)
         self.configuration = Self.sharedPool.configuration
         self.pool = Self.sharedPool
         self.maximumDecodedBodySize = settings.maximumDecodedBodySize

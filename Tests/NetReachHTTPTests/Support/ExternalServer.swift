@@ -32,14 +32,14 @@ final class ExternalServer: Sendable {
         process.standardOutput = output
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try await offCooperativePool { try process.run() }
         let server = ExternalServer(process: process, logFile: logFile)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
         for port in ports {
             while !canConnect(host: host, port: port) {
                 guard process.isRunning, clock.now < deadline else {
-                    server.stop()
+                    await server.stop()
                     let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
                     throw ExternalServerError.didNotStart("\(executable) did not listen on \(host):\(port): \(log)")
                 }
@@ -49,14 +49,40 @@ final class ExternalServer: Sendable {
         return server
     }
 
-    /// Terminates the program (SIGTERM, then SIGKILL after 1 s) and waits for it.
-    func stop() {
+    /// Terminates the program (SIGTERM, then SIGKILL after 1 s) and waits for it, on a thread of
+    /// its own: the tests' cooperative threads (two here) must never block.
+    func stop() async {
+        await offCooperativePool { self.stopNow() }
+    }
+
+    private func stopNow() {
         guard process.isRunning else { return }
         process.terminate()
         let deadline = Date().addingTimeInterval(1)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range
+    /// (32768 and up): other tests take "a closed port" from that range and expect nothing to
+    /// answer there, which a server started here must never break.
+    static func freePort() throws -> Int {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<32_000)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { break }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if bound == 0 { return port }
+        }
+        throw ExternalServerError.didNotStart("no free port in 20000..<32000")
     }
 
     /// `true` when a TCP connection to `host:port` is accepted.
@@ -132,6 +158,24 @@ struct TemporaryDirectory {
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
     func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Runs `work` on a Dispatch thread and waits for it without holding a cooperative thread: for
+/// `Process`, `waitUntilExit` and file reads, which block.
+func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// As above, for work that cannot fail.
+func offCooperativePool(_ work: @escaping @Sendable () -> Void) async {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            work()
+            continuation.resume()
+        }
+    }
 }
 
 /// Runs a command to its end; throws with its output if it fails.

@@ -16,7 +16,7 @@ import Foundation
 ///
 /// ```swift
 /// let nginx = try await NginxServer.start(certificates: certificates)
-/// defer { nginx.stop() }
+/// // ... and at the end: await nginx.stop()
 /// ```
 final class NginxServer: Sendable {
     let trusted: Int
@@ -41,12 +41,15 @@ final class NginxServer: Sendable {
         let nginx = try ExternalServer.require("nginx")
         let directory = try TemporaryDirectory("netreach-nginx")
         var ports: [Int] = []
-        for _ in 0..<5 { ports.append(try closedLoopbackPort()) }
+        for _ in 0..<5 { ports.append(try ExternalServer.freePort()) }
         // The same object over and over: gzip shrinks it about 100 times and more.
-        let item = #"{"id":12345,"name":"NetReach test item","tags":["alpha","beta","gamma"],"ok":true}"#
-        let json = Data(("[" + Array(repeating: item, count: 60_000).joined(separator: ",") + "]\n").utf8)
-        try FileManager.default.createDirectory(atPath: directory.path("www"), withIntermediateDirectories: true)
-        try json.write(to: directory.url.appendingPathComponent("www/data.json"))
+        let json = try await offCooperativePool { () throws -> Data in
+            let item = #"{"id":12345,"name":"NetReach test item","tags":["alpha","beta","gamma"],"ok":true}"#
+            let json = Data(("[" + Array(repeating: item, count: 60_000).joined(separator: ",") + "]\n").utf8)
+            try FileManager.default.createDirectory(atPath: directory.path("www"), withIntermediateDirectories: true)
+            try json.write(to: directory.url.appendingPathComponent("www/data.json"))
+            return json
+        }
         let cert = { (name: String) in
             "ssl_certificate \(certificates.path("\(name).pem")); ssl_certificate_key \(certificates.path("\(name).key"));"
         }
@@ -100,8 +103,8 @@ final class NginxServer: Sendable {
     }
 
     /// Terminates nginx and removes its directory.
-    func stop() {
-        process.stop()
+    func stop() async {
+        await process.stop()
         directory.remove()
     }
 }

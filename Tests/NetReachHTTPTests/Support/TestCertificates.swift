@@ -13,7 +13,7 @@ import Foundation
 /// | `client.pem` / `client.key` | a client certificate (`CN=netreach-client`) |
 ///
 /// ```swift
-/// let certificates = try TestCertificates.make()
+/// let certificates = try await TestCertificates.make()
 /// defer { certificates.remove() }
 /// settings.tls.trustRoots = .file(certificates.path("ca.pem"))
 /// ```
@@ -24,7 +24,12 @@ struct TestCertificates {
 
     func remove() { directory.remove() }
 
-    static func make() throws -> TestCertificates {
+    /// Makes the files, on a Dispatch thread (running `openssl` blocks).
+    static func make() async throws -> TestCertificates {
+        try await offCooperativePool { try makeNow() }
+    }
+
+    private static func makeNow() throws -> TestCertificates {
         let openssl = try ExternalServer.require("openssl")
         let directory = try TemporaryDirectory("netreach-certs")
         let run = { (arguments: [String]) throws in try runCommand(openssl, arguments, in: directory.url) }

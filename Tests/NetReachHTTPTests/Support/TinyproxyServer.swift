@@ -6,7 +6,7 @@ import Foundation
 ///
 /// ```swift
 /// let proxy = try await TinyproxyServer.start()
-/// defer { proxy.stop() }
+/// // ... and at the end: await proxy.stop()
 /// // ... send through http://127.0.0.1:\(proxy.port) ...
 /// #expect(proxy.log().contains { $0.contains("127.0.0.1:\(server.port)") })
 /// ```
@@ -27,7 +27,7 @@ final class TinyproxyServer: Sendable {
     static func start() async throws -> TinyproxyServer {
         let tinyproxy = try ExternalServer.require("tinyproxy")
         let directory = try TemporaryDirectory("netreach-tinyproxy")
-        let port = try closedLoopbackPort()
+        let port = try ExternalServer.freePort()
         // No ConnectPort line: CONNECT is allowed to any port (AsyncHTTPClient tunnels http too).
         let configuration = """
             Port \(port)
@@ -62,8 +62,8 @@ final class TinyproxyServer: Sendable {
     }
 
     /// Terminates tinyproxy and removes its directory.
-    func stop() {
-        process.stop()
+    func stop() async {
+        await process.stop()
         directory.remove()
     }
 }
