@@ -3,6 +3,8 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
+import NIOSSL
 import NetReachHTTP
 import OpenAPIRuntime
 
@@ -25,45 +27,135 @@ import Darwin
 /// for try await chunk in body { print(response.status, chunk.count) }
 /// ```
 ///
-/// Failures are classified from AsyncHTTPClient's and SwiftNIO's errors: a refused connection or
-/// a failed DNS lookup is provably unsent; a reset, an early close or a timeout after the
-/// connection was up is not.
+/// Like ``NetReachHTTP/URLSessionTransport`` it never follows a redirect (a 3xx is a response, with
+/// its `Location`), asks for `gzip` and `deflate` (`Accept-Encoding: deflate, gzip` unless the
+/// request says otherwise) and decodes them whatever the compression ratio, up to
+/// ``NetReachHTTP/TransportSettings/maximumDecodedBodySize``, and goes through the proxy that
+/// ``NetReachHTTP/ProxySettings`` chooses, by curl's rules. Through an http proxy every request,
+/// `http` ones too, is tunnelled with `CONNECT` (AsyncHTTPClient has no absolute-form requests).
+///
+/// Failures are classified from AsyncHTTPClient's, SwiftNIO's and NIOSSL's errors: a refused
+/// connection, a failed DNS lookup or a failed TLS handshake is provably unsent; a reset, an early
+/// close or a timeout after the connection was up is not.
 public struct AsyncHTTPClientTransport: HTTPTransport {
-    /// The client every request goes through.
+    /// The client requests go through when no proxy applies (with settings, one of the clients
+    /// this transport made and owns).
     public let client: HTTPClient
+    private let routing: Routing
 
-    /// Creates a transport that sends requests through `client`.
+    /// Which client a request goes through.
+    private enum Routing: Sendable {
+        /// Always the one client given.
+        case single
+        /// Clients made from settings (or the environment's defaults).
+        case owned(ClientSet)
+        /// The environment's default settings could not be used, for this reason.
+        case unusable(TransportSettingsError)
+    }
+
+    /// Creates a transport that sends every request through `client`, as it is configured.
     ///
-    /// The default is ``defaultClient``. Passing `HTTPClient.shared` works too, but that client
-    /// keeps retrying a refused connection until the request's timeout runs out, so "nothing
-    /// listening" takes the whole timeout to report.
+    /// `client` should not follow redirects (`redirectConfiguration = .disallow`): a transport
+    /// returns a 3xx as a response and the service decides, and AsyncHTTPClient does not say
+    /// which configuration a client has. Its TLS, proxy and decompression settings are used as
+    /// they are; ``init(settings:)`` makes clients with all of that set as
+    /// ``NetReachHTTP/TransportSettings`` says. Passing `HTTPClient.shared` works too, but that
+    /// client follows redirects and keeps retrying a refused connection until the request's timeout
+    /// runs out, so "nothing listening" takes the whole timeout to report.
     ///
     /// ```swift
     /// var configuration = HTTPClient.Configuration()
     /// configuration.connectionPool.retryConnectionEstablishment = false   // report "refused" at once
+    /// configuration.redirectConfiguration = .disallow                       // a 3xx is a response
     /// let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     /// let transport = AsyncHTTPClientTransport(client: client)
     /// // ... send requests ...
     /// try await client.shutdown()
     /// ```
-    public init(client: HTTPClient = AsyncHTTPClientTransport.defaultClient) {
+    public init(client: HTTPClient) {
         self.client = client
+        self.routing = .single
     }
 
-    /// The client used when none is given, created once per process and never shut down.
+    /// Creates a transport with the default settings, `TransportSettings()`: the system's trust
+    /// roots (or `SSL_CERT_FILE` / `SSL_CERT_DIR`) and the environment's proxies (`http_proxy`,
+    /// `https_proxy`, `no_proxy`, ...), read once per process, when the first such transport is made.
+    ///
+    /// Transports made this way share their clients, which are never shut down. Should the
+    /// environment name a trust file that cannot be used, every request fails with
+    /// ``NetReachHTTP/TransportError/Kind/invalidRequest`` saying why (nothing is sent);
+    /// ``init(settings:)`` throws that at once instead.
+    ///
+    /// ```swift
+    /// let transport = AsyncHTTPClientTransport()
+    /// ```
+    public init() {
+        switch Self.defaultClients {
+        case .success(let clients):
+            self.client = clients.direct
+            self.routing = .owned(clients)
+        case .failure(let error):
+            self.client = Self.defaultClient
+            self.routing = .unusable(error)
+        }
+    }
+
+    /// Creates a transport whose clients are configured by `settings`: trust roots, client
+    /// certificate, certificate verification, proxies (one client per distinct proxy, chosen per
+    /// request by ``NetReachHTTP/ProxySettings/proxy(forScheme:host:)``), connect timeout and the
+    /// decoded-body limit.
+    ///
+    /// Files are read now, so a missing or malformed one throws here rather than on the first
+    /// request. The clients are shut down when the last copy of this transport (and the last
+    /// transfer it started) is gone.
+    ///
+    /// ```swift
+    /// var settings = TransportSettings()
+    /// settings.tls.trustRoots = .file("/etc/my-company/ca.pem")
+    /// settings.connectTimeout = .seconds(5)
+    /// let transport = try AsyncHTTPClientTransport(settings: settings)
+    /// ```
+    ///
+    /// - Throws: ``NetReachHTTP/TransportSettingsError``: a file that cannot be read, a
+    ///   certificate or key that does not load, a proxy URL that is not `http://host[:port]`.
+    public init(settings: TransportSettings) throws(TransportSettingsError) {
+        try self.init(settings: settings, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As ``init(settings:)``, reading `SSL_CERT_FILE` and `SSL_CERT_DIR` from `environment`
+    /// instead of the process's (for tests).
+    package init(settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
+        let clients = try ClientSet(settings: settings, environment: environment)
+        self.client = clients.direct
+        self.routing = .owned(clients)
+    }
+
+    /// The client used by ``init(client:)`` callers who want the old default: one per process,
+    /// never shut down, with no TLS or proxy settings of its own.
     ///
     /// It is `HTTPClient.shared`'s configuration except that a connection that cannot be
-    /// established fails the waiting requests at once (`retryConnectionEstablishment = false`):
-    /// retrying is the caller's retry policy's decision, and a refused connection should say so
-    /// in milliseconds, not after the timeout.
+    /// established fails the waiting requests at once (`retryConnectionEstablishment = false`),
+    /// redirects are returned rather than followed, and a gzip or deflate body may decode to
+    /// ``NetReachHTTP/TransportSettings/defaultMaximumDecodedBodySize`` whatever its compression ratio:
+    /// retrying and redirecting are the service's decisions, and a refused connection should say
+    /// so in milliseconds, not after the timeout.
     ///
     /// ```swift
     /// let transport = AsyncHTTPClientTransport(client: AsyncHTTPClientTransport.defaultClient)
     /// ```
     public static let defaultClient: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
-        configuration.connectionPool.retryConnectionEstablishment = false
+        ClientSet.applyCommonSettings(to: &configuration, maximumDecodedBodySize: TransportSettings.defaultMaximumDecodedBodySize)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    /// The clients of ``init()``, made once from the environment.
+    private static let defaultClients: Result<ClientSet, TransportSettingsError> = {
+        do throws(TransportSettingsError) {
+            return .success(try ClientSet(settings: TransportSettings(), environment: ProcessInfo.processInfo.environment, shutsDownOnDeinit: false))
+        } catch {
+            return .failure(error)
+        }
     }()
 
     /// Sends `request` with `body`; returns the response head once it arrived and its body as a
@@ -91,18 +183,29 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             exchange.fail(error)
         }
         let clientRequest = try Self.makeClientRequest(request, body: body, watchdog: watchdog)
-        let client = self.client
+        let client: HTTPClient
+        let owner: ClientSet?
+        switch routing {
+        case .single:
+            (client, owner) = (self.client, nil)
+        case .owned(let clients):
+            (client, owner) = (clients.client(for: request), clients)
+        case .unusable(let error):
+            throw TransportError(.invalidRequest, "the environment's transport settings cannot be used: \(error)")
+        }
+        let host = Self.host(of: request.authority ?? "")
         let channel = BodyChannel(watchdog: watchdog)
         // AHC's own deadline would also cut a body that keeps flowing; the watchdog times stalls and
         // the overall deadline, and this one only stops AHC from waiting forever.
         let deadline = NIODeadline.now() + TimeAmount(options.deadline.map { $0 - .now } ?? .seconds(7 * 24 * 3600))
         let producer = Task {
+            // Holding the owner keeps its clients up until this transfer is over.
+            _ = owner
             do {
                 let response = try await client.execute(clientRequest, deadline: deadline)
                 watchdog.touch()
                 let head = try Self.makeResponse(response)
-                let length: HTTPBody.Length = response.headers.first(name: "content-length").flatMap(Int64.init).map { .known($0) } ?? .unknown
-                exchange.head(head, body: HTTPBody(channel: channel, length: request.method == .head ? .known(0) : length))
+                exchange.head(head, body: HTTPBody(channel: channel, length: Self.bodyLength(response, method: request.method)))
                 for try await buffer in response.body {
                     watchdog.touch()
                     guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
@@ -111,7 +214,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 try Task.checkCancellation()
                 channel.finish()
             } catch {
-                exchange.fail(exchange.failure ?? Self.classify(error))
+                exchange.fail(exchange.failure ?? Self.classify(error, host: host))
             }
             watchdog.stop()
         }
@@ -159,6 +262,26 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         return clientRequest
     }
 
+    /// The body's length as the caller will read it: unknown when a content coding is decoded on
+    /// the way (`Content-Length` counts the encoded bytes), none for HEAD.
+    private static func bodyLength(_ response: HTTPClientResponse, method: HTTPRequest.Method) -> HTTPBody.Length {
+        if method == .head { return .known(0) }
+        let coding = response.headers.first(name: "content-encoding")?.trimmingCharacters(in: .whitespaces).lowercased()
+        if let coding, !coding.isEmpty, coding != "identity" { return .unknown }
+        return response.headers.first(name: "content-length").flatMap(Int64.init).map { .known($0) } ?? .unknown
+    }
+
+    /// The host of an authority: `[::1]:8080` → `::1`, `example.com:443` → `example.com`.
+    static func host(of authority: String) -> String {
+        var hostPort = Substring(authority)
+        if let at = hostPort.lastIndex(of: "@") { hostPort = hostPort[hostPort.index(after: at)...] }
+        if hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]") {
+            return String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+        }
+        if let colon = hostPort.lastIndex(of: ":") { return String(hostPort[..<colon]) }
+        return String(hostPort)
+    }
+
     private static func makeResponse(_ response: HTTPClientResponse) throws(TransportError) -> HTTPResponse {
         let code = Int(response.status.code)
         guard (0...999).contains(code) else {
@@ -174,9 +297,12 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
 
     // MARK: Classification
 
-    private static func classify(_ error: any Error) -> TransportError {
+    private static func classify(_ error: any Error, host: String) -> TransportError {
         if let error = error as? TransportError {
             return error
+        }
+        if let reason = TLSFailureReason(error) {
+            return TransportError(.tlsFailure, "TLS handshake with \(host) failed: \(reason.description)")
         }
         let detail = String(describing: error)
         // While a request waits for a connection, AHC answers cancellation with the last
@@ -201,6 +327,13 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             // The connection closed before the message was complete: a body cut short, not garbage.
             if case .invalidEOFState = error { return TransportError(.connectionLost, "the connection closed before the response was complete (\(detail))") }
             return TransportError(.invalidResponse, detail)
+        case let error as NIOHTTPDecompression.DecompressionError:
+            if error == .limit {
+                return TransportError(.decodedBodyTooLarge, "the decoded body of the response from \(host) passed the limit (TransportSettings.maximumDecodedBodySize)")
+            }
+            return TransportError(.invalidResponse, "the response's content coding could not be decoded: \(error)")
+        case is NIOHTTPDecompression.ExtraDecompressionError:
+            return TransportError(.invalidResponse, "the response's content coding could not be decoded: \(detail)")
         case is SocketAddressError, is SocketAddressError.UnknownHost:
             return TransportError(.dnsFailure, detail)
         default:
@@ -225,6 +358,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             return .timedOut
         case .remoteConnectionClosed, .uncleanShutdown:
             return .connectionLost
+        case .invalidProxyResponse, .proxyAuthenticationRequired:
+            // The proxy refused the tunnel before any byte of the request went through it.
+            return .cannotConnect
         case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath, .traceRequestWithBody:
             return .invalidRequest
         default:
@@ -363,5 +499,214 @@ extension TimeAmount {
     fileprivate init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+// MARK: - Clients made from settings
+
+/// The clients of one transport made from ``NetReachHTTP/TransportSettings``: one for direct
+/// connections and one per distinct proxy, since AsyncHTTPClient sets a proxy per client.
+///
+/// Immutable after `init`, so `Sendable`. Shuts its clients down when released (every transfer holds
+/// it until it ends), unless it is the process-wide default.
+private final class ClientSet: Sendable {
+    let direct: HTTPClient
+    private let viaHTTPProxy: HTTPClient?
+    private let viaHTTPSProxy: HTTPClient?
+    private let proxy: ProxySettings
+    private let shutsDownOnDeinit: Bool
+
+    init(settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true) throws(TransportSettingsError) {
+        try settings.checkFiles(environment: environment)
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.tlsConfiguration = try Self.makeTLSConfiguration(settings.tls, environment: environment)
+        Self.applyCommonSettings(to: &configuration, maximumDecodedBodySize: settings.maximumDecodedBodySize)
+        if let connectTimeout = settings.connectTimeout {
+            configuration.timeout.connect = TimeAmount(connectTimeout)
+        }
+        let httpProxy = try settings.proxy.http.map(Self.makeProxy)
+        let httpsProxy = try settings.proxy.https.map(Self.makeProxy)
+
+        func makeClient(_ proxy: HTTPClient.Configuration.Proxy?) -> HTTPClient {
+            var configuration = configuration
+            configuration.proxy = proxy
+            return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        }
+        direct = makeClient(nil)
+        viaHTTPProxy = httpProxy.map(makeClient)
+        if let httpsProxy {
+            viaHTTPSProxy = httpsProxy == httpProxy ? viaHTTPProxy : makeClient(httpsProxy)
+        } else {
+            viaHTTPSProxy = nil
+        }
+        proxy = settings.proxy
+        self.shutsDownOnDeinit = shutsDownOnDeinit
+    }
+
+    deinit {
+        guard shutsDownOnDeinit else { return }
+        // The callback form keeps each client alive until it has shut down.
+        for client in [direct, viaHTTPProxy, viaHTTPSProxy].compactMap({ $0 }).uniqued() {
+            client.shutdown { _ in }
+        }
+    }
+
+    /// The client for `request`'s scheme and host: through its proxy unless ``ProxySettings`` says direct.
+    func client(for request: HTTPRequest) -> HTTPClient {
+        let scheme = request.scheme?.lowercased() ?? "http"
+        guard proxy.proxy(forScheme: scheme, host: AsyncHTTPClientTransport.host(of: request.authority ?? "")) != nil else {
+            return direct
+        }
+        switch scheme {
+        case "http": return viaHTTPProxy ?? direct
+        case "https": return viaHTTPSProxy ?? direct
+        default: return direct
+        }
+    }
+
+    /// What every client this module makes has in common: refused connections fail at once,
+    /// redirects are responses, and gzip/deflate decode to a size limit, not a ratio.
+    static func applyCommonSettings(to configuration: inout HTTPClient.Configuration, maximumDecodedBodySize: Int64) {
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .enabled(limit: .size(Int(clamping: maximumDecodedBodySize)))
+    }
+
+    private static func makeTLSConfiguration(_ settings: TLSSettings, environment: [String: String]) throws(TransportSettingsError) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        let roots = settings.trustRoots.resolved(in: environment)
+        let fromEnvironment = settings.trustRoots.isDefault
+        if let file = roots.file {
+            // Looked at now to report a file that is not PEM, but parsed by BoringSSL only when the
+            // first https connection is made (a system bundle takes a while in a debug build), and
+            // by path, which takes a bundle with duplicates where adding them one by one fails.
+            try checkHoldsPEMCertificates(file, what: fromEnvironment ? "SSL_CERT_FILE" : "the trust roots file")
+        }
+        // A directory must be the main root: NIOSSL refuses one among the additional roots.
+        switch (roots.file, roots.directory) {
+        case (let file?, let directory?):
+            tls.trustRoots = .file(directory)
+            tls.additionalTrustRoots = [.file(file)]
+        case (let file?, nil):
+            tls.trustRoots = .file(file)
+        case (nil, let directory?):
+            tls.trustRoots = .file(directory)
+        case (nil, nil):
+            break
+        }
+        if let identity = settings.clientIdentity {
+            let chain = try loadCertificates(identity.certificateChainFile, what: "the client certificate")
+            tls.certificateChain = chain.map { .certificate($0) }
+            do {
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: identity.privateKeyFile, format: .pem))
+            } catch {
+                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) holds no unencrypted PEM private key")
+            }
+            do {
+                // A context made once here reports a key that does not match its certificate now,
+                // not on the first request.
+                _ = try NIOSSLContext(configuration: tls)
+            } catch {
+                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) does not match the certificate \(identity.certificateChainFile)")
+            }
+        }
+        if !settings.verifiesCertificates {
+            tls.certificateVerification = .none
+        }
+        return tls
+    }
+
+    private static func checkHoldsPEMCertificates(_ path: String, what: String) throws(TransportSettingsError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
+        }
+        guard data.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+        }
+    }
+
+    private static func loadCertificates(_ path: String, what: String) throws(TransportSettingsError) -> [NIOSSLCertificate] {
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) is not a PEM certificate file")
+        }
+        guard !certificates.isEmpty else {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+        }
+        return certificates
+    }
+
+    /// An AsyncHTTPClient proxy from `http://[user:password@]host[:port]` (port 1080 by default, as curl).
+    private static func makeProxy(_ url: URL) throws(TransportSettingsError) -> HTTPClient.Configuration.Proxy {
+        guard (url.scheme?.lowercased() ?? "http") == "http" else {
+            throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString): AsyncHTTPClientTransport speaks to http:// proxies only")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString) has no host")
+        }
+        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let authorization = url.user.map { HTTPClient.Authorization.basic(username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "") }
+        return .server(host: bareHost, port: url.port ?? 1080, authorization: authorization)
+    }
+}
+
+extension Array where Element == HTTPClient {
+    /// Each client once (the http and https proxies may share one).
+    fileprivate func uniqued() -> [HTTPClient] {
+        var seen = Set<ObjectIdentifier>()
+        return filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+}
+
+// MARK: - TLS failures
+
+extension TLSFailureReason {
+    /// The reason NIOSSL gives for a failed handshake, or `nil` if `error` is not a TLS failure.
+    /// BoringSSL's error stack names the failure by a token (`CERTIFICATE_VERIFY_FAILED`); its file
+    /// paths and numbers are left out of the detail.
+    fileprivate init?(_ error: any Error) {
+        if let error = error as? NIOSSLExtraError {
+            guard error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch else { return nil }
+            self = .hostnameMismatch
+            return
+        }
+        guard let error = error as? NIOSSLError, case .handshakeFailed(let failure) = error else { return nil }
+        let tokens: [String]
+        switch failure {
+        case .sslError(let stack), .unknownError(let stack):
+            tokens = stack.map { Self.token(of: $0.description) }
+        default:
+            tokens = [String(describing: failure)]
+        }
+        self = Self.reason(forTokens: tokens)
+    }
+
+    /// `error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED at /path/file.cc:123`
+    /// → `CERTIFICATE_VERIFY_FAILED`.
+    private static func token(of description: String) -> String {
+        var text = Substring(description)
+        if let at = text.range(of: " at ") { text = text[..<at.lowerBound] }
+        return String(text.split(separator: ":").last ?? text).trimmingCharacters(in: .whitespaces)
+    }
+
+    private static func reason(forTokens tokens: [String]) -> TLSFailureReason {
+        let all = tokens.joined(separator: " ")
+        // BoringSSL does not say why verification failed (untrusted, expired, not yet valid).
+        if all.contains("CERTIFICATE_VERIFY_FAILED") { return .verificationFailed }
+        if all.contains("CERTIFICATE_REQUIRED") || all.contains("BAD_CERTIFICATE") || all.contains("UNKNOWN_CA")
+            || all.contains("CERTIFICATE_UNKNOWN") || all.contains("ACCESS_DENIED")
+        {
+            return .clientCertificateRejected
+        }
+        if all.contains("CERTIFICATE_EXPIRED") { return .clientCertificateRejected }
+        if all.contains("WRONG_VERSION_NUMBER") { return .protocolMismatch("the server did not answer with TLS") }
+        if all.contains("PROTOCOL_VERSION") || all.contains("UNSUPPORTED_PROTOCOL") || all.contains("NO_SHARED_CIPHER")
+            || all.contains("HANDSHAKE_FAILURE") || all.contains("NO_CIPHERS")
+        {
+            return .protocolMismatch(tokens.first ?? all)
+        }
+        return .other("handshake error \(tokens.first ?? all)")
     }
 }

@@ -28,10 +28,11 @@ func snippet_NetReachHTTP_ChoosingATransport_2() async throws {
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:75-85
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:77-88
 func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     var configuration = HTTPClient.Configuration()
     configuration.connectionPool.retryConnectionEstablishment = false   // the retry policy decides
+    configuration.redirectConfiguration = .disallow                       // the service follows redirects
     let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: AsyncHTTPClientTransport(client: client))
@@ -40,7 +41,17 @@ func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     _ = configuration; _ = client; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:114-128, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:110-117
+func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
+    var settings = TransportSettings()
+    settings.tls.trustRoots = .file("/etc/my-company/ca.pem")
+    settings.tls.clientIdentity = TLSSettings.ClientIdentity(certificateChainFile: "client.pem", privateKeyFile: "client.key")
+    settings.connectTimeout = .seconds(5)
+    let transport = try AsyncHTTPClientTransport(settings: settings)
+    _ = settings; _ = transport   // the snippet may only show these
+}
+
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:174-188, at file scope so later snippets can use it
 fileprivate struct LoggingTransport: HTTPTransport {
     var base: any HTTPTransport
 
@@ -57,8 +68,8 @@ fileprivate struct LoggingTransport: HTTPTransport {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:110-131
-func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:170-191
+func snippet_NetReachHTTP_ChoosingATransport_5() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: LoggingTransport(base: URLSessionTransport()))
     _ = service   // the snippet may only show these

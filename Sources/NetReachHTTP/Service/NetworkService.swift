@@ -496,6 +496,7 @@ public final class NetworkService: Sendable {
         case .invalidResponse: return .invalidResponse(error.detail)
         case .cancelled: return .cancelled
         case .invalidRequest, .other: return .transport(error, path: path)
+        case .tlsFailure, .decodedBodyTooLarge: return .transport(error, path: path)
         }
     }
 

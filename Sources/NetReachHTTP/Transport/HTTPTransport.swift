@@ -80,6 +80,15 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case invalidResponse
         /// The request's URL or headers cannot be sent (unsupported scheme, bad header).
         case invalidRequest
+        /// The TLS handshake failed: the server's certificate is not trusted, has expired or names
+        /// another host, no protocol version or cipher is shared, or the server refused the client
+        /// certificate. `detail` names the host and the reason in one line. Provably unsent: no
+        /// byte of the request is sent before the handshake completes.
+        case tlsFailure
+        /// The response body, decoded from `Content-Encoding: gzip` or `deflate`, grew past
+        /// ``TransportSettings/maximumDecodedBodySize`` (a decompression bomb, or a body larger than
+        /// allowed); the transfer was stopped there.
+        case decodedBodyTooLarge
         /// The task was cancelled.
         case cancelled
         /// Anything else; `detail` says what.
@@ -100,7 +109,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     /// `true` only when the request cannot have reached the server, so even a POST may be repeated.
     public var requestWasProvablyNotSent: Bool {
         switch kind {
-        case .cannotConnect, .dnsFailure, .connectTimeout, .invalidRequest: true
+        case .cannotConnect, .dnsFailure, .connectTimeout, .invalidRequest, .tlsFailure: true
         default: false
         }
     }

@@ -23,11 +23,32 @@ import FoundationNetworking
 /// Failures are classified from FoundationNetworking's `URLError` codes. On Linux a connection
 /// closed without a reply comes back as `badServerResponse`; the request may have reached the
 /// server, so that is reported as ``TransportError/Kind/connectionLost``, never as a kind that
-/// allows repeating a POST.
+/// allows repeating a POST. A failed TLS handshake (libcurl's words, read from the error) is
+/// ``TransportError/Kind/tlsFailure``.
+///
+/// Like `AsyncHTTPClientTransport` it never follows a redirect (a 3xx is a response, with its
+/// `Location`), sends `Accept-Encoding: deflate, gzip` unless the request says otherwise, and
+/// decodes gzip and deflate whatever the ratio, up to ``TransportSettings/maximumDecodedBodySize``.
+///
+/// What FoundationNetworking on Linux (swift-corelibs-foundation 6.3, over the system's libcurl)
+/// cannot do, and so this transport cannot either; ``init(settings:)`` throws
+/// ``TransportSettingsError/Kind/unsupported`` rather than ignore such a setting:
+/// - TLS: only the system's trust roots (libcurl's built-in CA bundle). No custom roots (neither
+///   `SSL_CERT_FILE`, `SSL_CERT_DIR`, `CURL_CA_BUNDLE` nor `URLSessionCertificateAuthorityInfoFile`
+///   is read on Linux), no client certificate, no turning verification off: the session delegate is
+///   never asked about server trust.
+/// - Proxies: only the environment's, which libcurl reads itself (`http_proxy`, `https_proxy`,
+///   `all_proxy`, `no_proxy`); `connectionProxyDictionary` is ignored.
+/// - No connect timeout of its own; the stall timeout covers connecting.
+/// - No IPv6 address literals: `http://[::1]:8080/` is rejected before connecting (FoundationNetworking
+///   compares `URL.host`, `::1`, with libcurl's `[::1]`), reported as
+///   ``TransportError/Kind/invalidRequest``. Use a host name or `AsyncHTTPClientTransport`.
 public struct URLSessionTransport: HTTPTransport {
     /// The configuration of every session this transport makes.
     public let configuration: URLSessionConfiguration
     private let pool: SessionPool
+    /// The most a gzip or deflate body may decode to (``TransportSettings/maximumDecodedBodySize``).
+    private let maximumDecodedBodySize: Int64
 
     /// Creates a transport whose sessions use `configuration`.
     ///
@@ -50,12 +71,85 @@ public struct URLSessionTransport: HTTPTransport {
     public init(configuration: URLSessionConfiguration) {
         self.configuration = configuration
         self.pool = SessionPool(configuration: configuration)
+        self.maximumDecodedBodySize = TransportSettings.defaultMaximumDecodedBodySize
     }
 
     /// A transport on the shared ephemeral pool.
     public init() {
         self.configuration = Self.sharedPool.configuration
         self.pool = Self.sharedPool
+        self.maximumDecodedBodySize = TransportSettings.defaultMaximumDecodedBodySize
+    }
+
+    /// A transport on the shared ephemeral pool with `settings`, if FoundationNetworking can
+    /// honour them all.
+    ///
+    /// It can honour ``TransportSettings/maximumDecodedBodySize``, the system's trust roots with
+    /// verification on, and the environment's proxies (libcurl reads them; so does
+    /// ``ProxySettings/environment(_:)``, the default). Anything else throws
+    /// ``TransportSettingsError/Kind/unsupported`` naming the setting: explicit trust roots, or
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR` set in the environment; a client identity; verification
+    /// off; a proxy or `noProxy` list other than the environment's; a connect timeout.
+    ///
+    /// ```swift
+    /// var settings = TransportSettings()
+    /// settings.maximumDecodedBodySize = 64 << 20
+    /// let transport = try URLSessionTransport(settings: settings)
+    /// ```
+    public init(settings: TransportSettings) throws(TransportSettingsError) {
+        try self.init(settings: settings, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As ``init(settings:)``, judging `SSL_CERT_FILE`, `SSL_CERT_DIR` and the proxies against
+    /// `environment` instead of the process's (for tests; libcurl still reads the real one).
+    package init(settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
+        try Self.check(settings, environment: environment)
+        self.configuration = Self.sharedPool.configuration
+        self.pool = Self.sharedPool
+        self.maximumDecodedBodySize = settings.maximumDecodedBodySize
+    }
+
+    /// The CA bundles FoundationNetworking and libcurl look for (swift-corelibs-foundation's
+    /// `EasyHandle.setCARootBundlePath()` list), resolved.
+    private static let systemTrustFiles: Set<String> = Set([
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/usr/share/ssl/certs/ca-bundle.crt",
+        "/usr/local/share/certs/ca-root-nss.crt", "/etc/ssl/cert.pem",
+    ].map(canonical))
+
+    private static func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
+    }
+
+    /// Throws for the first setting FoundationNetworking on Linux cannot honour.
+    package static func check(_ settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
+        func unsupported(_ what: String, _ why: String) -> TransportSettingsError {
+            TransportSettingsError(.unsupported, "URLSessionTransport cannot \(what): \(why); use AsyncHTTPClientTransport")
+        }
+        let why = "FoundationNetworking on Linux trusts only libcurl's built-in CA bundle and offers no hook to change it"
+        let roots = settings.tls.trustRoots.resolved(in: environment)
+        if !settings.tls.trustRoots.isDefault {
+            throw unsupported("use custom trust roots (\([roots.file, roots.directory].compactMap { $0 }.joined(separator: ", ")))", why)
+        }
+        // The environment may name the system's own store (many images set SSL_CERT_FILE so):
+        // that is what libcurl uses anyway.
+        if let file = roots.file, !systemTrustFiles.contains(Self.canonical(file)) {
+            throw unsupported("honour SSL_CERT_FILE=\(file)", why)
+        }
+        if let directory = roots.directory, Self.canonical(directory) != Self.canonical("/etc/ssl/certs") {
+            throw unsupported("honour SSL_CERT_DIR=\(directory)", why)
+        }
+        if settings.tls.clientIdentity != nil {
+            throw unsupported("present a client certificate", "FoundationNetworking on Linux has no client certificate support")
+        }
+        if !settings.tls.verifiesCertificates {
+            throw unsupported("turn certificate verification off", "FoundationNetworking on Linux never asks its delegate about server trust")
+        }
+        if settings.connectTimeout != nil {
+            throw unsupported("limit connecting separately", "FoundationNetworking on Linux has no connect timeout (the stall timeout covers connecting)")
+        }
+        if settings.proxy != ProxySettings.environment(environment) {
+            throw unsupported("use a proxy other than the environment's", "FoundationNetworking's libcurl reads http_proxy, https_proxy, all_proxy and no_proxy itself and ignores connectionProxyDictionary")
+        }
     }
 
     private static let sharedPool = SessionPool(configuration: .ephemeral)
@@ -97,7 +191,7 @@ public struct URLSessionTransport: HTTPTransport {
             }
         }
         let urlRequest = try Self.makeURLRequest(request, body: bytes, stallTimeout: options.stallTimeout)
-        let transfer = Transfer(method: request.method)
+        let transfer = Transfer(method: request.method, host: Self.host(of: request.authority ?? ""), maximumDecodedBodySize: maximumDecodedBodySize)
         let session = pool.checkout()
         let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in
             transfer.fail(error)
@@ -152,6 +246,11 @@ public struct URLSessionTransport: HTTPTransport {
         for (name, value) in joined {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
+        // What AsyncHTTPClient's decompressor asks for, so both transports ask alike (libcurl would
+        // also offer br and zstd, which the other transport cannot decode).
+        if !joined.contains(where: { $0.name.lowercased() == "accept-encoding" }) {
+            urlRequest.setValue("deflate, gzip", forHTTPHeaderField: "Accept-Encoding")
+        }
         urlRequest.httpBody = body
         // Stalls and the deadline are timed by the watchdog. URLSession's own timeout is an idle
         // timeout too, but on Linux it fires early (measured: after ~140-180 ms for 300 ms), so it
@@ -178,9 +277,30 @@ public struct URLSessionTransport: HTTPTransport {
 
     // MARK: Classification
 
-    fileprivate static func classify(_ error: any Error) -> TransportError {
+    /// The host of an authority: `[::1]:8080` → `::1`, `example.com:443` → `example.com`.
+    fileprivate static func host(of authority: String) -> String {
+        var hostPort = Substring(authority)
+        if let at = hostPort.lastIndex(of: "@") { hostPort = hostPort[hostPort.index(after: at)...] }
+        if hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]") {
+            return String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+        }
+        if let colon = hostPort.lastIndex(of: ":") { return String(hostPort[..<colon]) }
+        return String(hostPort)
+    }
+
+    fileprivate static func classify(_ error: any Error, host: String) -> TransportError {
         if let error = error as? TransportError {
             return error
+        }
+        if let urlError = error as? URLError {
+            if let reason = TLSFailureReason(curlMessage: urlError.localizedDescription) {
+                return TransportError(.tlsFailure, "TLS handshake with \(host) failed: \(reason.description)")
+            }
+            if urlError.code == .badURL, host.contains(":") {
+                // swift-corelibs-foundation's EasyHandle.set(url:) compares URL.host ("::1") with
+                // libcurl's host ("[::1]") and refuses the URL before connecting.
+                return TransportError(.invalidRequest, "FoundationNetworking cannot send to an IPv6 address literal ([\(host)]); nothing was sent: use a host name or AsyncHTTPClientTransport")
+            }
         }
         if error is CancellationError {
             return TransportError(.cancelled, "the task was cancelled")
@@ -289,9 +409,19 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
         completionHandler(.allow)
     }
 
+    /// Never follows: the 3xx itself, with its `Location` and body, is the response (the service
+    /// decides whether and how to follow).
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let transfer = current else { return }
         transfer.watchdog.touch()
+        guard transfer.receivedBody(count: data.count) else { return }
         // Never waits: FoundationNetworking queues further callbacks rather than reading less, so
         // holding this one back would only delay them, not the network.
         if !transfer.channel.push(HTTPBody.ByteChunk(data)) { dataTask.cancel() }
@@ -306,7 +436,7 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
             return (self.transfer, self.done)
         }
         if let error {
-            transfer?.fail(URLSessionTransport.classify(error))
+            transfer?.fail(URLSessionTransport.classify(error, host: transfer?.host ?? ""))
         } else {
             transfer?.completed()
         }
@@ -328,8 +458,31 @@ private final class Transfer: @unchecked Sendable {
     private var waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>?
     private var failed = false
     private var task: URLSessionDataTask?
+    /// The host, for error details.
+    let host: String
+    private let maximumDecodedBodySize: Int64
+    /// Decoded bytes so far, counted only when a content coding is decoded (set once the head came);
+    /// only touched on the session's serial delegate queue.
+    private var decoded: Int64?
 
-    init(method: HTTPRequest.Method) { self.method = method }
+    init(method: HTTPRequest.Method, host: String, maximumDecodedBodySize: Int64) {
+        self.method = method
+        self.host = host
+        self.maximumDecodedBodySize = maximumDecodedBodySize
+    }
+
+    /// Counts `count` more body bytes; `false` once a decoded body has passed its limit (the
+    /// transfer has then failed with ``TransportError/Kind/decodedBodyTooLarge``).
+    func receivedBody(count: Int) -> Bool {
+        guard let decoded else { return true }
+        let total = decoded + Int64(count)
+        self.decoded = total
+        guard total <= maximumDecodedBodySize else {
+            fail(TransportError(.decodedBodyTooLarge, "the decoded body of the response from \(host) passed the limit of \(maximumDecodedBodySize) bytes (TransportSettings.maximumDecodedBodySize)"))
+            return false
+        }
+        return true
+    }
 
     /// The task to cancel on failure (at once if the transfer already failed).
     func attach(_ task: URLSessionDataTask) {
@@ -344,7 +497,11 @@ private final class Transfer: @unchecked Sendable {
         watchdog.touch()
         do {
             let head = try URLSessionTransport.makeResponse(urlResponse)
-            let expected = urlResponse.expectedContentLength
+            let coding = head.headerFields[.contentEncoding]?.trimmingCharacters(in: .whitespaces).lowercased()
+            let isDecoded = coding.map { !$0.isEmpty && $0 != "identity" } ?? false
+            // libcurl decodes gzip and deflate; `Content-Length` then counts the encoded bytes.
+            if isDecoded { decoded = 0 }
+            let expected = isDecoded ? -1 : urlResponse.expectedContentLength
             let length: HTTPBody.Length = method == .head ? .known(0) : expected >= 0 ? .known(expected) : .unknown
             settle(.success((head, HTTPBody(channel: channel, length: length))))
         } catch {
@@ -392,5 +549,60 @@ private final class Transfer: @unchecked Sendable {
             return self.waiter
         }
         waiter?.resume(with: outcome.mapError { $0 as any Error })
+    }
+}
+
+extension TLSFailureReason {
+    /// The reason in libcurl's error message (FoundationNetworking passes it on as the `URLError`'s
+    /// description, with code -1), or `nil` if the message is not about TLS. Messages seen from
+    /// libcurl 7.88 with OpenSSL 3:
+    /// `SSL certificate problem: unable to get local issuer certificate`,
+    /// `SSL certificate problem: certificate has expired`,
+    /// `SSL: no alternative certificate subject name matches target host name '127.0.0.1'`,
+    /// `OpenSSL/3.0.19: error:0A00042E:SSL routines::tlsv1 alert protocol version`,
+    /// `OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0`.
+    package init?(curlMessage message: String) {
+        let text = message.lowercased()
+        if text.hasPrefix("ssl certificate problem:") {
+            if text.contains("expired") {
+                self = .expired
+            } else if text.contains("not yet valid") {
+                self = .notYetValid
+            } else if text.contains("issuer") || text.contains("self-signed") || text.contains("self signed") || text.contains("untrusted") {
+                self = .untrusted
+            } else {
+                self = .verificationFailed
+            }
+            return
+        }
+        if text.hasPrefix("ssl: no alternative certificate subject name") || text.contains("does not match target host name") {
+            self = .hostnameMismatch
+            return
+        }
+        guard text.contains("ssl routines") || text.hasPrefix("openssl") || text.hasPrefix("ssl") else { return nil }
+        if text.contains("certificate required") || text.contains("bad certificate") || text.contains("unknown ca")
+            || text.contains("certificate unknown") || text.contains("access denied")
+        {
+            self = .clientCertificateRejected
+        } else if text.contains("ssl_error_syscall") {
+            self = .other("the connection broke during the handshake")
+        } else if text.contains("wrong version number") {
+            self = .protocolMismatch("the server did not answer with TLS")
+        } else if text.contains("protocol version") || text.contains("handshake failure") || text.contains("no shared cipher")
+            || text.contains("unsupported protocol")
+        {
+            self = .protocolMismatch(Self.shortReason(message))
+        } else {
+            self = .other("handshake error: \(Self.shortReason(message))")
+        }
+    }
+
+    /// `OpenSSL/3.0.19: error:0A00042E:SSL routines::tlsv1 alert protocol version` → `tlsv1 alert protocol version`.
+    private static func shortReason(_ message: String) -> String {
+        var text = Substring(message)
+        if let comma = text.range(of: ", errno") { text = text[..<comma.lowerBound] }
+        if let range = text.range(of: "SSL routines::") { return String(text[range.upperBound...]) }
+        if let colon = text.lastIndex(of: ":") { return text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+        return String(text)
     }
 }

@@ -7,7 +7,7 @@ import NIOPosix
 import Glibc
 #endif
 
-/// An in-process HTTP/1.1 server on 127.0.0.1 that misbehaves on request, so transports and the
+/// An in-process HTTP/1.1 server on 127.0.0.1 (or `::1`) that misbehaves on request, so transports and the
 /// retry logic can be tested against real sockets: resets, early closes, slow answers, `Retry-After`,
 /// garbage instead of HTTP.
 ///
@@ -28,6 +28,8 @@ import Glibc
 /// | `/fail-then-ok` [`status`, `times`] | `status` (default 500) for the first `times` requests, then 200 `ok` |
 /// | `/malformed` | raw bytes `HTTP/1.1 ???\r\nthis is not http\r\n\r\n`, then close |
 /// | `/big` [`bytes`] | 200 with `bytes` bytes of ``bigBody(count:)``, sent in 16 KiB chunks |
+/// | `/redirect` [`to`, `status`] | `status` (default 302) with `Location: <to>` (raw) and body `redirect` |
+/// | `/gzip-bomb` [`bytes`] | 200, `Content-Encoding: gzip`, a gzip stream of ``gzipBomb(decodedBytes:)`` (decodes to `bytes` zeros at about 1:160) |
 /// | anything else | 404 |
 ///
 /// `times` counts requests per path *and* query string, so two tests using different queries do
@@ -41,22 +43,25 @@ import Glibc
 /// #expect(server.received(path: "/retry-after").count == 1)
 /// ```
 final class FaultInjectingServer: Sendable {
-    /// The port the server listens on, on 127.0.0.1.
+    /// The port the server listens on.
     let port: Int
+    /// The address it listens on: `127.0.0.1`, or `::1`.
+    let host: String
 
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
     private let state: FaultServerState
 
-    private init(group: MultiThreadedEventLoopGroup, serverChannel: any Channel, state: FaultServerState, port: Int) {
+    private init(group: MultiThreadedEventLoopGroup, serverChannel: any Channel, state: FaultServerState, port: Int, host: String) {
         self.group = group
         self.serverChannel = serverChannel
         self.state = state
         self.port = port
+        self.host = host
     }
 
-    /// Binds 127.0.0.1 on an ephemeral port and starts serving.
-    static func start() async throws -> FaultInjectingServer {
+    /// Binds `host` (127.0.0.1 by default; `::1` for IPv6) on an ephemeral port and starts serving.
+    static func start(host: String = "127.0.0.1") async throws -> FaultInjectingServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = FaultServerState()
         do {
@@ -72,22 +77,27 @@ final class FaultInjectingServer: Sendable {
                         try pipeline.addHandler(FaultHandler(state: state))
                     }
                 }
-                .bind(host: "127.0.0.1", port: 0)
+                .bind(host: host, port: 0)
                 .get()
             guard let port = channel.localAddress?.port else {
                 try? await channel.close()
                 throw FaultServerError.noLocalPort
             }
-            return FaultInjectingServer(group: group, serverChannel: channel, state: state, port: port)
+            return FaultInjectingServer(group: group, serverChannel: channel, state: state, port: port, host: host)
         } catch {
             try? await group.shutdownGracefully()
             throw error
         }
     }
 
-    /// `http://127.0.0.1:<port><pathAndQuery>`; `pathAndQuery` starts with `/`.
+    /// `http://127.0.0.1:<port><pathAndQuery>` (or `http://[::1]:...`); `pathAndQuery` starts with `/`.
     func url(_ pathAndQuery: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(pathAndQuery)")!
+        URL(string: "http://\(authority)\(pathAndQuery)")!
+    }
+
+    /// `127.0.0.1:<port>`, or `[::1]:<port>`.
+    var authority: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// Every request whose head was read, in arrival order, fault paths included. A request's body
@@ -117,6 +127,89 @@ final class FaultInjectingServer: Sendable {
             body.append(contentsOf: bigBodyCycle.prefix(count - body.count))
         }
         return body
+    }
+
+    /// A gzip stream that decodes to `decodedBytes` zero bytes (rounded up to a whole number of
+    /// 258-byte matches) from about 1/160 of that: one fixed-Huffman deflate block of a literal 0 and
+    /// then back-references of 258 bytes at distance 1, 13 bits each. Up to 8 MiB the trailer is
+    /// right (CRC-32 and size), so the stream decodes cleanly; past that its CRC is left zero, as
+    /// computing it would take seconds: a client with a limit stops long before it.
+    static func gzipBomb(decodedBytes: Int) -> Data {
+        let matches = max(0, (decodedBytes - 1 + 257) / 258)
+        let decoded = 1 + matches * 258
+        // Header bits, the literal and the first 5 bits of the first match fill 2 bytes; from
+        // there on 8 matches (104 bits) are exactly the same 13 bytes, repeated. Written bit by
+        // bit in a debug build, the millions of matches would take seconds of CPU.
+        var start = BitWriter()
+        start.write(1, count: 1)             // BFINAL
+        start.write(1, count: 2)             // BTYPE 01: fixed Huffman codes
+        start.write(0x0C, count: 8)          // literal 0: code 00110000, most significant bit first
+        for _ in 0..<9 { start.write(Self.match, count: 13) }
+        let periods = max(0, matches - 1) / 8
+        var bytes = Array(start.bytes[0..<2])
+        bytes.reserveCapacity(2 + periods * 13 + 16)
+        let period = start.bytes[2..<15]
+        for _ in 0..<periods { bytes.append(contentsOf: period) }
+        // The rest: the last 8 bits of the match begun, the remaining matches, end of block.
+        var end = BitWriter()
+        if matches > 0 {
+            end.write(Self.match >> 5, count: 8)
+            for _ in 0..<(matches - 1 - periods * 8) { end.write(Self.match, count: 13) }
+        } else {
+            bytes = Array(start.bytes[0..<1])
+            end.write(UInt64(start.bytes[1]) & 0b111, count: 3)
+        }
+        end.write(0, count: 7)               // end of block (symbol 256)
+        end.flush()
+        bytes.append(contentsOf: end.bytes)
+        var data = Data([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3])
+        data.append(contentsOf: bytes)
+        let crc = decoded <= 8 << 20 ? crc32OfZeros(count: decoded) : 0
+        let size = UInt32(truncatingIfNeeded: decoded)
+        for value in [crc, size] {
+            data.append(contentsOf: [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)])
+        }
+        return data
+    }
+
+    /// A 258-byte match at distance 1 in fixed Huffman codes, 13 bits, already in stream order:
+    /// length code 11000101 (symbol 285) reversed, then distance code 00000.
+    private static let match: UInt64 = 0xA3
+
+    /// CRC-32 (gzip's, reflected 0xEDB88320) of `count` zero bytes.
+    private static func crc32OfZeros(count: Int) -> UInt32 {
+        let table: [UInt32] = (0..<256).map { index in
+            var value = UInt32(index)
+            for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+            return value
+        }
+        var crc: UInt32 = 0xFFFF_FFFF
+        for _ in 0..<count { crc = table[Int(crc & 0xFF)] ^ (crc >> 8) }
+        return ~crc
+    }
+
+    /// Deflate's bit order: fields least significant bit first (Huffman codes are written here
+    /// already reversed). Bits gather in a word and leave a byte at a time: the bomb has millions.
+    private struct BitWriter {
+        var bytes: [UInt8] = []
+        private var word: UInt64 = 0
+        private var count = 0
+
+        mutating func write(_ value: UInt64, count bits: Int) {
+            word |= value << UInt64(count)
+            count += bits
+            while count >= 8 {
+                bytes.append(UInt8(truncatingIfNeeded: word))
+                word >>= 8
+                count -= 8
+            }
+        }
+
+        mutating func flush() {
+            if count > 0 { bytes.append(UInt8(truncatingIfNeeded: word)) }
+            word = 0
+            count = 0
+        }
     }
 
     /// One period of ``bigBody(count:)``; appended whole, because building a megabyte a byte at a
@@ -320,6 +413,14 @@ private final class FaultHandler: ChannelInboundHandler {
                  stallAfter: parameters["stallAfter"].flatMap(Int.init), to: head, context: context)
         case "/big":
             sendBig(count: parameters["bytes"].flatMap(Int.init) ?? 0, to: head, context: context)
+        case "/redirect":
+            let code = parameters["status"].flatMap(Int.init) ?? 302
+            let location = (parameters["to"] ?? "/ok").removingPercentEncoding ?? "/ok"
+            send(HTTPResponseStatus(statusCode: code), body: "redirect", extraHeaders: [("location", location)], to: head, context: context)
+        case "/gzip-bomb":
+            let bomb = FaultInjectingServer.gzipBomb(decodedBytes: parameters["bytes"].flatMap(Int.init) ?? (1 << 30))
+            send(.ok, body: ByteBuffer(bytes: bomb), extraHeaders: [("content-encoding", "gzip"), ("content-type", "application/octet-stream")],
+                 to: head, context: context)
         default:
             if path.hasPrefix("/status/"), let code = Int(path.dropFirst("/status/".count)), (200...599).contains(code) {
                 let bodiless = code == 204 || code == 304

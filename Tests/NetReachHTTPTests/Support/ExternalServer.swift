@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server program (nginx, tinyproxy) run by a test: started with a configuration in a temporary
+/// directory, waited for until its port accepts connections, and terminated at the end.
+///
+/// ```swift
+/// let server = try await ExternalServer.start(executable: nginx, arguments: ["-c", conf], ports: [port])
+/// defer { server.stop() }
+/// ```
+final class ExternalServer: Sendable {
+    private let process: Process
+    /// What the program wrote on standard output and standard error, for failure messages.
+    let logFile: URL
+
+    private init(process: Process, logFile: URL) {
+        self.process = process
+        self.logFile = logFile
+    }
+
+    /// Starts `executable` and waits (up to 10 s) until every port in `ports` on `host` accepts.
+    static func start(executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]) async throws -> ExternalServer {
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let output = try FileHandle(forWritingTo: logFile)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try await offCooperativePool { try process.run() }
+        let server = ExternalServer(process: process, logFile: logFile)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        for port in ports {
+            while !canConnect(host: host, port: port) {
+                guard process.isRunning, clock.now < deadline else {
+                    await server.stop()
+                    let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                    throw ExternalServerError.didNotStart("\(executable) did not listen on \(host):\(port): \(log)")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return server
+    }
+
+    /// Terminates the program (SIGTERM, then SIGKILL after 1 s) and waits for it, on a thread of
+    /// its own: the tests' cooperative threads (two here) must never block.
+    func stop() async {
+        await offCooperativePool { self.stopNow() }
+    }
+
+    private func stopNow() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(1)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range
+    /// (32768 and up): other tests take "a closed port" from that range and expect nothing to
+    /// answer there, which a server started here must never break.
+    static func freePort() throws -> Int {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<32_000)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { break }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if bound == 0 { return port }
+        }
+        throw ExternalServerError.didNotStart("no free port in 20000..<32000")
+    }
+
+    /// `true` when a TCP connection to `host:port` is accepted.
+    static func canConnect(host: String, port: Int) -> Bool {
+        let isV6 = host.contains(":")
+        let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if isV6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET6, host, &address.sin6_addr)
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            } == 0
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr(host)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    /// The full path of `name` in `PATH` (or /usr/sbin, where Debian puts nginx), or `nil`.
+    static func tool(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        for directory in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/bin", "/sbin"] {
+            let candidate = directory + "/" + name
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// Whether the tests that need `tools` should run: when all are installed, and always under CI
+    /// (where a missing tool must fail the run, not skip it: scripts/test.sh installs them).
+    static func available(_ tools: String...) -> Bool {
+        ProcessInfo.processInfo.environment["CI"] == "true" || tools.allSatisfy { tool($0) != nil }
+    }
+
+    /// The path of `name`, or a failure saying how to install it.
+    static func require(_ name: String) throws -> String {
+        guard let path = tool(name) else {
+            throw ExternalServerError.missingTool("\(name) is not installed: apt-get install -y nginx tinyproxy openssl")
+        }
+        return path
+    }
+}
+
+enum ExternalServerError: Error, CustomStringConvertible {
+    case missingTool(String)
+    case didNotStart(String)
+    case commandFailed(String)
+
+    var description: String {
+        switch self {
+        case .missingTool(let text), .didNotStart(let text), .commandFailed(let text): text
+        }
+    }
+}
+
+/// A fresh directory under the system's temporary directory, removed by `remove()`.
+struct TemporaryDirectory {
+    let url: URL
+
+    init(_ prefix: String) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Runs `work` on a Dispatch thread and waits for it without holding a cooperative thread: for
+/// `Process`, `waitUntilExit` and file reads, which block.
+func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// As above, for work that cannot fail.
+func offCooperativePool(_ work: @escaping @Sendable () -> Void) async {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            work()
+            continuation.resume()
+        }
+    }
+}
+
+/// Runs a command to its end; throws with its output if it fails.
+func runCommand(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw ExternalServerError.commandFailed("\(executable) \(arguments.joined(separator: " ")) failed: \(String(decoding: output, as: UTF8.self))")
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+/// nginx on 127.0.0.1, started by a test with a configuration in a temporary directory, one
+/// `server` per behaviour the TLS and decoding tests need:
+///
+/// | Port | What |
+/// |---|---|
+/// | ``trusted`` | https with `server.pem` (localhost, 127.0.0.1, ::1) |
+/// | ``wrongHost`` | https with `other.pem` (other.invalid) |
+/// | ``expired`` | https with `expired.pem` |
+/// | ``mutual`` | https with `server.pem`, and `ssl_verify_client on` against the test CA |
+/// | ``plain`` | http; `/data.json` is a highly compressible JSON file sent gzipped (`gzip_min_length 0`) |
+///
+/// Every location answers 200 with a short body; the access log (``accessLog()``) shows what
+/// reached nginx as HTTP. A request whose handshake failed never appears there.
+///
+/// ```swift
+/// let nginx = try await NginxServer.start(certificates: certificates)
+/// // ... and at the end: await nginx.stop()
+/// ```
+final class NginxServer: Sendable {
+    let trusted: Int
+    let wrongHost: Int
+    let expired: Int
+    let mutual: Int
+    let plain: Int
+    private let directory: TemporaryDirectory
+    private let process: ExternalServer
+
+    /// The JSON `/data.json` serves (about 5 MB).
+    let json: Data
+
+    private init(ports: [Int], directory: TemporaryDirectory, process: ExternalServer, json: Data) {
+        (trusted, wrongHost, expired, mutual, plain) = (ports[0], ports[1], ports[2], ports[3], ports[4])
+        self.directory = directory
+        self.process = process
+        self.json = json
+    }
+
+    static func start(certificates: TestCertificates) async throws -> NginxServer {
+        let nginx = try ExternalServer.require("nginx")
+        let directory = try TemporaryDirectory("netreach-nginx")
+        var ports: [Int] = []
+        for _ in 0..<5 { ports.append(try ExternalServer.freePort()) }
+        // The same object over and over: gzip shrinks it about 100 times and more.
+        let json = try await offCooperativePool { () throws -> Data in
+            let item = #"{"id":12345,"name":"NetReach test item","tags":["alpha","beta","gamma"],"ok":true}"#
+            let json = Data(("[" + Array(repeating: item, count: 60_000).joined(separator: ",") + "]\n").utf8)
+            try FileManager.default.createDirectory(atPath: directory.path("www"), withIntermediateDirectories: true)
+            try json.write(to: directory.url.appendingPathComponent("www/data.json"))
+            return json
+        }
+        let cert = { (name: String) in
+            "ssl_certificate \(certificates.path("\(name).pem")); ssl_certificate_key \(certificates.path("\(name).key"));"
+        }
+        let reply = #"location / { return 200 "ok\n"; }"#
+        let temp = directory.path("tmp")
+        let configuration = """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(directory.path("nginx.pid"));
+            error_log \(directory.path("error.log")) info;
+            events { worker_connections 64; }
+            http {
+                access_log \(directory.path("access.log"));
+                client_body_temp_path \(temp); proxy_temp_path \(temp); fastcgi_temp_path \(temp);
+                uwsgi_temp_path \(temp); scgi_temp_path \(temp);
+                types { application/json json; }
+                server { listen 127.0.0.1:\(ports[0]) ssl; \(cert("server")) \(reply) }
+                server { listen 127.0.0.1:\(ports[1]) ssl; \(cert("other")) \(reply) }
+                server { listen 127.0.0.1:\(ports[2]) ssl; \(cert("expired")) \(reply) }
+                server {
+                    listen 127.0.0.1:\(ports[3]) ssl; \(cert("server"))
+                    ssl_verify_client on; ssl_client_certificate \(certificates.path("ca.pem"));
+                    location / { return 200 "client $ssl_client_s_dn\\n"; }
+                }
+                server {
+                    listen 127.0.0.1:\(ports[4]);
+                    root \(directory.path("www"));
+                    gzip on; gzip_types application/json; gzip_min_length 0; gzip_comp_level 6;
+                }
+            }
+            """
+        try FileManager.default.createDirectory(atPath: temp, withIntermediateDirectories: true)
+        try configuration.write(toFile: directory.path("nginx.conf"), atomically: true, encoding: .utf8)
+        do {
+            let process = try await ExternalServer.start(
+                executable: nginx,
+                arguments: ["-e", directory.path("error.log"), "-p", directory.url.path, "-c", directory.path("nginx.conf")],
+                logFile: directory.url.appendingPathComponent("stdout.log"), ports: ports)
+            return NginxServer(ports: ports, directory: directory, process: process, json: json)
+        } catch {
+            directory.remove()
+            throw error
+        }
+    }
+
+    /// The access log's lines so far (nginx writes each when the request is done).
+    func accessLog() -> [String] {
+        let text = (try? String(contentsOfFile: directory.path("access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// Terminates nginx and removes its directory.
+    func stop() async {
+        await process.stop()
+        directory.remove()
+    }
+}

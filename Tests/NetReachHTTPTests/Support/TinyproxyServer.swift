@@ -1,0 +1,69 @@
+import Foundation
+
+/// tinyproxy on 127.0.0.1, started by a test with a configuration in a temporary directory; its
+/// log (``log()``) names every request and `CONNECT` it handled, so a test can tell a proxied
+/// request from a direct one.
+///
+/// ```swift
+/// let proxy = try await TinyproxyServer.start()
+/// // ... and at the end: await proxy.stop()
+/// // ... send through http://127.0.0.1:\(proxy.port) ...
+/// #expect(proxy.log().contains { $0.contains("127.0.0.1:\(server.port)") })
+/// ```
+final class TinyproxyServer: Sendable {
+    let port: Int
+    private let directory: TemporaryDirectory
+    private let process: ExternalServer
+
+    private init(port: Int, directory: TemporaryDirectory, process: ExternalServer) {
+        self.port = port
+        self.directory = directory
+        self.process = process
+    }
+
+    /// The proxy's URL, `http://127.0.0.1:PORT`.
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    static func start() async throws -> TinyproxyServer {
+        let tinyproxy = try ExternalServer.require("tinyproxy")
+        let directory = try TemporaryDirectory("netreach-tinyproxy")
+        let port = try ExternalServer.freePort()
+        // No ConnectPort line: CONNECT is allowed to any port (AsyncHTTPClient tunnels http too).
+        let configuration = """
+            Port \(port)
+            Listen 127.0.0.1
+            Timeout 30
+            LogFile "\(directory.path("tinyproxy.log"))"
+            LogLevel Connect
+            MaxClients 32
+            Allow 127.0.0.1
+            DisableViaHeader Yes
+            """
+        try configuration.write(toFile: directory.path("tinyproxy.conf"), atomically: true, encoding: .utf8)
+        do {
+            let process = try await ExternalServer.start(
+                executable: tinyproxy, arguments: ["-d", "-c", directory.path("tinyproxy.conf")],
+                logFile: directory.url.appendingPathComponent("stdout.log"), ports: [port])
+            return TinyproxyServer(port: port, directory: directory, process: process)
+        } catch {
+            directory.remove()
+            throw error
+        }
+    }
+
+    /// The `Request` lines of the log: `GET http://127.0.0.1:8080/ok HTTP/1.1` or
+    /// `CONNECT 127.0.0.1:8080 HTTP/1.1`.
+    func requests() -> [String] {
+        let data = (try? Data(contentsOf: directory.url.appendingPathComponent("tinyproxy.log"))) ?? Data()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+            guard let range = line.range(of: "): ") , line.contains("Request (file descriptor") else { return nil }
+            return String(line[range.upperBound...])
+        }
+    }
+
+    /// Terminates tinyproxy and removes its directory.
+    func stop() async {
+        await process.stop()
+        directory.remove()
+    }
+}
