@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs NetReach's tests: the README's test command, and what CI runs.
 #
-# - Installs iproute2, python3, util-linux, nginx and curl when missing and we are root (the
-#   namespace suites need `ip`, python3 with ctypes, `unshare`; `get` is compared with curl on
-#   files nginx serves).
+# - Installs iproute2, python3, util-linux, nginx, curl, openssl and tinyproxy when missing and we
+#   are root (the namespace suites need `ip`, python3 with ctypes, `unshare`; `get` and the
+#   transports are compared with curl on files nginx serves, over TLS with test certificates, and
+#   through tinyproxy).
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
@@ -27,6 +28,9 @@ command -v unshare >/dev/null 2>&1 || missing="$missing util-linux"
 # `get` is compared with curl on files nginx serves (ranges, resuming, error statuses).
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
+# TLS and proxies: certificates made with openssl, a proxy (tinyproxy) on loopback.
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$missing tinyproxy"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = "0" ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null

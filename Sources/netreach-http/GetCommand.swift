@@ -99,7 +99,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Retries after the first attempt, when safe (0 to 10).", valueName: "n"))
     var retries = 2
 
-    @Option(help: ArgumentHelp("Follow at most this many redirects (0 to 50; never from https to http). (default: 10)", valueName: "n"))
+    @Option(help: ArgumentHelp("Follow at most this many redirects (0 to 50; never from https to http).", valueName: "n"))
     var maxRedirs = 10
 
     @Flag(help: "Do not follow redirects: a 3xx is the answer (exit 3).")
@@ -127,11 +127,10 @@ struct GetCommand: AsyncParsableCommand {
     var quiet = false
 
     @Option(help: ArgumentHelp("The HTTP client: asynchttpclient or urlsession.", valueName: "transport"))
-    var transport: TransportChoice = .asynchttpclient
+    var transport: ConnectionOptions.TransportKind = .asynchttpclient
 
-    enum TransportChoice: String, ExpressibleByArgument, CaseIterable {
-        case asynchttpclient, urlsession
-    }
+    @OptionGroup(title: "TLS, proxies and connecting")
+    var connection: ConnectionOptions
 
     func validate() throws {
         _ = try target
@@ -203,13 +202,15 @@ struct GetCommand: AsyncParsableCommand {
             request = request.withIdempotencyKey()
         }
 
+        // Before anything starts: an option the transport cannot honour is a usage error.
+        let client = try connection.makeTransport(transport)
         let monitor = PathMonitor()
         monitor.start(queue: DispatchQueue(label: "netreach.monitor"))
         defer { monitor.cancel() }
 
         let report = GetReport(json: json, quiet: quiet, monitor: monitor)
         let counter = AttemptCounter()
-        let service = NetworkService(policy: policy, transport: chosenTransport, monitor: monitor,
+        let service = NetworkService(policy: policy, transport: client, monitor: monitor,
                                      onWaiting: { report.waiting($0) }, interceptor: counter)
 
         let started = ContinuousClock.now
@@ -315,13 +316,6 @@ struct GetCommand: AsyncParsableCommand {
         retryPolicy.retryLimit = retries
         policy.retryPolicy = retryPolicy
         return policy
-    }
-
-    private var chosenTransport: any HTTPTransport {
-        switch transport {
-        case .asynchttpclient: AsyncHTTPClientTransport()
-        case .urlsession: URLSessionTransport()
-        }
     }
 
     /// The `--data` bytes: literal text, a file (`@FILE`, read as it is sent) or standard input (`@-`,

@@ -73,6 +73,37 @@ struct GetDownloadTests {
         #expect(refused.output.lowercased().contains("refused"), "\(refused.output)")
     }
 
+    @Test func aPrivateCAIsTrustedWithCacertAsCurlDoes() throws {
+        let nginx = try Nginx.start(tls: true)
+        defer { nginx.stop() }
+        let url = nginx.tlsURL("/file.bin")
+        let cert = nginx.scratch + "/server.pem"
+        let ours = nginx.scratch + "/tls-ours.bin"
+        let trusted = try run(helper(), ["get", "-q", "--cacert", cert, "-o", ours, url])
+        #expect(trusted.status == 0, "\(trusted.error)")
+        let curl = try run("/usr/bin/curl", ["-sS", "--cacert", cert, url])
+        #expect(curl.status == 0, "\(curl.error)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == curl.outputData)
+
+        // Without it: a TLS failure that names the host, exit 5, nothing saved.
+        let untrusted = try run(helper(), ["get", "-q", "--retries", "0", "-o", nginx.scratch + "/untrusted.bin", url])
+        #expect(untrusted.status == 5, "\(untrusted.error)")
+        #expect(untrusted.error.contains("TLS") && untrusted.error.contains("127.0.0.1"), "\(untrusted.error)")
+        #expect(!FileManager.default.fileExists(atPath: nginx.scratch + "/untrusted.bin"))
+
+        // --insecure works, and says what it costs.
+        let insecure = try run(helper(), ["get", "-q", "--insecure", "-o", nginx.scratch + "/insecure.bin", url])
+        #expect(insecure.status == 0, "\(insecure.error)")
+        #expect(insecure.error.contains("warning: --insecure"), "\(insecure.error)")
+
+        // URLSession on Linux cannot take a CA: a usage error, not a silently ignored option.
+        let unsupported = try run(helper(), ["get", "--transport", "urlsession", "--cacert", cert, url])
+        #expect(unsupported.status == 64, "\(unsupported.error)")
+        #expect(unsupported.error.contains("--cacert"), "\(unsupported.error)")
+        let missing = try run(helper(), ["get", "--cacert", "/nonexistent/ca.pem", url])
+        #expect(missing.status == 64 && missing.error.contains("/nonexistent/ca.pem"), "\(missing.error)")
+    }
+
     @Test func replacingAFileKeepsItsOwnerAndMode() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
@@ -121,19 +152,42 @@ private struct Nginx {
     static let fileSize = 4_000_000
     let scratch: String
     let port: Int
+    let tlsPort: Int
     let process: Process
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func tlsURL(_ path: String) -> String { "https://127.0.0.1:\(tlsPort)\(path)" }
 
-    static func start() throws -> Nginx {
+    /// With `tls`, also serves HTTPS with a self-signed certificate for 127.0.0.1 (`server.pem`).
+    static func start(tls: Bool = false) throws -> Nginx {
         let scratch = NSTemporaryDirectory() + "netreach-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch + "/root/slow", withIntermediateDirectories: true)
         var generator = SystemRandomNumberGenerator()
         let bytes = Data((0..<fileSize).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/file.bin"))
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/slow/file.bin"))
+        if tls {
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                 "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
+                                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+            openssl.standardOutput = FileHandle.nullDevice
+            openssl.standardError = FileHandle.nullDevice
+            try openssl.run()
+            openssl.waitUntilExit()
+        }
         for attempt in 0..<5 {
             let port = try freePort()
+            let tlsPort = tls ? try freePort() : 0
+            let tlsServer = tls ? """
+                    server {
+                        listen 127.0.0.1:\(tlsPort) ssl;
+                        ssl_certificate \(scratch)/server.pem;
+                        ssl_certificate_key \(scratch)/server.key;
+                        root \(scratch)/root;
+                    }
+                """ : ""
             let config = """
                 daemon off;
                 worker_processes 1;
@@ -152,6 +206,7 @@ private struct Nginx {
                         root \(scratch)/root;
                         location /slow/ { limit_rate 2m; }
                     }
+                \(tlsServer)
                 }
                 """
             try config.write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
@@ -164,7 +219,9 @@ private struct Nginx {
             // Ready when it accepts a connection (bounded: 5 s).
             let deadline = Date().addingTimeInterval(5)
             while Date() < deadline && process.isRunning {
-                if canConnect(port: port) { return Nginx(scratch: scratch, port: port, process: process) }
+                if canConnect(port: port) && (!tls || canConnect(port: tlsPort)) {
+                    return Nginx(scratch: scratch, port: port, tlsPort: tlsPort, process: process)
+                }
                 usleep(20_000)
             }
             process.terminate()
