@@ -37,6 +37,8 @@ let package = Package(
             name: "NetReachHTTP",
             dependencies: [
                 "NetReach",
+                // sync_file_range(2), which Glibc's module leaves out: OutputFile starts writeback early.
+                .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // HTTPBody: the streaming body type of swift-openapi's transports (depends on HTTPTypes only).
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

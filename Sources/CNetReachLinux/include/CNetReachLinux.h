@@ -33,6 +33,10 @@ int cnr_gettid(void);
 /// or -1 with errno set.
 int cnr_pidfd_open(int pid);
 
+/// Starts writing `length` bytes of `fd` from `offset` back to disk without waiting
+/// (sync_file_range(2) with SYNC_FILE_RANGE_WRITE). Returns 0 or -1 with errno set.
+int cnr_start_writeback(int fd, long long offset, long long length);
+
 static inline unsigned int cnr_nlmsg_align(unsigned int len) { return NLMSG_ALIGN(len); }
 static inline unsigned int cnr_rta_align(unsigned int len) { return RTA_ALIGN(len); }
 static inline unsigned int cnr_nlmsghdr_size(void) { return (unsigned int)sizeof(struct nlmsghdr); }

@@ -6,6 +6,9 @@ import Musl
 import Darwin
 #endif
 import Foundation
+#if os(Linux)
+import CNetReachLinux
+#endif
 
 /// The file behind `--output`: receives a streamed body and never leaves a half-written file under
 /// the name it was asked to write.
@@ -105,7 +108,14 @@ package final class OutputFile: @unchecked Sendable {
         /// The first write (or truncation, or flush) that failed: every later write and
         /// ``OutputFile/commit()`` throws it, so a body with a hole is never committed.
         var failure: OutputFileError?
+        /// Where the file's bytes have been handed to the disk from (writeback started up to here).
+        var writebackFrom: Int64 = 0
     }
+
+    /// How many bytes may wait in the page cache before writing them back is started: the disk
+    /// then works while the network does, and the fsync in ``commit()`` has little left to wait
+    /// for (measured on a 1 GiB download: the fsync alone took 0.44 s without this).
+    static let writebackStep: Int64 = 8 << 20
 
     private let lock = NSLock()
     private var state: State
@@ -114,7 +124,7 @@ package final class OutputFile: @unchecked Sendable {
         self.path = path
         self.destination = destination
         self.keepsPartialWhenDropped = resume
-        self.state = State(descriptor: descriptor, resumeOffset: resumeOffset)
+        self.state = State(descriptor: descriptor, resumeOffset: resumeOffset, writebackFrom: resumeOffset)
     }
 
     deinit {
@@ -424,6 +434,17 @@ package final class OutputFile: @unchecked Sendable {
                 state.failure = error
                 throw error
             }
+            #if os(Linux)
+            // A file that commit() will fsync: start writing it back as it grows. A failure here
+            // only loses the head start (the fsync still flushes everything), so it is ignored.
+            if case .replacing = destination {
+                let end = state.resumeOffset + state.written
+                if end - state.writebackFrom >= Self.writebackStep {
+                    _ = cnr_start_writeback(state.descriptor, state.writebackFrom, end - state.writebackFrom)
+                    state.writebackFrom = end
+                }
+            }
+            #endif
         }
     }
 
@@ -476,6 +497,7 @@ package final class OutputFile: @unchecked Sendable {
             }
             state.resumeOffset = 0
             state.written = 0
+            state.writebackFrom = 0
         }
     }
 
