@@ -7,11 +7,16 @@ let package = Package(
         .library(name: "NetReach", targets: ["NetReach"]),
         .library(name: "NetReachTesting", targets: ["NetReachTesting"]),
         .library(name: "NetReachHTTP", targets: ["NetReachHTTP"]),
+        // Separate product: FoundationNetworking brings libcurl and some thirty libraries with it,
+        // which code on AsyncHTTPClient need not load.
+        .library(name: "NetReachURLSession", targets: ["NetReachURLSession"]),
         // Separate product: AsyncHTTPClient brings SwiftNIO, which URLSession users need not build.
         .library(name: "NetReachAsyncHTTPClient", targets: ["NetReachAsyncHTTPClient"]),
         .executable(name: "netreach", targets: ["netreach"]),
         // `netreach get` runs this; apart so `status`/`watch`/`wait` never load the HTTP stack.
         .executable(name: "netreach-http", targets: ["netreach-http"]),
+        // `get --transport urlsession` runs this one: only it loads FoundationNetworking and libcurl.
+        .executable(name: "netreach-http-urlsession", targets: ["netreach-http-urlsession"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,6 +52,14 @@ let package = Package(
             ]
         ),
         .target(
+            name: "NetReachURLSession",
+            dependencies: [
+                "NetReachHTTP",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ]
+        ),
+        .target(
             name: "NetReachAsyncHTTPClient",
             dependencies: [
                 "NetReachHTTP",
@@ -73,8 +86,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(
-            name: "netreach-http",
+        // `get`, shared by the two executables below, which differ in the transports they link.
+        .target(
+            name: "NetReachGetCommand",
             dependencies: [
                 "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -82,11 +96,13 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
         ),
+        .executableTarget(name: "netreach-http", dependencies: ["NetReachGetCommand"]),
+        .executableTarget(name: "netreach-http-urlsession", dependencies: ["NetReachGetCommand", "NetReachHTTP", "NetReachURLSession"]),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
         .testTarget(
             name: "NetReachHTTPTests",
             dependencies: [
-                "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachTesting",
+                "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
@@ -101,6 +117,7 @@ let package = Package(
                 "NetReach",
                 "netreach",
                 "netreach-http",   // built before the tests run: `netreach get` executes it
+                "netreach-http-urlsession",   // and `get --transport urlsession` this one
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
             ],
             // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
@@ -110,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "SnippetChecks",
             dependencies: [
-                "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachAsyncHTTPClient",
+                "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

@@ -53,6 +53,7 @@ let package = Package(
                 "BenchStatistics",
                 .product(name: "NetReach", package: "NetReach"),
                 .product(name: "NetReachHTTP", package: "NetReach"),
+                .product(name: "NetReachURLSession", package: "NetReach"),
                 .product(name: "NetReachAsyncHTTPClient", package: "NetReach"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

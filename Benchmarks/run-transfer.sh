@@ -34,7 +34,7 @@ done
 
 if [ -z "${BIN_DIR:-}" ]; then
     echo "== building netreach and netreach-http (release)" >&2
-    (cd "$root" && timeout 2400 swift build -c release --product netreach-http >&2 && timeout 1200 swift build -c release --product netreach >&2)
+    (cd "$root" && timeout 2400 swift build -c release --product netreach-http >&2 && timeout 1200 swift build -c release --product netreach-http-urlsession >&2 && timeout 1200 swift build -c release --product netreach >&2)
     BIN_DIR="$(cd "$root" && swift build -c release --show-bin-path)"
 fi
 http="$BIN_DIR/netreach-http"
@@ -117,14 +117,18 @@ measure() { /usr/bin/time -f "%e %M %x" -o "$out/time.txt" "$@" > /dev/null 2>>"
 
 row() { # name, then the command
     local name="$1"; shift
-    local secs=() kbs=()
+    local secs=() kbs=() failed=""
     for run in $(seq 1 "$runs"); do
         rm -f "$out/dl.bin" "$out/dl.bin.part"
         read -r s k x < <(measure "$@")
         echo "$name run $run: $s s, $k KB, exit $x" >> "$out/raw.txt"
-        [ "$x" = 0 ] || { echo "$name: exit $x (see $out/stderr.log)" >&2; }
+        [ "$x" = 0 ] || failed="exit $x"
         secs+=("$s"); kbs+=("$k")
     done
+    if [ -n "$failed" ]; then
+        printf '| %-46s | %s: %s |\n' "$name" "$failed" "$(tail -1 "$out/stderr.log" | cut -c1-120)"
+        return
+    fi
     local s k
     s="$(printf '%s\n' "${secs[@]}" | median)"
     k="$(printf '%s\n' "${kbs[@]}" | median)"
@@ -145,7 +149,8 @@ if [ "$what" = all ] || [ "$what" = upload ]; then
     head -c "$bytes" /dev/urandom > "$out/up.bin"
     echo; echo "upload ${upload_mb} MiB from a file (PUT), medians of $runs"
     echo "| client | seconds | MB/s | peak RSS MB |"; echo "| --- | ---: | ---: | ---: |"
-    row "curl -T" curl -sS -T "$out/up.bin" "http://127.0.0.1:$sink_port/up"
+    # No "Expect: 100-continue": the sink never answers 100, and curl would wait a second for it.
+    row "curl -T" curl -sS -H "Expect:" -T "$out/up.bin" "http://127.0.0.1:$sink_port/up"
     row "netreach-http get -X PUT -d @file (asynchttpclient)" "$http" get -q -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
     row "netreach-http get -X PUT -d @file (urlsession)" "$http" get -q --transport urlsession -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
     rm -f "$out/up.bin"

@@ -35,52 +35,12 @@ enum GetForwarding {
 
     /// Where to look for `netreach-http`: next to this executable (symlinks resolved), then `PATH`.
     static func candidates(executable: String?, path: String?) -> [String] {
-        var found: [String] = []
-        if let executable, let slash = executable.lastIndex(of: "/") {
-            found.append(executable[..<slash] + "/" + helperName)
-        }
-        for directory in (path ?? "").split(separator: ":") where !directory.isEmpty {
-            let candidate = "\(directory)/\(helperName)"
-            if !found.contains(candidate) { found.append(candidate) }
-        }
-        return found
+        HelperExecutable(name: helperName).candidates(executable: executable, path: path)
     }
 
-    /// Replaces this process with `netreach-http arguments…`; returns only if no candidate could be
-    /// executed, having said why on standard error.
+    /// Replaces this process with `netreach-http arguments…`; exits 69 if it cannot.
     static func exec(_ arguments: [String]) -> Never {
-        let candidates = candidates(executable: ownExecutable(), path: getenv("PATH").map { String(cString: $0) })
-        var failures: [String] = []
-        for candidate in candidates {
-            execute(candidate, arguments: [candidate] + arguments)
-            let reason = String(cString: strerror(errno))
-            if errno != ENOENT { failures.append("\(candidate): \(reason)") }
-        }
-        let problem = failures.isEmpty
-            ? "which is neither next to netreach nor on PATH"
-            : "which could not be run: \(failures.joined(separator: "; "))"
-        StandardStream.complain(
-            "`get` runs the \(helperName) executable, \(problem). "
-                + "Build it with `swift build --product \(helperName)` and install it next to netreach.")
-        exit(CLIExitCode.httpHelperMissing.rawValue)
-    }
-
-    /// The path of the running executable, symlinks resolved (`/proc/self/exe`).
-    private static func ownExecutable() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// execv(2); returns only on failure, with `errno` set.
-    private static func execute(_ path: String, arguments: [String]) {
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
-        argv.append(nil)
-        _ = execv(path, argv)
-        let saved = errno
-        for pointer in argv { free(pointer) }
-        errno = saved
+        HelperExecutable(name: helperName).exec(arguments, purpose: "`get`")
     }
 }
 

@@ -26,12 +26,17 @@ struct GetForwardingTests {
         #expect(GetForwarding.candidates(executable: nil, path: nil) == [])
     }
 
-    @Test func netreachDoesNotLinkTheHTTPStackButNetreachHTTPDoes() throws {
+    @Test func onlyTheURLSessionHelperLinksFoundationNetworking() throws {
         let netreach = try NetreachProcess.executable()
-        let helper = netreach.deletingLastPathComponent().appendingPathComponent("netreach-http")
+        let directory = netreach.deletingLastPathComponent()
         let marker = Data("libFoundationNetworking.so".utf8)
         #expect(try Data(contentsOf: netreach).range(of: marker) == nil, "netreach must not need FoundationNetworking")
-        #expect(try Data(contentsOf: helper).range(of: marker) != nil, "the check itself must see it in netreach-http")
+        // The default `get` (AsyncHTTPClient) loads neither FoundationNetworking nor libcurl.
+        let http = try Data(contentsOf: directory.appendingPathComponent("netreach-http"))
+        #expect(http.range(of: marker) == nil, "netreach-http must not need FoundationNetworking")
+        #expect(http.range(of: Data("libcurl.so".utf8)) == nil, "netreach-http must not need libcurl")
+        let urlSession = try Data(contentsOf: directory.appendingPathComponent("netreach-http-urlsession"))
+        #expect(urlSession.range(of: marker) != nil, "the check itself must see it in netreach-http-urlsession")
     }
 
     @Test func getRunsTheHelperWithItsOwnHelpAndExitStatus() throws {

@@ -7,12 +7,13 @@ import NetReachHTTP
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import NetReachURLSession
 import NetReachAsyncHTTPClient
 import AsyncHTTPClient
 import HTTPTypes
 import OpenAPIRuntime
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:40-49
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:40-50
 func snippet_NetReachHTTP_ChoosingATransport_1() async throws {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.httpAdditionalHeaders = ["User-Agent": "my-app/1.0"]
@@ -21,14 +22,14 @@ func snippet_NetReachHTTP_ChoosingATransport_1() async throws {
     _ = configuration; _ = transport; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:61-65
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:62-66
 func snippet_NetReachHTTP_ChoosingATransport_2() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: AsyncHTTPClientTransport())
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:77-88
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:78-89
 func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     var configuration = HTTPClient.Configuration()
     configuration.connectionPool.retryConnectionEstablishment = false   // the retry policy decides
@@ -41,7 +42,7 @@ func snippet_NetReachHTTP_ChoosingATransport_3() async throws {
     _ = configuration; _ = client; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:110-117
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:111-118
 func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
     var settings = TransportSettings()
     settings.tls.trustRoots = .file("/etc/my-company/ca.pem")
@@ -51,7 +52,7 @@ func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
     _ = settings; _ = transport   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:174-188, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:176-190, at file scope so later snippets can use it
 fileprivate struct LoggingTransport: HTTPTransport {
     var base: any HTTPTransport
 
@@ -68,7 +69,7 @@ fileprivate struct LoggingTransport: HTTPTransport {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:170-191
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:171-193
 func snippet_NetReachHTTP_ChoosingATransport_5() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: LoggingTransport(base: URLSessionTransport()))

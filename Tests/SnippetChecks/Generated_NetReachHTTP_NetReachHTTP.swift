@@ -4,8 +4,9 @@
 
 import Foundation
 import NetReachHTTP
+import NetReachURLSession
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/NetReachHTTP.md:20-32
+// Sources/NetReachHTTP/NetReachHTTP.docc/NetReachHTTP.md:20-33
 func snippet_NetReachHTTP_NetReachHTTP_1() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true                 // wait before starting, up to the resource timeout
@@ -21,7 +22,7 @@ func snippet_NetReachHTTP_NetReachHTTP_1() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/NetReachHTTP.md:38-47
+// Sources/NetReachHTTP/NetReachHTTP.docc/NetReachHTTP.md:39-48
 func snippet_NetReachHTTP_NetReachHTTP_2() async throws {
     do {
         let response = try await service.send(.get("/v1/feed"))

@@ -6,6 +6,7 @@ import Foundation
 import NetReachHTTP
 import HTTPTypes
 import Logging
+import NetReachURLSession
 
 // Sources/NetReachHTTP/NetReachHTTP.docc/TransferringLargeBodies.md:26-29
 func snippet_NetReachHTTP_TransferringLargeBodies_1() async throws {
@@ -45,14 +46,14 @@ func snippet_NetReachHTTP_TransferringLargeBodies_4() async throws {
     _ = transfers   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/TransferringLargeBodies.md:95-99, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/TransferringLargeBodies.md:96-100, at file scope so later snippets can use it
 fileprivate struct Signer: RequestInterceptor {
     func adapt(_ request: inout HTTPRequest, attempt: Int) async throws {
         request.headerFields[.authorization] = "Bearer \(currentToken())"
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/TransferringLargeBodies.md:91-105
+// Sources/NetReachHTTP/NetReachHTTP.docc/TransferringLargeBodies.md:91-106
 func snippet_NetReachHTTP_TransferringLargeBodies_5() async throws {
     var logger = Logger(label: "my-app.http")
     logger.logLevel = .debug                                   // every attempt; retries and waits at info

@@ -4,6 +4,7 @@
 
 import Foundation
 import NetReachHTTP
+import NetReachURLSession
 import HTTPTypes
 import NetReach
 import OpenAPIRuntime
@@ -12,7 +13,7 @@ import NetReachTesting
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
 private func discardResult<T>(_ value: T) {}
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:12-20
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:12-22
 func snippet_NetReachHTTP_WaitingForConnectivity_1() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true
@@ -26,7 +27,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_1() async throws {
     _ = policy; _ = service; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:52-56
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:54-58
 func snippet_NetReachHTTP_WaitingForConnectivity_2() async throws {
     Task {
         for await event in service.waitingEvents {
@@ -35,7 +36,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_2() async throws {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:72-79
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:74-81
 func snippet_NetReachHTTP_WaitingForConnectivity_3() async throws {
     do {
         let response = try await service.send(.get("/v1/feed"))
@@ -47,7 +48,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_3() async throws {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:114-121
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:116-125
 func snippet_NetReachHTTP_WaitingForConnectivity_4() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!, transport: URLSessionTransport())
     do {
@@ -60,7 +61,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_4() async throws {
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:129-139
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:133-145
 func snippet_NetReachHTTP_WaitingForConnectivity_5() async throws {
     var policy = RequestPolicy()
     policy.allowsCellularAccess = false
@@ -76,7 +77,7 @@ func snippet_NetReachHTTP_WaitingForConnectivity_5() async throws {
     _ = policy; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:159-165
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:165-171
 func snippet_NetReachHTTP_WaitingForConnectivity_6() async throws {
     // The service uses any network; this backup waits, up to an hour, for one that is not metered.
     let backup = Request.put("/v1/backup", body: archive).with {
@@ -88,9 +89,9 @@ func snippet_NetReachHTTP_WaitingForConnectivity_6() async throws {
     _ = backup; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:192-196 is not compiled: URLSession code for Apple platforms, what the port starts from; on Linux URLSessionConfiguration needs FoundationNetworking
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:198-202 is not compiled: URLSession code for Apple platforms, what the port starts from; on Linux URLSessionConfiguration needs FoundationNetworking
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:200-204
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:206-210
 func snippet_NetReachHTTP_WaitingForConnectivity_8() async throws {
     // After (Linux, and the same code compiles on Apple platforms against NetReachHTTP)
     var policy = RequestPolicy()
@@ -100,14 +101,14 @@ func snippet_NetReachHTTP_WaitingForConnectivity_8() async throws {
     _ = policy   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:219-223, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:225-229, at file scope so later snippets can use it
 fileprivate struct AlwaysOK: HTTPTransport {
     func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         (HTTPResponse(status: .ok), HTTPBody())
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:213-242
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:219-248
 func snippet_NetReachHTTP_WaitingForConnectivity_9() async throws {
     let network = SimulatedNetwork.connected(.cellular)
     let monitor = PathMonitor(source: network)

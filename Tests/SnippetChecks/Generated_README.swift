@@ -7,6 +7,7 @@ import NetReach
 import NetReachTesting
 import Testing
 import NetReachHTTP
+import NetReachURLSession
 import NetReachAsyncHTTPClient
 
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
@@ -71,7 +72,7 @@ func snippet_README_6() async throws {
     _ = network; _ = monitor   // the snippet may only show these
 }
 
-// README.md:112-124
+// README.md:112-125
 func snippet_README_7() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true                 // wait before starting, up to the resource timeout
@@ -87,7 +88,7 @@ func snippet_README_7() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:139-145
+// README.md:140-146
 func snippet_README_8() async throws {
     let events = try await service.bytes(.get("/v1/events"))          // as it arrives
     for try await chunk in events.body { print(chunk.count) }
@@ -99,7 +100,7 @@ func snippet_README_8() async throws {
     _ = events; _ = iso   // the snippet may only show these
 }
 
-// README.md:152-162
+// README.md:153-163
 func snippet_README_9() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })

@@ -5,6 +5,7 @@
 import Foundation
 import NetReach
 import NetReachHTTP
+import NetReachURLSession
 
 // Values a snippet continues from, as an earlier snippet of its document made them.
 let monitor = PathMonitor()

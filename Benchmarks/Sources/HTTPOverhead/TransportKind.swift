@@ -1,6 +1,7 @@
 import ArgumentParser
 import NetReachAsyncHTTPClient
 import NetReachHTTP
+import NetReachURLSession
 
 /// The transports under test, each in its default configuration (what `init()` gives users).
 enum TransportKind: String, CaseIterable, Codable, Sendable, ExpressibleByArgument {

@@ -1,12 +1,13 @@
 import Foundation
 import HTTPTypes
+import NetReachHTTP
 import OpenAPIRuntime
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// An ``HTTPTransport`` that sends requests with Foundation's `URLSession`.
+/// An `HTTPTransport` (``NetReachHTTP/HTTPTransport``) that sends requests with Foundation's `URLSession`.
 ///
 /// Use it in code that already lives on `URLSession` (shared cookies, caches, configuration).
 /// On Linux, FoundationNetworking costs more CPU per request than AsyncHTTPClient (on loopback

@@ -117,7 +117,13 @@ struct ConnectionOptions: ParsableArguments {
         do throws(TransportSettingsError) {
             switch kind {
             case .asynchttpclient: return try AsyncHTTPClientTransport(settings: settings)
-            case .urlsession: return try URLSessionTransport(settings: settings)
+            case .urlsession:
+                guard let make = LinkedTransports.urlSession else {
+                    // This executable does not link FoundationNetworking: the one that does runs instead.
+                    HelperExecutable(name: "netreach-http-urlsession")
+                        .exec(Array(CommandLine.arguments.dropFirst()), purpose: "`--transport urlsession`")
+                }
+                return try make(settings)
             }
         } catch {
             throw ValidationError(explain(error, kind: kind))
