@@ -240,7 +240,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
 
     // MARK: Conversions
 
-    private static func makeClientRequest(
+    package static func makeClientRequest(
         _ request: HTTPRequest, body: HTTPBody?, watchdog: StallWatchdog
     ) throws(TransportError) -> HTTPClientRequest {
         guard let scheme = request.scheme, let authority = request.authority else {

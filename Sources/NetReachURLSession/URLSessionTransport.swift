@@ -218,7 +218,7 @@ public struct URLSessionTransport: HTTPTransport {
 
     // MARK: Conversions
 
-    private static func makeURLRequest(_ request: HTTPRequest, body: Data?, stallTimeout: Duration) throws(TransportError) -> SendableURLRequest {
+    package static func makeURLRequest(_ request: HTTPRequest, body: Data?, stallTimeout: Duration) throws(TransportError) -> SendableURLRequest {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw TransportError(.invalidRequest, "request has no scheme or authority: \(request)")
         }
@@ -338,8 +338,8 @@ public struct URLSessionTransport: HTTPTransport {
 
 /// A `URLRequest` handed to the child task that sends it. The value is built once, never mutated
 /// afterwards, and only read by that one task, so no state is shared.
-private struct SendableURLRequest: @unchecked Sendable {
-    let value: URLRequest
+package struct SendableURLRequest: @unchecked Sendable {
+    package let value: URLRequest
 }
 
 /// Sessions for one transfer each, reused one after another so connections are kept alive.
