@@ -35,6 +35,8 @@ struct DestinationIntegrationTests {
 
             try await lab.ip("-4", "route", "del", "198.51.100.0/24", "via", "10.124.0.1", "dev", "veth2")
             await LabPoll.until("the destination's path is back on veth0") { monitor.currentPath.primaryInterface?.name == "veth0" }
+            // The stream delivers after `currentPath` changed, on its consumer's task: wait for it too.
+            await LabPoll.until("the stream delivered the change back") { log.paths.count >= 3 }
             #expect(log.paths.map { $0.primaryInterface?.name ?? "-" } == ["veth0", "veth2", "veth0"])
         }
     }

@@ -41,6 +41,8 @@ struct RouteTruthIntegrationTests {
             try await lab.ip("-4", "rule", "del", "not", "fwmark", "51820", "table", "51820")
             try await lab.ip("-4", "rule", "del", "table", "main", "suppress_prefixlength", "0")
             try await expectAgreement(monitor, in: lab)
+            // The stream delivers after `currentPath` changed, on its consumer's task: wait for it too.
+            await LabPoll.until("the stream delivered the change back") { log.paths.count >= 3 }
             #expect(log.paths.map { $0.primaryInterface?.name ?? "-" } == ["veth0", "wg0", "veth0"])
         }
     }
