@@ -261,6 +261,9 @@ struct RouteTruthIntegrationTests {
             let log = PathLog.consuming(monitor.paths)
             try await lab.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "veth0", "expires", "2")
             await LabPoll.until("IPv6 is supported") { monitor.currentPath.supportsIPv6 }
+            // The stream delivers after `currentPath`: wait for it to show the route too, so the
+            // next wait is for the expiry and not for the first, unsatisfied path.
+            await LabPoll.until("the stream saw the route") { log.last?.status == .satisfied || log.paths.count >= 3 }
             // The kernel stops using the route at once but deletes it only at its next garbage
             // collection, 20 s or more later, with no message before: the monitor must not wait.
             await LabPoll.until("the expired route no longer counts", timeout: .seconds(10)) {
