@@ -158,7 +158,8 @@ public struct URLSessionTransport: HTTPTransport {
     /// Request bodies are read into memory up to this size before sending: FoundationNetworking on
     /// Linux cannot pull an asynchronous body as it sends. A larger body fails with
     /// ``TransportError/Kind/invalidRequest`` before anything is sent; use `AsyncHTTPClientTransport`
-    /// to stream uploads of any size.
+    /// to stream uploads of any size. A file sent with `NetworkService.upload(_:fromFile:progress:)`
+    /// (or `get -d @FILE`) is not read into memory: FoundationNetworking streams it from the file.
     public static let maximumRequestBodySize = 64 << 20
 
     /// Sends `request` with `body`; returns the response head once it arrived and its body as a
@@ -166,7 +167,8 @@ public struct URLSessionTransport: HTTPTransport {
     ///
     /// Statuses are not judged: a 503 is a response like a 200. The response body is handed over
     /// as it arrives; what the reader has not taken yet is buffered (FoundationNetworking cannot be
-    /// paused). The request body is read whole first (up to ``maximumRequestBodySize``).
+    /// paused). The request body is read whole first (up to ``maximumRequestBodySize``), except a file's,
+    /// which is streamed from the file.
     ///
     /// ```swift
     /// var request = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:8080", path: "/items")
@@ -182,7 +184,10 @@ public struct URLSessionTransport: HTTPTransport {
         options: TransportOptions
     ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         var bytes: Data?
-        if let body {
+        var file: String?
+        if let body, let path = FileBody.path(of: body) {
+            file = path   // streamed from the file by FoundationNetworking itself, in constant memory
+        } else if let body {
             do {
                 bytes = try await Data(collecting: body, upTo: Self.maximumRequestBodySize)
             } catch let error as TransportError {
@@ -191,7 +196,17 @@ public struct URLSessionTransport: HTTPTransport {
                 throw TransportError(.invalidRequest, "the request body could not be read (over \(Self.maximumRequestBodySize) bytes, or failed): \(error)")
             }
         }
-        let urlRequest = try Self.makeURLRequest(request, body: bytes, stallTimeout: options.stallTimeout)
+        var urlRequest = try Self.makeURLRequest(request, body: bytes, stallTimeout: options.stallTimeout)
+        if let file {
+            guard let stream = InputStream(fileAtPath: file) else {
+                throw TransportError(.invalidRequest, "the request body's file '\(file)' cannot be opened")
+            }
+            var value = urlRequest.value
+            // FoundationNetworking sends a stream body chunked; a Content-Length beside that would
+            // contradict it (a server resets the connection).
+            value.httpBodyStream = stream
+            urlRequest = SendableURLRequest(value: value)
+        }
         let transfer = Transfer(method: request.method, host: Self.host(of: request.authority ?? ""), maximumDecodedBodySize: maximumDecodedBodySize)
         let session = pool.checkout()
         let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in

@@ -4,6 +4,7 @@ import HTTPTypes
 import NetReach
 import NetReachHTTP
 import NetReachTesting
+import NetReachURLSession
 import OpenAPIRuntime
 import Testing
 
@@ -215,6 +216,21 @@ struct ServiceStreamingTests {
             let sent = server.received(path: "/status/503")
             #expect(sent.count == 3)
             #expect(sent.allSatisfy { $0.body == payload })
+        }
+    }
+
+    @Test func aFileOverURLSessionsInMemoryLimitIsStillSentWhole() async throws {
+        try await withServer { server in
+            let (service, monitor) = ServiceSafetyTests.service(.urlSession, server)
+            defer { monitor.cancel() }
+            let file = Self.temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            // Over the 64 MiB a URLSession request body may take in memory: the file is streamed.
+            let size = URLSessionTransport.maximumRequestBodySize + (1 << 20)
+            try Data(count: size).write(to: file)
+            let response = try await service.upload(.put("/ok"), fromFile: file)
+            #expect(response.status == .ok)
+            #expect(server.received(path: "/ok").first?.body.count == size)
         }
     }
 

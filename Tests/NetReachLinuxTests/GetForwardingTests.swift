@@ -57,7 +57,7 @@ struct GetForwardingTests {
         let lonely = directory.appendingPathComponent("netreach")
         try FileManager.default.copyItem(at: NetreachProcess.executable(), to: lonely)
 
-        let missing = try Self.run(lonely, ["get", "http://127.0.0.1:9/"], path: directory.path)
+        let missing = try Self.runFreshCopy(lonely, ["get", "http://127.0.0.1:9/"], path: directory.path)
         #expect(missing.status == 69)
         #expect(missing.error.contains("netreach-http"), "\(missing.error)")
         #expect(missing.error.contains("swift build --product netreach-http"))
@@ -70,6 +70,21 @@ struct GetForwardingTests {
 
         // The observers do not need the helper at all.
         #expect(try Self.run(lonely, ["wait", "--help"], path: directory.path).status == 0)
+    }
+
+    /// `run` for an executable just written: a process another test forks at that moment inherits
+    /// the writer's descriptor for a while, and executing the file then fails with ETXTBSY (seen in
+    /// CI), so that is retried for up to 5 s.
+    private static func runFreshCopy(_ executable: URL, _ arguments: [String], path: String) throws -> (status: Int32, output: String, error: String) {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            do {
+                return try run(executable, arguments, path: path)
+            } catch let error as NSError where ContinuousClock.now < deadline
+                && (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY) {
+                usleep(20_000)
+            }
+        }
     }
 
     private static func run(_ executable: URL, _ arguments: [String], path: String? = nil) throws -> (status: Int32, output: String, error: String) {

@@ -7,6 +7,7 @@ import Darwin
 #endif
 import Foundation
 import OpenAPIRuntime
+import Synchronization
 
 /// Why a file cannot be a request body: its path and the reason, as a person reads it.
 package struct FileBodyError: Error, Sendable, CustomStringConvertible {
@@ -33,13 +34,43 @@ package enum FileBody {
         switch status.st_mode & S_IFMT {
         case S_IFREG:
             let size = Int64(status.st_size)
-            return HTTPBody(Chunks(path: path, size: size, progress: progress), length: .known(size), iterationBehavior: .multiple)
+            let body = HTTPBody(Chunks(path: path, size: size, progress: progress), length: .known(size), iterationBehavior: .multiple)
+            registry.withLock { entries in
+                entries = entries.filter { $0.value.body != nil }
+                entries[ObjectIdentifier(body)] = Registration(body: body, path: path)
+            }
+            return body
+
         case S_IFDIR:
             throw FileBodyError(path: path, reason: "is a directory")
         default:
             throw FileBodyError(path: path, reason: "is not a regular file (a pipe or device is read with @- instead)")
         }
     }
+
+    /// The file a body made by ``make(path:progress:)`` reads, for a transport that can send a
+    /// file itself better than it can pull chunks (FoundationNetworking, which cannot pull an
+    /// asynchronous body, streams a file from an `InputStream` in constant memory).
+    package static func path(of body: HTTPBody) -> String? {
+        registry.withLock { entries in
+            guard let entry = entries[ObjectIdentifier(body)], entry.body === body else { return nil }
+            return entry.path
+        }
+    }
+
+    /// A body made here and its file; the body is held weakly, so an identifier reused by a later
+    /// object never finds a stale path.
+    private final class Registration: @unchecked Sendable {
+        // @unchecked: `body` is a weak reference read and written only under `registry`'s lock.
+        weak var body: HTTPBody?
+        let path: String
+        init(body: HTTPBody, path: String) {
+            self.body = body
+            self.path = path
+        }
+    }
+
+    private static let registry = Mutex<[ObjectIdentifier: Registration]>([:])
 
     /// A single-pass body read from `descriptor` (standard input) until end of file; its length
     /// is unknown, and it cannot be sent twice.

@@ -114,7 +114,9 @@ extension NetworkService {
             }
             if case .known(let length) = exchange.body.length { expected = length } else { expected = nil }
         }
-        state.remember(validator: Validator(exchange.head.headerFields), total: expected)
+        // A 206 continues the body the validator guards; a 200 is a (possibly new) body of its own.
+        state.remember(validator: Validator(exchange.head.headerFields), total: expected,
+                       replacing: exchange.head.status.code != 206)
         progress?(present, expected)
         do {
             for try await chunk in exchange.body {
@@ -236,9 +238,9 @@ private final class DownloadState: @unchecked Sendable {
         return lock.withLock { present > 0 && total == present }
     }
 
-    func remember(validator: Validator?, total: Int64?) {
+    func remember(validator: Validator?, total: Int64?, replacing: Bool) {
         lock.withLock {
-            if self.validator == nil { self.validator = validator }
+            if replacing || self.validator == nil { self.validator = validator }
             self.total = total
             trustedWithoutValidator = false
         }
