@@ -76,32 +76,9 @@ EOF
 /usr/sbin/nginx -c "$out/nginx.conf" -p "$out" &
 nginx_pid=$!
 
-# A sink that reads every request body to its end and answers 204 (for uploads).
+# A sink that reads every request body to its end (Content-Length or chunked) and answers 204.
 sink_port="$(free_port)"
-python3 - "$sink_port" > /dev/null 2>&1 <<'EOF' &
-import socket, sys, threading
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
-def serve(c):
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        d = c.recv(65536)
-        if not d: return c.close()
-        buf += d
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        k, _, v = line.partition(b":")
-        if k.strip().lower() == b"content-length": length = int(v)
-    got = len(rest)
-    while got < length:
-        d = c.recv(1 << 20)
-        if not d: break
-        got += len(d)
-    c.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"); c.close()
-while True:
-    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-EOF
+python3 "$here/upload-sink.py" "$sink_port" > /dev/null 2>&1 &
 sink_pid=$!
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/small.txt" && break; sleep 0.05; done
 
@@ -169,12 +146,14 @@ if [ "$what" = all ] || [ "$what" = small ]; then
         printf '%s\n' "${values[@]}" | median
     }
     url="http://127.0.0.1:$port/small.txt"
-    c="$(small curl -sS "$url")"
+    c=""
     for entry in "curl|curl -sS $url" "netreach-http get|$http get -q $url" "netreach get|$cli get -q $url" \
-                 "netreach-http get --transport urlsession|$http get -q --transport urlsession $url"; do
+                 "netreach-http get --transport urlsession|$http get -q --transport urlsession $url" \
+                 "(process floor: /bin/true)|/bin/true" "(netreach-http get --help)|$http get --help"; do
         name="${entry%%|*}"; cmd="${entry#*|}"
         # shellcheck disable=SC2086
         us="$(small $cmd)"
+        [ -n "$c" ] || c="$us"   # the first row, curl, is the baseline
         printf '| %-40s | %8.1f | %5.2f× |\n' "$name" "$(awk -v u="$us" 'BEGIN { print u / 1000 }')" "$(awk -v u="$us" -v c="$c" 'BEGIN { print u / c }')"
     done
 fi

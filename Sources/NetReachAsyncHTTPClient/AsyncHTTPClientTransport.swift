@@ -437,15 +437,14 @@ private struct RequestChunks: AsyncSequence, Sendable {
     }
 }
 
-/// The outcome of one exchange: the response head (with its body), or the first failure. Whoever
-/// comes first wins; the waiter is resumed once.
+/// The outcome of one exchange: the response head (with its body), or the first failure, and what
+/// to do when it fails.
 ///
-/// `@unchecked Sendable`: `result`, `waiter`, `failed` and `failureAction` are only touched while
-/// `lock` (an `NSLock`, which TSan understands) is held; callbacks run outside it.
+/// `@unchecked Sendable`: `failed` and `failureAction` are only touched while `lock` (an `NSLock`,
+/// which TSan understands) is held; callbacks run outside it.
 private final class Exchange: @unchecked Sendable {
     private let lock = NSLock()
-    private var result: Result<(HTTPResponse, HTTPBody), TransportError>?
-    private var waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>?
+    private let promise = ResponseHeadPromise()
     private var failed: TransportError?
     private var failureAction: (@Sendable (TransportError) -> Void)?
 
@@ -474,25 +473,9 @@ private final class Exchange: @unchecked Sendable {
         if let already { action(already) }
     }
 
-    func response() async throws -> (HTTPResponse, HTTPBody) {
-        try await withCheckedThrowingContinuation { continuation in
-            let settled: Result<(HTTPResponse, HTTPBody), TransportError>? = lock.withLock {
-                if result == nil { waiter = continuation }
-                return result
-            }
-            if let settled { continuation.resume(with: settled) }
-        }
-    }
+    func response() async throws -> (HTTPResponse, HTTPBody) { try await promise.value() }
 
-    private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) {
-        let waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>? = lock.withLock {
-            guard result == nil else { return nil }
-            result = outcome
-            defer { self.waiter = nil }
-            return self.waiter
-        }
-        waiter?.resume(with: outcome.mapError { $0 as any Error })
-    }
+    private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) { promise.settle(outcome) }
 }
 
 extension TimeAmount {

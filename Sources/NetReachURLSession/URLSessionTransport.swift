@@ -464,14 +464,13 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
 /// its consumer, and the first failure.
 ///
 /// `@unchecked Sendable`: `channel` and `watchdog` are set before the task starts and never after;
-/// `result`, `waiter` and `failed` are only touched while `lock` is held.
+/// `failed` and `task` are only touched while `lock` is held (the head waits in `promise`).
 private final class Transfer: @unchecked Sendable {
     var channel: BodyChannel!
     var watchdog: StallWatchdog!
     private let method: HTTPRequest.Method
     private let lock = NSLock()
-    private var result: Result<(HTTPResponse, HTTPBody), TransportError>?
-    private var waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>?
+    private let promise = ResponseHeadPromise()
     private var failed = false
     private var task: URLSessionDataTask?
     /// The host, for error details.
@@ -533,10 +532,11 @@ private final class Transfer: @unchecked Sendable {
     }
 
     func fail(_ error: TransportError) {
-        let (first, task, headArrived) = lock.withLock { () -> (Bool, URLSessionDataTask?, Bool) in
+        let (first, task) = lock.withLock { () -> (Bool, URLSessionDataTask?) in
             defer { failed = true }
-            return (!failed, self.task, (try? result?.get()) != nil)
+            return (!failed, self.task)
         }
+        let headArrived = promise.deliveredHead
         guard first else { return }
         // libcurl's "transfer closed with N bytes remaining" (URLError -1 on Linux) after the head
         // is a body cut short: the connection was lost.
@@ -547,25 +547,9 @@ private final class Transfer: @unchecked Sendable {
         channel.finish(throwing: error)
     }
 
-    func response() async throws -> (HTTPResponse, HTTPBody) {
-        try await withCheckedThrowingContinuation { continuation in
-            let settled: Result<(HTTPResponse, HTTPBody), TransportError>? = lock.withLock {
-                if result == nil { waiter = continuation }
-                return result
-            }
-            if let settled { continuation.resume(with: settled) }
-        }
-    }
+    func response() async throws -> (HTTPResponse, HTTPBody) { try await promise.value() }
 
-    private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) {
-        let waiter: CheckedContinuation<(HTTPResponse, HTTPBody), any Error>? = lock.withLock {
-            guard result == nil else { return nil }
-            result = outcome
-            defer { self.waiter = nil }
-            return self.waiter
-        }
-        waiter?.resume(with: outcome.mapError { $0 as any Error })
-    }
+    private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) { promise.settle(outcome) }
 }
 
 extension TLSFailureReason {
