@@ -205,7 +205,9 @@ struct GetCommand: AsyncParsableCommand {
         // Before anything starts: an option the transport cannot honour is a usage error.
         let client = try connection.makeTransport(transport)
         let monitor = PathMonitor()
-        monitor.start(queue: DispatchQueue(label: "netreach.monitor"))
+        // Without waiting, the path only explains a failure: the service starts the monitor then,
+        // so a request that succeeds never pays for reading the system's network state.
+        if waitForConnectivity { monitor.start(queue: DispatchQueue(label: "netreach.monitor")) }
         defer { monitor.cancel() }
 
         let report = GetReport(json: json, quiet: quiet, monitor: monitor)

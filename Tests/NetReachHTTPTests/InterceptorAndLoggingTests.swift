@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Logging
+import NetReach
+import NetReachTesting
 @testable import NetReachHTTP
 import Synchronization
 import Testing
@@ -111,5 +113,42 @@ private struct CapturingHandler: LogHandler {
 
     func log(event: LogEvent) {
         records.append(event.level, event.message.description)
+    }
+}
+
+/// A monitor handed to the service unstarted is started only when a path is needed.
+@Suite("Lazily started monitor")
+struct LazyMonitorTests {
+    @Test func aSuccessfulRequestNeverStartsItAFailureDoesAndIsExplained() async throws {
+        let network = SimulatedNetwork.connected()
+        let monitor = PathMonitor(source: network)
+        defer { monitor.cancel() }
+        let transport = ScriptedTransport([.status(200), .failure(.cannotConnect)])
+        var policy = NetworkServiceTests.policy()
+        var retries = DefaultRetryPolicy()
+        retries.retryLimit = 0
+        policy.retryPolicy = retries
+        let service = NetworkService(baseURL: NetworkServiceTests.base, policy: policy, transport: transport, monitor: monitor)
+        _ = try await service.send(.get("/ok"))
+        #expect(network.subscriberCount == 0, "a request that succeeded read the system's state")
+        let error = await #expect(throws: NetworkError.self) { try await service.send(.get("/down")) }
+        #expect(network.subscriberCount == 1)
+        guard case .transport(_, let path)? = error else {
+            Issue.record("expected a transport error, got \(String(describing: error))")
+            return
+        }
+        #expect(path?.status == .satisfied, "explained with the path, not 'monitor unavailable'")
+    }
+
+    @Test func waitingStartsItBeforeTheFirstAttempt() async throws {
+        let network = SimulatedNetwork.connected()
+        let monitor = PathMonitor(source: network)
+        defer { monitor.cancel() }
+        let service = NetworkService(baseURL: NetworkServiceTests.base,
+                                     policy: NetworkServiceTests.policy { $0.waitsForConnectivity = true },
+                                     transport: ScriptedTransport([.status(200)]), monitor: monitor)
+        _ = try await service.send(.get("/ok"))
+        #expect(network.subscriberCount == 1)
+        #expect(monitor.currentPath.status == .satisfied)
     }
 }

@@ -245,16 +245,24 @@ public final class PathMonitor: Sendable {
     /// still starts: it delivers an unsatisfied path with reason
     /// ``UnsatisfiedReason/monitorUnavailable`` and sets ``failure``.
     public func start(queue: DispatchQueue) {
+        guard startIfIdle(queue: queue) else {
+            if !isShared { NetReachDiagnostics.log("PathMonitor.start(queue:) ignored: the monitor was already started or cancelled") }
+            return
+        }
+    }
+
+    /// Starts the monitor unless it was started (or cancelled) already, saying nothing then: for a
+    /// service that starts, when it first needs a path, a monitor it was given unstarted. Returns
+    /// whether this call started it (once the system state has been read).
+    @discardableResult
+    package func startIfIdle(queue: DispatchQueue) -> Bool {
         let began = state.withLock { state -> Bool in
             guard state.phase == .idle else { return false }
             state.phase = .starting
             state.deliveryQueue = DispatchQueue(label: "NetReach.PathMonitor.delivery", target: queue)
             return true
         }
-        guard began else {
-            if !isShared { NetReachDiagnostics.log("PathMonitor.start(queue:) ignored: the monitor was already started or cancelled") }
-            return
-        }
+        guard began else { return false }
         if let destination { prepare(destination) }
         do {
             let subscription = try source.subscribe { [weak self] snapshot in self?.receive(snapshot) }
@@ -272,6 +280,7 @@ public final class PathMonitor: Sendable {
             emit(.unsatisfied(.monitorUnavailable))
             state.withLock { if $0.phase == .starting { $0.phase = .running } }
         }
+        return true
     }
 
     /// Stops monitoring for good: every ``paths`` sequence ends, no later change is delivered, and

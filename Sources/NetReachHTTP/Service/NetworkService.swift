@@ -71,8 +71,9 @@ public final class NetworkService: Sendable {
     ///   - transport: what sends the bytes, such as ``URLSessionTransport`` or
     ///     `AsyncHTTPClientTransport` (product `NetReachAsyncHTTPClient`).
     ///   - monitor: where the service learns the network path; by default `PathMonitor.shared`,
-    ///     which starts itself. A monitor you pass must be started: one that is not has no path
-    ///     yet, so requests never wait and failures are not explained. `nil` turns both off.
+    ///     which starts itself. A monitor you pass unstarted is started by the service when it
+    ///     first needs a path (to wait, to apply a policy, or to explain a failure), so a process
+    ///     whose requests succeed never reads the system's network state. `nil` turns both off.
     ///   - onWaiting: called once each time a request starts waiting for connectivity.
     ///   - interceptor: adapts every attempt (tokens, signatures) and may ask for one more after an
     ///     unsuccessful status, within the safety rule.
@@ -102,8 +103,18 @@ public final class NetworkService: Sendable {
     /// split tunnel waits for the tunnel); for any other host name, the path to the internet,
     /// since resolving names is the transport's business.
     private func pathMonitor(for url: URL) async -> PathMonitor? {
-        // A monitor that is not observing (not started, cancelled, failed) explains nothing, and
-        // neither would one made from it.
+        // A monitor given unstarted is started now, when a path is first needed (it reads the
+        // system: blocking work, on a thread of its own).
+        if let monitor, monitor.currentPath.unsatisfiedReason == .monitorUnavailable, monitor.failure == nil {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                Thread {
+                    monitor.startIfIdle(queue: Self.lazyStartQueue)
+                    continuation.resume()
+                }.start()
+            }
+        }
+        // A monitor that is not observing (cancelled, failed) explains nothing, and neither would
+        // one made from it.
         guard let monitor, monitor.currentPath.unsatisfiedReason != .monitorUnavailable,
               let host = url.host?.lowercased() else { return monitor }
         let destination = PathDestination(host)
@@ -116,6 +127,9 @@ public final class NetworkService: Sendable {
         }
         return destinationMonitors.keep(made, for: destination)
     }
+
+    /// Where a monitor the service starts itself delivers its paths.
+    private static let lazyStartQueue = DispatchQueue(label: "NetReach.NetworkService.monitor")
 
     /// Every ``WaitingEvent`` from now on; any number of consumers, each with its own sequence.
     public var waitingEvents: AsyncStream<WaitingEvent> { waiting.stream() }
