@@ -13,7 +13,7 @@ import NetReachAsyncHTTPClient
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
 private func discardResult<T>(_ value: T) {}
 
-// README.md:22-30
+// README.md:23-31
 func snippet_README_1() async throws {
     let monitor = PathMonitor()                       // or PathMonitor(requiredInterfaceType: .wifi)
     monitor.pathUpdateHandler = { path in
@@ -25,14 +25,14 @@ func snippet_README_1() async throws {
     _ = monitor   // the snippet may only show these
 }
 
-// README.md:36-38
+// README.md:37-39
 func snippet_README_2() async throws {
     for await path in monitor.paths where path.isConnected && !path.isExpensive {
         await uploadBacklog()
     }
 }
 
-// README.md:44-51
+// README.md:45-52
 func snippet_README_3() async throws {
     let path = monitor.currentPath
     discardResult(path.status)        // .satisfied / .unsatisfied
@@ -45,7 +45,7 @@ func snippet_README_3() async throws {
     _ = path   // the snippet may only show these
 }
 
-// README.md:62-64
+// README.md:63-65
 func snippet_README_4() async throws {
     let database = PathMonitor(destination: "10.20.0.5")          // or a host name, resolved at start and after changes
     discardResult(database.start(queue: .main))
@@ -53,7 +53,7 @@ func snippet_README_4() async throws {
     _ = database   // the snippet may only show these
 }
 
-// README.md:70-73
+// README.md:71-74
 func snippet_README_5() async throws {
     let classification = InterfaceClassification(
         typeOverrides: ["usb0": .cellular, "wg*": .other],
@@ -62,7 +62,7 @@ func snippet_README_5() async throws {
     _ = classification; _ = monitor   // the snippet may only show these
 }
 
-// README.md:79-86
+// README.md:80-87
 func snippet_README_6() async throws {
     let network = SimulatedNetwork.connected(.wifi)
     let monitor = PathMonitor(source: network)
@@ -72,7 +72,7 @@ func snippet_README_6() async throws {
     _ = network; _ = monitor   // the snippet may only show these
 }
 
-// README.md:112-125
+// README.md:113-126
 func snippet_README_7() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true                 // wait before starting, up to the resource timeout
@@ -88,7 +88,7 @@ func snippet_README_7() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:140-146
+// README.md:141-147
 func snippet_README_8() async throws {
     let events = try await service.bytes(.get("/v1/events"))          // as it arrives
     for try await chunk in events.body { print(chunk.count) }
@@ -100,7 +100,7 @@ func snippet_README_8() async throws {
     _ = events; _ = iso   // the snippet may only show these
 }
 
-// README.md:153-163
+// README.md:154-164
 func snippet_README_9() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })
