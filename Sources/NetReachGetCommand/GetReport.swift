@@ -234,11 +234,11 @@ private struct ResponseLine: Encodable {
         waitedSeconds = GetReport.secondsValue(response.waitedForConnectivity)
         elapsedSeconds = GetReport.secondsValue(elapsed)
         bodyBytes = bytes
-        // Only a buffered body (--json without --output) is carried in the line.
-        let carried = output == nil && !response.body.isEmpty ? response.body : nil
-        let text = carried.flatMap { String(validating: $0, as: UTF8.self) }
-        body = output == nil ? (text ?? (carried == nil ? "" : nil)) : nil
-        bodyBase64 = carried != nil && text == nil ? carried?.base64EncodedString() : nil
+        // Without --output the body was buffered for this line (a streamed body is never reported
+        // in JSON).
+        let text = output == nil ? String(validating: response.body, as: UTF8.self) : nil
+        body = text
+        bodyBase64 = output == nil && text == nil ? response.body.base64EncodedString() : nil
         self.output = output
         idempotencyKey = key
     }

@@ -251,6 +251,9 @@ public final class PathMonitor: Sendable {
         }
     }
 
+    /// Whether the monitor has been neither started nor cancelled.
+    package var isIdle: Bool { state.withLock { $0.phase == .idle } }
+
     /// Starts the monitor unless it was started (or cancelled) already, saying nothing then: for a
     /// service that starts, when it first needs a path, a monitor it was given unstarted. Returns
     /// whether this call started it (once the system state has been read).

@@ -103,15 +103,9 @@ public final class NetworkService: Sendable {
     /// split tunnel waits for the tunnel); for any other host name, the path to the internet,
     /// since resolving names is the transport's business.
     private func pathMonitor(for url: URL) async -> PathMonitor? {
-        // A monitor given unstarted is started now, when a path is first needed (it reads the
-        // system: blocking work, on a thread of its own).
-        if let monitor, monitor.currentPath.unsatisfiedReason == .monitorUnavailable, monitor.failure == nil {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                Thread {
-                    monitor.startIfIdle(queue: Self.lazyStartQueue)
-                    continuation.resume()
-                }.start()
-            }
+        // A monitor given unstarted is started now, when a path is first needed.
+        if let monitor, monitor.isIdle {
+            _ = await Self.onThreadOfItsOwn { monitor.startIfIdle(queue: Self.lazyStartQueue) }
         }
         // A monitor that is not observing (cancelled, failed) explains nothing, and neither would
         // one made from it.
@@ -120,12 +114,17 @@ public final class NetworkService: Sendable {
         let destination = PathDestination(host)
         if case .host(let name) = destination, name != "localhost" { return monitor }
         if let existing = destinationMonitors.existing(for: destination) { return existing }
-        // Starting one resolves `localhost` and waits for the source's first answer: blocking work,
-        // done on a thread of its own rather than on the concurrency pool.
-        let made = await withCheckedContinuation { (continuation: CheckedContinuation<PathMonitor, Never>) in
-            Thread { continuation.resume(returning: monitor.monitoring(destination)) }.start()
-        }
+        // Starting one resolves `localhost` and waits for the source's first answer.
+        let made = await Self.onThreadOfItsOwn { monitor.monitoring(destination) }
         return destinationMonitors.keep(made, for: destination)
+    }
+
+    /// Runs blocking work (reading the system's state, resolving a name) on a thread of its own
+    /// rather than on the concurrency pool, and returns its result.
+    private static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: work()) }.start()
+        }
     }
 
     /// Where a monitor the service starts itself delivers its paths.
