@@ -342,10 +342,21 @@ package final class OutputFile: @unchecked Sendable {
     /// another process holds it; returns false (descriptor closed) when `partial` no longer names
     /// the locked file, because its holder renamed or removed it before letting go.
     private static func lockPartial(_ descriptor: Int32, partial: String, path: String) throws(OutputFileError) -> Bool {
+        // A process forked by another thread of this program holds our earlier descriptor of the
+        // same `.part` (and so its lock) until it execs: seen in a test that resumes a download
+        // right after abandoning it. A writer that really holds the file holds it for the whole
+        // download, so a short grace before calling it busy changes nothing for that case.
+        var busySince: ContinuousClock.Instant?
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
             if code == EWOULDBLOCK {
+                let now = ContinuousClock.now
+                if now - (busySince ?? now) < .milliseconds(200) {
+                    busySince = busySince ?? now
+                    usleep(2_000)
+                    continue
+                }
                 close(descriptor)
                 throw OutputFileError(path: path, reason: .busy(partial: partial))
             }
