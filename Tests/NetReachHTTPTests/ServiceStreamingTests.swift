@@ -64,6 +64,7 @@ struct ServiceStreamingTests {
                 policy.timeoutIntervalForRequest = .milliseconds(1500)
             }
             defer { monitor.cancel() }
+            _ = try await service.send(.get("/ok"))   // the transport's first use is not what is timed
             // 10 lines 300 ms apart: 3 s in all, twice the request timeout, never a 1.5 s gap.
             let response = try await service.send(.get("/drip?count=10&ms=300"))
             #expect(response.text.hasSuffix("line 9\n"))
