@@ -5,7 +5,7 @@ import NetReachHTTP
 extension CLIExitCode {
     /// The status `get` exits with after `error`.
     static func exitCode(for error: NetworkError) -> ExitCode {
-        switch error {
+        switch error.reason {
         case .unsuccessfulStatus: unsuccessfulStatus
         case .notConnected, .waitingForConnectivityTimedOut: notConnected
         case .connectionLost, .timedOut, .invalidResponse, .transport, .bodyTooLarge, .redirectRefused: requestFailed

@@ -211,9 +211,8 @@ struct GetCommand: AsyncParsableCommand {
         defer { monitor.cancel() }
 
         let report = GetReport(json: json, quiet: quiet, monitor: monitor)
-        let counter = AttemptCounter()
         let service = NetworkService(policy: policy, transport: client, monitor: monitor,
-                                     onWaiting: { report.waiting($0) }, interceptor: counter)
+                                     onWaiting: { report.waiting($0) })
 
         let started = ContinuousClock.now
         let sending = Task { [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
@@ -244,12 +243,12 @@ struct GetCommand: AsyncParsableCommand {
             // The service throws only NetworkError; Task erases the type.
             let error = thrown as? NetworkError ?? .cancelled
             // An error status's body goes to standard output, never over an --output file.
-            if case .unsuccessfulStatus(_, let body) = error, output == nil, !json {
+            if case .unsuccessfulStatus(_, let body) = error.reason, output == nil, !json {
                 do throws(StandardStream.WriteError) { try StandardStream.output.write(body) } catch {
                     throw CLIExitCode.outputFailed(error)
                 }
             }
-            report.failure(error, attempts: counter.count, key: request.idempotencyKey, output: output, elapsed: elapsed)
+            report.failure(error, key: request.idempotencyKey, output: output, elapsed: elapsed)
             throw CLIExitCode.exitCode(for: error)
         }
     }
@@ -271,7 +270,7 @@ struct GetCommand: AsyncParsableCommand {
                                         attempts: result.attempts, waitedForConnectivity: result.waitedForConnectivity)
                 return (response, result.bytes)
             } catch {
-                if case .unsuccessfulStatus(_, let body) = error, writeErrorBody { saveErrorBody(body, to: output) }
+                if case .unsuccessfulStatus(_, let body) = error.reason, writeErrorBody { saveErrorBody(body, to: output) }
                 throw error
             }
         }
@@ -333,16 +332,5 @@ struct GetCommand: AsyncParsableCommand {
             StandardStream.complain("cannot read --data file \(error)")
             throw CLIExitCode.localFile
         }
-    }
-}
-
-/// Counts the attempts the service makes, so a failure can say how many there were (redirect
-/// hops share their attempt's number).
-private final class AttemptCounter: RequestInterceptor {
-    private let attempts = Mutex(0)
-    var count: Int { attempts.withLock { $0 } }
-
-    func adapt(_ request: inout HTTPRequest, attempt: Int) async throws {
-        attempts.withLock { $0 = max($0, attempt) }
     }
 }

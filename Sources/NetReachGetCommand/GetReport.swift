@@ -107,12 +107,13 @@ final class GetReport: Sendable {
     }
 
     /// The request failed. Errors are printed even with `--quiet`.
-    func failure(_ error: NetworkError, attempts: Int, key: String?, output: String?, elapsed: Duration) {
+    func failure(_ error: NetworkError, key: String?, output: String?, elapsed: Duration) {
         if json {
-            emit(ErrorLine(error, attempts: attempts, key: key, output: output, elapsed: elapsed))
+            emit(ErrorLine(error, key: key, output: output, elapsed: elapsed))
         } else {
+            let attempts = error.attempts
             let tries = attempts == 0 ? "nothing sent" : attempts == 1 ? "1 attempt" : "\(attempts) attempts"
-            StandardStream.complain("\(error) (\(tries), after \(Self.seconds(elapsed)))")
+            StandardStream.complain("\(error.reason) (\(tries), after \(Self.seconds(elapsed)))")
         }
     }
 
@@ -259,16 +260,16 @@ private struct ErrorLine: Encodable {
     let output: String?
     let idempotencyKey: String?
 
-    init(_ error: NetworkError, attempts: Int, key: String?, output: String?, elapsed: Duration) {
-        message = error.description
-        self.attempts = attempts
+    init(_ error: NetworkError, key: String?, output: String?, elapsed: Duration) {
+        message = error.reason.description
+        attempts = error.attempts
         elapsedSeconds = GetReport.secondsValue(elapsed)
         self.output = output
         idempotencyKey = key
         var status: Int?
         var reason: String?
         var path: NetworkPath?
-        switch error {
+        switch error.reason {
         case .invalidURL: kind = "invalidURL"
         case .unsuccessfulStatus(let value, _):
             kind = "unsuccessfulStatus"

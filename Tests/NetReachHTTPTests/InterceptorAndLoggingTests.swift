@@ -133,7 +133,7 @@ struct LazyMonitorTests {
         #expect(network.subscriberCount == 0, "a request that succeeded read the system's state")
         let error = await #expect(throws: NetworkError.self) { try await service.send(.get("/down")) }
         #expect(network.subscriberCount == 1)
-        guard case .transport(_, let path)? = error else {
+        guard case .transport(_, let path)? = error?.reason else {
             Issue.record("expected a transport error, got \(String(describing: error))")
             return
         }

@@ -101,10 +101,51 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/busy"))
             Issue.record("expected a failure")
         } catch {
-            guard case .unsuccessfulStatus(let status, _) = error else { Issue.record("got \(error)"); return }
+            guard case .unsuccessfulStatus(let status, _) = error.reason else { Issue.record("got \(error)"); return }
             #expect(status.code == 503)
         }
         #expect(transport.sent.count == 1)
+    }
+
+    @Test("A failure says how many attempts it took, in its description too")
+    func failuresCountTheirAttempts() async {
+        // Retried until the policy gives up: every attempt counted.
+        let transport = ScriptedTransport(Array(repeating: .status(503), count: 10))
+        let (service, monitor) = Self.service(transport)
+        defer { monitor.cancel() }
+        do {
+            _ = try await service.send(.get("/busy"))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(transport.sent.count > 1)
+            #expect(error.attempts == transport.sent.count)
+            #expect(error.description.hasSuffix("; \(transport.sent.count) attempts"), "\(error)")
+        }
+
+        // A POST whose connection broke is not repeated: one attempt.
+        let once = ScriptedTransport([.failure(.connectionLost), .status(200)])
+        let (post, postMonitor) = Self.service(once)
+        defer { postMonitor.cancel() }
+        do {
+            _ = try await post.send(Request(method: .post, target: .path("/pay")))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.attempts == 1)
+            #expect(error.description.hasPrefix("connection lost"), "\(error)")
+            #expect(error.description.hasSuffix("; 1 attempt"), "\(error)")
+        }
+
+        // Refused before any attempt: nothing sent, and the description says so.
+        let never = ScriptedTransport([.status(200)])
+        let noBase = NetworkService(transport: never, monitor: monitor)
+        do {
+            _ = try await noBase.send(.get("/relative-without-base"))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.attempts == 0)
+            #expect(error.description.hasSuffix("; not sent"), "\(error)")
+        }
+        #expect(never.sent.isEmpty)
     }
 
     @Test func unacceptableStatusCarriesStatusAndBody() async {
@@ -115,7 +156,7 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/items/9"))
             Issue.record("expected a failure")
         } catch {
-            guard case .unsuccessfulStatus(let status, let body) = error else { Issue.record("got \(error)"); return }
+            guard case .unsuccessfulStatus(let status, let body) = error.reason else { Issue.record("got \(error)"); return }
             #expect(status.code == 404)
             #expect(String(decoding: body, as: UTF8.self) == "no such item")
             #expect(error.description.contains("404"))
@@ -140,7 +181,7 @@ struct NetworkServiceTests {
             _ = try await noBase.send(Request(method: .get, target: target))
             Issue.record("expected invalidURL for \(text)")
         } catch {
-            guard case .invalidURL = error else { Issue.record("got \(error)"); return }
+            guard case .invalidURL = error.reason else { Issue.record("got \(error)"); return }
         }
         _ = service
         #expect(transport.sent.isEmpty)
@@ -208,7 +249,7 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/feed"))
             Issue.record("expected notConnected")
         } catch {
-            guard case .notConnected(let reason, let path) = error else { Issue.record("got \(error)"); return }
+            guard case .notConnected(let reason, let path) = error.reason else { Issue.record("got \(error)"); return }
             #expect(reason == .noPath(.noDefaultRoute))
             #expect(path.unsatisfiedReason == .noDefaultRoute)
         }
@@ -225,7 +266,7 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/feed"))
             Issue.record("expected notConnected")
         } catch {
-            guard case .notConnected(.noPath(.noDefaultRoute), _) = error else { Issue.record("got \(error)"); return }
+            guard case .notConnected(.noPath(.noDefaultRoute), _) = error.reason else { Issue.record("got \(error)"); return }
         }
         #expect(transport.sent.count == 1, "one attempt, then the path explains the failure")
     }
@@ -247,7 +288,7 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/video"))
             Issue.record("expected notConnected")
         } catch {
-            guard case .notConnected(let reason, let path) = error else { Issue.record("got \(error)"); return }
+            guard case .notConnected(let reason, let path) = error.reason else { Issue.record("got \(error)"); return }
             #expect(reason == .expensiveDenied)
             #expect(path.usesInterfaceType(.cellular))
         }
@@ -281,7 +322,7 @@ struct NetworkServiceTests {
             _ = try await service.send(Request.get("/sync").with { $0.allowsCellularAccess = true })
             Issue.record("expected a failure")
         } catch {
-            guard case .transport(let underlying, let path) = error else { Issue.record("got \(error)"); return }
+            guard case .transport(let underlying, let path) = error.reason else { Issue.record("got \(error)"); return }
             #expect(underlying.kind == .cannotConnect)
             #expect(path?.usesInterfaceType(.cellular) == true)
         }
@@ -316,7 +357,7 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/feed"))
             Issue.record("expected a timeout")
         } catch {
-            guard case .waitingForConnectivityTimedOut(let reason, let path) = error else { Issue.record("got \(error)"); return }
+            guard case .waitingForConnectivityTimedOut(let reason, let path) = error.reason else { Issue.record("got \(error)"); return }
             #expect(reason == .noPath(.noDefaultRoute))
             #expect(path.unsatisfiedReason == .noDefaultRoute)
         }
@@ -347,7 +388,7 @@ struct NetworkServiceTests {
                 _ = try await task.value
                 Issue.record("\(path): expected cancellation")
             } catch let error as NetworkError {
-                guard case .cancelled = error else { Issue.record("\(path): got \(error)"); continue }
+                guard case .cancelled = error.reason else { Issue.record("\(path): got \(error)"); continue }
             } catch {
                 Issue.record("\(path): got \(error)")
             }
@@ -381,7 +422,7 @@ struct NetworkServiceTests {
             let handle = service.send(.get("/slow"), queue: DispatchQueue(label: "completion")) { continuation.resume(returning: $0) }
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { handle.cancel() }
         }
-        guard case .failure(.cancelled) = result else { Issue.record("got \(result)"); return }
+        guard case .failure(let error) = result, error.isCancelled else { Issue.record("got \(result)"); return }
     }
 }
 

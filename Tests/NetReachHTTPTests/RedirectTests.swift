@@ -53,7 +53,7 @@ struct RedirectTests {
         }
         let request = Request(method: .put, target: .path("/upload"), body: HTTPBody(stream, length: .unknown))
         let error = await #expect(throws: NetworkError.self) { try await service.send(request) }
-        guard case .redirectRefused(let why, let location)? = error else {
+        guard case .redirectRefused(let why, let location)? = error?.reason else {
             Issue.record("expected redirectRefused, got \(String(describing: error))")
             return
         }
@@ -100,7 +100,7 @@ struct RedirectTests {
         monitor.cancel()
         let secure = Request(method: .get, target: .url(URL(string: "https://service.test/secure")!))
         let error = await #expect(throws: NetworkError.self) { try await service.send(secure) }
-        guard case .redirectRefused(let why, _)? = error else {
+        guard case .redirectRefused(let why, _)? = error?.reason else {
             Issue.record("expected redirectRefused, got \(String(describing: error))")
             return
         }
@@ -115,7 +115,7 @@ struct RedirectTests {
     @Test func moreHopsThanTheLimitIsRefused() async throws {
         let (service, transport) = service([Self.redirect(302, to: "/loop")]) { $0.redirects = .follow(limit: 3) }
         let error = await #expect(throws: NetworkError.self) { try await service.send(.get("/loop")) }
-        guard case .redirectRefused(let why, _)? = error else {
+        guard case .redirectRefused(let why, _)? = error?.reason else {
             Issue.record("expected redirectRefused, got \(String(describing: error))")
             return
         }
@@ -126,7 +126,7 @@ struct RedirectTests {
     @Test func neverFollowingMakesTheRedirectAStatus() async throws {
         let (service, transport) = service([Self.redirect(301, to: "/elsewhere")]) { $0.redirects = .never }
         let error = await #expect(throws: NetworkError.self) { try await service.send(.get("/old")) }
-        guard case .unsuccessfulStatus(let status, _)? = error else {
+        guard case .unsuccessfulStatus(let status, _)? = error?.reason else {
             Issue.record("expected unsuccessfulStatus, got \(String(describing: error))")
             return
         }
@@ -145,7 +145,7 @@ struct RedirectTests {
     @Test func aRedirectWithoutAUsableLocationIsJudgedAsAStatus() async throws {
         let (service, _) = service([Self.redirect(302, to: "ftp://files.test/x")])
         let error = await #expect(throws: NetworkError.self) { try await service.send(.get("/start")) }
-        guard case .unsuccessfulStatus(let status, _)? = error else {
+        guard case .unsuccessfulStatus(let status, _)? = error?.reason else {
             Issue.record("expected unsuccessfulStatus, got \(String(describing: error))")
             return
         }

@@ -27,7 +27,7 @@ struct ServiceOriginTests {
             _ = try await service.send(Request(method: .get, target: .url(url)))
             Issue.record("expected invalidURL for \(text)")
         } catch {
-            guard case .invalidURL = error else { Issue.record("got \(error)"); return }
+            guard case .invalidURL = error.reason else { Issue.record("got \(error)"); return }
         }
         #expect(transport.sent.isEmpty)
     }

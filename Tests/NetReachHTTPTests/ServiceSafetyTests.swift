@@ -84,7 +84,7 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/reset-after-headers"))
                 Issue.record("expected connectionLost")
             } catch {
-                guard case .connectionLost = error else { Issue.record("got \(error)"); return }
+                guard case .connectionLost = error.reason else { Issue.record("got \(error)"); return }
             }
             #expect(server.received(path: "/reset-after-headers").count == 3)
         }
@@ -117,7 +117,7 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/retry-after", query: ["seconds": "3600"]))
                 Issue.record("expected unsuccessfulStatus")
             } catch {
-                guard case .unsuccessfulStatus(let status, _) = error else { Issue.record("got \(error)"); return }
+                guard case .unsuccessfulStatus(let status, _) = error.reason else { Issue.record("got \(error)"); return }
                 #expect(status.code == 503)
             }
             #expect(clock.now - start < .seconds(10), "gave up only after \(clock.now - start)")
@@ -132,7 +132,7 @@ struct ServiceSafetyTests {
             _ = try await service.send(.get("http://127.0.0.1:99999/"))
             Issue.record("expected invalidURL")
         } catch {
-            guard case .invalidURL = error else { Issue.record("got \(error)"); return }
+            guard case .invalidURL = error.reason else { Issue.record("got \(error)"); return }
         }
     }
 
@@ -154,7 +154,7 @@ struct ServiceSafetyTests {
             _ = try await service.send(.post("/orders", body: Data("order".utf8)))
             Issue.record("expected a failure")
         } catch {
-            guard case .transport(let underlying, _) = error else { Issue.record("got \(error)"); return }
+            guard case .transport(let underlying, _) = error.reason else { Issue.record("got \(error)"); return }
             #expect(underlying.kind == .cannotConnect)
         }
         #expect(attempts.count == 3, "connection refused is provably unsent, so even a POST is retried")
@@ -169,7 +169,7 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/status/\(status)"))
                 Issue.record("expected unsuccessfulStatus")
             } catch {
-                guard case .unsuccessfulStatus(let got, let body) = error else { Issue.record("got \(error)"); return }
+                guard case .unsuccessfulStatus(let got, let body) = error.reason else { Issue.record("got \(error)"); return }
                 #expect(got.code == status)
                 #expect(String(decoding: body, as: UTF8.self) == "status \(status)")
             }
@@ -188,7 +188,7 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/slow-headers", query: ["ms": "2000"]))
                 Issue.record("expected timedOut")
             } catch {
-                guard case .timedOut(let path) = error else { Issue.record("got \(error)"); return }
+                guard case .timedOut(let path) = error.reason else { Issue.record("got \(error)"); return }
                 #expect(path?.status == .satisfied)
             }
         }
@@ -206,7 +206,7 @@ struct ServiceSafetyTests {
             try await Task.sleep(for: .milliseconds(50))
             task.cancel()
             let result = await task.result
-            guard case .failure(let error as NetworkError) = result, case .cancelled = error else {
+            guard case .failure(let error as NetworkError) = result, case .cancelled = error.reason else {
                 Issue.record("expected cancelled, got \(result)")
                 return
             }

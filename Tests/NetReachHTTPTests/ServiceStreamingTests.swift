@@ -22,7 +22,7 @@ struct ServiceStreamingTests {
             let error = await #expect(throws: NetworkError.self) {
                 try await service.send(.get("/big?bytes=1000000"))
             }
-            guard case .bodyTooLarge(let limit)? = error else {
+            guard case .bodyTooLarge(let limit)? = error?.reason else {
                 Issue.record("expected bodyTooLarge, got \(String(describing: error))")
                 return
             }
@@ -83,7 +83,7 @@ struct ServiceStreamingTests {
             let error = await #expect(throws: NetworkError.self) {
                 try await service.send(.get("/drip?count=10&ms=20&stallAfter=3"))
             }
-            guard case .timedOut? = error else {
+            guard case .timedOut? = error?.reason else {
                 Issue.record("expected timedOut, got \(String(describing: error))")
                 return
             }
@@ -103,10 +103,12 @@ struct ServiceStreamingTests {
                 for try await chunk in stream.body { received += chunk.count }
                 Issue.record("a reset body ended normally after \(received) bytes")
             } catch let error as NetworkError {
-                guard case .connectionLost = error else {
+                guard case .connectionLost = error.reason else {
                     Issue.record("expected connectionLost, got \(error)")
                     return
                 }
+                #expect(error.attempts == stream.attempts)
+                #expect(error.description.hasSuffix("; 1 attempt"), "\(error)")
             }
             #expect(received <= 100)
             #expect(server.received(path: "/reset-mid-body").count == 1, "a body being read is never retried")
@@ -244,7 +246,7 @@ struct ServiceStreamingTests {
                 let error = await #expect(throws: NetworkError.self) {
                     try await service.upload(.put("/echo"), fromFile: URL(fileURLWithPath: path))
                 }
-                guard case .cannotRead(let detail)? = error else {
+                guard case .cannotRead(let detail)? = error?.reason else {
                     Issue.record("expected cannotRead, got \(String(describing: error))")
                     continue
                 }

@@ -22,16 +22,19 @@ func snippet_NetReachHTTP_NetReachHTTP_1() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/NetReachHTTP.md:39-48
+// Sources/NetReachHTTP/NetReachHTTP.docc/NetReachHTTP.md:40-52
 func snippet_NetReachHTTP_NetReachHTTP_2() async throws {
     do {
         let response = try await service.send(.get("/v1/feed"))
         render(response.body)
-    } catch .notConnected(let reason, let path) {
-        show("Offline: \(reason) (\(path))")          // e.g. "no path: no default route"
-    } catch .unsuccessfulStatus(let status, _) where status.code == 404 {
-        show("Not found")
     } catch {
-        show(error.description)
+        switch error.reason {
+        case .notConnected(let reason, let path):
+            show("Offline: \(reason) (\(path))")      // e.g. "no path: no default route"
+        case .unsuccessfulStatus(let status, _) where status.code == 404:
+            show("Not found")
+        default:
+            show(error.description)                    // "timed out; path: …; 3 attempts"
+        }
     }
 }

@@ -100,7 +100,7 @@ func snippet_NetReachHTTP_RetryingSafely_9() async throws {
     let handle = service.send(.get("/v1/feed"), queue: .main) { result in
         switch result {
         case .success(let response): render(response.body)
-        case .failure(.cancelled): break
+        case .failure(let error) where error.isCancelled: break
         case .failure(let error): show(error.description)
         }
     }

@@ -36,32 +36,36 @@ func snippet_NetReachHTTP_WaitingForConnectivity_2() async throws {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:74-81
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:74-83
 func snippet_NetReachHTTP_WaitingForConnectivity_3() async throws {
     do {
         let response = try await service.send(.get("/v1/feed"))
         render(response.body)
-    } catch .waitingForConnectivityTimedOut(let reason, let path) {
-        show("Still offline after 5 minutes (\(reason)); path: \(path)")
     } catch {
-        show(error.description)
+        if case .waitingForConnectivityTimedOut(let reason, let path) = error.reason {
+            show("Still offline after 5 minutes (\(reason)); path: \(path)")
+        } else {
+            show(error.description)
+        }
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:116-125
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:118-129
 func snippet_NetReachHTTP_WaitingForConnectivity_4() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!, transport: URLSessionTransport())
     do {
         _ = try await service.send(.get("/v1/status"))
-    } catch .notConnected(let reason, let path) {
-        show("Offline (\(reason)); path: \(path)")   // "Offline (no path: no default route); path: unsatisfied ..."
     } catch {
-        show(error.description)
+        if case .notConnected(let reason, let path) = error.reason {
+            show("Offline (\(reason)); path: \(path)")   // "Offline (no path: no default route); path: unsatisfied ..."
+        } else {
+            show(error.description)
+        }
     }
     _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:133-145
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:137-151
 func snippet_NetReachHTTP_WaitingForConnectivity_5() async throws {
     var policy = RequestPolicy()
     policy.allowsCellularAccess = false
@@ -69,15 +73,17 @@ func snippet_NetReachHTTP_WaitingForConnectivity_5() async throws {
                                  policy: policy, transport: URLSessionTransport())
     do {
         _ = try await service.send(.get("/v1/videos/42"))
-    } catch .notConnected(.cellularDenied, let path) {
-        show("Not over cellular: \(path)")            // nothing was sent
     } catch {
-        show(error.description)
+        if case .notConnected(.cellularDenied, let path) = error.reason {
+            show("Not over cellular: \(path)")            // nothing was sent: error.attempts == 0
+        } else {
+            show(error.description)
+        }
     }
     _ = policy; _ = service   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:165-171
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:171-177
 func snippet_NetReachHTTP_WaitingForConnectivity_6() async throws {
     // The service uses any network; this backup waits, up to an hour, for one that is not metered.
     let backup = Request.put("/v1/backup", body: archive).with {
@@ -89,9 +95,9 @@ func snippet_NetReachHTTP_WaitingForConnectivity_6() async throws {
     _ = backup; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:198-202 is not compiled: URLSession code for Apple platforms, what the port starts from; on Linux URLSessionConfiguration needs FoundationNetworking
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:204-208 is not compiled: URLSession code for Apple platforms, what the port starts from; on Linux URLSessionConfiguration needs FoundationNetworking
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:206-210
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:212-216
 func snippet_NetReachHTTP_WaitingForConnectivity_8() async throws {
     // After (Linux, and the same code compiles on Apple platforms against NetReachHTTP)
     var policy = RequestPolicy()
@@ -101,14 +107,14 @@ func snippet_NetReachHTTP_WaitingForConnectivity_8() async throws {
     _ = policy   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:225-229, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:231-235, at file scope so later snippets can use it
 fileprivate struct AlwaysOK: HTTPTransport {
     func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         (HTTPResponse(status: .ok), HTTPBody())
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:219-248
+// Sources/NetReachHTTP/NetReachHTTP.docc/WaitingForConnectivity.md:225-254
 func snippet_NetReachHTTP_WaitingForConnectivity_9() async throws {
     let network = SimulatedNetwork.connected(.cellular)
     let monitor = PathMonitor(source: network)

@@ -88,7 +88,7 @@ func snippet_README_7() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:141-147
+// README.md:143-149
 func snippet_README_8() async throws {
     let events = try await service.bytes(.get("/v1/events"))          // as it arrives
     for try await chunk in events.body { print(chunk.count) }
@@ -100,7 +100,7 @@ func snippet_README_8() async throws {
     _ = events; _ = iso   // the snippet may only show these
 }
 
-// README.md:154-164
+// README.md:156-166
 func snippet_README_9() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })

@@ -67,7 +67,9 @@ extension NetworkService {
                 read: { exchange throws(AttemptFailure) in
                     try await Self.receive(exchange, into: file, state: state, progress: progress)
                 })
-            do throws(OutputFileError) { try file.commit() } catch { throw .cannotWrite(error.description) }
+            do throws(OutputFileError) { try file.commit() } catch {
+                throw NetworkError.cannotWrite(error.description).after(attempts: head.attempts)
+            }
             let snapshot = state.snapshot
             return DownloadResponse(
                 status: head.status, headerFields: head.headerFields, url: head.url, fileURL: destination,

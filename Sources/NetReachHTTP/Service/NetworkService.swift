@@ -183,7 +183,7 @@ public final class NetworkService: Sendable {
     public func bytes(_ request: Request) async throws(NetworkError) -> StreamingResponse {
         try await perform(request) { exchange throws(AttemptFailure) in
             StreamingResponse(status: exchange.head.status, headerFields: exchange.head.headerFields,
-                              body: ResponseBody(exchange.body, path: exchange.monitor),
+                              body: ResponseBody(exchange.body, path: exchange.monitor, attempts: exchange.attempt),
                               url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
         }
     }
@@ -238,6 +238,9 @@ public final class NetworkService: Sendable {
         let resourceDeadline = start + policy.timeoutIntervalForResource
         var waited = Duration.zero
         var attempt = 0
+        // Times the request was handed to the transport: what a failure reports as its attempts.
+        var sent = 0
+        do throws(NetworkError) {
         while true {
             if Task.isCancelled { throw .cancelled }
             attempt += 1
@@ -262,6 +265,7 @@ public final class NetworkService: Sendable {
                 let options = TransportOptions(stallTimeout: policy.timeoutIntervalForRequest, deadline: resourceDeadline)
                 let response: HTTPResponse
                 let responseBody: HTTPBody
+                sent += 1
                 do throws(TransportError) {
                     (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
                 } catch {
@@ -280,6 +284,7 @@ public final class NetworkService: Sendable {
                         monitorIsForURL = needsPathFirst
                     }
                     attempt -= 1
+                    sent -= 1
                     continue
                 }
                 if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
@@ -305,12 +310,12 @@ public final class NetworkService: Sendable {
                 }
             } catch {
                 switch error {
-                case .local(.unsuccessfulStatus(let status, let body)) where !policy.acceptableStatusCodes.contains(status.code):
+                case .local(let error):
                     // An error body longer than what is kept: the status is the failure.
+                    guard case .unsuccessfulStatus(let status, let body) = error.reason,
+                          !policy.acceptableStatusCodes.contains(status.code) else { throw error }
                     failure = .status(status.code, retryAfter: nil)
                     explained = .unsuccessfulStatus(status, body: body)
-                case .local(let error):
-                    throw error
                 case .transport(let error):
                     if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
                     if !monitorIsForURL {
@@ -325,7 +330,7 @@ public final class NetworkService: Sendable {
             // An attempt that could not leave while the monitor sees no usable path: without waiting,
             // no back-off will bring the network back, so say so now (as URLSession's
             // notConnectedToInternet does). With waiting, the next attempt waits for the path first.
-            if case .notConnected = explained, !policy.waitsForConnectivity { throw explained }
+            if case .notConnected = explained.reason, !policy.waitsForConnectivity { throw explained }
 
             let context = RetryAttempt(method: method, number: attempt, failure: failure,
                                        elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
@@ -335,11 +340,14 @@ public final class NetworkService: Sendable {
             guard context.isSafeToRepeat, body?.canReplay ?? true,
                   case .retry(let delay) = policy.retryPolicy.decision(for: context),
                   clock.now + delay < resourceDeadline else {
-                logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained)"])
+                logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained.reason)"])
                 throw explained
             }
-            logger.info("retrying", metadata: ["attempt": "\(attempt)", "after": "\(delay)", "error": "\(explained)"])
+            logger.info("retrying", metadata: ["attempt": "\(attempt)", "after": "\(delay)", "error": "\(explained.reason)"])
             do { try await Task.sleep(for: delay) } catch { throw .cancelled }
+        }
+        } catch {
+            throw error.after(attempts: sent)
         }
     }
 

@@ -49,26 +49,31 @@ public struct ResponseBody: AsyncSequence, Sendable {
     }
     let base: HTTPBody
     let monitor: PathMonitor?
+    /// The attempts the response took, for the failures the body throws.
+    let attempts: Int
 
-    init(_ base: HTTPBody, path monitor: PathMonitor?) {
+    init(_ base: HTTPBody, path monitor: PathMonitor?, attempts: Int) {
         self.base = base
         self.monitor = monitor
+        self.attempts = attempts
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), monitor: monitor) }
+    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), monitor: monitor, attempts: attempts) }
 
     /// Yields the body's chunks; throws ``NetworkError``.
     public struct Iterator: AsyncIteratorProtocol {
         var base: HTTPBody.Iterator
         let monitor: PathMonitor?
+        let attempts: Int
 
         public mutating func next() async throws -> ArraySlice<UInt8>? {
             do {
                 return try await base.next()
             } catch let error as TransportError {
-                throw NetworkError(readingBody: error, path: monitor?.currentPath)
+                throw NetworkError(readingBody: error, path: monitor?.currentPath).after(attempts: attempts)
             } catch {
                 throw NetworkError.transport(TransportError(.other, String(describing: error)), path: monitor?.currentPath)
+                    .after(attempts: attempts)
             }
         }
     }
