@@ -10,7 +10,8 @@
 #   Benchmarks/run-transfer.sh                    # all three, RUNS=3 each (medians)
 #   RUNS=1 SIZE_MB=256 Benchmarks/run-transfer.sh download
 #
-# Builds netreach and netreach-http in release from this checkout (or uses BIN_DIR). Needs nginx,
+# Builds netreach and netreach-http in release from this checkout (or uses BIN_DIR), and for the
+# small GET also the static release of scripts/build-release.sh (or uses STATIC_BIN_DIR). Needs nginx,
 # curl, python3 and GNU time (/usr/bin/time). Traffic stays on 127.0.0.1. Waits (at most
 # LOAD_WAIT s) for the load average to fall below LOAD_MAX first, and prints it.
 # Output: the table on stdout; raw lines in Benchmarks/.build/transfer-runs/<time>-<pid>/.
@@ -36,6 +37,13 @@ if [ -z "${BIN_DIR:-}" ]; then
     echo "== building netreach and netreach-http (release)" >&2
     (cd "$root" && timeout 2400 swift build -c release --product netreach-http >&2 && timeout 1200 swift build -c release --product netreach-http-urlsession >&2 && timeout 1200 swift build -c release --product netreach >&2)
     BIN_DIR="$(cd "$root" && swift build -c release --show-bin-path)"
+fi
+# The small GET is also measured on a static build (scripts/build-release.sh): how a start-up-bound
+# command is meant to be shipped.
+if [ -z "${STATIC_BIN_DIR:-}" ] && { [ "$what" = all ] || [ "$what" = small ]; }; then
+    echo "== building the static release (scripts/build-release.sh)" >&2
+    (cd "$root" && timeout 2400 scripts/build-release.sh >&2)
+    STATIC_BIN_DIR="$(cd "$root" && scripts/build-release.sh --show-bin-path)"
 fi
 http="$BIN_DIR/netreach-http"
 cli="$BIN_DIR/netreach"
@@ -149,7 +157,11 @@ if [ "$what" = all ] || [ "$what" = small ]; then
     c=""
     for entry in "curl|curl -sS $url" "netreach-http get|$http get -q $url" "netreach get|$cli get -q $url" \
                  "netreach-http get --transport urlsession|$http get -q --transport urlsession $url" \
-                 "(process floor: /bin/true)|/bin/true" "(netreach-http get --help)|$http get --help"; do
+                 "static: netreach-http get|$STATIC_BIN_DIR/netreach-http get -q $url" \
+                 "static: netreach get|$STATIC_BIN_DIR/netreach get -q $url" \
+                 "static: netreach-http get --transport urlsession|$STATIC_BIN_DIR/netreach-http get -q --transport urlsession $url" \
+                 "(process floor: /bin/true)|/bin/true" "(netreach-http get --help)|$http get --help" \
+                 "(static: netreach-http get --help)|$STATIC_BIN_DIR/netreach-http get --help"; do
         name="${entry%%|*}"; cmd="${entry#*|}"
         # shellcheck disable=SC2086
         us="$(small $cmd)"
