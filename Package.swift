@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "NetReachURLSession", targets: ["NetReachURLSession"]),
         // Separate product: AsyncHTTPClient brings SwiftNIO, which URLSession users need not build.
         .library(name: "NetReachAsyncHTTPClient", targets: ["NetReachAsyncHTTPClient"]),
+        // Is the internet really there: connectivity levels, and the offline indicator.
+        .library(name: "NetReachConnectivity", targets: ["NetReachConnectivity"]),
         .executable(name: "netreach", targets: ["netreach"]),
         // `netreach get` runs this; apart so `status`/`watch`/`wait` never load the HTTP stack.
         .executable(name: "netreach-http", targets: ["netreach-http"]),
@@ -29,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Tests only: a clock the tests move by hand (OfflineIndicator's grace periods).
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
     targets: [
         // Kernel headers and macro shims Glibc does not import (NETLINK_ROUTE, RTM_*, IFLA_*, setns).
@@ -38,6 +42,7 @@ let package = Package(
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
         ),
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
+        .target(name: "NetReachConnectivity", dependencies: ["NetReach"]),
         .target(
             name: "NetReachHTTP",
             dependencies: [
@@ -100,6 +105,13 @@ let package = Package(
         .executableTarget(name: "netreach-http-urlsession", dependencies: ["NetReachGetCommand", "NetReachHTTP", "NetReachURLSession"]),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
         .testTarget(
+            name: "NetReachConnectivityTests",
+            dependencies: [
+                "NetReachConnectivity", "NetReach", "NetReachTesting",
+                .product(name: "Clocks", package: "swift-clocks"),
+            ]
+        ),
+        .testTarget(
             name: "NetReachHTTPTests",
             dependencies: [
                 "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting",
@@ -128,6 +140,7 @@ let package = Package(
             name: "SnippetChecks",
             dependencies: [
                 "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient",
+                "NetReachConnectivity",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

@@ -6,6 +6,7 @@ import Foundation
 import NetReach
 import NetReachTesting
 import Testing
+import NetReachConnectivity
 import NetReachHTTP
 import NetReachURLSession
 import NetReachAsyncHTTPClient
@@ -72,8 +73,18 @@ func snippet_README_6() async throws {
     _ = network; _ = monitor   // the snippet may only show these
 }
 
-// README.md:113-126
+// README.md:114-121
 func snippet_README_7() async throws {
+    @MainActor final class OfflineBanner {
+        private let indicator = OfflineIndicator { showing in
+            print(showing ? "offline" : "back online")   // show or hide the banner here
+        }
+        func start() { indicator.follow(PathMonitor.shared) }
+    }
+}
+
+// README.md:130-143
+func snippet_README_8() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true                 // wait before starting, up to the resource timeout
     policy.allowsExpensiveNetworkAccess = false        // cellular or metered: wait for, or fail without, a cheap network
@@ -88,8 +99,8 @@ func snippet_README_7() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:143-149
-func snippet_README_8() async throws {
+// README.md:160-166
+func snippet_README_9() async throws {
     let events = try await service.bytes(.get("/v1/events"))          // as it arrives
     for try await chunk in events.body { print(chunk.count) }
 
@@ -100,8 +111,8 @@ func snippet_README_8() async throws {
     _ = events; _ = iso   // the snippet may only show these
 }
 
-// README.md:156-166
-func snippet_README_9() async throws {
+// README.md:173-183
+func snippet_README_10() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })
     let handle = service.send(.get("https://api.example.com/v1/feed"), queue: .main) { result in
