@@ -142,31 +142,38 @@ if [ "$what" = all ] || [ "$what" = upload ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = small ]; then
-    echo; echo "one small GET from a fresh process, median of $small_runs (ms)"
-    echo "| client | median ms | ratio to curl |"; echo "| --- | ---: | ---: |"
-    small() {
-        local values=()
-        for _ in $(seq 1 "$small_runs"); do
-            local t0 t1
-            t0=$(date +%s%N); "$@" > /dev/null 2>&1; t1=$(date +%s%N)
-            values+=("$(( (t1 - t0) / 1000 ))")
-        done
-        printf '%s\n' "${values[@]}" | median
-    }
+    echo; echo "one small GET from a fresh process, median of $small_runs interleaved rounds (ms)"
+    echo "| client | median ms | ratio to curl | ratio to curl, per round (median) |"; echo "| --- | ---: | ---: | ---: |"
     url="http://127.0.0.1:$port/small.txt"
+    entries=("curl|curl -sS $url" "netreach-http get|$http get -q $url" "netreach get|$cli get -q $url"
+             "netreach-http get --transport urlsession|$http get -q --transport urlsession $url"
+             "static: netreach-http get|$STATIC_BIN_DIR/netreach-http get -q $url"
+             "static: netreach get|$STATIC_BIN_DIR/netreach get -q $url"
+             "static: netreach-http get --transport urlsession|$STATIC_BIN_DIR/netreach-http get -q --transport urlsession $url"
+             "(process floor: /bin/true)|/bin/true" "(netreach-http get --help)|$http get --help"
+             "(static: netreach-http get --help)|$STATIC_BIN_DIR/netreach-http get --help")
+    # Each round runs every client once, so a slower minute of the machine (a shared VM's
+    # neighbours) weighs on all of them alike; each row's median is over its rounds, and the last
+    # column is the median of its per-round ratios to curl.
+    declare -A times=()
+    for round in $(seq 1 "$small_runs"); do
+        for i in "${!entries[@]}"; do
+            cmd="${entries[$i]#*|}"
+            t0=$(date +%s%N)
+            # shellcheck disable=SC2086
+            $cmd > /dev/null 2>&1 || true
+            t1=$(date +%s%N)
+            times[$i,$round]=$(( (t1 - t0) / 1000 ))
+        done
+    done
     c=""
-    for entry in "curl|curl -sS $url" "netreach-http get|$http get -q $url" "netreach get|$cli get -q $url" \
-                 "netreach-http get --transport urlsession|$http get -q --transport urlsession $url" \
-                 "static: netreach-http get|$STATIC_BIN_DIR/netreach-http get -q $url" \
-                 "static: netreach get|$STATIC_BIN_DIR/netreach get -q $url" \
-                 "static: netreach-http get --transport urlsession|$STATIC_BIN_DIR/netreach-http get -q --transport urlsession $url" \
-                 "(process floor: /bin/true)|/bin/true" "(netreach-http get --help)|$http get --help" \
-                 "(static: netreach-http get --help)|$STATIC_BIN_DIR/netreach-http get --help"; do
-        name="${entry%%|*}"; cmd="${entry#*|}"
-        # shellcheck disable=SC2086
-        us="$(small $cmd)"
+    for i in "${!entries[@]}"; do
+        name="${entries[$i]%%|*}"
+        us="$(for round in $(seq 1 "$small_runs"); do echo "${times[$i,$round]}"; done | median)"
+        per_round="$(for round in $(seq 1 "$small_runs"); do awk -v u="${times[$i,$round]}" -v c="${times[0,$round]}" 'BEGIN { print u / c }'; done | median)"
         [ -n "$c" ] || c="$us"   # the first row, curl, is the baseline
-        printf '| %-40s | %8.1f | %5.2f× |\n' "$name" "$(awk -v u="$us" 'BEGIN { print u / 1000 }')" "$(awk -v u="$us" -v c="$c" 'BEGIN { print u / c }')"
+        printf '| %-48s | %8.1f | %5.2f× | %5.2f× |\n' "$name" "$(awk -v u="$us" 'BEGIN { print u / 1000 }')" \
+            "$(awk -v u="$us" -v c="$c" 'BEGIN { print u / c }')" "$per_round"
     done
 fi
 echo; echo "raw: $out/raw.txt"
