@@ -68,6 +68,8 @@ let package = Package(
             name: "NetReachAsyncHTTPClient",
             dependencies: [
                 "NetReachHTTP",
+                // AsyncHTTPClientProber: connectivity probes over one family, on this client.
+                "NetReachConnectivity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -114,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "NetReachHTTPTests",
             dependencies: [
-                "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting",
+                "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting", "NetReachConnectivity",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

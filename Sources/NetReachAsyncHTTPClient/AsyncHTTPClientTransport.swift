@@ -125,7 +125,14 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// As ``init(settings:)``, reading `SSL_CERT_FILE` and `SSL_CERT_DIR` from `environment`
     /// instead of the process's (for tests).
     package init(settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
-        let clients = try ClientSet(settings: settings, environment: environment)
+        try self.init(settings: settings, environment: environment, dnsOverride: [:])
+    }
+
+    /// As ``init(settings:)``, connecting to the addresses `dnsOverride` gives for its host names
+    /// (TLS still names and checks the host): how a connectivity probe is sent over one family.
+    package init(settings: TransportSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+                 dnsOverride: [String: String]) throws(TransportSettingsError) {
+        let clients = try ClientSet(settings: settings, environment: environment, dnsOverride: dnsOverride)
         self.client = clients.direct
         self.routing = .owned(clients)
     }
@@ -499,9 +506,11 @@ private final class ClientSet: Sendable {
     private let proxy: ProxySettings
     private let shutsDownOnDeinit: Bool
 
-    init(settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true) throws(TransportSettingsError) {
+    init(settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true,
+         dnsOverride: [String: String] = [:]) throws(TransportSettingsError) {
         try settings.checkFiles(environment: environment)
         var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.dnsOverride = dnsOverride
         configuration.tlsConfiguration = try Self.makeTLSConfiguration(settings.tls, environment: environment)
         Self.applyCommonSettings(to: &configuration, maximumDecodedBodySize: settings.maximumDecodedBodySize)
         if let connectTimeout = settings.connectTimeout {

@@ -187,7 +187,7 @@ private func settings(_ tls: TLSSettings) -> TransportSettings {
 }
 
 /// Makes certificates, starts nginx with them, runs `body`, and stops and removes everything.
-private func withNginx(_ body: (NginxServer, TestCertificates) async throws -> Void) async throws {
+func withNginx(_ body: (NginxServer, TestCertificates) async throws -> Void) async throws {
     let certificates = try await TestCertificates.make()
     defer { certificates.remove() }
     let nginx = try await NginxServer.start(certificates: certificates)

@@ -6,10 +6,10 @@ import Foundation
 import NetReach
 import NetReachTesting
 import Testing
+import NetReachAsyncHTTPClient
 import NetReachConnectivity
 import NetReachHTTP
 import NetReachURLSession
-import NetReachAsyncHTTPClient
 
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
 private func discardResult<T>(_ value: T) {}
@@ -73,8 +73,18 @@ func snippet_README_6() async throws {
     _ = network; _ = monitor   // the snippet may only show these
 }
 
-// README.md:114-121
+// README.md:116-123
 func snippet_README_7() async throws {
+    let connectivity = ConnectivityMonitor(
+        configuration: .init(probes: [ConnectivityProbe(URL(string: "http://192.0.2.10/generate_204")!)]),
+        prober: AsyncHTTPClientProber())
+    connectivity.updateHandler = { print($0.level, $0.ipv4, $0.ipv6) }   // full (ipv4 full (1 of 1 …), ipv6 local)
+    discardResult(connectivity.start(queue: .main))
+    _ = connectivity   // the snippet may only show these
+}
+
+// README.md:132-139
+func snippet_README_8() async throws {
     @MainActor final class OfflineBanner {
         private let indicator = OfflineIndicator { showing in
             print(showing ? "offline" : "back online")   // show or hide the banner here
@@ -83,8 +93,8 @@ func snippet_README_7() async throws {
     }
 }
 
-// README.md:130-143
-func snippet_README_8() async throws {
+// README.md:148-161
+func snippet_README_9() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true                 // wait before starting, up to the resource timeout
     policy.allowsExpensiveNetworkAccess = false        // cellular or metered: wait for, or fail without, a cheap network
@@ -99,8 +109,8 @@ func snippet_README_8() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:160-166
-func snippet_README_9() async throws {
+// README.md:178-184
+func snippet_README_10() async throws {
     let events = try await service.bytes(.get("/v1/events"))          // as it arrives
     for try await chunk in events.body { print(chunk.count) }
 
@@ -111,8 +121,8 @@ func snippet_README_9() async throws {
     _ = events; _ = iso   // the snippet may only show these
 }
 
-// README.md:173-183
-func snippet_README_10() async throws {
+// README.md:191-201
+func snippet_README_11() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })
     let handle = service.send(.get("https://api.example.com/v1/feed"), queue: .main) { result in

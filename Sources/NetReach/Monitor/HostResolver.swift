@@ -39,10 +39,13 @@ public enum HostResolutionError: Error, Sendable, Hashable, CustomStringConverti
 /// Resolves host names with `getaddrinfo` on a thread of its own, bounded by a timeout: the
 /// system resolver cannot be cancelled, so a stuck lookup is left to finish on its thread and its
 /// answer dropped, and the caller never hangs.
-enum HostResolver {
-    /// The addresses of `host` in the resolver's order (duplicates dropped), or why there are none.
-    static func resolve(_ host: String, timeout: Duration) -> Result<[IPAddress], HostResolutionError> {
-        resolve(host, timeout: timeout, lookUp: systemLookUp)
+package enum HostResolver {
+    /// The addresses of `host` in the resolver's order (duplicates dropped), or why there are none;
+    /// only those of `family` when one is given (as `getaddrinfo` with `AF_INET` or `AF_INET6`:
+    /// a name with only addresses of the other family is `notFound`).
+    package static func resolve(_ host: String, family: IPAddress.Family? = nil, timeout: Duration)
+        -> Result<[IPAddress], HostResolutionError> {
+        resolve(host, timeout: timeout) { systemLookUp($0, family: family) }
     }
 
     /// `resolve(_:timeout:)` around any blocking `lookUp` (tests give one that never answers in time).
@@ -66,10 +69,14 @@ enum HostResolver {
         return result
     }
 
-    private static func systemLookUp(_ host: String) -> Result<[IPAddress], HostResolutionError> {
+    private static func systemLookUp(_ host: String, family: IPAddress.Family?) -> Result<[IPAddress], HostResolutionError> {
         guard !host.isEmpty, !host.utf8.contains(0), host.utf8.count <= 253 else { return .failure(.notFound(host: host)) }
         var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
+        switch family {
+        case .ipv4?: hints.ai_family = AF_INET
+        case .ipv6?: hints.ai_family = AF_INET6
+        case nil: hints.ai_family = AF_UNSPEC
+        }
         #if canImport(Darwin)
         hints.ai_socktype = SOCK_STREAM
         #else

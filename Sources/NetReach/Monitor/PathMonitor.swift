@@ -191,7 +191,7 @@ public final class PathMonitor: Sendable {
     private init(
         requirements: PathRequirements, classification: InterfaceClassification, source: any PathSource, isShared: Bool,
         destination: PathDestination? = nil, resolutionTimeout: Duration = .seconds(5),
-        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError> = HostResolver.resolve
+        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError> = { HostResolver.resolve($0, timeout: $1) }
     ) {
         self.resolve = resolve
         self.requirements = requirements

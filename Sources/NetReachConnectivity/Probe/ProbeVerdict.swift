@@ -33,11 +33,11 @@ public enum ProbeVerdict: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Judges a probe's HTTP answer, with NetworkManager's rules as the reference.
-enum ProbeJudge {
+package enum ProbeJudge {
     /// The verdict on an answer: `status`, the `Location` header, NetworkManager's
     /// `X-NetworkManager-Status` header, and the body's first bytes (`bodyLength` counts all of it,
     /// up to one byte past the limit).
-    static func judge(
+    package static func judge(
         _ probe: ConnectivityProbe, status: Int, location: String?, networkManagerStatus: String?,
         bodyPrefix: [UInt8], bodyLength: Int
     ) -> ProbeVerdict {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// Where one request goes, worked out once: the URL that ``Response`` and ``WaitingEvent`` carry, and
 /// the scheme, authority and request target of the head handed to the transport.
@@ -431,5 +432,22 @@ struct ResolvedTarget: Sendable, Equatable {
                     && (octet.utf8.count == 1 || octet.first != "0") && Int(octet).map { $0 <= 255 } == true
             }
         }
+    }
+}
+
+extension HTTPRequest {
+    /// A GET of `url` as the transports take it (an ASCII host, path and query percent-encoded),
+    /// with the host name alone (no port; an IPv6 address without brackets); `nil` when `url`
+    /// cannot be sent. Connectivity probes are made this way.
+    package static func get(_ url: URL) -> (head: HTTPRequest, host: String)? {
+        guard let target = ResolvedTarget.resolve(.url(url), queryItems: [], base: nil) else { return nil }
+        let head = HTTPRequest(method: .get, scheme: target.scheme, authority: target.authority, path: target.pathAndQuery)
+        var host = Substring(target.authority)
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            host = host[..<colon]
+        }
+        return (head, String(host))
     }
 }

@@ -1,0 +1,182 @@
+import NetReach
+
+/// The monitor's decisions over time: paths in, rounds of probes out, verdicts published. The
+/// judging itself is in the value types (`ProbeRound`, `ConnectivityHysteresis`, `ProbeSchedule`);
+/// this actor only owns the round in flight and the timer.
+actor ConnectivityEngine {
+    private let configuration: ConnectivityMonitor.Configuration
+    private let prober: any ConnectivityProber
+    private let elapsed: @Sendable () -> Duration
+    private let sleepUntil: @Sendable (Duration) async throws -> Void
+    private let publish: @Sendable (Connectivity) -> Void
+
+    private var hysteresis: [IPAddress.Family: ConnectivityHysteresis]
+    private var schedule: ProbeSchedule
+    private var verdict = Connectivity.unknown
+    /// What makes a path another network: a new one starts from `unknown`.
+    private var network: NetworkIdentity?
+    /// Bumped by every path change: a round or timer of an older path is ignored.
+    private var generation = 0
+    private var round: Task<Void, Never>?
+    private var timer: Task<Void, Never>?
+
+    init(configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
+         elapsed: @escaping @Sendable () -> Duration, sleepUntil: @escaping @Sendable (Duration) async throws -> Void,
+         publish: @escaping @Sendable (Connectivity) -> Void) {
+        self.configuration = configuration
+        self.prober = prober
+        self.elapsed = elapsed
+        self.sleepUntil = sleepUntil
+        self.publish = publish
+        let one = ConnectivityHysteresis(failedRoundsToLeaveFull: configuration.failedRoundsToLeaveFull, dwell: configuration.dwell)
+        hysteresis = [.ipv4: one, .ipv6: one]
+        schedule = ProbeSchedule(interval: configuration.probeInterval, initialBackOff: configuration.initialBackOff,
+                                 periodicWhileFull: configuration.probesWhileFull)
+    }
+
+    /// Stops the round in flight and the timer for good.
+    func stop() {
+        generation += 1
+        round?.cancel()
+        timer?.cancel()
+    }
+
+    /// A new path: judged at once from the path where it decides (no path, no route beyond the
+    /// link), else by a round of probes now.
+    func pathChanged(_ path: NetworkPath) {
+        generation += 1
+        round?.cancel()
+        timer?.cancel()
+        let identity = NetworkIdentity(path)
+        let isAnotherNetwork = identity != network
+        network = identity
+
+        guard path.status == .satisfied else {
+            let fact: ConnectivityLevel = path.unsatisfiedReason == .noDefaultRoute ? .local : .none
+            for family in IPAddress.Family.allCases { setLevel(hysteresis[family]!.path(fact), family, evidence: []) }
+            verdict.path = path
+            verdict.probesSuspended = nil
+            publish(verdict)
+            return
+        }
+        for family in IPAddress.Family.allCases {
+            if !configuration.families.contains(family) {
+                setLevel(hysteresis[family]!.path(.unknown), family, evidence: [])
+            } else if !path.supports(family) {
+                setLevel(hysteresis[family]!.path(.local), family, evidence: [])
+            } else if isAnotherNetwork {
+                setLevel(hysteresis[family]!.path(.unknown), family, evidence: [])
+            }
+        }
+        verdict.path = path
+        verdict.probesSuspended = suspension(on: path)
+        publish(verdict)
+        guard verdict.probesSuspended == nil else { return }
+        _ = schedule.pathChanged(at: elapsed())
+        startRound()
+    }
+
+    /// A request through this path succeeded: as good as a passing round for postponing the next.
+    func successfulRequest() {
+        guard verdict.level == .full, !hysteresis.values.contains(where: \.isDoubtingFull) else { return }
+        if round == nil { arm(schedule.evidenceOfFull(at: elapsed())) }
+    }
+
+    private func setLevel(_ level: ConnectivityLevel, _ family: IPAddress.Family, evidence: [ProbeResult]) {
+        verdict[family] = Connectivity.Family(level: level, evidence: evidence)
+        verdict.settleLevel(judging: configuration.families)
+    }
+
+    /// The families probed now: judged, supported by the path, with a probe that can go over them.
+    private var probedFamilies: [IPAddress.Family] {
+        IPAddress.Family.allCases.filter { family in
+            configuration.families.contains(family) && verdict.path.supports(family)
+                && configuration.probes.contains { $0.canBeSent(over: family) }
+        }
+    }
+
+    private func suspension(on path: NetworkPath) -> String? {
+        if path.isExpensive && !configuration.allowsExpensiveProbes { return "the path is expensive" }
+        if path.isConstrained && !configuration.allowsConstrainedProbes { return "the path is constrained" }
+        let families = IPAddress.Family.allCases.filter { configuration.families.contains($0) && path.supports($0) }
+        if !families.contains(where: { family in configuration.probes.contains { $0.canBeSent(over: family) } }) {
+            return configuration.probes.isEmpty ? "no probe is configured" : "no probe can be sent over this path's families"
+        }
+        return nil
+    }
+
+    private func startRound() {
+        let generation = self.generation
+        let families = probedFamilies
+        let probes = configuration.probes
+        let prober = self.prober
+        let timeout = configuration.probeTimeout
+        round = Task {
+            let results = await withTaskGroup(of: ProbeResult.self) { group in
+                for family in families {
+                    for probe in probes where probe.canBeSent(over: family) {
+                        group.addTask { await prober.probe(probe, over: family, timeout: timeout) }
+                    }
+                }
+                var results: [ProbeResult] = []
+                for await result in group { results.append(result) }
+                return results
+            }
+            self.roundEnded(results, families: families, generation: generation)
+        }
+    }
+
+    private func roundEnded(_ results: [ProbeResult], families: [IPAddress.Family], generation: Int) {
+        guard generation == self.generation, !Task.isCancelled else { return }
+        round = nil
+        let now = elapsed()
+        for family in families {
+            let own = results.filter { $0.family == family }
+            // Results in the probes' order, whatever order they finished in.
+            let ordered = configuration.probes.flatMap { probe in own.filter { $0.probe == probe } }
+            let applicable = ordered.count
+            let level = ProbeRound.level(of: ordered, quorum: min(configuration.quorum, max(1, applicable)))
+            setLevel(hysteresis[family]!.round(level, at: now), family, evidence: ordered)
+        }
+        publish(verdict)
+        let doubting = families.contains { hysteresis[$0]!.isDoubtingFull }
+        arm(schedule.roundEnded(showing: verdict.level, doubting: doubting, at: now))
+    }
+
+    /// Starts a round at `deadline` (none when `nil`).
+    private func arm(_ deadline: Duration?) {
+        timer?.cancel()
+        timer = nil
+        guard let deadline else { return }
+        let generation = self.generation
+        let sleepUntil = self.sleepUntil
+        timer = Task {
+            do { try await sleepUntil(deadline) } catch { return }
+            self.timerFired(generation: generation)
+        }
+    }
+
+    private func timerFired(generation: Int) {
+        guard generation == self.generation, round == nil else { return }
+        timer = nil
+        startRound()
+    }
+}
+
+/// What makes two paths the same network for the hysteresis: the preferred interface and the
+/// gateways. Another Wi-Fi, a VPN coming up or a new router starts from `unknown`.
+struct NetworkIdentity: Hashable {
+    var interface: String?
+    var gateways: [IPAddress]
+
+    init(_ path: NetworkPath) {
+        interface = path.primaryInterface?.name
+        gateways = path.gateways
+    }
+}
+
+extension NetworkPath {
+    func supports(_ family: IPAddress.Family) -> Bool {
+        family == .ipv4 ? supportsIPv4 : supportsIPv6
+    }
+}

@@ -1,0 +1,184 @@
+import Dispatch
+import NetReach
+import Synchronization
+
+/// Whether the internet really answers, overall and per family, judged by probes you configure,
+/// with the same delivery contract as ``NetReach/PathMonitor``: a handler on the start queue, any
+/// number of ``updates`` sequences (the current verdict first), ``current`` from any thread,
+/// deliveries only when a level changes, ``cancel()`` for good.
+///
+/// It probes once at start and after every path change; while not `full`, again after 1 s,
+/// doubling up to ``Configuration/probeInterval``; while `full`, not at all unless asked. Leaving
+/// `full` takes two failed rounds and a dwell time, so one lost probe never flips it. No probe is
+/// sent over an expensive or constrained path unless allowed, and none is built in.
+///
+/// ```swift
+/// import NetReachAsyncHTTPClient
+///
+/// let monitor = ConnectivityMonitor(
+///     configuration: .init(probes: [ConnectivityProbe(URL(string: "http://probe.example.net/generate_204")!)]),
+///     prober: AsyncHTTPClientProber())
+/// monitor.updateHandler = { connectivity in
+///     print(connectivity.level)            // full, portal(http://login…), limited, local, none
+/// }
+/// monitor.start(queue: .main)
+/// ```
+public final class ConnectivityMonitor: Sendable {
+    /// The probes and the rules.
+    public let configuration: Configuration
+    /// The path monitor whose paths are judged.
+    public let pathMonitor: PathMonitor
+
+    private let prober: any ConnectivityProber
+    private let elapsed: @Sendable () -> Duration
+    private let sleepUntil: @Sendable (Duration) async throws -> Void
+    private let state = Mutex(State())
+
+    private struct State: ~Copyable {
+        var phase = Phase.idle
+        var current = Connectivity.unknown
+        var hasEmitted = false
+        var handler: (@Sendable (Connectivity) -> Void)?
+        var deliveryQueue: DispatchQueue?
+        var streams: [UInt64: AsyncStream<Connectivity>.Continuation] = [:]
+        var nextStreamID: UInt64 = 0
+        var engine: ConnectivityEngine?
+        var following: Task<Void, Never>?
+    }
+
+    private enum Phase { case idle, running, cancelled }
+
+    /// A monitor of `pathMonitor`'s paths (the shared one by default), probing with `prober`.
+    public convenience init(configuration: Configuration, pathMonitor: PathMonitor = .shared,
+                            prober: any ConnectivityProber) {
+        self.init(configuration: configuration, pathMonitor: pathMonitor, prober: prober, clock: ContinuousClock())
+    }
+
+    /// A monitor whose waits (back-off, dwell) run on `clock`: a test clock in tests.
+    public init<C: Clock>(configuration: Configuration, pathMonitor: PathMonitor = .shared,
+                          prober: any ConnectivityProber, clock: C) where C.Duration == Duration {
+        self.configuration = configuration
+        self.pathMonitor = pathMonitor
+        self.prober = prober
+        let start = clock.now
+        elapsed = { start.duration(to: clock.now) }
+        sleepUntil = { offset in try await clock.sleep(until: start.advanced(by: offset), tolerance: nil) }
+    }
+
+    deinit {
+        let (engine, following, streams) = state.withLock { ($0.engine, $0.following, Array($0.streams.values)) }
+        following?.cancel()
+        if let engine { Task { await engine.stop() } }
+        for stream in streams { stream.finish() }
+    }
+
+    /// Called on the start queue with the first verdict and then with every change of a level.
+    public var updateHandler: (@Sendable (Connectivity) -> Void)? {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
+
+    /// The latest verdict, with the latest evidence; `unknown` before the first. Safe from any thread.
+    public var current: Connectivity { state.withLock { $0.current } }
+
+    /// Starts judging (and starts the path monitor if it was not started). A second call does
+    /// nothing.
+    public func start(queue: DispatchQueue) {
+        let began = state.withLock { state -> Bool in
+            guard state.phase == .idle else { return false }
+            state.phase = .running
+            state.deliveryQueue = DispatchQueue(label: "NetReach.ConnectivityMonitor.delivery", target: queue)
+            return true
+        }
+        guard began else { return }
+        pathMonitor.startIfIdle(queue: DispatchQueue(label: "NetReach.ConnectivityMonitor.paths"))
+        let engine = ConnectivityEngine(configuration: configuration, prober: prober, elapsed: elapsed,
+                                        sleepUntil: sleepUntil) { [weak self] verdict in self?.emit(verdict) }
+        let paths = pathMonitor.paths
+        let following = Task {
+            for await path in paths {
+                if Task.isCancelled { break }
+                await engine.pathChanged(path)
+            }
+        }
+        let cancelledMeanwhile = state.withLock { state -> Bool in
+            guard state.phase == .running else { return true }
+            state.engine = engine
+            state.following = following
+            return false
+        }
+        if cancelledMeanwhile {
+            following.cancel()
+            Task { await engine.stop() }
+        }
+    }
+
+    /// Stops for good: no probe is sent after it, every ``updates`` sequence ends, no later verdict
+    /// is delivered. Safe from any thread, idempotent.
+    public func cancel() {
+        let (engine, following, streams) = state.withLock { state -> (ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation]) in
+            guard state.phase != .cancelled else { return (nil, nil, []) }
+            state.phase = .cancelled
+            defer { state.engine = nil; state.following = nil; state.streams = [:] }
+            return (state.engine, state.following, Array(state.streams.values))
+        }
+        following?.cancel()
+        if let engine { Task { await engine.stop() } }
+        for stream in streams { stream.finish() }
+    }
+
+    /// A request over this network just succeeded (for example through `NetworkService`): while
+    /// `full`, it counts as a passing round and postpones the next.
+    public func noteSuccessfulRequest() {
+        guard let engine = state.withLock({ $0.engine }) else { return }
+        Task { await engine.successfulRequest() }
+    }
+
+    /// Every verdict from now on whose levels differ from the one before, starting with the current
+    /// one (once started). Any number of tasks can iterate at once; the sequence ends when the
+    /// monitor is cancelled.
+    ///
+    /// ```swift
+    /// for await connectivity in monitor.updates where connectivity.level == .full {
+    ///     break   // the internet answers
+    /// }
+    /// ```
+    public var updates: AsyncStream<Connectivity> {
+        AsyncStream(bufferingPolicy: .unbounded) { continuation in
+            let id = state.withLock { state -> UInt64? in
+                guard state.phase != .cancelled else { return nil }
+                let id = state.nextStreamID
+                state.nextStreamID += 1
+                state.streams[id] = continuation
+                if state.hasEmitted { continuation.yield(state.current) }
+                return id
+            }
+            guard let id else {
+                continuation.finish()
+                return
+            }
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Records `verdict`; delivers it when a level changed (or it is the first).
+    private func emit(_ verdict: Connectivity) {
+        let delivery = state.withLock { state -> (DispatchQueue, (@Sendable (Connectivity) -> Void)?)? in
+            guard state.phase == .running else { return nil }
+            let changed = !state.hasEmitted || state.current.levels != verdict.levels
+            state.current = verdict
+            guard changed else { return nil }
+            state.hasEmitted = true
+            // Yielded under the lock: every stream sees the changes in order.
+            for stream in state.streams.values { stream.yield(verdict) }
+            return state.deliveryQueue.map { ($0, state.handler) }
+        }
+        guard let (queue, handler) = delivery, let handler else { return }
+        queue.async { [weak self] in
+            guard let self, self.state.withLock({ $0.phase == .running }) else { return }
+            handler(verdict)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import Clocks
+import Dispatch
+import Foundation
+import NetReach
+import NetReachConnectivity
+import NetReachTesting
+import Synchronization
+import Testing
+
+/// A prober that answers from a script per family and counts what it was asked.
+final class ScriptedProber: ConnectivityProber {
+    private let state = Mutex<(verdicts: [IPAddress.Family: ProbeVerdict], sent: [IPAddress.Family: Int])>(([:], [:]))
+
+    init(ipv4: ProbeVerdict = .passed, ipv6: ProbeVerdict = .passed) {
+        state.withLock { $0.verdicts = [.ipv4: ipv4, .ipv6: ipv6] }
+    }
+
+    func answer(_ family: IPAddress.Family, _ verdict: ProbeVerdict) { state.withLock { $0.verdicts[family] = verdict } }
+    func sent(_ family: IPAddress.Family) -> Int { state.withLock { $0.sent[family, default: 0] } }
+    var total: Int { state.withLock { $0.sent.values.reduce(0, +) } }
+
+    func probe(_ probe: ConnectivityProbe, over family: IPAddress.Family, timeout: Duration) async -> ProbeResult {
+        let verdict = state.withLock { state -> ProbeVerdict in
+            state.sent[family, default: 0] += 1
+            return state.verdicts[family] ?? .failed("no script")
+        }
+        let status: Int? = switch verdict {
+        case .passed: 204
+        case .portal: 302
+        default: nil
+        }
+        return ProbeResult(probe: probe, family: family, status: status, latency: .milliseconds(1), verdict: verdict)
+    }
+}
+
+@Suite("ConnectivityMonitor: levels, hysteresis and when it probes")
+struct ConnectivityMonitorTests {
+    static let probe = ConnectivityProbe(URL(string: "http://probe.test/generate_204")!)
+
+    /// A started monitor over `network`, on a test clock.
+    static func monitor(_ network: SimulatedNetwork, prober: ScriptedProber, clock: TestClock<Duration>,
+                        _ change: (inout ConnectivityMonitor.Configuration) -> Void = { _ in })
+        -> (ConnectivityMonitor, PathMonitor) {
+        let paths = PathMonitor(source: network)
+        paths.start(queue: DispatchQueue(label: "paths"))
+        var configuration = ConnectivityMonitor.Configuration(probes: [probe])
+        change(&configuration)
+        let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: prober, clock: clock)
+        monitor.start(queue: DispatchQueue(label: "connectivity"))
+        return (monitor, paths)
+    }
+
+    /// Waits (bounded, in real time) until the monitor shows `level`.
+    static func settle(_ monitor: ConnectivityMonitor, _ predicate: (Connectivity) -> Bool) async throws -> Connectivity {
+        for _ in 0..<500 where !predicate(monitor.current) { try await Task.sleep(for: .milliseconds(5)) }
+        return monitor.current
+    }
+
+    /// Lets the monitor's tasks run (no clock time passes).
+    static func idle() async throws { try await Task.sleep(for: .milliseconds(50)) }
+
+    @Test("One round at start; none while full and idle, however long")
+    func fullAndQuiet() async throws {
+        let network = SimulatedNetwork.connected()
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer { monitor.cancel(); paths.cancel() }
+        let now = try await Self.settle(monitor) { $0.level == .full }
+        #expect(now.level == .full)
+        #expect(now.ipv4.level == .full)
+        #expect(now.ipv4.evidence.count == 1)
+        #expect(now.ipv6.level == .local, "the simulated network has no IPv6 default route")
+        #expect(prober.sent(.ipv4) == 1)
+        #expect(prober.sent(.ipv6) == 0)
+        await clock.advance(by: .seconds(3_600))
+        try await Self.idle()
+        #expect(prober.total == 1, "no traffic while full")
+    }
+
+    @Test("Leaving full takes two failed rounds and the dwell; one passing round returns")
+    func hysteresis() async throws {
+        let network = SimulatedNetwork.connected()
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.probesWhileFull = true; $0.probeInterval = .seconds(60) }
+        defer { monitor.cancel(); paths.cancel() }
+        _ = try await Self.settle(monitor) { $0.level == .full }
+        prober.answer(.ipv4, .failed("connection refused"))
+        await clock.advance(by: .seconds(60))                        // periodic round: fails, doubt only
+        _ = try await Self.settle(monitor) { _ in prober.sent(.ipv4) == 2 }
+        try await Self.idle()
+        #expect(monitor.current.level == .full)
+        #expect(monitor.current.ipv4.evidence.first?.verdict == .failed("connection refused"))
+        await clock.advance(by: .seconds(1))                          // checked again soon: still within the dwell
+        _ = try await Self.settle(monitor) { _ in prober.sent(.ipv4) == 3 }
+        try await Self.idle()
+        #expect(monitor.current.level == .full)
+        // Rounds back off 2, 4, 8 s…; the dwell (10 s from the first failure) ends before the fifth.
+        await clock.advance(by: .seconds(2))
+        await clock.advance(by: .seconds(4))
+        await clock.advance(by: .seconds(8))
+        let limited = try await Self.settle(monitor) { $0.level == .limited }
+        #expect(limited.level == .limited)
+        #expect(prober.sent(.ipv4) >= 4)
+        prober.answer(.ipv4, .passed)
+        await clock.advance(by: .seconds(16))
+        let back = try await Self.settle(monitor) { $0.level == .full }
+        #expect(back.level == .full)
+    }
+
+    @Test("A portal's login URL is the level's; a new network starts from unknown")
+    func portal() async throws {
+        let network = SimulatedNetwork.connected(.wifi, name: "wlan0")
+        let login = URL(string: "http://login.hotel.test/")!
+        let prober = ScriptedProber(ipv4: .portal(loginURL: login, evidence: "HTTP 302 redirect"))
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer { monitor.cancel(); paths.cancel() }
+        let now = try await Self.settle(monitor) { $0.level != .unknown && $0.level != .local }
+        #expect(now.level == .portal(loginURL: login))
+        // Signed in: the next round (1 s later) passes.
+        prober.answer(.ipv4, .passed)
+        await clock.advance(by: .seconds(1))
+        #expect(try await Self.settle(monitor) { $0.level == .full }.level == .full)
+    }
+
+    @Test("Path facts need no probe: no path is none, no default route is local")
+    func pathFacts() async throws {
+        let network = SimulatedNetwork.connected(.wiredEthernet, name: "eth0")
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer { monitor.cancel(); paths.cancel() }
+        _ = try await Self.settle(monitor) { $0.level == .full }
+        network.removeDefaultRoutes("eth0")
+        #expect(try await Self.settle(monitor) { $0.level == .local }.level == .local)
+        network.setCarrier("eth0", false)
+        #expect(try await Self.settle(monitor) { $0.level == .none }.level == .none)
+        try await Self.idle()
+        #expect(prober.total == 1, "no probe without a path")
+    }
+
+    @Test("One round per path change, and none over an expensive path unless allowed")
+    func roundsPerPathChangeAndExpensive() async throws {
+        let network = SimulatedNetwork.connected(.wiredEthernet, name: "eth0")
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer { monitor.cancel(); paths.cancel() }
+        _ = try await Self.settle(monitor) { $0.level == .full }
+        network.addInterface("wwan0", type: .cellular, metric: 50)   // preferred now, and expensive
+        let suspended = try await Self.settle(monitor) { $0.probesSuspended != nil }
+        #expect(suspended.probesSuspended == "the path is expensive")
+        #expect(suspended.level == .unknown, "another network, not judged")
+        network.removeInterface("wwan0")
+        _ = try await Self.settle(monitor) { $0.level == .full }
+        try await Self.idle()
+        #expect(prober.total == 2, "one round at start, one after returning to eth0, none over wwan0")
+    }
+
+    @Test("IPv4 full while IPv6 is limited: judged apart, the best one overall")
+    func perFamily() async throws {
+        let network = SimulatedNetwork()
+        network.addLoopback()
+        network.addInterface("eth0", ipv4: true, ipv6: true)
+        let prober = ScriptedProber(ipv4: .passed, ipv6: .failed("network unreachable"))
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer { monitor.cancel(); paths.cancel() }
+        let now = try await Self.settle(monitor) { $0.ipv6.level == .limited }
+        #expect(now.ipv4.level == .full)
+        #expect(now.ipv6.level == .limited)
+        #expect(now.level == .full)
+        #expect(now.ipv6.evidence.first?.family == .ipv6)
+    }
+
+    @Test("Deliveries only on a level change; every sequence starts with the current verdict")
+    func delivery() async throws {
+        let network = SimulatedNetwork.connected()
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.probesWhileFull = true; $0.probeInterval = .seconds(60) }
+        defer { paths.cancel() }
+        _ = try await Self.settle(monitor) { $0.level == .full }
+        let seen = Mutex<[ConnectivityLevel]>([])
+        let reader = Task {
+            for await connectivity in monitor.updates { seen.withLock { $0.append(connectivity.level) } }
+        }
+        try await Self.idle()
+        await clock.advance(by: .seconds(60))   // another passing round: evidence, no change
+        _ = try await Self.settle(monitor) { _ in prober.sent(.ipv4) == 2 }
+        try await Self.idle()
+        monitor.cancel()
+        await reader.value   // the sequence ends with the monitor
+        #expect(seen.withLock { $0 } == [.full])
+    }
+}

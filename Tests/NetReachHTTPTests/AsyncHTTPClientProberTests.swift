@@ -1,0 +1,131 @@
+import Dispatch
+import Foundation
+import NetReach
+import NetReachAsyncHTTPClient
+import NetReachConnectivity
+import NetReachHTTP
+import Testing
+
+/// Probes sent by AsyncHTTPClientProber to servers on loopback, each answer judged as
+/// NetworkManager would (with this project's departures), seen from both ends.
+@Suite("AsyncHTTPClientProber against loopback servers", .timeLimit(.minutes(2)))
+struct AsyncHTTPClientProberTests {
+    static let prober = AsyncHTTPClientProber(settings: TransportSettings(proxy: .environment([:])))
+
+    static func probe(_ url: String, _ expectation: ConnectivityProbe.Expectation = .noContent,
+                      family: IPAddress.Family = .ipv4, timeout: Duration = .seconds(5)) async throws -> ProbeResult {
+        let probe = ConnectivityProbe(try #require(URL(string: url)), expecting: expectation)
+        return await prober.probe(probe, over: family, timeout: timeout)
+    }
+
+    @Test("204 passes, over IPv4 and over IPv6")
+    func noContentPasses() async throws {
+        for host in ["127.0.0.1", "::1"] {
+            let server = try await FaultInjectingServer.start(host: host)
+            let result = try await Self.probe("http://\(server.authority)/status/204", family: host == "::1" ? .ipv6 : .ipv4)
+            #expect(result.verdict == .passed, "\(result)")
+            #expect(result.status == 204)
+            #expect(result.family == (host == "::1" ? .ipv6 : .ipv4))
+            #expect(server.received(path: "/status/204").count == 1)
+            try await server.shutdown()
+        }
+    }
+
+    @Test("A name is resolved for the family asked, and TLS-less Host stays the name")
+    func nameResolvedPerFamily() async throws {
+        let server = try await FaultInjectingServer.start(host: "127.0.0.1")
+        defer { Task { try await server.shutdown() } }
+        let port = try #require(server.authority.split(separator: ":").last)
+        // localhost is in /etc/hosts: no query leaves the machine.
+        let result = try await Self.probe("http://localhost:\(port)/status/204")
+        #expect(result.verdict == .passed, "\(result)")
+        #expect(server.received(path: "/status/204").first?.headers["host"] == "localhost:\(port)")
+    }
+
+    @Test("A redirect is a portal whose Location is the login URL, and it is not followed")
+    func redirectIsAPortal() async throws {
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        let result = try await Self.probe("http://\(server.authority)/redirect?status=302&to=http%3A%2F%2F127.0.0.1%3A9%2Flogin")
+        #expect(result.verdict == .portal(loginURL: URL(string: "http://127.0.0.1:9/login"),
+                                          evidence: "HTTP 302 redirect to http://127.0.0.1:9/login"), "\(result)")
+        #expect(result.status == 302)
+        #expect(server.received(path: "/ok").isEmpty)
+    }
+
+    @Test("Another body is a portal; the expected text passes; more than 100 KiB is a portal")
+    func bodies() async throws {
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        #expect(try await Self.probe("http://\(server.authority)/ok").verdict
+                    == .portal(loginURL: nil, evidence: "HTTP 200 where 204 was expected"))
+        #expect(try await Self.probe("http://\(server.authority)/ok", .bodyPrefix("ok")).verdict == .passed)
+        let big = try await Self.probe("http://\(server.authority)/big?bytes=204800", .status(200))
+        guard case .portal(nil, let evidence) = big.verdict else {
+            Issue.record("a 200 KiB answer should be a portal: \(big)")
+            return
+        }
+        #expect(evidence.contains("102400"), "\(evidence)")
+    }
+
+    @Test("No answer is failed: refused, closed, held open past the timeout")
+    func noAnswer() async throws {
+        let server = try await FaultInjectingServer.start()
+        let authority = server.authority
+        let closed = try await Self.probe("http://\(authority)/close-before-response")
+        guard case .failed = closed.verdict else { Issue.record("closed: \(closed)"); return }
+        let held = try await Self.probe("http://\(authority)/slow-headers?ms=10000", timeout: .milliseconds(300))
+        guard case .failed = held.verdict else { Issue.record("held: \(held)"); return }
+        #expect(held.latency < .seconds(3), "\(held)")
+        try await server.shutdown()
+        let refused = try await Self.probe("http://\(authority)/status/204")
+        guard case .failed(let detail) = refused.verdict else { Issue.record("refused: \(refused)"); return }
+        #expect(refused.status == nil)
+        #expect(!detail.isEmpty)
+    }
+
+    @Test("An https probe whose certificate is not trusted is intercepted, not offline",
+          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    func untrustedCertificateIsIntercepted() async throws {
+        try await withNginx { nginx, certificates in
+            let untrusted = try await Self.probe("https://127.0.0.1:\(nginx.trusted)/generate_204", .status(200))
+            guard case .intercepted(let detail) = untrusted.verdict else {
+                Issue.record("expected intercepted: \(untrusted)")
+                return
+            }
+            #expect(detail.contains("127.0.0.1"), "\(detail)")
+            // With the CA trusted, the same probe reaches nginx.
+            let trusting = AsyncHTTPClientProber(settings: TransportSettings(
+                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+            let probe = ConnectivityProbe(URL(string: "https://127.0.0.1:\(nginx.trusted)/generate_204")!, expecting: .status(200))
+            let trusted = await trusting.probe(probe, over: .ipv4, timeout: .seconds(5))
+            #expect(trusted.status != nil, "\(trusted)")
+        }
+    }
+
+    @Test("End to end: a ConnectivityMonitor on this machine's path, probing loopback, says full")
+    func monitorEndToEnd() async throws {
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        let paths = PathMonitor()
+        paths.start(queue: DispatchQueue(label: "paths"))
+        defer { paths.cancel() }
+        guard paths.currentPath.supportsIPv4 else {
+            // A machine without an IPv4 default route: the monitor would say local, rightly.
+            return
+        }
+        var configuration = ConnectivityMonitor.Configuration(
+            probes: [ConnectivityProbe(URL(string: "http://\(server.authority)/status/204")!)])
+        configuration.families = [.ipv4]
+        let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: Self.prober)
+        monitor.start(queue: DispatchQueue(label: "connectivity"))
+        defer { monitor.cancel() }
+        var level = ConnectivityLevel.unknown
+        for await connectivity in monitor.updates where connectivity.level != .unknown {
+            level = connectivity.level
+            break
+        }
+        #expect(level == .full, "\(monitor.current)")
+        #expect(server.received(path: "/status/204").count == 1)
+    }
+}
