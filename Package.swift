@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "NetReachGetCommand",
             dependencies: [
-                "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient",
+                "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachConnectivity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

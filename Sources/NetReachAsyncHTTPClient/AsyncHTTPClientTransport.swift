@@ -321,7 +321,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         case let error as HTTPClientError:
             return TransportError(kind(of: error), detail)
         case let error as IOError:
-            return TransportError(kind(ofErrno: error.errnoCode), detail)
+            // NIO's own wording ("connection reset (error set): Connection refused) (errno: 111)")
+            // names its internal step; the system's message is what a person recognises.
+            return TransportError(kind(ofErrno: error.errnoCode), "\(String(cString: strerror(error.errnoCode))) (errno \(error.errnoCode))")
         case let error as ChannelError:
             switch error {
             case .connectTimeout: return TransportError(.connectTimeout, detail)

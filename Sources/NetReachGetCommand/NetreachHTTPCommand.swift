@@ -12,7 +12,7 @@ package struct NetreachHTTPCommand: AsyncParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "netreach",
         abstract: "The HTTP commands of netreach (run by `netreach get`).",
-        subcommands: [GetCommand.self]
+        subcommands: [GetCommand.self, CheckCommand.self]
     )
 
     package init() {}

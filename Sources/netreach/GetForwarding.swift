@@ -8,7 +8,8 @@ import Musl
 import Darwin
 #endif
 
-/// `netreach get …` runs `netreach-http get …` in this process's place.
+/// `netreach get …` and `netreach check …` run `netreach-http get …` (or `check …`) in this
+/// process's place.
 ///
 /// The HTTP stack (SwiftNIO, AsyncHTTPClient, FoundationNetworking, libcurl) is ~10 MB of
 /// resident memory once loaded, and the dynamic loader maps every linked library at start, used or
@@ -19,7 +20,7 @@ enum GetForwarding {
     static let helperName = "netreach-http"
 
     /// The arguments to run `netreach-http` with, if `arguments` (as in `CommandLine.arguments`)
-    /// ask for `get` or for its help; `nil` otherwise.
+    /// ask for `get` or `check`, or for their help; `nil` otherwise.
     ///
     /// ```swift
     /// GetForwarding.helperArguments(["netreach", "get", "-X", "POST", "http://127.0.0.1/x"])  // ["get", "-X", "POST", …]
@@ -28,10 +29,13 @@ enum GetForwarding {
     /// ```
     static func helperArguments(_ arguments: [String]) -> [String]? {
         let rest = Array(arguments.dropFirst())
-        if rest.first == "get" { return rest }
-        if rest == ["help", "get"] { return ["get", "--help"] }
+        if let command = rest.first, forwarded.contains(command) { return rest }
+        if rest.count == 2, rest[0] == "help", forwarded.contains(rest[1]) { return [rest[1], "--help"] }
         return nil
     }
+
+    /// The commands `netreach-http` runs: those that send traffic.
+    static let forwarded: Set<String> = ["get", "check"]
 
     /// Where to look for `netreach-http`: next to this executable (symlinks resolved), then `PATH`.
     static func candidates(executable: String?, path: String?) -> [String] {
@@ -40,7 +44,7 @@ enum GetForwarding {
 
     /// Replaces this process with `netreach-http arguments…`; exits 69 if it cannot.
     static func exec(_ arguments: [String]) -> Never {
-        HelperExecutable(name: helperName).exec(arguments, purpose: "`get`")
+        HelperExecutable(name: helperName).exec(arguments, purpose: "`\(arguments.first ?? "get")`")
     }
 }
 
@@ -57,5 +61,21 @@ struct GetCommandForwarder: ParsableCommand {
 
     func run() throws {
         GetForwarding.exec(["get"] + arguments)
+    }
+}
+
+/// `check` as `netreach --help` lists it; running it forwards to `netreach-http` (see ``GetForwarding``).
+struct CheckCommandForwarder: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Probe whether the internet really answers: full, portal, limited, local or none.",
+        discussion: "Runs the netreach-http executable; `netreach check --help` shows its options."
+    )
+
+    @Argument(parsing: .allUnrecognized)
+    var arguments: [String] = []
+
+    func run() throws {
+        GetForwarding.exec(["check"] + arguments)
     }
 }

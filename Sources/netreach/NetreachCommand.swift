@@ -65,6 +65,6 @@ struct NetreachCommand: AsyncParsableCommand {
 
             \(CLIExitCode.table)
             """,
-        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommandForwarder.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommandForwarder.self, CheckCommandForwarder.self]
     )
 }

@@ -84,7 +84,11 @@ actor ConnectivityEngine {
 
     private func setLevel(_ level: ConnectivityLevel, _ family: IPAddress.Family, evidence: [ProbeResult]) {
         verdict[family] = Connectivity.Family(level: level, evidence: evidence)
-        verdict.settleLevel(judging: configuration.families)
+        // A family no probe can be sent over stays unknown and is not waited for.
+        let judged = configuration.families.filter { family in
+            !verdict.path.supports(family) || configuration.probes.contains { $0.canBeSent(over: family) }
+        }
+        verdict.settleLevel(judging: judged)
     }
 
     /// The families probed now: judged, supported by the path, with a probe that can go over them.

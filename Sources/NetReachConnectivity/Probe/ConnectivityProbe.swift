@@ -125,3 +125,22 @@ extension ConnectivityProbe {
         return probes
     }
 }
+
+extension ConnectivityProbe {
+    /// Public endpoints that operating systems use for their own checks, for those who opt in
+    /// (`netreach check --well-known-probes`). Asking them tells their operators that this machine
+    /// exists and is online, which is why nothing here is used unless asked for.
+    ///
+    /// ```swift
+    /// let configuration = ConnectivityMonitor.Configuration(probes: ConnectivityProbe.wellKnown)
+    /// ```
+    public static let wellKnown: [ConnectivityProbe] = [
+        // Android's and ChromeOS's: 204, empty.
+        ConnectivityProbe(URL(string: "http://connectivitycheck.gstatic.com/generate_204")!),
+        // GNOME's NetworkManager configuration.
+        ConnectivityProbe(URL(string: "http://nmcheck.gnome.org/check_network_status.txt")!,
+                          expecting: .bodyPrefix("NetworkManager is online")),
+        // Firefox's.
+        ConnectivityProbe(URL(string: "http://detectportal.firefox.com/success.txt")!, expecting: .bodyPrefix("success")),
+    ]
+}

@@ -274,7 +274,7 @@ private func helper() throws -> String {
     try NetreachProcess.executable().deletingLastPathComponent().appendingPathComponent("netreach-http").path
 }
 
-private struct RunResult {
+struct RunResult {
     var status: Int32
     var outputData: Data
     var error: String
@@ -282,7 +282,7 @@ private struct RunResult {
 }
 
 /// Runs `executable` with `arguments` to its end (killed after 60 s), collecting both outputs.
-private func run(_ executable: String, _ arguments: [String]) throws -> RunResult {
+func run(_ executable: String, _ arguments: [String]) throws -> RunResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

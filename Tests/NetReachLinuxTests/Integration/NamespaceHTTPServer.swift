@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// A minimal HTTP/1.1 server whose listening socket lives in another network namespace: it answers
-/// every request with `200 ok` and `Connection: close`, and records when each request arrived.
+/// every request with `200 ok` and `Connection: close` (or what `reply` says for its request line),
+/// and records when each request arrived.
 ///
 /// The socket is created on a thread of our own that enters the namespace with `setns` and leaves
 /// it again (the socket stays bound to the namespace), then that thread serves, one connection at
@@ -26,13 +27,34 @@ final class NamespaceHTTPServer: Sendable {
         var at: ContinuousClock.Instant
     }
 
+    /// What to do with a request.
+    enum Reply: Sendable {
+        /// Send these bytes (a whole response), then close.
+        case bytes([UInt8])
+        /// Send nothing and hold the connection open until the server stops.
+        case hang
+        /// Close the connection without a byte.
+        case close
+
+        /// A response with `status`, `headers` and `body`, `Connection: close`.
+        static func response(_ status: String, headers: [String] = [], body: String = "") -> Reply {
+            let head = (["HTTP/1.1 \(status)", "Content-Length: \(body.utf8.count)", "Connection: close"] + headers)
+                .joined(separator: "\r\n")
+            return .bytes(Array((head + "\r\n\r\n" + body).utf8))
+        }
+    }
+
     let port: UInt16
     private let listener: Int32
     private let arrivals = Locked([Arrival]())
     private let stopped = Locked(false)
+    private let reply: @Sendable (String) -> Reply
 
-    /// Listens on `address` (IPv4) in the `ip netns` namespace `namespace`, on a free port.
-    init(namespace: String, address: String) throws {
+    /// Listens on `address` (IPv4) in the `ip netns` namespace `namespace`, on a free port;
+    /// `reply` decides each answer from the request line (`200 ok` by default).
+    init(namespace: String, address: String,
+         reply: @escaping @Sendable (String) -> Reply = { _ in .response("200 OK", body: "ok\n") }) throws {
+        self.reply = reply
         let listener = try Self.listen(inNamespace: "/var/run/netns/\(namespace)", address: address)
         var bound = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -79,8 +101,19 @@ final class NamespaceHTTPServer: Sendable {
                 let text = String(decoding: head[..<end.lowerBound], as: UTF8.self)
                 let line = text.split(separator: "\r\n", maxSplits: 1).first.map(String.init) ?? ""
                 arrivals.withLock { $0.append(Arrival(requestLine: line, at: .now)) }
-                let reply = Array("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)
-                _ = reply.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                switch reply(line) {
+                case .bytes(let bytes):
+                    var sent = 0
+                    while sent < bytes.count {
+                        let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        guard count > 0 else { return }
+                        sent += count
+                    }
+                case .hang:
+                    while !isStopped { usleep(20_000) }
+                case .close:
+                    break
+                }
                 return
             }
         }

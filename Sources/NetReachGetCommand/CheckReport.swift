@@ -1,0 +1,100 @@
+import Foundation
+import NetReach
+import NetReachConnectivity
+
+/// What `netreach check` prints: the verdict, then a line per probe (its family, URL, answer,
+/// time and verdict); or one JSON object with the same.
+enum CheckReport {
+    /// ```
+    /// portal: sign in at http://login.hotel.example/ (ipv4 portal, ipv6 local)
+    ///   ipv4 http://192.0.2.10/generate_204: HTTP 302 in 4 ms, portal: HTTP 302 redirect to http://login.hotel.example/
+    /// ```
+    static func text(_ verdict: Connectivity) -> String {
+        var head: String
+        switch verdict.level {
+        case .portal(let login?): head = "portal: sign in at \(login.absoluteString)"
+        default: head = verdict.level.description
+        }
+        head += " (ipv4 \(verdict.ipv4.level), ipv6 \(verdict.ipv6.level))"
+        if let suspended = verdict.probesSuspended { head += "; no probe sent: \(suspended)" }
+        if verdict.path.status != .satisfied, let reason = verdict.path.unsatisfiedReason {
+            head += "; path: \(reason)"
+        }
+        let lines = (verdict.ipv4.evidence + verdict.ipv6.evidence).map { "  \($0)" }
+        return ([head] + lines).joined(separator: "\n")
+    }
+
+    /// One line of JSON, keys sorted.
+    static func json(_ verdict: Connectivity) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(Report(verdict))) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private struct Report: Encodable {
+        var level: String
+        var loginURL: String?
+        var ipv4: Family
+        var ipv6: Family
+        var path: NetworkPath
+        var probesSuspended: String?
+
+        init(_ verdict: Connectivity) {
+            level = CheckReport.name(verdict.level)
+            if case .portal(let login?) = verdict.level { loginURL = login.absoluteString }
+            ipv4 = Family(verdict.ipv4)
+            ipv6 = Family(verdict.ipv6)
+            path = verdict.path
+            probesSuspended = verdict.probesSuspended
+        }
+    }
+
+    private struct Family: Encodable {
+        var level: String
+        var probes: [Probe]
+        init(_ family: Connectivity.Family) {
+            level = CheckReport.name(family.level)
+            probes = family.evidence.map(Probe.init)
+        }
+    }
+
+    private struct Probe: Encodable {
+        var url: String
+        var expect: String
+        var family: String
+        var status: Int?
+        var latencyMilliseconds: Double
+        var verdict: String
+        var detail: String?
+        var loginURL: String?
+
+        init(_ result: ProbeResult) {
+            url = result.probe.url.absoluteString
+            expect = result.probe.expectation.description
+            family = result.family.rawValue
+            status = result.status
+            let components = result.latency.components
+            latencyMilliseconds = (Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 * 1000).rounded() / 1000
+            switch result.verdict {
+            case .passed: verdict = "passed"
+            case .portal(let login, let evidence):
+                verdict = "portal"
+                detail = evidence
+                loginURL = login?.absoluteString
+            case .intercepted(let why):
+                verdict = "intercepted"
+                detail = why
+            case .failed(let why):
+                verdict = "failed"
+                detail = why
+            }
+        }
+    }
+
+    /// `full`, `portal`, `limited`, `local`, `none`, `unknown`: the level's name without its login URL.
+    static func name(_ level: ConnectivityLevel) -> String {
+        if case .portal = level { return "portal" }
+        return level.description
+    }
+}

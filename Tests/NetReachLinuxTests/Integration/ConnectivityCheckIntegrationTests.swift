@@ -1,0 +1,131 @@
+import Foundation
+@testable import NetReach
+import Testing
+
+/// `netreach check` run inside a lab namespace (`ip netns exec`) whose default route leads to a
+/// gateway namespace; the probe server listens there on 10.123.1.1, beyond the local network, and
+/// switches answers by path. Every verdict is checked from both ends: the exit status and output,
+/// and the requests the server saw. Nothing leaves the two namespaces.
+@Suite("netreach check in network namespaces (integration)", .needsNamespaceRoot, .serialized, .timeLimit(.minutes(3)))
+struct ConnectivityCheckIntegrationTests {
+    static let probeAddress = "10.123.1.1"
+
+    /// A lab whose gateway namespace answers on 10.123.0.1 (the default route) and holds the
+    /// probe server's address.
+    static func withGateway(_ body: (NetnsLab) async throws -> Void) async throws {
+        try await NetnsLab.withLab { lab in
+            try await lab.peerIP("link", "set", "lo", "up")
+            try await lab.peerIP("addr", "add", "\(NetnsLab.ipv4Gateway)/24", "dev", NetnsLab.peerInterface)
+            try await lab.peerIP("addr", "add", "\(probeAddress)/32", "dev", "lo")
+            try await lab.waitForCarrier()
+            try await body(lab)
+        }
+    }
+
+    /// The server's answers: `/204` passes; `/portal` redirects to a login page; `/html` is a
+    /// hotel's page; `/big` is 200 KiB; `/online` is NetworkManager's text; `/reset` closes.
+    static func answers(_ line: String) -> NamespaceHTTPServer.Reply {
+        let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        switch path {
+        case "/204": return .response("204 No Content")
+        case "/portal": return .response("302 Found", headers: ["Location: http://\(probeAddress)/login"], body: "moved")
+        case "/html": return .response("200 OK", body: "<html><body>Welcome to Hotel Wi-Fi. Sign in.</body></html>")
+        case "/big": return .response("200 OK", body: String(repeating: "x", count: 200 * 1024))
+        case "/online": return .response("200 OK", body: "NetworkManager is online\n")
+        case "/reset": return .close
+        default: return .response("404 Not Found")
+        }
+    }
+
+    /// Runs `netreach check ARGUMENTS...` inside the lab.
+    static func check(_ lab: NetnsLab, _ arguments: String...) throws -> RunResult {
+        try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, try NetreachProcess.executable().path, "check"] + arguments)
+    }
+
+    @Test("204 is full; NetworkManager's text is full; the server saw one probe each")
+    func full() async throws {
+        try await Self.withGateway { lab in
+            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            defer { server.stop() }
+            let base = "http://\(Self.probeAddress):\(server.port)"
+            let plain = try Self.check(lab, "--probe", "\(base)/204")
+            #expect(plain.status == 0, "\(plain.output)\(plain.error)")
+            #expect(plain.output.hasPrefix("full (ipv4 full, ipv6 "), "\(plain.output)")
+            #expect(plain.output.contains("HTTP 204"), "\(plain.output)")
+            let text = try Self.check(lab, "--probe", "\(base)/online=NetworkManager is online", "--family", "4")
+            #expect(text.status == 0, "\(text.output)\(text.error)")
+            #expect(server.received.map(\.requestLine) == ["GET /204 HTTP/1.1", "GET /online HTTP/1.1"])
+        }
+    }
+
+    @Test("A redirect is a portal with its login URL; another page or 200 KiB is a portal too")
+    func portals() async throws {
+        try await Self.withGateway { lab in
+            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            defer { server.stop() }
+            let base = "http://\(Self.probeAddress):\(server.port)"
+            let redirect = try Self.check(lab, "--probe", "\(base)/portal")
+            #expect(redirect.status == 2, "\(redirect.output)\(redirect.error)")
+            #expect(redirect.output.hasPrefix("portal: sign in at http://\(Self.probeAddress)/login"), "\(redirect.output)")
+            let page = try Self.check(lab, "--probe", "\(base)/html", "--json")
+            #expect(page.status == 2)
+            let json = try #require(try JSONSerialization.jsonObject(with: page.outputData) as? [String: Any])
+            #expect(json["level"] as? String == "portal")
+            let ipv4 = try #require(json["ipv4"] as? [String: Any])
+            let probes = try #require(ipv4["probes"] as? [[String: Any]])
+            #expect(probes.first?["status"] as? Int == 200)
+            #expect(probes.first?["verdict"] as? String == "portal")
+            let big = try Self.check(lab, "--probe", "\(base)/big=200")
+            #expect(big.status == 2, "\(big.output)")
+            #expect(big.output.contains("over 102400 bytes"), "\(big.output)")
+            // Never followed: nobody asked for /login.
+            #expect(!server.received.contains { $0.requestLine.contains("/login") })
+        }
+    }
+
+    @Test("No answer is limited: closed, refused, held open past the probe timeout")
+    func limited() async throws {
+        try await Self.withGateway { lab in
+            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress) { line in
+                line.contains("/hang") ? .hang : Self.answers(line)
+            }
+            defer { server.stop() }
+            let base = "http://\(Self.probeAddress):\(server.port)"
+            let closed = try Self.check(lab, "--probe", "\(base)/reset")
+            #expect(closed.status == 3, "\(closed.output)\(closed.error)")
+            #expect(closed.output.hasPrefix("limited"), "\(closed.output)")
+            let refused = try Self.check(lab, "--probe", "http://\(Self.probeAddress):9/204")
+            #expect(refused.status == 3, "\(refused.output)")
+            #expect(refused.output.contains("Connection refused"), "\(refused.output)")
+            let started = ContinuousClock.now
+            let held = try Self.check(lab, "--probe", "\(base)/hang", "--probe-timeout", "700ms")
+            #expect(held.status == 3, "\(held.output)")
+            #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
+    @Test("The path decides without a probe: no default route is local, no link is none")
+    func pathFacts() async throws {
+        try await Self.withGateway { lab in
+            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            defer { server.stop() }
+            let base = "http://\(Self.probeAddress):\(server.port)"
+            try await lab.deleteDefaultRoute()
+            let local = try Self.check(lab, "--probe", "\(base)/204")
+            #expect(local.status == 3, "\(local.output)")
+            #expect(local.output.hasPrefix("local"), "\(local.output)")
+            try await lab.setLink(up: false)
+            let none = try Self.check(lab, "--probe", "\(base)/204")
+            #expect(none.status == 4, "\(none.output)")
+            #expect(none.output.hasPrefix("none"), "\(none.output)")
+            #expect(server.received.isEmpty, "no probe without a route")
+        }
+    }
+
+    @Test("No probe configured is a usage error that says how to configure one")
+    func noProbe() async throws {
+        let result = try run(try NetreachProcess.executable().path, ["check"])
+        #expect(result.status == 64)
+        #expect(result.error.contains("--probe") && result.error.contains("NETREACH_PROBE_URLS"), "\(result.error)")
+    }
+}
