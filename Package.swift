@@ -37,6 +37,8 @@ let package = Package(
     targets: [
         // Kernel headers and macro shims Glibc does not import (NETLINK_ROUTE, RTM_*, IFLA_*, setns).
         .target(name: "CNetReachLinux"),
+        // `check --namespace`: netreach-http enters the namespace before the Swift runtime starts.
+        .target(name: "CNetReachNamespaceEntry"),
         .target(
             name: "NetReach",
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
@@ -98,6 +100,7 @@ let package = Package(
             name: "NetReachGetCommand",
             dependencies: [
                 "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachConnectivity",
+                .target(name: "CNetReachNamespaceEntry", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

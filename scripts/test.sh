@@ -31,6 +31,8 @@ command -v curl >/dev/null 2>&1 || missing="$missing curl"
 # TLS and proxies: certificates made with openssl, a proxy (tinyproxy) on loopback.
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$missing tinyproxy"
+# Connectivity checks resolve probe names with a resolver the test runs in a lab namespace.
+command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || missing="$missing dnsmasq-base"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = "0" ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null

@@ -1,4 +1,8 @@
 import ArgumentParser
+#if os(Linux)
+import CNetReachNamespaceEntry
+import Glibc
+#endif
 import Dispatch
 import Foundation
 import NetReach
@@ -12,7 +16,7 @@ struct CheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Probe whether the internet really answers: full, portal, limited, local or none.",
-        usage: "netreach check --probe <url[=expect]> [--probe ...] [--quorum <n>] [--family 4|6] [--json]",
+        usage: "netreach check --probe <url[=expect]> [--probe ...] [--quorum <n>] [--family 4|6] [--json] [--namespace <name|path>]",
         discussion: """
             A path only says a route exists. check sends each probe over each address family the \
             path supports (in parallel; redirects are never followed) and judges the answers as \
@@ -29,10 +33,15 @@ struct CheckCommand: AsyncParsableCommand {
 
             Probes use SSL_CERT_FILE and SSL_CERT_DIR for https, never a proxy.
 
+            With --namespace, check runs inside that network namespace (it needs root), as \
+            `ip netns exec` would run it: for an `ip netns` name, /etc/netns/NAME/resolv.conf and \
+            the namespace's /sys are seen in place of the machine's.
+
             EXIT STATUS
               0   full: the internet answers
               1   unknown: no verdict (no probe can be sent over the path's families)
-              2   portal: something answered in the probes' place (the login URL is printed when known)
+              2   portal: something answered in the probes' place (the login URL is printed when known);
+                  or --namespace could not be entered (said on standard error)
               3   limited (a route, but no answer) or local (no route beyond the local network)
               4   none: no usable network path
               64  usage error (no probe configured, an invalid probe or option)
@@ -62,6 +71,12 @@ struct CheckCommand: AsyncParsableCommand {
 
     @Flag(help: "Print one JSON object: the level overall and per family, with every probe's evidence.")
     var json = false
+
+    // An array only so that a repeated --namespace can be refused.
+    @Option(name: .customLong("namespace"),
+            help: ArgumentHelp("Probe from inside another network namespace: an `ip netns` name or a namespace file such as /proc/PID/ns/net (needs root).",
+                               valueName: "name|path"))
+    var namespaces: [String] = []
 
     /// The probes to send: --probe, else NETREACH_PROBE_URLS; and the well-known ones if asked.
     func probes(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [ConnectivityProbe] {
@@ -97,9 +112,46 @@ struct CheckCommand: AsyncParsableCommand {
         guard probeTimeout.duration > .zero, probeTimeout.duration <= .seconds(600) else {
             throw ValidationError("--probe-timeout must be more than 0 and at most 10m.")
         }
+        guard namespaces.count <= 1 else { throw ValidationError("--namespace was given more than once.") }
+        if namespaces.first?.isEmpty == true {
+            throw ValidationError("--namespace needs an `ip netns` name or a path such as /proc/PID/ns/net.")
+        }
+    }
+
+    /// With `--namespace`: runs this command again inside the namespace (see
+    /// CNetReachNamespaceEntry), or, in that second run, makes sure it got there.
+    private func enterNamespace() throws {
+        guard let argument = namespaces.first else { return }
+        #if os(Linux)
+        let tried = "NETREACH_ENTER_NETNS_TRIED"
+        if getenv(tried) != nil {
+            unsetenv(tried)
+            if cnr_netns_entered() == 1 { return }
+            let why = cnr_netns_entry_error().map { String(cString: $0) } ?? "the start-up code that enters it did not run"
+            StandardStream.complain("cannot enter the network namespace \(argument): \(why)")
+            throw CLIExitCode.monitorUnavailable
+        }
+        let namespace = NetworkNamespace(argument: argument)
+        guard access(namespace.path, F_OK) == 0 else {
+            StandardStream.complain("cannot enter the network namespace \(argument): \(namespace.path) does not exist")
+            throw CLIExitCode.monitorUnavailable
+        }
+        setenv(CNR_NETNS_PATH_VARIABLE, namespace.path, 1)
+        if let name = namespace.ipNetnsName { setenv(CNR_NETNS_NAME_VARIABLE, name, 1) }
+        setenv(tried, "1", 1)
+        var argv: [UnsafeMutablePointer<CChar>?] = CommandLine.arguments.map { strdup($0) }
+        argv.append(nil)
+        execv("/proc/self/exe", argv)
+        StandardStream.complain("cannot enter the network namespace \(argument): re-running netreach-http failed: \(String(cString: strerror(errno)))")
+        throw CLIExitCode.monitorUnavailable
+        #else
+        StandardStream.complain("--namespace needs Linux")
+        throw CLIExitCode.monitorUnavailable
+        #endif
     }
 
     func run() async throws {
+        try enterNamespace()
         var configuration = ConnectivityMonitor.Configuration(probes: try probes())
         configuration.quorum = quorum
         configuration.families = family.map { $0 == 4 ? [.ipv4] : [.ipv6] } ?? [.ipv4, .ipv6]

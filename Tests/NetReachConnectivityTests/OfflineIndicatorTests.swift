@@ -12,10 +12,16 @@ import Testing
 struct OfflineIndicatorTests {
     final class Decisions {
         var values: [Bool] = []
+
+        /// Waits (bounded, in real time) until `count` decisions have come: the indicator's timer
+        /// runs as a task of its own, which a loaded machine may start late.
+        func wait(for count: Int) async throws {
+            for _ in 0..<400 where values.count < count { try await Task.sleep(for: .milliseconds(5)) }
+        }
     }
 
     @Test("Shows after the grace period on the clock, hides after the minimum display time")
-    func followsTheClock() async {
+    func followsTheClock() async throws {
         let clock = TestClock()
         let decisions = Decisions()
         let indicator = OfflineIndicator(policy: OfflineIndicatorPolicy(gracePeriod: .seconds(2), minimumDisplayTime: .seconds(1)),
@@ -25,6 +31,7 @@ struct OfflineIndicatorTests {
         #expect(decisions.values.isEmpty)
         #expect(!indicator.isShowing)
         await clock.advance(by: .milliseconds(1))
+        try await decisions.wait(for: 1)
         #expect(decisions.values == [true])
         #expect(indicator.isShowing)
 
@@ -33,6 +40,7 @@ struct OfflineIndicatorTests {
         await clock.advance(by: .milliseconds(999))
         #expect(decisions.values == [true])
         await clock.advance(by: .milliseconds(1))
+        try await decisions.wait(for: 2)
         #expect(decisions.values == [true, false])
         #expect(!indicator.isShowing)
     }

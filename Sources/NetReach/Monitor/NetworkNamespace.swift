@@ -51,7 +51,7 @@ public struct NetworkNamespace: Sendable, Hashable, Codable, CustomStringConvert
     }
 
     /// `NAME` of `/var/run/netns/NAME` or `/run/netns/NAME`.
-    private var ipNetnsName: String? {
+    package var ipNetnsName: String? {
         guard path.hasPrefix("/var/run/netns/") || path.hasPrefix("/run/netns/"),
               let name = path.split(separator: "/").last, !name.isEmpty else { return nil }
         return String(name)

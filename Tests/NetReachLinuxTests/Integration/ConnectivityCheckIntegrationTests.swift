@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import NetReach
 import Testing
 
@@ -120,6 +123,65 @@ struct ConnectivityCheckIntegrationTests {
             #expect(none.output.hasPrefix("none"), "\(none.output)")
             #expect(server.received.isEmpty, "no probe without a route")
         }
+    }
+
+    @Test("--namespace: a probe by name, resolved by dnsmasq in the gateway through /etc/netns/NAME/resolv.conf; resolver down is limited, with the DNS reason")
+    func namespaceAndNames() async throws {
+        try await Self.withGateway { lab in
+            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            defer { server.stop() }
+            let etc = "/etc/netns/\(lab.name)"
+            try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: etc) }
+            try "nameserver \(NetnsLab.ipv4Gateway)\noptions timeout:1 attempts:1\n".write(toFile: etc + "/resolv.conf", atomically: true, encoding: .utf8)
+            // dnsmasq as a daemon (its pid in a file): a child process left running would keep
+            // Foundation's Process from noticing the exit of the commands run after it.
+            let pidFile = "\(lab.directory)/dnsmasq.pid"
+            let started = try run(LabCommand.ipExecutable, [
+                "netns", "exec", lab.peerName, "dnsmasq", "--no-resolv", "--no-hosts", "--bind-interfaces",
+                "--listen-address=\(NetnsLab.ipv4Gateway)", "--except-interface=lo",
+                "--address=/probe.lab/\(Self.probeAddress)", "--pid-file=\(pidFile)", "--log-facility=\(lab.directory)/dnsmasq.log",
+            ])
+            #expect(started.status == 0, "dnsmasq: \(started.error)")
+            func stopDnsmasq() {
+                guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                      let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
+                // SIGKILL: dnsmasq keeps the signal mask it inherits, and the test runner blocks SIGTERM.
+                kill(pid, SIGKILL)
+                for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
+            }
+            defer { stopDnsmasq() }
+            // Ready when it answers (bounded).
+            let url = "http://probe.lab:\(server.port)/204"
+            var named = try run(try NetreachProcess.executable().path, ["check", "--namespace", lab.name, "--family", "4", "--probe", url])
+            for _ in 0..<20 where named.status != 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                named = try run(try NetreachProcess.executable().path, ["check", "--namespace", lab.name, "--family", "4", "--probe", url])
+            }
+            #expect(named.status == 0, "\(named.output)\(named.error)")
+            #expect(named.output.hasPrefix("full"), "\(named.output)")
+            #expect(server.received.last?.requestLine == "GET /204 HTTP/1.1")
+
+            stopDnsmasq()
+            let unresolved = try run(try NetreachProcess.executable().path,
+                                     ["check", "--namespace", lab.name, "--family", "4", "--probe-timeout", "3s", "--probe", url])
+            #expect(unresolved.status == 3, "\(unresolved.output)\(unresolved.error)")
+            #expect(unresolved.output.hasPrefix("limited"), "\(unresolved.output)")
+            #expect(unresolved.output.contains("DNS"), "\(unresolved.output)")
+
+            // A namespace file instead of a name: no /etc/netns files, same verdict by address.
+            let byPath = try run(try NetreachProcess.executable().path,
+                                 ["check", "--namespace", "/var/run/netns/\(lab.name)", "--probe", "http://\(Self.probeAddress):\(server.port)/204"])
+            #expect(byPath.status == 0, "\(byPath.output)\(byPath.error)")
+        }
+    }
+
+    @Test("A namespace that does not exist: status 2 and why")
+    func missingNamespace() async throws {
+        let result = try run(try NetreachProcess.executable().path,
+                             ["check", "--namespace", "nr-no-such-namespace", "--probe", "http://10.123.1.1/204"])
+        #expect(result.status == 2)
+        #expect(result.error.contains("nr-no-such-namespace"), "\(result.error)")
     }
 
     @Test("No probe configured is a usage error that says how to configure one")
