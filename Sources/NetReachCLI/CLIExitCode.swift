@@ -66,15 +66,15 @@ package enum CLIExitCode {
     package static var table: String {
         """
         EXIT STATUS
-          0   success
-          1   wait: timed out: the path did not meet the requirements in time
-          2   status, watch, wait: the monitor could not observe the system (bad namespace, no permission)
-          3   get: the server answered with a status outside 200-299
-          4   get: not connected (no usable path, or waiting for one ran past --max-time)
+          0   success (check: full)
+          1   wait: timed out: the path did not meet the requirements in time; check: no verdict
+          2   status, watch, wait, check: the monitor could not observe the system (bad namespace, no permission); check: portal
+          3   get: the server answered with a status outside 200-299; check: limited or local
+          4   get: not connected (no usable path, or waiting for one ran past --max-time); check: none
           5   get: the request failed (connection lost, timed out, not HTTP, transport error)
           6   get: a local file could not be read or written
-          64  usage error (unknown option, invalid value, an option given twice)
-          69  get: the netreach-http executable is neither next to netreach nor on PATH
+          64  usage error (unknown option, invalid value, an option given twice; check without a probe)
+          69  get, check: the netreach-http executable is neither next to netreach nor on PATH
           74  status, watch, wait, get: the output could not be written (closed, full, reader gone)
           130 get: interrupted (SIGINT or SIGTERM)
         """

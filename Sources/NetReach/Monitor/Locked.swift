@@ -5,14 +5,14 @@ import Foundation
 /// Not `Synchronization.Mutex`: its futex is invisible to ThreadSanitizer, which then reports
 /// races that are not there (Docs/DesignNotes.md), and the monitor's thread-safety tests
 /// run under TSan in CI.
-final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     // @unchecked: `value` is only touched inside `withLock`, which holds `lock`.
     private let lock = NSLock()
     private var value: Value
 
-    init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

@@ -1,6 +1,5 @@
 import Dispatch
 import NetReach
-import Synchronization
 
 /// Whether the internet really answers, overall and per family, judged by probes you configure,
 /// with the same delivery contract as ``NetReach/PathMonitor``: a handler on the start queue, any
@@ -32,9 +31,10 @@ public final class ConnectivityMonitor: Sendable {
     private let prober: any ConnectivityProber
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
-    private let state = Mutex(State())
+    // Locked, not Synchronization.Mutex: ThreadSanitizer cannot see a futex (DesignNotes).
+    private let state = Locked(State())
 
-    private struct State: ~Copyable {
+    private struct State {
         var phase = Phase.idle
         var current = Connectivity.unknown
         var hasEmitted = false
