@@ -120,6 +120,7 @@ let package = Package(
             name: "NetReachHTTPTests",
             dependencies: [
                 "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting", "NetReachConnectivity",
+                .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

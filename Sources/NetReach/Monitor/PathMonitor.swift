@@ -61,6 +61,9 @@ public final class PathMonitor: Sendable {
     /// Resolves host names: the system resolver, or a stand-in in tests (which must never ask DNS).
     private let resolve: @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
     private let state = Locked(State())
+    /// Who is told when a request over this path got an answer (a ConnectivityMonitor of this
+    /// monitor): keyed by a number, so each can leave.
+    private let exchangeListeners = Locked<(next: UInt64, listeners: [UInt64: @Sendable () -> Void])>((0, [:]))
     /// Held while a path is computed and emitted, so paths from the source and from a finished
     /// re-resolution reach the handler in the order they were computed.
     private let evaluation = NSLock()
@@ -305,6 +308,29 @@ public final class PathMonitor: Sendable {
         subscription?.cancel()
         routes?.cancel()
         for stream in streams { stream.finish() }
+    }
+
+    /// A request over this monitor's path just got an answer its caller accepts (NetworkService
+    /// calls this): evidence that the network works, for whoever listens (a ConnectivityMonitor
+    /// of this monitor postpones its next probe).
+    package func reportSuccessfulExchange() {
+        let listeners = exchangeListeners.withLock { Array($0.listeners.values) }
+        for listener in listeners { listener() }
+    }
+
+    /// Calls `listener` after each ``reportSuccessfulExchange()`` until removed; returns its key.
+    package func addExchangeListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
+        exchangeListeners.withLock { state in
+            let key = state.next
+            state.next += 1
+            state.listeners[key] = listener
+            return key
+        }
+    }
+
+    /// Stops calling the listener added under `key`.
+    package func removeExchangeListener(_ key: UInt64) {
+        _ = exchangeListeners.withLock { $0.listeners.removeValue(forKey: key) }
     }
 
     /// Every path from now on, starting with the current one (once the monitor has started).

@@ -44,6 +44,7 @@ public final class ConnectivityMonitor: Sendable {
         var nextStreamID: UInt64 = 0
         var engine: ConnectivityEngine?
         var following: Task<Void, Never>?
+        var exchangeListener: UInt64?
     }
 
     private enum Phase { case idle, running, cancelled }
@@ -66,7 +67,10 @@ public final class ConnectivityMonitor: Sendable {
     }
 
     deinit {
-        let (engine, following, streams) = state.withLock { ($0.engine, $0.following, Array($0.streams.values)) }
+        let (engine, following, streams, listener) = state.withLock {
+            ($0.engine, $0.following, Array($0.streams.values), $0.exchangeListener)
+        }
+        if let listener { pathMonitor.removeExchangeListener(listener) }
         following?.cancel()
         if let engine { Task { await engine.stop() } }
         for stream in streams { stream.finish() }
@@ -101,14 +105,18 @@ public final class ConnectivityMonitor: Sendable {
                 await engine.pathChanged(path)
             }
         }
+        // A request through NetworkService over this path counts as a passing round.
+        let listener = pathMonitor.addExchangeListener { Task { await engine.successfulRequest() } }
         let cancelledMeanwhile = state.withLock { state -> Bool in
             guard state.phase == .running else { return true }
             state.engine = engine
             state.following = following
+            state.exchangeListener = listener
             return false
         }
         if cancelledMeanwhile {
             following.cancel()
+            pathMonitor.removeExchangeListener(listener)
             Task { await engine.stop() }
         }
     }
@@ -116,19 +124,22 @@ public final class ConnectivityMonitor: Sendable {
     /// Stops for good: no probe is sent after it, every ``updates`` sequence ends, no later verdict
     /// is delivered. Safe from any thread, idempotent.
     public func cancel() {
-        let (engine, following, streams) = state.withLock { state -> (ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation]) in
-            guard state.phase != .cancelled else { return (nil, nil, []) }
+        let (engine, following, streams, listener) = state.withLock { state
+            -> (ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation], UInt64?) in
+            guard state.phase != .cancelled else { return (nil, nil, [], nil) }
             state.phase = .cancelled
-            defer { state.engine = nil; state.following = nil; state.streams = [:] }
-            return (state.engine, state.following, Array(state.streams.values))
+            defer { state.engine = nil; state.following = nil; state.streams = [:]; state.exchangeListener = nil }
+            return (state.engine, state.following, Array(state.streams.values), state.exchangeListener)
         }
+        if let listener { pathMonitor.removeExchangeListener(listener) }
         following?.cancel()
         if let engine { Task { await engine.stop() } }
         for stream in streams { stream.finish() }
     }
 
-    /// A request over this network just succeeded (for example through `NetworkService`): while
-    /// `full`, it counts as a passing round and postpones the next.
+    /// A request over this network just succeeded: while `full`, it counts as a passing round and
+    /// postpones the next. `NetworkService` reports its own requests through the path monitor the
+    /// two share; call this for requests made another way.
     public func noteSuccessfulRequest() {
         guard let engine = state.withLock({ $0.engine }) else { return }
         Task { await engine.successfulRequest() }

@@ -119,6 +119,14 @@ public final class NetworkService: Sendable {
         return destinationMonitors.keep(made, for: destination)
     }
 
+    /// Whether the internet path judges requests to `url`: any host name but `localhost` (an
+    /// address or `localhost` has a path of its own, see `pathMonitor(for:)`).
+    private static func isJudgedByInternetPath(_ url: URL) -> Bool {
+        guard let host = url.host?.lowercased() else { return false }
+        if case .host(let name) = PathDestination(host), name != "localhost" { return true }
+        return false
+    }
+
     /// Runs blocking work (reading the system's state, resolving a name) on a thread of its own
     /// rather than on the concurrency pool, and returns its result.
     private static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
@@ -288,6 +296,10 @@ public final class NetworkService: Sendable {
                     continue
                 }
                 if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
+                    // An answer over the internet path is evidence that it works (a connectivity
+                    // monitor of the same path monitor postpones its probes); one to a local
+                    // address or localhost says nothing about the internet.
+                    if let monitor = self.monitor, Self.isJudgedByInternetPath(url) { monitor.reportSuccessfulExchange() }
                     return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
                                                    waited: waited, policy: policy, monitor: monitor))
                 }
