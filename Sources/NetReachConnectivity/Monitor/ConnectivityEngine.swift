@@ -9,6 +9,8 @@ actor ConnectivityEngine {
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
     private let publish: @Sendable (Connectivity) -> Void
+    /// When a request over this path last got an answer (see ``ConnectivityMonitor``), if ever.
+    private let lastEvidence: @Sendable () -> Duration?
 
     private var hysteresis: [IPAddress.Family: ConnectivityHysteresis]
     private var schedule: ProbeSchedule
@@ -19,10 +21,14 @@ actor ConnectivityEngine {
     private var generation = 0
     private var round: Task<Void, Never>?
     private var timer: Task<Void, Never>?
+    /// When the last round ended (or the evidence that stood in for one arrived).
+    private var lastRoundEnded: Duration?
 
     init(configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
          elapsed: @escaping @Sendable () -> Duration, sleepUntil: @escaping @Sendable (Duration) async throws -> Void,
+         lastEvidence: @escaping @Sendable () -> Duration? = { nil },
          publish: @escaping @Sendable (Connectivity) -> Void) {
+        self.lastEvidence = lastEvidence
         self.configuration = configuration
         self.prober = prober
         self.elapsed = elapsed
@@ -74,12 +80,6 @@ actor ConnectivityEngine {
         guard verdict.probesSuspended == nil else { return }
         _ = schedule.pathChanged(at: elapsed())
         startRound()
-    }
-
-    /// A request through this path succeeded: as good as a passing round for postponing the next.
-    func successfulRequest() {
-        guard verdict.level == .full, !hysteresis.values.contains(where: \.isDoubtingFull) else { return }
-        if round == nil { arm(schedule.evidenceOfFull(at: elapsed())) }
     }
 
     private func setLevel(_ level: ConnectivityLevel, _ family: IPAddress.Family, evidence: [ProbeResult]) {
@@ -134,6 +134,7 @@ actor ConnectivityEngine {
         guard generation == self.generation, !Task.isCancelled else { return }
         round = nil
         let now = elapsed()
+        lastRoundEnded = now
         for family in families {
             let own = results.filter { $0.family == family }
             // Results in the probes' order, whatever order they finished in.
@@ -163,6 +164,14 @@ actor ConnectivityEngine {
     private func timerFired(generation: Int) {
         guard generation == self.generation, round == nil else { return }
         timer = nil
+        // A request answered over this path since the last round, while all was well: it counts
+        // as that round, and the next one is due an interval after it.
+        if let evidence = lastEvidence(), let last = lastRoundEnded, evidence > last, verdict.level == .full,
+           !hysteresis.values.contains(where: \.isDoubtingFull) {
+            lastRoundEnded = evidence
+            arm(schedule.evidenceOfFull(at: evidence))
+            return
+        }
         startRound()
     }
 }

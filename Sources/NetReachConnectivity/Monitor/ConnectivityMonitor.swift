@@ -33,6 +33,9 @@ public final class ConnectivityMonitor: Sendable {
     private let sleepUntil: @Sendable (Duration) async throws -> Void
     // Locked, not Synchronization.Mutex: ThreadSanitizer cannot see a futex (DesignNotes).
     private let state = Locked(State())
+    /// When a request over this path last got an answer: written by every such request (one lock,
+    /// no task), read by the engine when a periodic round is due.
+    private let lastEvidence = Locked<Duration?>(nil)
 
     private struct State {
         var phase = Phase.idle
@@ -96,8 +99,11 @@ public final class ConnectivityMonitor: Sendable {
         }
         guard began else { return }
         pathMonitor.startIfIdle(queue: DispatchQueue(label: "NetReach.ConnectivityMonitor.paths"))
+        let lastEvidence = self.lastEvidence
         let engine = ConnectivityEngine(configuration: configuration, prober: prober, elapsed: elapsed,
-                                        sleepUntil: sleepUntil) { [weak self] verdict in self?.emit(verdict) }
+                                        sleepUntil: sleepUntil, lastEvidence: { lastEvidence.withLock { $0 } }) { [weak self] verdict in
+            self?.emit(verdict)
+        }
         let paths = pathMonitor.paths
         let following = Task {
             for await path in paths {
@@ -106,7 +112,8 @@ public final class ConnectivityMonitor: Sendable {
             }
         }
         // A request through NetworkService over this path counts as a passing round.
-        let listener = pathMonitor.addExchangeListener { Task { await engine.successfulRequest() } }
+        let elapsed = self.elapsed
+        let listener = pathMonitor.addExchangeListener { lastEvidence.withLock { $0 = elapsed() } }
         let cancelledMeanwhile = state.withLock { state -> Bool in
             guard state.phase == .running else { return true }
             state.engine = engine
@@ -141,8 +148,8 @@ public final class ConnectivityMonitor: Sendable {
     /// postpones the next. `NetworkService` reports its own requests through the path monitor the
     /// two share; call this for requests made another way.
     public func noteSuccessfulRequest() {
-        guard let engine = state.withLock({ $0.engine }) else { return }
-        Task { await engine.successfulRequest() }
+        let now = elapsed()
+        lastEvidence.withLock { $0 = now }
     }
 
     /// Every verdict from now on whose levels differ from the one before, starting with the current
