@@ -318,6 +318,10 @@ public final class PathMonitor: Sendable {
         for listener in listeners { listener() }
     }
 
+    /// Whether anyone listens to ``reportSuccessfulExchange()``: a service asks before working out
+    /// whether a request is evidence at all.
+    package var hasExchangeListeners: Bool { exchangeListeners.withLock { !$0.listeners.isEmpty } }
+
     /// Calls `listener` after each ``reportSuccessfulExchange()`` until removed; returns its key.
     package func addExchangeListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
         exchangeListeners.withLock { state in

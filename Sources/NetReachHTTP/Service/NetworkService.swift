@@ -299,7 +299,9 @@ public final class NetworkService: Sendable {
                     // An answer over the internet path is evidence that it works (a connectivity
                     // monitor of the same path monitor postpones its probes); one to a local
                     // address or localhost says nothing about the internet.
-                    if let monitor = self.monitor, Self.isJudgedByInternetPath(url) { monitor.reportSuccessfulExchange() }
+                    if let monitor = self.monitor, monitor.hasExchangeListeners, Self.isJudgedByInternetPath(url) {
+                        monitor.reportSuccessfulExchange()
+                    }
                     return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
                                                    waited: waited, policy: policy, monitor: monitor))
                 }
