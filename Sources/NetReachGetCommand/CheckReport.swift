@@ -74,8 +74,8 @@ enum CheckReport {
             expect = result.probe.expectation.description
             family = result.family.rawValue
             status = result.status
-            let components = result.latency.components
-            latencyMilliseconds = (Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 * 1000).rounded() / 1000
+            // Microsecond precision.
+            latencyMilliseconds = (result.latency.milliseconds * 1000).rounded() / 1000
             switch result.verdict {
             case .passed: verdict = "passed"
             case .portal(let login, let evidence):

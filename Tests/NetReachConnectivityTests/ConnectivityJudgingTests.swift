@@ -26,6 +26,14 @@ struct ProbeRoundTests {
         #expect(ProbeRound.level(of: [Self.intercepted, Self.portal], quorum: 2) == .portal(loginURL: URL(string: "http://login.test/")))
     }
 
+    @Test func latenciesReadInMilliseconds() {
+        #expect(Duration.milliseconds(1_500).milliseconds == 1_500)
+        #expect(Duration.microseconds(4_236).milliseconds == 4.236)
+        var slow = Self.pass
+        slow.latency = .milliseconds(1_250)
+        #expect(slow.description.contains("in 1250 ms"), "\(slow)")
+    }
+
     @Test func noAnswerIsLimited() {
         #expect(ProbeRound.level(of: [Self.fail, Self.fail], quorum: 1) == .limited)
         #expect(ProbeRound.level(of: [], quorum: 1) == .limited)

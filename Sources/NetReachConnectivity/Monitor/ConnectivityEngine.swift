@@ -86,7 +86,7 @@ actor ConnectivityEngine {
         verdict[family] = Connectivity.Family(level: level, evidence: evidence)
         // A family no probe can be sent over stays unknown and is not waited for.
         let judged = configuration.families.filter { family in
-            !verdict.path.supports(family) || configuration.probes.contains { $0.canBeSent(over: family) }
+            !verdict.path.supports(family) || hasProbe(for: family)
         }
         verdict.settleLevel(judging: judged)
     }
@@ -94,16 +94,20 @@ actor ConnectivityEngine {
     /// The families probed now: judged, supported by the path, with a probe that can go over them.
     private var probedFamilies: [IPAddress.Family] {
         IPAddress.Family.allCases.filter { family in
-            configuration.families.contains(family) && verdict.path.supports(family)
-                && configuration.probes.contains { $0.canBeSent(over: family) }
+            configuration.families.contains(family) && verdict.path.supports(family) && hasProbe(for: family)
         }
+    }
+
+    /// Whether some probe can be sent over `family`.
+    private func hasProbe(for family: IPAddress.Family) -> Bool {
+        configuration.probes.contains { $0.canBeSent(over: family) }
     }
 
     private func suspension(on path: NetworkPath) -> String? {
         if path.isExpensive && !configuration.allowsExpensiveProbes { return "the path is expensive" }
         if path.isConstrained && !configuration.allowsConstrainedProbes { return "the path is constrained" }
         let families = IPAddress.Family.allCases.filter { configuration.families.contains($0) && path.supports($0) }
-        if !families.contains(where: { family in configuration.probes.contains { $0.canBeSent(over: family) } }) {
+        if !families.contains(where: hasProbe(for:)) {
             return configuration.probes.isEmpty ? "no probe is configured" : "no probe can be sent over this path's families"
         }
         return nil

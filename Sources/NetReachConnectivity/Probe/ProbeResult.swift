@@ -32,7 +32,13 @@ public struct ProbeResult: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let via = interface.map { " via \($0)" } ?? ""
         let answer = status.map { "HTTP \($0)" } ?? "no answer"
-        let ms = Double(latency.components.seconds) * 1000 + Double(latency.components.attoseconds) / 1e15
-        return "\(family) \(probe.url.absoluteString)\(via): \(answer) in \(Int(ms.rounded())) ms, \(verdict)"
+        return "\(family) \(probe.url.absoluteString)\(via): \(answer) in \(Int(latency.milliseconds.rounded())) ms, \(verdict)"
+    }
+}
+
+extension Duration {
+    /// The duration in milliseconds, fractions kept: how probe latencies are shown.
+    package var milliseconds: Double {
+        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
     }
 }
