@@ -50,9 +50,17 @@ struct ConnectivityMonitorTests {
         return (monitor, paths)
     }
 
-    /// Waits (bounded, in real time) until the monitor shows `level`.
-    static func settle(_ monitor: ConnectivityMonitor, _ predicate: (Connectivity) -> Bool) async throws -> Connectivity {
-        for _ in 0..<500 where !predicate(monitor.current) { try await Task.sleep(for: .milliseconds(5)) }
+    /// Waits (bounded, in real time) until `predicate` holds for what the monitor shows.
+    ///
+    /// `TestClock` suspends a sleeper whose deadline is exactly its `now` until the next advance:
+    /// a timer the engine arms just after the test advanced onto its deadline would wait forever.
+    /// Advancing by zero while waiting wakes it without moving time.
+    static func settle(_ monitor: ConnectivityMonitor, clock: TestClock<Duration>,
+                       _ predicate: (Connectivity) -> Bool) async throws -> Connectivity {
+        for _ in 0..<500 where !predicate(monitor.current) {
+            await clock.advance(by: .zero)
+            try await Task.sleep(for: .milliseconds(5))
+        }
         return monitor.current
     }
 
@@ -66,7 +74,7 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
         defer { monitor.cancel(); paths.cancel() }
-        let now = try await Self.settle(monitor) { $0.level == .full }
+        let now = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         #expect(now.level == .full)
         #expect(now.ipv4.level == .full)
         #expect(now.ipv4.evidence.count == 1)
@@ -85,27 +93,27 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.probesWhileFull = true; $0.probeInterval = .seconds(60) }
         defer { monitor.cancel(); paths.cancel() }
-        _ = try await Self.settle(monitor) { $0.level == .full }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         prober.answer(.ipv4, .failed("connection refused"))
         await clock.advance(by: .seconds(60))                        // periodic round: fails, doubt only
-        _ = try await Self.settle(monitor) { _ in prober.sent(.ipv4) == 2 }
-        try await Self.idle()
-        #expect(monitor.current.level == .full)
-        #expect(monitor.current.ipv4.evidence.first?.verdict == .failed("connection refused"))
+        let doubting = try await Self.settle(monitor, clock: clock) { $0.ipv4.evidence.first?.verdict != .passed }
+        #expect(prober.sent(.ipv4) == 2)
+        #expect(doubting.level == .full)
+        #expect(doubting.ipv4.evidence.first?.verdict == .failed("connection refused"))
         await clock.advance(by: .seconds(1))                          // checked again soon: still within the dwell
-        _ = try await Self.settle(monitor) { _ in prober.sent(.ipv4) == 3 }
+        _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 3 }
         try await Self.idle()
         #expect(monitor.current.level == .full)
         // Rounds back off 2, 4, 8 s…; the dwell (10 s from the first failure) ends before the fifth.
         await clock.advance(by: .seconds(2))
         await clock.advance(by: .seconds(4))
         await clock.advance(by: .seconds(8))
-        let limited = try await Self.settle(monitor) { $0.level == .limited }
+        let limited = try await Self.settle(monitor, clock: clock) { $0.level == .limited }
         #expect(limited.level == .limited)
         #expect(prober.sent(.ipv4) >= 4)
         prober.answer(.ipv4, .passed)
         await clock.advance(by: .seconds(16))
-        let back = try await Self.settle(monitor) { $0.level == .full }
+        let back = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         #expect(back.level == .full)
     }
 
@@ -117,12 +125,12 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
         defer { monitor.cancel(); paths.cancel() }
-        let now = try await Self.settle(monitor) { $0.level != .unknown && $0.level != .local }
+        let now = try await Self.settle(monitor, clock: clock) { $0.level != .unknown && $0.level != .local }
         #expect(now.level == .portal(loginURL: login))
         // Signed in: the next round (1 s later) passes.
         prober.answer(.ipv4, .passed)
         await clock.advance(by: .seconds(1))
-        #expect(try await Self.settle(monitor) { $0.level == .full }.level == .full)
+        #expect(try await Self.settle(monitor, clock: clock) { $0.level == .full }.level == .full)
     }
 
     @Test("Path facts need no probe: no path is none, no default route is local")
@@ -132,11 +140,11 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
         defer { monitor.cancel(); paths.cancel() }
-        _ = try await Self.settle(monitor) { $0.level == .full }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         network.removeDefaultRoutes("eth0")
-        #expect(try await Self.settle(monitor) { $0.level == .local }.level == .local)
+        #expect(try await Self.settle(monitor, clock: clock) { $0.level == .local }.level == .local)
         network.setCarrier("eth0", false)
-        #expect(try await Self.settle(monitor) { $0.level == .none }.level == .none)
+        #expect(try await Self.settle(monitor, clock: clock) { $0.level == .none }.level == .none)
         try await Self.idle()
         #expect(prober.total == 1, "no probe without a path")
     }
@@ -148,13 +156,13 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
         defer { monitor.cancel(); paths.cancel() }
-        _ = try await Self.settle(monitor) { $0.level == .full }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         network.addInterface("wwan0", type: .cellular, metric: 50)   // preferred now, and expensive
-        let suspended = try await Self.settle(monitor) { $0.probesSuspended != nil }
+        let suspended = try await Self.settle(monitor, clock: clock) { $0.probesSuspended != nil }
         #expect(suspended.probesSuspended == "the path is expensive")
         #expect(suspended.level == .unknown, "another network, not judged")
         network.removeInterface("wwan0")
-        _ = try await Self.settle(monitor) { $0.level == .full }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         try await Self.idle()
         #expect(prober.total == 2, "one round at start, one after returning to eth0, none over wwan0")
     }
@@ -168,7 +176,7 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
         defer { monitor.cancel(); paths.cancel() }
-        let now = try await Self.settle(monitor) { $0.ipv6.level == .limited }
+        let now = try await Self.settle(monitor, clock: clock) { $0.ipv6.level == .limited }
         #expect(now.ipv4.level == .full)
         #expect(now.ipv6.level == .limited)
         #expect(now.level == .full)
@@ -182,14 +190,14 @@ struct ConnectivityMonitorTests {
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.probesWhileFull = true; $0.probeInterval = .seconds(60) }
         defer { paths.cancel() }
-        _ = try await Self.settle(monitor) { $0.level == .full }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         let seen = Locked<[ConnectivityLevel]>([])
         let reader = Task {
             for await connectivity in monitor.updates { seen.withLock { $0.append(connectivity.level) } }
         }
         try await Self.idle()
         await clock.advance(by: .seconds(60))   // another passing round: evidence, no change
-        _ = try await Self.settle(monitor) { _ in prober.sent(.ipv4) == 2 }
+        _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 2 }
         try await Self.idle()
         monitor.cancel()
         await reader.value   // the sequence ends with the monitor
