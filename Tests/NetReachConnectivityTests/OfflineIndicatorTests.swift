@@ -14,9 +14,14 @@ struct OfflineIndicatorTests {
         var values: [Bool] = []
 
         /// Waits (bounded, in real time) until `count` decisions have come: the indicator's timer
-        /// runs as a task of its own, which a loaded machine may start late.
-        func wait(for count: Int) async throws {
-            for _ in 0..<400 where values.count < count { try await Task.sleep(for: .milliseconds(5)) }
+        /// runs as a task of its own, which a loaded machine may start late. `TestClock` holds a
+        /// sleeper whose deadline is exactly its present until the next advance, so a timer that
+        /// starts sleeping after the test advanced onto its deadline is woken by advancing zero.
+        func wait(for count: Int, on clock: TestClock<Duration>) async throws {
+            for _ in 0..<400 where values.count < count {
+                await clock.advance(by: .zero)
+                try await Task.sleep(for: .milliseconds(5))
+            }
         }
     }
 
@@ -31,7 +36,7 @@ struct OfflineIndicatorTests {
         #expect(decisions.values.isEmpty)
         #expect(!indicator.isShowing)
         await clock.advance(by: .milliseconds(1))
-        try await decisions.wait(for: 1)
+        try await decisions.wait(for: 1, on: clock)
         #expect(decisions.values == [true])
         #expect(indicator.isShowing)
 
@@ -40,7 +45,7 @@ struct OfflineIndicatorTests {
         await clock.advance(by: .milliseconds(999))
         #expect(decisions.values == [true])
         await clock.advance(by: .milliseconds(1))
-        try await decisions.wait(for: 2)
+        try await decisions.wait(for: 2, on: clock)
         #expect(decisions.values == [true, false])
         #expect(!indicator.isShowing)
     }
