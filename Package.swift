@@ -86,20 +86,31 @@ let package = Package(
             name: "NetReachCLI",
             dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // status, watch and wait: linked by both executables (netreach-http runs them with --internet,
+        // which needs its HTTP prober); NetReachConnectivity is plain Swift over NetReach.
+        .target(
+            name: "NetReachObserverCommands",
+            dependencies: [
+                "NetReach", "NetReachCLI", "NetReachConnectivity",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "netreach",
             dependencies: [
                 // Not "netreach-http": SwiftPM would link that executable's dependencies (SwiftNIO,
                 // AsyncHTTPClient, FoundationNetworking) into this one too. `swift build` builds both.
-                "NetReach", "NetReachCLI",
+                "NetReach", "NetReachCLI", "NetReachObserverCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // `get`, shared by the two executables below, which differ in the transports they link.
+        // `get` and `check` (and the prober for watch/wait --internet), shared by the two executables
+        // below, which differ in the transports they link.
         .target(
             name: "NetReachGetCommand",
             dependencies: [
                 "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachConnectivity",
+                "NetReachObserverCommands",
                 .target(name: "CNetReachNamespaceEntry", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -133,6 +144,8 @@ let package = Package(
             name: "NetReachLinuxTests",
             dependencies: [
                 "NetReach",
+                "NetReachConnectivity",
+                "NetReachObserverCommands",
                 "netreach",
                 "netreach-http",   // built before the tests run: `netreach get` executes it
                 "netreach-http-urlsession",   // and `get --transport urlsession` this one

@@ -1,5 +1,7 @@
 import ArgumentParser
+import NetReachAsyncHTTPClient
 import NetReachHTTP
+import NetReachObserverCommands
 import Synchronization
 
 /// `netreach-http`: the commands of `netreach` that send HTTP, in an executable of their own.
@@ -12,13 +14,16 @@ package struct NetreachHTTPCommand: AsyncParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "netreach",
         abstract: "The HTTP commands of netreach (run by `netreach get`).",
-        subcommands: [GetCommand.self, CheckCommand.self]
+        // watch and wait are netreach's own, run here when given --internet (they need a prober).
+        subcommands: [GetCommand.self, CheckCommand.self, WatchCommand.self, WaitCommand.self]
     )
 
     package init() {}
 
     /// Parses the process's arguments and runs the command (the executables' whole `main`).
     package static func run() async {
+        InternetProbing.register(.init(makeProber: { AsyncHTTPClientProber() },
+                                       enterNamespace: { namespace in try NamespaceEntry.enter(namespace) }))
         await main()
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NetReachCLI
+import NetReachObserverCommands
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -9,7 +10,7 @@ import Darwin
 #endif
 
 /// `netreach get …` and `netreach check …` run `netreach-http get …` (or `check …`) in this
-/// process's place.
+/// process's place; so do `watch --internet …` and `wait --internet …`, which send probes.
 ///
 /// The HTTP stack (SwiftNIO, AsyncHTTPClient, FoundationNetworking, libcurl) is ~10 MB of
 /// resident memory once loaded, and the dynamic loader maps every linked library at start, used or
@@ -20,16 +21,19 @@ enum GetForwarding {
     static let helperName = "netreach-http"
 
     /// The arguments to run `netreach-http` with, if `arguments` (as in `CommandLine.arguments`)
-    /// ask for `get` or `check`, or for their help; `nil` otherwise.
+    /// ask for `get` or `check`, or for their help, or for `watch` or `wait` with `--internet`;
+    /// `nil` otherwise.
     ///
     /// ```swift
     /// GetForwarding.helperArguments(["netreach", "get", "-X", "POST", "http://127.0.0.1/x"])  // ["get", "-X", "POST", …]
     /// GetForwarding.helperArguments(["netreach", "help", "get"])                              // ["get", "--help"]
+    /// GetForwarding.helperArguments(["netreach", "watch", "--internet"])                      // ["watch", "--internet"]
     /// GetForwarding.helperArguments(["netreach", "watch"])                                    // nil
     /// ```
     static func helperArguments(_ arguments: [String]) -> [String]? {
         let rest = Array(arguments.dropFirst())
         if let command = rest.first, forwarded.contains(command) { return rest }
+        if InternetProbing.isForwarded(rest) { return rest }
         if rest.count == 2, rest[0] == "help", forwarded.contains(rest[1]) { return [rest[1], "--help"] }
         return nil
     }
@@ -44,7 +48,9 @@ enum GetForwarding {
 
     /// Replaces this process with `netreach-http arguments…`; exits 69 if it cannot.
     static func exec(_ arguments: [String]) -> Never {
-        HelperExecutable(name: helperName).exec(arguments, purpose: "`\(arguments.first ?? "get")`")
+        let command = arguments.first ?? "get"
+        let purpose = InternetProbing.isForwarded(arguments) ? "`\(command) --internet`" : "`\(command)`"
+        HelperExecutable(name: helperName).exec(arguments, purpose: purpose)
     }
 }
 

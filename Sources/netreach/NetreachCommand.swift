@@ -1,5 +1,6 @@
 import ArgumentParser
 import NetReachCLI
+import NetReachObserverCommands
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

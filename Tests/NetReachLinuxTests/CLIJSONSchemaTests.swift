@@ -1,6 +1,7 @@
 import Foundation
 @testable import NetReach
 @testable import netreach
+@testable import NetReachObserverCommands
 import Testing
 
 /// `Docs/netreach-json.schema.json` describes what `status --json` and `watch --json` print: held

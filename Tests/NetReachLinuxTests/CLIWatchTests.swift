@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 @testable import netreach
+@testable import NetReachObserverCommands
 import NetReach
 import NetReachCLI
 import Testing

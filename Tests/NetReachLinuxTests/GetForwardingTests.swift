@@ -1,5 +1,6 @@
 import Foundation
 @testable import netreach
+@testable import NetReachObserverCommands
 import Testing
 
 /// `netreach get` runs the `netreach-http` executable in its place, so `status`, `watch` and `wait`

@@ -74,7 +74,7 @@ public struct Connectivity: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The levels alone: what a change is measured by (evidence differs every round).
-    var levels: [ConnectivityLevel] { [level, ipv4.level, ipv6.level] }
+    package var levels: [ConnectivityLevel] { [level, ipv4.level, ipv6.level] }
 
     /// `full (ipv4 full (2 of 2 probes passed), ipv6 local)`.
     public var description: String {

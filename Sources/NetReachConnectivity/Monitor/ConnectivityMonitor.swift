@@ -43,7 +43,7 @@ public final class ConnectivityMonitor: Sendable {
         var hasEmitted = false
         var handler: (@Sendable (Connectivity) -> Void)?
         var deliveryQueue: DispatchQueue?
-        var streams: [UInt64: AsyncStream<Connectivity>.Continuation] = [:]
+        var streams: [UInt64: Stream] = [:]
         var nextStreamID: UInt64 = 0
         var engine: ConnectivityEngine?
         var following: Task<Void, Never>?
@@ -51,6 +51,12 @@ public final class ConnectivityMonitor: Sendable {
     }
 
     private enum Phase { case idle, running, cancelled }
+
+    /// A sequence's continuation, and whether it wants every verdict or only level changes.
+    private struct Stream {
+        var continuation: AsyncStream<Connectivity>.Continuation
+        var everyVerdict: Bool
+    }
 
     /// A monitor of `pathMonitor`'s paths (the shared one by default), probing with `prober`.
     public convenience init(configuration: Configuration, pathMonitor: PathMonitor = .shared,
@@ -71,7 +77,7 @@ public final class ConnectivityMonitor: Sendable {
 
     deinit {
         let (engine, following, streams, listener) = state.withLock {
-            ($0.engine, $0.following, Array($0.streams.values), $0.exchangeListener)
+            ($0.engine, $0.following, $0.streams.values.map(\.continuation), $0.exchangeListener)
         }
         if let listener { pathMonitor.removeExchangeListener(listener) }
         following?.cancel()
@@ -136,7 +142,7 @@ public final class ConnectivityMonitor: Sendable {
             guard state.phase != .cancelled else { return (nil, nil, [], nil) }
             state.phase = .cancelled
             defer { state.engine = nil; state.following = nil; state.streams = [:]; state.exchangeListener = nil }
-            return (state.engine, state.following, Array(state.streams.values), state.exchangeListener)
+            return (state.engine, state.following, state.streams.values.map(\.continuation), state.exchangeListener)
         }
         if let listener { pathMonitor.removeExchangeListener(listener) }
         following?.cancel()
@@ -161,13 +167,19 @@ public final class ConnectivityMonitor: Sendable {
     ///     break   // the internet answers
     /// }
     /// ```
-    public var updates: AsyncStream<Connectivity> {
+    public var updates: AsyncStream<Connectivity> { stream(everyVerdict: false) }
+
+    /// Like ``updates``, but also every verdict whose levels did not change: a new path judged the
+    /// same, a round's fresh evidence. For `watch --internet`, which prints path changes too.
+    package var verdicts: AsyncStream<Connectivity> { stream(everyVerdict: true) }
+
+    private func stream(everyVerdict: Bool) -> AsyncStream<Connectivity> {
         AsyncStream(bufferingPolicy: .unbounded) { continuation in
             let id = state.withLock { state -> UInt64? in
                 guard state.phase != .cancelled else { return nil }
                 let id = state.nextStreamID
                 state.nextStreamID += 1
-                state.streams[id] = continuation
+                state.streams[id] = Stream(continuation: continuation, everyVerdict: everyVerdict)
                 if state.hasEmitted { continuation.yield(state.current) }
                 return id
             }
@@ -187,10 +199,12 @@ public final class ConnectivityMonitor: Sendable {
             guard state.phase == .running else { return nil }
             let changed = !state.hasEmitted || state.current.levels != verdict.levels
             state.current = verdict
-            guard changed else { return nil }
             state.hasEmitted = true
-            // Yielded under the lock: every stream sees the changes in order.
-            for stream in state.streams.values { stream.yield(verdict) }
+            // Yielded under the lock: every stream sees the verdicts in order.
+            for stream in state.streams.values where changed || stream.everyVerdict {
+                stream.continuation.yield(verdict)
+            }
+            guard changed else { return nil }
             return state.deliveryQueue.map { ($0, state.handler) }
         }
         guard let (queue, handler) = delivery, let handler else { return }

@@ -1,11 +1,12 @@
 import Foundation
 import NetReach
+import NetReachConnectivity
 
 /// How `status`, `watch` and `wait` print a ``NetworkPath``, in one place so they always agree.
 ///
 /// The human forms are meant to be grepped and cut, so they are stable: words in a fixed order,
 /// no colour, no localisation, timestamps in UTC.
-enum PathFormatting {
+package enum PathFormatting {
     /// One line: `satisfied eth0(wiredEthernet) ipv4 ipv6 dns gw 192.0.2.1` or
     /// `unsatisfied (no default route)`. Interfaces and gateways are comma-separated, preferred
     /// first; `expensive` and `constrained` appear only when true.
@@ -28,6 +29,17 @@ enum PathFormatting {
     /// `2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1`.
     static func timestampedLine(_ path: NetworkPath, at date: Date) -> String {
         "\(timestamp(date)) \(line(path))"
+    }
+
+    /// The path's line, then the connectivity verdict (`watch --internet`, `wait --internet`):
+    /// `satisfied eth0(wiredEthernet) ipv4 gw 192.0.2.1; internet full (ipv4 full, ipv6 local)`.
+    static func line(_ verdict: Connectivity) -> String {
+        "\(line(verdict.path)); internet \(ConnectivityReport.summary(verdict))"
+    }
+
+    /// ``line(_:)-(Connectivity)`` prefixed with a timestamp, as ``timestampedLine(_:at:)-(NetworkPath,_)``.
+    static func timestampedLine(_ verdict: Connectivity, at date: Date) -> String {
+        "\(timestamp(date)) \(line(verdict))"
     }
 
     /// `key: value` lines for `status`, one property per line, every key always present
@@ -57,13 +69,24 @@ enum PathFormatting {
     /// `unsatisfiedReason` is `null` when the path is satisfied. `Docs/netreach-json.schema.json`
     /// describes the object (and `CLIJSONSchemaTests` holds this output to it).
     static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
+        encode(TimestampedPath(path: path, timestamp: date.map(timestamp)))
+    }
+
+    /// ``json(_:at:)-(NetworkPath,_)`` for the verdict's path, with a `connectivity` key: the
+    /// verdict as `check --json` prints it, less the path (`watch --internet --json`).
+    static func json(_ verdict: Connectivity, at date: Date) -> String {
+        encode(TimestampedPath(path: verdict.path, timestamp: timestamp(date),
+                               connectivity: ConnectivityReport.Report(verdict, includesPath: false)))
+    }
+
+    private static func encode(_ value: TimestampedPath) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            let data = try encoder.encode(TimestampedPath(path: path, timestamp: date.map(timestamp)))
+            let data = try encoder.encode(value)
             return String(decoding: data, as: UTF8.self)
         } catch {
-            // NetworkPath holds only strings, numbers and booleans; encoding it cannot fail.
+            // Only strings, finite numbers (latencies are measured durations) and booleans: encoding cannot fail.
             preconditionFailure("cannot encode a NetworkPath as JSON: \(error)")
         }
     }
@@ -101,13 +124,15 @@ enum PathFormatting {
 private struct TimestampedPath: Encodable {
     var path: NetworkPath
     var timestamp: String?
+    var connectivity: ConnectivityReport.Report?
 
-    private enum CodingKeys: String, CodingKey { case timestamp }
+    private enum CodingKeys: String, CodingKey { case timestamp, connectivity }
 
     func encode(to encoder: any Encoder) throws {
         try path.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(timestamp, forKey: .timestamp)
+        try container.encodeIfPresent(connectivity, forKey: .connectivity)
     }
 }
 

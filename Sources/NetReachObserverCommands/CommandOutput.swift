@@ -9,10 +9,10 @@ import Musl
 /// What `status`, `watch` and `wait` print on standard output goes through here, so a line that
 /// could not be written ends the command with ``CLIExitCode/outputFailed`` and a reason on
 /// standard error, never with status 0 and the line lost.
-enum CommandOutput {
+package enum CommandOutput {
     /// Writes `line` and a newline to standard output; if it cannot, says why on standard error
     /// and throws ``CLIExitCode/outputFailed``.
-    static func writeLine(_ line: String) throws(ExitCode) {
+    package static func writeLine(_ line: String) throws(ExitCode) {
         do {
             try StandardStream.output.writeLine(line)
         } catch {
@@ -21,8 +21,8 @@ enum CommandOutput {
     }
 
     /// Says why the output could not be written and returns the status to exit with.
-    static func failed(_ error: StandardStream.WriteError) -> ExitCode { CLIExitCode.outputFailed(error) }
+    package static func failed(_ error: StandardStream.WriteError) -> ExitCode { CLIExitCode.outputFailed(error) }
 
     /// The failure when standard output's reader went away before a write noticed (``OutputHangup``).
-    static let readerGone = StandardStream.WriteError(stream: .output, errno: EPIPE)
+    package static let readerGone = StandardStream.WriteError(stream: .output, errno: EPIPE)
 }

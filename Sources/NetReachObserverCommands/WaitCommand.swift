@@ -2,16 +2,20 @@ import ArgumentParser
 import Dispatch
 import NetReach
 import NetReachCLI
+import NetReachConnectivity
 
 /// `netreach wait`: exit 0 as soon as the network is usable, 1 if it is not within the timeout.
 /// For systemd units, container entrypoints and CI scripts, like `systemd-networkd-wait-online`.
-struct WaitCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct WaitCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "wait",
         abstract: "Wait until the network path is satisfied, then exit 0.",
         // Written out: generated from the array-backed options, it would end each with "...", as if
         // they could be repeated.
-        usage: "netreach wait [--timeout <duration>] [--interface-type <type>] [--ipv4] [--ipv6] [--dns] [--quiet] [--to <host>] [--namespace <name|path>]",
+        usage: """
+            netreach wait [--timeout <duration>] [--interface-type <type>] [--ipv4] [--ipv6] [--dns] [--quiet] [--to <host>] [--namespace <name|path>]
+              netreach wait --internet [--probe <url[=expect]> ...] [--well-known-probes] [--quorum <n>] [--family 4|6] [--probe-timeout <duration>] [--probe-interval <duration>] [--timeout <duration>] [--ipv4] [--ipv6] [--dns] [--quiet] [--namespace <name|path>]
+            """,
         discussion: """
             Exits as soon as the path is satisfied with the given requirements, at once if it \
             already is, and prints the path on standard output. If the path is not satisfied \
@@ -21,8 +25,17 @@ struct WaitCommand: AsyncParsableCommand {
             A duration is a number with a unit (h, m, s, ms), or several from the largest down \
             (1m30s, 1h2m3.5s, 2m500ms); a bare number is seconds.
 
+            With --internet, waits until the internet answers too (full), judged with probes as \
+            `netreach check` judges (the same probe flags; see `netreach check --help`), probing \
+            at once, after every path change and, while it does not answer, again after 1 s, \
+            doubling. On timeout it says the verdict and why:
+              netreach: timed out after 30s: satisfied eth0(wiredEthernet) ipv4 gw 192.0.2.1; internet limited (ipv4 limited, ipv6 local)
+            --timeout 0 waits for the first verdict only. With --namespace, the probes leave \
+            from inside that namespace.
+
             Examples:
               netreach wait --timeout 2m --ipv4 --dns && exec my-daemon
+              netreach wait --internet --probe http://192.0.2.10/generate_204 --timeout 1m
               netreach wait --interface-type wiredEthernet --timeout 500ms --quiet
               netreach wait --timeout 1m30s
               netreach wait --timeout infinity   # no limit: until the path is satisfied
@@ -59,9 +72,21 @@ struct WaitCommand: AsyncParsableCommand {
 
     @OptionGroup var monitorOptions: MonitorOptions
 
-    func validate() throws {
+    @OptionGroup var internetOptions: InternetOptions
+
+    package init() {}
+
+    package func validate() throws {
         _ = try SingleValuedOption.value(of: "--timeout", in: timeouts)
         _ = try SingleValuedOption.value(of: "--interface-type", in: interfaceTypes)
+        if internetOptions.internet {
+            if monitorOptions.destination != nil {
+                throw ValidationError("--internet judges the path to the internet; it cannot be combined with --to.")
+            }
+            if interfaceType != nil {
+                throw ValidationError("--internet probes over the system's routes, whatever the interface; it cannot be combined with --interface-type.")
+            }
+        }
     }
 
     /// `--timeout`, 30 s when not given.
@@ -74,8 +99,9 @@ struct WaitCommand: AsyncParsableCommand {
         WaitCondition(requiresIPv4: ipv4, requiresIPv6: ipv6, requiresDNS: dns)
     }
 
-    func run() async throws {
+    package func run() async throws {
         if quiet { NetReachDiagnostics.handler = nil }
+        if internetOptions.internet { return try await waitForInternet() }
         let monitor = try monitorOptions.startMonitor(requiredInterfaceType: interfaceType)
         defer { monitor.cancel() }
 
@@ -101,6 +127,50 @@ struct WaitCommand: AsyncParsableCommand {
             }
         }
         try timeOut(lastPath: last)
+    }
+
+    /// `wait --internet`: until the path meets the condition and the internet answers.
+    private func waitForInternet() async throws {
+        let linked = try InternetProbing.linked()
+        if let namespace = monitorOptions.namespace { try linked.enterNamespace(namespace) }
+        var configuration = try internetOptions.configuration()
+        // Waited for now: the path's cost does not hold the probes back (as with check).
+        configuration.allowsExpensiveProbes = true
+        configuration.allowsConstrainedProbes = true
+        let paths = try monitorOptions.startMonitor()
+        defer { paths.cancel() }
+        let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: linked.makeProber())
+        defer { monitor.cancel() }
+        let verdicts = monitor.verdicts
+        monitor.start(queue: DispatchQueue(label: "netreach.connectivity"))
+
+        // When time is up, cancelling the monitor ends `verdicts`, and so the loop. `--timeout 0`
+        // waits for the first verdict (a round ends within the probe timeout); no limit, no task.
+        let limit = timeout.isZero ? configuration.probeTimeout * 2 + .seconds(5) : timeout.duration
+        let deadline = limit.map { limit in
+            Task {
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                monitor.cancel()
+            }
+        }
+        defer { deadline?.cancel() }
+        var last = Connectivity.unknown
+        last.path = paths.currentPath
+        for await verdict in verdicts {
+            last = verdict
+            if condition.isMet(by: verdict.path), verdict.level == .full {
+                if !quiet { try CommandOutput.writeLine(PathFormatting.line(verdict)) }
+                return
+            }
+            if verdict.path.unsatisfiedReason == .monitorUnavailable {
+                throw MonitorOptions.stoppedObserving(paths.failure)
+            }
+            if timeout.isZero, ProbeOptions.isFinal(verdict, configuration) { break }
+        }
+        let shortfall = condition.isMet(by: last.path) || last.path.status != .satisfied
+            ? PathFormatting.line(last) : "\(condition.shortfall(of: last.path)); internet \(ConnectivityReport.summary(last))"
+        StandardStream.complain("timed out after \(timeout): \(shortfall)")
+        throw CLIExitCode.timedOut
     }
 
     private func succeed(with path: NetworkPath) throws(ExitCode) {

@@ -3,63 +3,74 @@ import NetReach
 import NetReachConnectivity
 
 /// What `netreach check` prints: the verdict, then a line per probe (its family, URL, answer,
-/// time and verdict); or one JSON object with the same.
-enum CheckReport {
+/// time and verdict); or one JSON object with the same. `watch --internet` and `wait --internet`
+/// print the verdict's first line (``summary(_:)``) after the path, and its JSON as `connectivity`.
+package enum ConnectivityReport {
     /// ```
     /// portal: sign in at http://login.hotel.example/ (ipv4 portal, ipv6 local)
     ///   ipv4 http://192.0.2.10/generate_204: HTTP 302 in 4 ms, portal: HTTP 302 redirect to http://login.hotel.example/
     /// ```
-    static func text(_ verdict: Connectivity) -> String {
+    package static func text(_ verdict: Connectivity) -> String {
+        let lines = (verdict.ipv4.evidence + verdict.ipv6.evidence).map { "  \($0)" }
+        return ([summary(verdict)] + lines).joined(separator: "\n")
+    }
+
+    /// The verdict on one line: `full (ipv4 full, ipv6 local)`,
+    /// `portal: sign in at http://login.hotel.example/ (ipv4 portal, ipv6 local)`,
+    /// `unknown (ipv4 unknown, ipv6 unknown); no probe sent: the path is expensive`.
+    package static func summary(_ verdict: Connectivity) -> String {
         var head: String
         switch verdict.level {
         case .portal(let login?): head = "portal: sign in at \(login.absoluteString)"
         default: head = verdict.level.description
         }
-        head += " (ipv4 \(verdict.ipv4.level), ipv6 \(verdict.ipv6.level))"
+        head += " (ipv4 \(name(verdict.ipv4.level)), ipv6 \(name(verdict.ipv6.level)))"
         if let suspended = verdict.probesSuspended { head += "; no probe sent: \(suspended)" }
         if verdict.path.status != .satisfied, let reason = verdict.path.unsatisfiedReason {
             head += "; path: \(reason)"
         }
-        let lines = (verdict.ipv4.evidence + verdict.ipv6.evidence).map { "  \($0)" }
-        return ([head] + lines).joined(separator: "\n")
+        return head
     }
 
     /// One line of JSON, keys sorted.
-    static func json(_ verdict: Connectivity) -> String {
+    package static func json(_ verdict: Connectivity) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(Report(verdict))) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
-    private struct Report: Encodable {
+    /// The verdict as JSON: `level`, `loginURL` (a portal's, when known), `ipv4` and `ipv6` (each
+    /// a `level` and its `probes`), `probesSuspended`; and `path` unless `includesPath` is false
+    /// (`watch --internet --json` has the path's keys at the top already).
+    package struct Report: Encodable {
         var level: String
         var loginURL: String?
         var ipv4: Family
         var ipv6: Family
-        var path: NetworkPath
+        var path: NetworkPath?
         var probesSuspended: String?
 
-        init(_ verdict: Connectivity) {
-            level = CheckReport.name(verdict.level)
+        package init(_ verdict: Connectivity, includesPath: Bool = true) {
+            level = ConnectivityReport.name(verdict.level)
             if case .portal(let login?) = verdict.level { loginURL = login.absoluteString }
             ipv4 = Family(verdict.ipv4)
             ipv6 = Family(verdict.ipv6)
-            path = verdict.path
+            path = includesPath ? verdict.path : nil
             probesSuspended = verdict.probesSuspended
         }
     }
 
-    private struct Family: Encodable {
+    struct Family: Encodable {
         var level: String
         var probes: [Probe]
         init(_ family: Connectivity.Family) {
-            level = CheckReport.name(family.level)
+            level = ConnectivityReport.name(family.level)
             probes = family.evidence.map(Probe.init)
         }
     }
 
-    private struct Probe: Encodable {
+    struct Probe: Encodable {
         var url: String
         var expect: String
         var family: String
@@ -93,7 +104,7 @@ enum CheckReport {
     }
 
     /// `full`, `portal`, `limited`, `local`, `none`, `unknown`: the level's name without its login URL.
-    static func name(_ level: ConnectivityLevel) -> String {
+    package static func name(_ level: ConnectivityLevel) -> String {
         if case .portal = level { return "portal" }
         return level.description
     }

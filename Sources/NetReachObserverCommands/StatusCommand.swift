@@ -4,8 +4,8 @@ import NetReach
 import NetReachCLI
 
 /// `netreach status`: the current path, once.
-struct StatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct StatusCommand: ParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Print the current network path.",
         usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]",   // no "...": see WaitCommand
@@ -28,7 +28,9 @@ struct StatusCommand: ParsableCommand {
 
     @OptionGroup var monitorOptions: MonitorOptions
 
-    func run() throws {
+    package init() {}
+
+    package func run() throws {
         let monitor = try monitorOptions.startMonitor()
         defer { monitor.cancel() }
         let path = monitor.currentPath
