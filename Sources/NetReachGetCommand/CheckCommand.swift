@@ -48,7 +48,7 @@ struct CheckCommand: AsyncParsableCommand {
 
     @OptionGroup var probing: ProbeOptions
 
-    @Flag(help: "Print one JSON object: the level overall and per family, with every probe's evidence.")
+    @Flag(help: "Print one JSON object: the path (as status --json prints it) with a \"connectivity\" key, the level overall and per family with every probe's evidence; schema: Docs/netreach-json.schema.json.")
     var json = false
 
     // An array only so that a repeated --namespace can be refused.
@@ -93,7 +93,7 @@ struct CheckCommand: AsyncParsableCommand {
         // The levels settle with the round; the evidence of that round is in `current`.
         let verdict = monitor.current
         do throws(StandardStream.WriteError) {
-            try StandardStream.output.writeLine(json ? ConnectivityReport.json(verdict) : ConnectivityReport.text(verdict))
+            try StandardStream.output.writeLine(json ? PathFormatting.json(verdict, at: Date()) : ConnectivityReport.text(verdict))
         } catch {
             throw CLIExitCode.outputFailed(error)
         }

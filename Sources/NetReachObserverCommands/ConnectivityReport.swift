@@ -3,7 +3,8 @@ import NetReach
 import NetReachConnectivity
 
 /// What `netreach check` prints: the verdict, then a line per probe (its family, URL, answer,
-/// time and verdict); or one JSON object with the same. `watch --internet` and `wait --internet`
+/// time and verdict); with `--json`, the path's object with the verdict as `connectivity`
+/// (``Report``), as `watch --internet --json` prints each line. `watch --internet` and `wait --internet`
 /// print the verdict's first line (``summary(_:)``) after the path, and its JSON as `connectivity`.
 package enum ConnectivityReport {
     /// ```
@@ -32,31 +33,21 @@ package enum ConnectivityReport {
         return head
     }
 
-    /// One line of JSON, keys sorted.
-    package static func json(_ verdict: Connectivity) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(Report(verdict))) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The verdict as JSON: `level`, `loginURL` (a portal's, when known), `ipv4` and `ipv6` (each
-    /// a `level` and its `probes`), `probesSuspended`; and `path` unless `includesPath` is false
-    /// (`watch --internet --json` has the path's keys at the top already).
+    /// The verdict as JSON, the `connectivity` key of `check --json` and `watch --internet --json`
+    /// lines (the path's keys are at the top): `level`, `loginURL` (a portal's, when known),
+    /// `ipv4` and `ipv6` (each a `level` and its `probes`), `probesSuspended`.
     package struct Report: Encodable {
         var level: String
         var loginURL: String?
         var ipv4: Family
         var ipv6: Family
-        var path: NetworkPath?
         var probesSuspended: String?
 
-        package init(_ verdict: Connectivity, includesPath: Bool = true) {
+        package init(_ verdict: Connectivity) {
             level = ConnectivityReport.name(verdict.level)
             if case .portal(let login?) = verdict.level { loginURL = login.absoluteString }
             ipv4 = Family(verdict.ipv4)
             ipv6 = Family(verdict.ipv6)
-            path = includesPath ? verdict.path : nil
             probesSuspended = verdict.probesSuspended
         }
     }

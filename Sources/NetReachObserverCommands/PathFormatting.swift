@@ -73,10 +73,10 @@ package enum PathFormatting {
     }
 
     /// ``json(_:at:)-(NetworkPath,_)`` for the verdict's path, with a `connectivity` key: the
-    /// verdict as `check --json` prints it, less the path (`watch --internet --json`).
-    static func json(_ verdict: Connectivity, at date: Date) -> String {
+    /// verdict and its evidence (`check --json`, `watch --internet --json`).
+    package static func json(_ verdict: Connectivity, at date: Date) -> String {
         encode(TimestampedPath(path: verdict.path, timestamp: timestamp(date),
-                               connectivity: ConnectivityReport.Report(verdict, includesPath: false)))
+                               connectivity: ConnectivityReport.Report(verdict)))
     }
 
     private static func encode(_ value: TimestampedPath) -> String {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import NetReach
+import NetReachConnectivity
 @testable import netreach
 @testable import NetReachObserverCommands
 import Testing
@@ -62,7 +63,8 @@ struct CLIJSONSchemaTests {
             return
         }
         let requiredNames = Set(required.compactMap { if case .string(let name) = $0 { name } else { nil } })
-        #expect(requiredNames == Set(properties.keys))
+        // connectivity is there only when the internet was judged (check, watch --internet).
+        #expect(requiredNames.union(["connectivity"]) == Set(properties.keys))
         #expect(top["additionalProperties"] == .bool(false))
     }
 
@@ -87,6 +89,57 @@ struct CLIJSONSchemaTests {
         let line = PathFormatting.json(path, at: Date(timeIntervalSince1970: 1_795_376_401.123))
         let violations = try Self.checker().violations(of: JSONValue.parse(line))
         #expect(violations.isEmpty, "\(line): \(violations)")
+    }
+
+    /// A verdict of each level, with a probe of each verdict kind, as check --json and
+    /// watch --internet --json print it.
+    static var formattedVerdicts: [Connectivity] {
+        let probe = ConnectivityProbe(URL(string: "http://192.0.2.10/generate_204")!)
+        let login = URL(string: "http://login.hotel.test/")!
+        let results = [
+            ProbeResult(probe: probe, family: .ipv4, status: 204, latency: .microseconds(4_321), verdict: .passed),
+            ProbeResult(probe: probe, family: .ipv4, status: 302, latency: .seconds(1), verdict: .portal(loginURL: login, evidence: "HTTP 302 redirect")),
+            ProbeResult(probe: probe, family: .ipv6, status: nil, latency: .zero, verdict: .intercepted("certificate not trusted")),
+            ProbeResult(probe: probe, family: .ipv6, status: nil, latency: .milliseconds(10_000), verdict: .failed("timed out")),
+        ]
+        let levels: [ConnectivityLevel] = [.unknown, .none, .local, .limited, .portal(loginURL: login), .portal(loginURL: nil), .full]
+        return levels.map { level in
+            var verdict = Connectivity.unknown
+            verdict.path = everyInterfaceType
+            verdict.level = level
+            verdict.ipv4 = Connectivity.Family(level: level, evidence: Array(results.prefix(2)))
+            verdict.ipv6 = Connectivity.Family(level: .limited, evidence: Array(results.suffix(2)))
+            if level == .unknown { verdict.probesSuspended = "the path is expensive" }
+            return verdict
+        }
+    }
+
+    @Test(arguments: formattedVerdicts)
+    func whatCheckAndWatchInternetPrintConforms(_ verdict: Connectivity) throws {
+        let line = PathFormatting.json(verdict, at: Date(timeIntervalSince1970: 1_795_376_401.123))
+        let violations = try Self.checker().violations(of: JSONValue.parse(line))
+        #expect(violations.isEmpty, "\(line): \(violations)")
+        #expect(line.contains(#""connectivity":{"#))
+    }
+
+    @Test(arguments: [
+        ("an unknown level", #"{"level":"online"}"#, "$.connectivity.level"),
+        ("a family without probes", #"{"ipv4":{"level":"full"}}"#, "$.connectivity.ipv4: probes is missing"),
+        ("an unknown probe verdict", #"{"ipv4":{"level":"full","probes":[{"expect":"204","family":"ipv4","latencyMilliseconds":1,"url":"http://a/","verdict":"ok"}]}}"#, "$.connectivity.ipv4.probes[0].verdict"),
+        ("a negative latency", #"{"ipv4":{"level":"full","probes":[{"expect":"204","family":"ipv4","latencyMilliseconds":-1,"url":"http://a/","verdict":"passed"}]}}"#, "$.connectivity.ipv4.probes[0].latencyMilliseconds"),
+        ("an unknown key", #"{"captive":true}"#, "$.connectivity.captive"),
+    ])
+    func theCheckerRejectsABadVerdict(_ what: String, _ change: String, _ expectedPath: String) throws {
+        guard case .object(var members) = try JSONValue.parse(PathFormatting.json(Self.formattedVerdicts.last!, at: Date(timeIntervalSince1970: 0))),
+              case .object(var connectivity)? = members["connectivity"],
+              case .object(let replacements) = try JSONValue.parse(change) else {
+            Issue.record("not objects")
+            return
+        }
+        connectivity.merge(replacements) { $1 }
+        members["connectivity"] = .object(connectivity)
+        let violations = try Self.checker().violations(of: .object(members))
+        #expect(violations.contains { $0.hasPrefix(expectedPath) }, "\(what): \(violations)")
     }
 
     @Test func withoutATimestampTheObjectIsIncomplete() throws {

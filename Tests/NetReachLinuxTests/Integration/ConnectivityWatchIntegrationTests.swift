@@ -118,6 +118,27 @@ struct ConnectivityWatchIntegrationTests {
         }
     }
 
+    @Test("watch --internet --json: every line is the path with its verdict, as the schema says")
+    func watchJSON() async throws {
+        let script = ProbeScript(.portal)
+        try await Self.withProbeServer(script) { lab, probe in
+            let watch = try NetreachProcess(["watch", "--internet", "--json", "--probe", probe, "--namespace", lab.name])
+            defer { watch.kill() }
+            await LabPoll.until("watch shows the portal") { watch.outputLines.contains { $0.contains(#""level":"portal""#) } }
+            script.answer(.pass)
+            await LabPoll.until("watch shows full") { watch.outputLines.contains { $0.contains(#""level":"full""#) } }
+            watch.signal(SIGTERM)
+            #expect(await watch.exitStatus() == 0, "\(watch.standardError)")
+            for line in watch.outputLines { try CLIJSONSchemaTests.expectConforms(line) }
+            let last = try #require(watch.outputLines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+            let connectivity = try #require(last["connectivity"] as? [String: Any])
+            let ipv4 = try #require(connectivity["ipv4"] as? [String: Any])
+            let probes = try #require(ipv4["probes"] as? [[String: Any]])
+            #expect(probes.first?["status"] as? Int == 204)
+            #expect(probes.first?["verdict"] as? String == "passed")
+        }
+    }
+
     @Test("wait --internet: waits through a portal and exits 0 once signed in; times out with status 1 and the verdict while limited")
     func waitForInternet() async throws {
         let script = ProbeScript(.portal)
