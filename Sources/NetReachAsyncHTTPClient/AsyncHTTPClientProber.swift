@@ -81,6 +81,37 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
         }
     }
 
+    /// Asks the RFC 8908 API at `url`: `https` only, `Accept: application/captive+json`, redirects
+    /// not followed, at most 64 KiB read, a 200 whose body has a boolean `captive` or it failed.
+    /// The system resolver and either family: the network that announced it serves it.
+    public func captivePortalStatus(at url: URL, timeout: Duration) async -> CaptivePortalAnswer {
+        let clock = ContinuousClock()
+        let start = clock.now
+        guard url.scheme?.lowercased() == "https" else { return .failed("the API is not https") }
+        guard var (request, _) = HTTPRequest.get(url) else { return .failed("the API's URL cannot be sent") }
+        request.headerFields[.accept] = CaptivePortalAPI.mediaType
+        request.headerFields[.cacheControl] = "no-cache"
+        do {
+            let transport = try AsyncHTTPClientTransport(settings: settings, dnsOverride: [:])
+            let (response, body) = try await transport.send(request, body: nil,
+                                                            options: TransportOptions(stallTimeout: timeout, deadline: start + timeout))
+            var bytes: [UInt8] = []
+            for try await chunk in body {
+                bytes += chunk
+                if bytes.count > 64 * 1024 { return .failed("the API's answer is over 64 KiB") }
+            }
+            guard response.status.code == 200 else { return .failed("the API answered HTTP \(response.status.code)") }
+            let status = try CaptivePortalAPI.Status(parsing: bytes)
+            return .answered(status, latency: clock.now - start)
+        } catch let error as CaptivePortalAPIError {
+            return .failed("the API's answer: \(error)")
+        } catch let error as TransportError {
+            return .failed("the API: \(error.detail)")
+        } catch {
+            return .failed("the API: \(error)")
+        }
+    }
+
     /// `getaddrinfo` for one family, on a thread of its own (it blocks).
     private static func resolve(_ host: String, family: IPAddress.Family, timeout: Duration) async
         -> Result<[IPAddress], HostResolutionError> {

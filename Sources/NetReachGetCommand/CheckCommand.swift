@@ -68,6 +68,8 @@ struct CheckCommand: AsyncParsableCommand {
     func run() async throws {
         if let namespace = namespaces.first { try NamespaceEntry.enter(namespace) }
         var configuration = try probing.configuration()
+        // networkd's link state files are the machine's: their interface indexes are not the namespace's.
+        if !namespaces.isEmpty { configuration.usesCaptivePortalAPI = false }
         // Asked for by a person now: the path's cost does not hold the probes back.
         configuration.allowsExpensiveProbes = true
         configuration.allowsConstrainedProbes = true

@@ -119,9 +119,12 @@ package struct InternetOptions: ParsableArguments {
         }
     }
 
-    /// The monitor's configuration: the probe flags', and `--probe-interval`.
-    package func configuration() throws(ValidationError) -> ConnectivityMonitor.Configuration {
+    /// The monitor's configuration: the probe flags', and `--probe-interval`. `inNamespace`: the
+    /// command runs in another namespace (`--namespace`), whose links networkd's state files (the
+    /// machine's, by interface index) do not describe: no captive-portal API is read from them.
+    package func configuration(inNamespace: Bool = false) throws(ValidationError) -> ConnectivityMonitor.Configuration {
         var configuration = try probing.configuration()
+        if inNamespace { configuration.usesCaptivePortalAPI = false }
         if let probeInterval {
             guard probeInterval.duration >= .seconds(1) else { throw ValidationError("--probe-interval must be at least 1s.") }
             configuration.probeInterval = probeInterval.duration

@@ -133,7 +133,7 @@ package struct WaitCommand: AsyncParsableCommand {
     private func waitForInternet() async throws {
         let linked = try InternetProbing.linked()
         if let namespace = monitorOptions.namespace { try linked.enterNamespace(namespace) }
-        var configuration = try internetOptions.configuration()
+        var configuration = try internetOptions.configuration(inNamespace: monitorOptions.namespace != nil)
         // Waited for now: the path's cost does not hold the probes back (as with check).
         configuration.allowsExpensiveProbes = true
         configuration.allowsConstrainedProbes = true

@@ -109,7 +109,7 @@ package struct WatchCommand: AsyncParsableCommand {
         if let namespace = monitorOptions.namespace { try linked.enterNamespace(namespace) }
         let paths = monitorOptions.makeMonitor()
         defer { paths.cancel() }
-        let monitor = ConnectivityMonitor(configuration: try internetOptions.configuration(),
+        let monitor = ConnectivityMonitor(configuration: try internetOptions.configuration(inNamespace: monitorOptions.namespace != nil),
                                           pathMonitor: paths, prober: linked.makeProber())
         defer { monitor.cancel() }
         let signalSources = TerminationSignals.install {

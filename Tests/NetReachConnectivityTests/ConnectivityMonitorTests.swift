@@ -10,6 +10,18 @@ import Testing
 final class ScriptedProber: ConnectivityProber {
     // Not Synchronization.Mutex: ThreadSanitizer, which runs these tests in CI, cannot see a futex.
     private let state = Locked<(verdicts: [IPAddress.Family: ProbeVerdict], sent: [IPAddress.Family: Int])>(([:], [:]))
+    /// What the captive-portal API says, and how often it was asked.
+    private let api = Locked<(answer: CaptivePortalAnswer, asked: [URL])>((.failed("no API in the script"), []))
+
+    func answerAPI(_ answer: CaptivePortalAnswer) { api.withLock { $0.answer = answer } }
+    var apiAsked: [URL] { api.withLock { $0.asked } }
+
+    func captivePortalStatus(at url: URL, timeout: Duration) async -> CaptivePortalAnswer {
+        api.withLock { state in
+            state.asked.append(url)
+            return state.answer
+        }
+    }
 
     init(ipv4: ProbeVerdict = .passed, ipv6: ProbeVerdict = .passed) {
         state.withLock { $0.verdicts = [.ipv4: ipv4, .ipv6: ipv6] }

@@ -103,6 +103,77 @@ struct AsyncHTTPClientProberTests {
         }
     }
 
+    @Test("RFC 8908: the API's answer, asked for as application/captive+json over trusted https only",
+          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    func captivePortalAPI() async throws {
+        try await withNginx { nginx, certificates in
+            let trusting = AsyncHTTPClientProber(settings: TransportSettings(
+                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+            let base = "https://127.0.0.1:\(nginx.trusted)"
+            guard case .answered(let captive, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/captive")!, timeout: .seconds(5)) else {
+                Issue.record("the API was not answered")
+                return
+            }
+            #expect(captive == CaptivePortalAPI.Status(isCaptive: true, userPortalURL: URL(string: "https://login.test/portal"), secondsRemaining: 30),
+                    "an http venue-info-url is left out")
+            guard case .answered(let free, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/not-captive")!, timeout: .seconds(5)) else {
+                Issue.record("the API was not answered")
+                return
+            }
+            #expect(!free.isCaptive)
+            let failures: [(String, AsyncHTTPClientProber, String)] = [
+                ("\(base)/captive-number", trusting, "\"captive\" has the wrong type"),
+                ("\(base)/other", trusting, "not JSON"),
+                ("\(base)/captive", Self.prober, "127.0.0.1"),   // not trusted: a TLS failure
+                ("http://127.0.0.1:\(nginx.plain)/captive", trusting, "not https"),
+            ]
+            for (url, prober, reason) in failures {
+                let answer = await prober.captivePortalStatus(at: URL(string: url)!, timeout: .seconds(5))
+                guard case .failed(let why) = answer else {
+                    Issue.record("\(url): \(answer)")
+                    continue
+                }
+                #expect(why.contains(reason), "\(url): \(why)")
+            }
+        }
+    }
+
+    @Test("RFC 8908 end to end: networkd announced an API that says captive; the monitor says portal with its login page, and sends no probe",
+          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    func captivePortalAPIIsAuthoritative() async throws {
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        let paths = PathMonitor()
+        paths.start(queue: DispatchQueue(label: "paths"))
+        defer { paths.cancel() }
+        guard paths.currentPath.supportsIPv4, let interface = paths.currentPath.primaryInterface else { return }
+        try await withNginx { nginx, certificates in
+            let links = FileManager.default.temporaryDirectory.appendingPathComponent("netreach-links-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: links) }
+            // As systemd-networkd writes it.
+            try "# This is private data. Do not parse.\nADMIN_STATE=configured\nOPER_STATE=routable\nCAPTIVE_PORTAL=https://127.0.0.1:\(nginx.trusted)/captive\n"
+                .write(to: links.appendingPathComponent("\(interface.index)"), atomically: true, encoding: .utf8)
+            var configuration = ConnectivityMonitor.Configuration(
+                probes: [ConnectivityProbe(URL(string: "http://\(server.authority)/status/204")!)])
+            configuration.families = [.ipv4]
+            configuration.linkStateDirectory = links.path
+            let prober = AsyncHTTPClientProber(settings: TransportSettings(
+                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+            let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: prober)
+            monitor.start(queue: DispatchQueue(label: "connectivity"))
+            defer { monitor.cancel() }
+            var level = ConnectivityLevel.unknown
+            for await connectivity in monitor.updates where connectivity.level != .unknown {
+                level = connectivity.level
+                break
+            }
+            #expect(level == .portal(loginURL: URL(string: "https://login.test/portal")), "\(monitor.current)")
+            #expect(monitor.current.ipv4.evidence.first?.verdict.description.contains("RFC 8908") == true, "\(monitor.current)")
+            #expect(server.received(path: "/status/204").isEmpty, "the network's word stands: no probe")
+        }
+    }
+
     @Test("End to end: a ConnectivityMonitor on this machine's path, probing loopback, says full")
     func monitorEndToEnd() async throws {
         let server = try await FaultInjectingServer.start()

@@ -1,3 +1,4 @@
+import Foundation
 import NetReach
 
 /// The monitor's decisions over time: paths in, rounds of probes out, verdicts published. The
@@ -119,7 +120,19 @@ actor ConnectivityEngine {
         let probes = configuration.probes
         let prober = self.prober
         let timeout = configuration.probeTimeout
+        let api = captivePortalAPI
         round = Task {
+            // The network's own word first (RFC 8908): captive is a portal, and no probe is sent.
+            if let api, case .answered(let status, let latency) = await prober.captivePortalStatus(at: api, timeout: timeout),
+               status.isCaptive {
+                let evidence = "the network's captive-portal API (RFC 8908) says captive"
+                let results = families.map { family in
+                    ProbeResult(probe: ConnectivityProbe(api, expecting: .bodyPrefix("{")), family: family, status: 200,
+                                latency: latency, verdict: .portal(loginURL: status.userPortalURL, evidence: evidence))
+                }
+                self.roundEnded(results, families: families, generation: generation)
+                return
+            }
             let results = await withTaskGroup(of: ProbeResult.self) { group in
                 for family in families {
                     for probe in probes where probe.canBeSent(over: family) {
@@ -134,6 +147,12 @@ actor ConnectivityEngine {
         }
     }
 
+    /// The RFC 8908 API URL announced for the path's preferred interface, if one is and it is asked.
+    private var captivePortalAPI: URL? {
+        guard configuration.usesCaptivePortalAPI, let interface = verdict.path.primaryInterface else { return nil }
+        return CaptivePortalAPI.announcedURL(interfaceIndex: interface.index, stateDirectory: configuration.linkStateDirectory)
+    }
+
     private func roundEnded(_ results: [ProbeResult], families: [IPAddress.Family], generation: Int) {
         guard generation == self.generation, !Task.isCancelled else { return }
         round = nil
@@ -143,6 +162,7 @@ actor ConnectivityEngine {
             let own = results.filter { $0.family == family }
             // Results in the probes' order, whatever order they finished in.
             let ordered = configuration.probes.flatMap { probe in own.filter { $0.probe == probe } }
+                + own.filter { !configuration.probes.contains($0.probe) }   // the captive-portal API's answer
             let applicable = ordered.count
             let level = ProbeRound.level(of: ordered, quorum: min(configuration.quorum, max(1, applicable)))
             setLevel(hysteresis[family]!.round(level, at: now), family, evidence: ordered)

@@ -37,6 +37,13 @@ extension ConnectivityMonitor {
         public var allowsExpensiveProbes: Bool
         /// Whether to probe over a constrained path (no).
         public var allowsConstrainedProbes: Bool
+        /// Whether to ask the RFC 8908 captive-portal API the network announced for the path's
+        /// preferred interface (see ``CaptivePortalAPI``) before the probes (yes). The network
+        /// announced it: asking it tells nobody else anything.
+        public var usesCaptivePortalAPI: Bool
+        /// Where the announced API URLs are read: systemd-networkd's link state files (tests
+        /// point it elsewhere).
+        package var linkStateDirectory: String
 
         /// A configuration with these probes and the defaults above.
         public init(probes: [ConnectivityProbe]) {
@@ -51,6 +58,8 @@ extension ConnectivityMonitor {
             probeTimeout = .seconds(10)
             allowsExpensiveProbes = false
             allowsConstrainedProbes = false
+            usesCaptivePortalAPI = true
+            linkStateDirectory = CaptivePortalAPI.networkdLinkStateDirectory
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import NetReach
 
 /// Sends one probe over one address family and says what came back. ``ConnectivityMonitor`` asks
@@ -17,6 +18,17 @@ public protocol ConnectivityProber: Sendable {
     /// Sends `probe` over `family` only (its host resolved to addresses of that family), without
     /// following redirects, giving up after `timeout`; never throws: a failure is a verdict.
     func probe(_ probe: ConnectivityProbe, over family: IPAddress.Family, timeout: Duration) async -> ProbeResult
+
+    /// Asks the RFC 8908 captive-portal API at `url` (an `https` URL the network announced)
+    /// whether this client is held in a portal: a `GET` with `Accept: application/captive+json`,
+    /// giving up after `timeout`; never throws. The default answers `failed`: the probes decide.
+    func captivePortalStatus(at url: URL, timeout: Duration) async -> CaptivePortalAnswer
+}
+
+extension ConnectivityProber {
+    public func captivePortalStatus(at url: URL, timeout: Duration) async -> CaptivePortalAnswer {
+        .failed("this prober does not ask captive-portal APIs")
+    }
 }
 
 extension ConnectivityProbe {

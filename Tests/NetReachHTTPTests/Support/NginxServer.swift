@@ -27,6 +27,18 @@ final class NginxServer: Sendable {
     private let directory: TemporaryDirectory
     private let process: ExternalServer
 
+    /// An RFC 8908 captive-portal API on the trusted server: `/captive` (406 unless asked for
+    /// `application/captive+json`), `/not-captive`, and `/captive-number` (`"captive": 1`, not a boolean).
+    static let captivePortalAPI = #"""
+        location = /captive {
+            default_type application/captive+json;
+            if ($http_accept != "application/captive+json") { return 406; }
+            return 200 '{"captive": true, "user-portal-url": "https://login.test/portal", "venue-info-url": "http://venue.test/", "seconds-remaining": 30, "can-extend-session": true}';
+        }
+        location = /not-captive { default_type application/captive+json; return 200 '{"captive": false}'; }
+        location = /captive-number { default_type application/captive+json; return 200 '{"captive": 1}'; }
+        """#
+
     /// The JSON `/data.json` serves (about 5 MB).
     let json: Data
 
@@ -67,7 +79,11 @@ final class NginxServer: Sendable {
                 client_body_temp_path \(temp); proxy_temp_path \(temp); fastcgi_temp_path \(temp);
                 uwsgi_temp_path \(temp); scgi_temp_path \(temp);
                 types { application/json json; }
-                server { listen 127.0.0.1:\(ports[0]) ssl; \(cert("server")) \(reply) }
+                server {
+                    listen 127.0.0.1:\(ports[0]) ssl; \(cert("server"))
+                    \(Self.captivePortalAPI)
+                    \(reply)
+                }
                 server { listen 127.0.0.1:\(ports[1]) ssl; \(cert("other")) \(reply) }
                 server { listen 127.0.0.1:\(ports[2]) ssl; \(cert("expired")) \(reply) }
                 server {
