@@ -6,6 +6,7 @@
 //   swift package benchmark                              # ordo-one/benchmark suites (no root)
 //   swift build -c release --product HTTPOverhead       # NetworkService vs bare transports, loopback (no root)
 //   ./run-http.sh                                        # the same, built and run twice
+//   swift build -c release --product ConnectivityLatency # ConnectivityMonitor: verdict latency, idle, memory (no root)
 import PackageDescription
 
 let package = Package(
@@ -61,6 +62,20 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // ConnectivityMonitor: verdict after a path change, probes and wake-ups while full, memory
+        // (issue 14); the probe server is this executable re-launched with `--serve`.
+        .executableTarget(
+            name: "ConnectivityLatency",
+            dependencies: [
+                "BenchStatistics",
+                .product(name: "NetReach", package: "NetReach"),
+                .product(name: "NetReachTesting", package: "NetReach"),
+                .product(name: "NetReachConnectivity", package: "NetReach"),
+                .product(name: "NetReachHTTP", package: "NetReach"),
+                .product(name: "NetReachAsyncHTTPClient", package: "NetReach"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
     ],
