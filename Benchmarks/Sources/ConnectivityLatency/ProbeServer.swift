@@ -22,8 +22,7 @@ enum ProbeServer {
             }
         }
         guard bound else { fail("server: cannot listen on 127.0.0.1") }
-        print(UInt16(bigEndian: address.sin_port))
-        fflush(stdout)
+        say("\(UInt16(bigEndian: address.sin_port))")
         // Ends with the harness: it holds our standard input open and never writes.
         Thread {
             var byte: UInt8 = 0
@@ -44,9 +43,14 @@ enum ProbeServer {
             }
             _ = response.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
             close(connection)
-            print("request")
-            fflush(stdout)
+            say("request")
         }
+    }
+
+    /// A line on standard output, written at once (no stdio buffer between us and the harness).
+    private static func say(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
 
     /// The harness's side: starts the server, reads its port, counts its request lines.

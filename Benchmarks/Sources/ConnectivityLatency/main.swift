@@ -11,7 +11,8 @@
 // 2. While full and idle for S seconds: probes the server saw, and context switches of every
 //    thread of this process (from /proc/self/task/*/status).
 // 3. Resident memory: a started PathMonitor, then a ConnectivityMonitor with a prober that sends
-//    nothing, then one with AsyncHTTPClientProber after a round.
+//    nothing, then the HTTP stack loaded (one GET), then a ConnectivityMonitor with
+//    AsyncHTTPClientProber after a round.
 //
 // Only 127.0.0.1 is contacted.
 import BenchStatistics
@@ -32,7 +33,7 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-var arguments = Array(CommandLine.arguments.dropFirst())
+let arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ name: String, _ fallback: Int) -> Int {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
     return value
@@ -100,6 +101,11 @@ paths.start(queue: DispatchQueue(label: "paths"))
 try? await Task.sleep(for: .milliseconds(300))
 let rssPaths = residentKB()
 
+// The baseline for section 2: the same idle window with the PathMonitor alone.
+let baselineBefore = switchesPerThread()
+try? await Task.sleep(for: .seconds(idleSeconds))
+let baselineSwitches = switchesPerThread().reduce(0) { sum, entry in sum + entry.value - (baselineBefore[entry.key] ?? entry.value) }
+
 var quiet = ConnectivityMonitor.Configuration(probes: [ConnectivityProbe(probeURL)])
 quiet.families = [.ipv4]
 quiet.usesCaptivePortalAPI = false
@@ -109,6 +115,20 @@ _ = await waitFor(nothing) { $0.level == .full }
 try? await Task.sleep(for: .milliseconds(300))
 let rssMonitor = residentKB()
 nothing.cancel()
+
+// An application that already sends HTTP with AsyncHTTPClient has its stack loaded: one GET.
+let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/generate_204")
+func bareGETOnce() async throws -> Duration {
+    let start = ContinuousClock.now
+    let transport = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: .environment([:])))
+    let (response, body) = try await transport.send(head, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
+    for try await _ in body {}
+    guard response.status.code == 204 else { fail("bare GET: \(response.status)") }
+    return ContinuousClock.now - start
+}
+_ = try await bareGETOnce()
+try? await Task.sleep(for: .milliseconds(300))
+let rssHTTP = residentKB()
 
 let monitor = ConnectivityMonitor(configuration: quiet, pathMonitor: paths, prober: AsyncHTTPClientProber())
 monitor.start(queue: DispatchQueue(label: "connectivity"))
@@ -122,8 +142,6 @@ var changeToVerdict: [Int64] = []
 var probeLatency: [Int64] = []
 var overhead: [Int64] = []
 var bareGET: [Int64] = []
-let bare = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: .environment([:])))
-let head = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/generate_204")
 func nanoseconds(_ duration: Duration) -> Int64 {
     duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
 }
@@ -139,14 +157,8 @@ for _ in 0..<rounds {
     probeLatency.append(nanoseconds(probe))
     overhead.append(nanoseconds(total - probe))
     // A bare GET with a fresh transport, as the prober makes one per probe.
-    let bareStart = ContinuousClock.now
-    let transport = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: .environment([:])))
-    let (response, body) = try await transport.send(head, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
-    for try await _ in body {}
-    guard response.status.code == 204 else { fail("bare GET: \(response.status)") }
-    bareGET.append(nanoseconds(ContinuousClock.now - bareStart))
+    bareGET.append(nanoseconds(try await bareGETOnce()))
 }
-_ = bare
 
 // MARK: 2. Full and idle
 
@@ -179,27 +191,30 @@ print(String(format: "p50 verdict / (p50 bare GET + 5 ms) = %.3f  (target ≤ 1)
 print(String(format: "p90 verdict / (p90 bare GET + 5 ms) = %.3f", verdictDistribution.p90 / (bareDistribution.p90 + 5000)))
 print("== full and idle for \(idleSeconds) s")
 print("probes the server saw: \(probesIdle)")
+print("context switches, all threads: \(idleSwitches.reduce(0) { $0 + $1.1 }) (the same window with the PathMonitor alone, before any ConnectivityMonitor: \(baselineSwitches))")
 for (thread, count) in idleSwitches {
     print("  thread \(thread): \(count) context switches\(thread.hasPrefix(mainThread + " ") ? " (main thread)" : "")")
 }
 print("== resident memory (VmRSS)")
 print(String(format: "PathMonitor started:                              %6.2f MB", Double(rssPaths) / 1024))
 print(String(format: "+ ConnectivityMonitor (prober sends nothing):     %6.2f MB (+%.2f MB)", Double(rssMonitor) / 1024, Double(rssMonitor - rssPaths) / 1024))
-print(String(format: "+ ConnectivityMonitor with AsyncHTTPClientProber: %6.2f MB (+%.2f MB over the PathMonitor)", Double(rssProber) / 1024, Double(rssProber - rssPaths) / 1024))
+print(String(format: "+ one GET with AsyncHTTPClientTransport (HTTP stack loaded): %6.2f MB", Double(rssHTTP) / 1024))
+print(String(format: "+ ConnectivityMonitor with AsyncHTTPClientProber: %6.2f MB (+%.2f MB over the HTTP stack, +%.2f MB over the PathMonitor alone)",
+             Double(rssProber) / 1024, Double(rssProber - rssHTTP) / 1024, Double(rssProber - rssPaths) / 1024))
 
 if let path = stringOption("--json") {
     struct Output: Encodable {
         var rounds: Int
         var changeToVerdict, probeLatency, verdictMinusProbe, bareGET: Distribution
-        var idleSeconds, probesWhileIdle: Int
+        var idleSeconds, probesWhileIdle, baselineIdleSwitches: Int
         var idleSwitches: [String: Int]
-        var rssPathMonitorKB, rssWithMonitorKB, rssWithProberKB: Int
+        var rssPathMonitorKB, rssWithMonitorKB, rssWithHTTPStackKB, rssWithProberKB: Int
     }
     let output = Output(rounds: rounds, changeToVerdict: verdictDistribution, probeLatency: probeDistribution,
                         verdictMinusProbe: overheadDistribution, bareGET: bareDistribution,
-                        idleSeconds: idleSeconds, probesWhileIdle: probesIdle,
+                        idleSeconds: idleSeconds, probesWhileIdle: probesIdle, baselineIdleSwitches: baselineSwitches,
                         idleSwitches: Dictionary(uniqueKeysWithValues: idleSwitches),
-                        rssPathMonitorKB: rssPaths, rssWithMonitorKB: rssMonitor, rssWithProberKB: rssProber)
+                        rssPathMonitorKB: rssPaths, rssWithMonitorKB: rssMonitor, rssWithHTTPStackKB: rssHTTP, rssWithProberKB: rssProber)
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(output).write(to: URL(fileURLWithPath: path))
