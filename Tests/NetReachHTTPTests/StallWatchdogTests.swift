@@ -1,0 +1,70 @@
+import Foundation
+@testable import NetReach
+@testable import NetReachHTTP
+import Testing
+
+/// The transports' stall and deadline timer: it fires once, for the right reason, and a stopped
+/// one never fires (nor wakes the process: it is a dispatch timer, cancelled for good).
+@Suite("StallWatchdog")
+struct StallWatchdogTests {
+    final class Expiries: Sendable {
+        private let reasons = Locked<[String]>([])
+        func record(_ error: TransportError) { reasons.withLock { $0.append(error.detail) } }
+        var all: [String] { reasons.withLock { $0 } }
+
+        /// Waits (bounded, in real time) until `count` expiries came.
+        func wait(for count: Int) async throws {
+            for _ in 0..<400 where all.count < count { try await Task.sleep(for: .milliseconds(5)) }
+        }
+    }
+
+    @Test("A stall fires once, saying so; activity moves it back")
+    func stall() async throws {
+        let expiries = Expiries()
+        let started = ContinuousClock.now
+        let watchdog = StallWatchdog(stall: .milliseconds(150), deadline: nil) { expiries.record($0) }
+        for _ in 0..<4 {   // 400 ms of activity every 100 ms: no stall yet
+            try await Task.sleep(for: .milliseconds(100))
+            watchdog.touch()
+        }
+        #expect(expiries.all.isEmpty || ContinuousClock.now - started > .seconds(2), "a loaded machine may have slept past the stall")
+        try await expiries.wait(for: 1)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(expiries.all.count == 1)
+        #expect(expiries.all.first?.contains("no byte sent or received") == true, "\(expiries.all)")
+        _ = watchdog
+    }
+
+    @Test("A deadline fires even while bytes flow")
+    func deadline() async throws {
+        let expiries = Expiries()
+        let watchdog = StallWatchdog(stall: .seconds(60), deadline: .now + .milliseconds(100)) { expiries.record($0) }
+        try await expiries.wait(for: 1)
+        #expect(expiries.all == ["the transfer was not over by its deadline"])
+        watchdog.stop()
+    }
+
+    @Test("Stopped, or released, it never fires")
+    func stopped() async throws {
+        let expiries = Expiries()
+        let watchdog = StallWatchdog(stall: .milliseconds(50), deadline: .now + .milliseconds(80)) { expiries.record($0) }
+        watchdog.stop()
+        watchdog.stop()   // idempotent
+        do {
+            _ = StallWatchdog(stall: .milliseconds(50), deadline: nil) { expiries.record($0) }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(expiries.all.isEmpty)
+    }
+
+    @Test("An absurd stall timeout or a past deadline does not trap")
+    func extremes() async throws {
+        let expiries = Expiries()
+        let forever = StallWatchdog(stall: .seconds(Int64.max / 2), deadline: nil) { expiries.record($0) }
+        let past = StallWatchdog(stall: .seconds(1), deadline: .now - .seconds(5)) { expiries.record($0) }
+        try await expiries.wait(for: 1)
+        #expect(expiries.all == ["the transfer was not over by its deadline"])
+        forever.stop()
+        past.stop()
+    }
+}
