@@ -94,13 +94,9 @@ package struct WatchCommand: AsyncParsableCommand {
         now: () -> Date = Date.init, complain: (String) -> Void = StandardStream.complain,
         write: (String) throws(ExitCode) -> Void
     ) async throws(ExitCode) {
-        for await path in paths {
-            let date = now()
-            try write(json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date))
-            if path.unsatisfiedReason == .monitorUnavailable {
-                throw MonitorOptions.stoppedObserving(failure(), complain: complain)
-            }
-        }
+        try await follow(paths, path: { $0 }, isRepeat: { _, _ in false },
+                         line: { path, date in json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date) },
+                         failure: failure, now: now, complain: complain, write: write)
     }
 
     /// `watch --internet`: the path and the connectivity verdict, a line whenever either changes.
@@ -139,13 +135,25 @@ package struct WatchCommand: AsyncParsableCommand {
         now: () -> Date = Date.init, complain: (String) -> Void = StandardStream.complain,
         write: (String) throws(ExitCode) -> Void
     ) async throws(ExitCode) {
-        var last: (path: NetworkPath, levels: [ConnectivityLevel])?
-        for await verdict in verdicts {
-            if let last, last.path == verdict.path, last.levels == verdict.levels { continue }
-            last = (verdict.path, verdict.levels)
-            let date = now()
-            try write(json ? PathFormatting.json(verdict, at: date) : PathFormatting.timestampedLine(verdict, at: date))
-            if verdict.path.unsatisfiedReason == .monitorUnavailable {
+        // Evidence differs every round; a line is worth writing when the path or a level changed.
+        try await follow(verdicts, path: \.path, isRepeat: { $0.path == $1.path && $0.levels == $1.levels },
+                         line: { verdict, date in json ? PathFormatting.json(verdict, at: date) : PathFormatting.timestampedLine(verdict, at: date) },
+                         failure: failure, now: now, complain: complain, write: write)
+    }
+
+    /// The loop both share: a line per value that is not a repeat of the last one written, and
+    /// the end of the command once the monitor says it stopped observing.
+    private static func follow<Value>(
+        _ values: AsyncStream<Value>, path: (Value) -> NetworkPath, isRepeat: (Value, Value) -> Bool,
+        line: (Value, Date) -> String, failure: () -> PathMonitorError?,
+        now: () -> Date, complain: (String) -> Void, write: (String) throws(ExitCode) -> Void
+    ) async throws(ExitCode) {
+        var last: Value?
+        for await value in values {
+            if let last, isRepeat(last, value) { continue }
+            last = value
+            try write(line(value, now()))
+            if path(value).unsatisfiedReason == .monitorUnavailable {
                 throw MonitorOptions.stoppedObserving(failure(), complain: complain)
             }
         }

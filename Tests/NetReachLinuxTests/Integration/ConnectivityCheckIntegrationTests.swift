@@ -81,6 +81,9 @@ struct ConnectivityCheckIntegrationTests {
             let probes = try #require(ipv4["probes"] as? [[String: Any]])
             #expect(probes.first?["status"] as? Int == 200)
             #expect(probes.first?["verdict"] as? String == "portal")
+            let wrongBody = try Self.check(lab, "--probe", "\(base)/online=Some other service is online")
+            #expect(wrongBody.status == 2, "\(wrongBody.output)")
+            #expect(wrongBody.output.contains("HTTP 200 with another body"), "\(wrongBody.output)")
             let big = try Self.check(lab, "--probe", "\(base)/big=200")
             #expect(big.status == 2, "\(big.output)")
             #expect(big.output.contains("over 102400 bytes"), "\(big.output)")
@@ -107,6 +110,63 @@ struct ConnectivityCheckIntegrationTests {
             let held = try Self.check(lab, "--probe", "\(base)/hang", "--probe-timeout", "700ms")
             #expect(held.status == 3, "\(held.output)")
             #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
+    @Test("An https probe whose certificate is not trusted was intercepted: a portal, not offline, and no request got through; trusting the certificate makes the same server full")
+    func untrustedCertificate() async throws {
+        try await Self.withGateway { lab in
+            let nginx = try GatewayTLSServer.start(namespace: lab.peerName, address: Self.probeAddress)
+            defer { nginx.stop() }
+            let url = "https://\(Self.probeAddress)/generate_204"
+            let untrusted = try Self.check(lab, "--probe", url, "--family", "4")
+            #expect(untrusted.status == 2, "\(untrusted.output)\(untrusted.error)")
+            #expect(untrusted.output.hasPrefix("portal (ipv4 portal"), "\(untrusted.output)")
+            #expect(untrusted.output.contains("intercepted"), "\(untrusted.output)")
+            #expect(nginx.requests().isEmpty, "the handshake failed: no request reached the server")
+
+            let trusted = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, "/usr/bin/env", "SSL_CERT_FILE=\(nginx.certificate)",
+                                                             try NetreachProcess.executable().path, "check", "--probe", url, "--family", "4"])
+            #expect(trusted.status == 0, "\(trusted.output)\(trusted.error)")
+            #expect(trusted.output.hasPrefix("full (ipv4 full"), "\(trusted.output)")
+            #expect(nginx.requests() == ["GET /generate_204 HTTP/1.1 204"])
+        }
+    }
+
+    @Test("IPv4 full while IPv6 is limited: each family judged by its own probe, overall full, both in the evidence")
+    func familiesApart() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: true, ipv6: true)) { lab in
+            let probeAddress6 = "2001:db8:124::1"
+            try await lab.peerIP("link", "set", "lo", "up")
+            try await lab.peerIP("addr", "add", "\(NetnsLab.ipv4Gateway)/24", "dev", NetnsLab.peerInterface)
+            try await lab.peerIP("addr", "add", "\(NetnsLab.ipv6Gateway)/64", "dev", NetnsLab.peerInterface, "nodad")
+            try await lab.peerIP("addr", "add", "\(Self.probeAddress)/32", "dev", "lo")
+            try await lab.peerIP("addr", "add", "\(probeAddress6)/128", "dev", "lo", "nodad")
+            try await lab.waitForCarrier()
+            // The probe server answers over IPv4 only: the IPv6 probe reaches the gateway and is refused.
+            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            defer { server.stop() }
+            let result = try Self.check(lab, "--probe", "http://\(Self.probeAddress):\(server.port)/204",
+                                        "--probe", "http://[\(probeAddress6)]:\(server.port)/204", "--json")
+            #expect(result.status == 0, "\(result.output)\(result.error)")
+            let object = try #require(try JSONSerialization.jsonObject(with: result.outputData) as? [String: Any], "\(result.output)")
+            let json = try #require(object["connectivity"] as? [String: Any])
+            #expect(json["level"] as? String == "full")
+            let ipv4 = try #require(json["ipv4"] as? [String: Any])
+            let ipv6 = try #require(json["ipv6"] as? [String: Any])
+            #expect(ipv4["level"] as? String == "full")
+            #expect(ipv6["level"] as? String == "limited")
+            let probes4 = try #require(ipv4["probes"] as? [[String: Any]])
+            let probes6 = try #require(ipv6["probes"] as? [[String: Any]])
+            // Each probe went over its own family only.
+            #expect(probes4.map { $0["url"] as? String } == ["http://\(Self.probeAddress):\(server.port)/204"])
+            #expect(probes6.map { $0["url"] as? String } == ["http://[\(probeAddress6)]:\(server.port)/204"])
+            #expect(probes6.first?["verdict"] as? String == "failed", "\(probes6)")
+            #expect(server.received.map(\.requestLine) == ["GET /204 HTTP/1.1"])
+
+            let text = try Self.check(lab, "--probe", "http://\(Self.probeAddress):\(server.port)/204",
+                                      "--probe", "http://[\(probeAddress6)]:\(server.port)/204")
+            #expect(text.output.hasPrefix("full (ipv4 full, ipv6 limited)"), "\(text.output)")
         }
     }
 
@@ -192,5 +252,77 @@ struct ConnectivityCheckIntegrationTests {
         let result = try run(try NetreachProcess.executable().path, ["check"])
         #expect(result.status == 64)
         #expect(result.error.contains("--probe") && result.error.contains("NETREACH_PROBE_URLS"), "\(result.error)")
+    }
+}
+
+/// nginx serving https on port 443 inside the gateway namespace, with a self-signed certificate
+/// for its address that the client does not trust unless told to (`certificate`). Run in the
+/// foreground under `ip netns exec` with no pipe of ours open in it, so nothing waits on it; its
+/// access log records each request line and status.
+private struct GatewayTLSServer {
+    let scratch: String
+    let process: Process
+    var certificate: String { scratch + "/server.pem" }
+
+    static func start(namespace: String, address: String) throws -> GatewayTLSServer {
+        let scratch = NSTemporaryDirectory() + "netreach-gateway-tls-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch + "/tmp", withIntermediateDirectories: true)
+        let made = try run("/usr/bin/openssl", [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
+            "-subj", "/CN=\(address)", "-addext", "subjectAltName=IP:\(address)",
+        ])
+        guard made.status == 0 else { throw LabError.systemCall("openssl req", made.error) }
+        let config = """
+            daemon off;
+            worker_processes 1;
+            pid \(scratch)/nginx.pid;
+            error_log \(scratch)/error.log;
+            events { worker_connections 16; }
+            http {
+                log_format probe '$request $status';
+                access_log \(scratch)/access.log probe;
+                client_body_temp_path \(scratch)/tmp;
+                proxy_temp_path \(scratch)/tmp;
+                fastcgi_temp_path \(scratch)/tmp;
+                uwsgi_temp_path \(scratch)/tmp;
+                scgi_temp_path \(scratch)/tmp;
+                server {
+                    listen \(address):443 ssl;
+                    ssl_certificate \(scratch)/server.pem;
+                    ssl_certificate_key \(scratch)/server.key;
+                    location = /generate_204 { return 204; }
+                }
+            }
+            """
+        try config.write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LabCommand.ipExecutable)
+        process.arguments = ["netns", "exec", namespace, "/usr/sbin/nginx", "-c", scratch + "/nginx.conf", "-p", scratch]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = GatewayTLSServer(scratch: scratch, process: process)
+        // nginx writes its pid file once its sockets listen (bounded: 10 s).
+        for _ in 0..<500 where process.isRunning {
+            if FileManager.default.fileExists(atPath: scratch + "/nginx.pid") { return server }
+            usleep(20_000)
+        }
+        let log = (try? String(contentsOfFile: scratch + "/error.log", encoding: .utf8)) ?? ""
+        server.stop()
+        throw LabError.systemCall("nginx in \(namespace)", "did not start: \(log)")
+    }
+
+    /// Every request that reached it: `GET /generate_204 HTTP/1.1 204`.
+    func requests() -> [String] {
+        let log = (try? String(contentsOfFile: scratch + "/access.log", encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").map(String.init)
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: scratch)
     }
 }
