@@ -12,6 +12,12 @@ import Testing
 struct AsyncHTTPClientProberTests {
     static let prober = AsyncHTTPClientProber(settings: TransportSettings(proxy: .environment([:])))
 
+    /// A prober that trusts the test CA (and still no proxy).
+    static func prober(trusting certificates: TestCertificates) -> AsyncHTTPClientProber {
+        AsyncHTTPClientProber(settings: TransportSettings(
+            tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+    }
+
     static func probe(_ url: String, _ expectation: ConnectivityProbe.Expectation = .noContent,
                       family: IPAddress.Family = .ipv4, timeout: Duration = .seconds(5)) async throws -> ProbeResult {
         let probe = ConnectivityProbe(try #require(URL(string: url)), expecting: expectation)
@@ -95,8 +101,7 @@ struct AsyncHTTPClientProberTests {
             }
             #expect(detail.contains("127.0.0.1"), "\(detail)")
             // With the CA trusted, the same probe reaches nginx.
-            let trusting = AsyncHTTPClientProber(settings: TransportSettings(
-                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+            let trusting = Self.prober(trusting: certificates)
             let probe = ConnectivityProbe(URL(string: "https://127.0.0.1:\(nginx.trusted)/generate_204")!, expecting: .status(200))
             let trusted = await trusting.probe(probe, over: .ipv4, timeout: .seconds(5))
             #expect(trusted.status != nil, "\(trusted)")
@@ -107,8 +112,7 @@ struct AsyncHTTPClientProberTests {
           .enabled(if: ExternalServer.available("nginx", "openssl")))
     func captivePortalAPI() async throws {
         try await withNginx { nginx, certificates in
-            let trusting = AsyncHTTPClientProber(settings: TransportSettings(
-                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+            let trusting = Self.prober(trusting: certificates)
             let base = "https://127.0.0.1:\(nginx.trusted)"
             guard case .answered(let captive, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/captive")!, timeout: .seconds(5)) else {
                 Issue.record("the API was not answered")
@@ -158,8 +162,7 @@ struct AsyncHTTPClientProberTests {
                 probes: [ConnectivityProbe(URL(string: "http://\(server.authority)/status/204")!)])
             configuration.families = [.ipv4]
             configuration.linkStateDirectory = links.path
-            let prober = AsyncHTTPClientProber(settings: TransportSettings(
-                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+            let prober = Self.prober(trusting: certificates)
             let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: prober)
             monitor.start(queue: DispatchQueue(label: "connectivity"))
             defer { monitor.cancel() }
