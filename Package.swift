@@ -14,6 +14,9 @@ let package = Package(
         .library(name: "NetReachAsyncHTTPClient", targets: ["NetReachAsyncHTTPClient"]),
         // Is the internet really there: connectivity levels, and the offline indicator.
         .library(name: "NetReachConnectivity", targets: ["NetReachConnectivity"]),
+        // Network.framework's path API (NWPathMonitor, NWPath, ...) on Linux, backed by NetReach:
+        // Apple-platform code ports by changing its import.
+        .library(name: "NetReachNetwork", targets: ["NetReachNetwork"]),
         .executable(name: "netreach", targets: ["netreach"]),
         // `netreach get` runs this; apart so `status`/`watch`/`wait` never load the HTTP stack.
         .executable(name: "netreach-http", targets: ["netreach-http"]),
@@ -45,6 +48,7 @@ let package = Package(
         ),
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
         .target(name: "NetReachConnectivity", dependencies: ["NetReach"]),
+        .target(name: "NetReachNetwork", dependencies: ["NetReach"]),
         .target(
             name: "NetReachHTTP",
             dependencies: [
@@ -120,6 +124,14 @@ let package = Package(
         .executableTarget(name: "netreach-http", dependencies: ["NetReachGetCommand"]),
         .executableTarget(name: "netreach-http-urlsession", dependencies: ["NetReachGetCommand", "NetReachHTTP", "NetReachURLSession"]),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
+        // PortedPatterns/ is compiled by both: here in the Swift 6 mode, and through a symbolic link
+        // by the Swift 5 target below (ported code comes in both modes).
+        .testTarget(name: "NetReachNetworkTests", dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"]),
+        .testTarget(
+            name: "NetReachNetworkSwift5Tests",
+            dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "NetReachConnectivityTests",
             dependencies: [
@@ -145,6 +157,7 @@ let package = Package(
             dependencies: [
                 "NetReach",
                 "NetReachConnectivity",
+                "NetReachNetwork",   // NWPathMonitor read from many threads while a real route flaps
                 "NetReachObserverCommands",
                 "netreach",
                 "netreach-http",   // built before the tests run: `netreach get` executes it

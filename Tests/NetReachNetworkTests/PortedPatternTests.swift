@@ -1,0 +1,166 @@
+import Dispatch
+import Foundation
+import NetReach
+import NetReachNetwork
+import NetReachTesting
+import Testing
+
+// PortedPatterns/ holds code in the shapes people write against Network.framework, written here
+// from Apple's public API, each file behind the import switch (`#if canImport(Network)`). The
+// folder is compiled twice: by this target in the Swift 6 language mode and, through a symbolic
+// link, by NetReachNetworkSwift5Tests in the Swift 5 mode. These tests run that code on a
+// simulated network.
+
+@Suite("Network.framework patterns, ported by changing the import")
+struct PortedPatternTests {
+    @Test("The offline-overlay singleton: flags and connection type follow the path, with a notification per change")
+    func singleton() async throws {
+        let network = SimulatedNetwork.connected(.wifi)
+        let monitor = NetworkMonitor(monitor: NWPathMonitor(source: network))
+        let posted = Counter()
+        let observer = NotificationCenter.default.addObserver(forName: .connectivityStatusChanged, object: monitor, queue: nil) { _ in
+            posted.increment()
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        monitor.startMonitoring()
+        defer { monitor.stopMonitoring() }
+        try await until { posted.value == 1 }
+        #expect(monitor.isConnected)
+        #expect(!monitor.isExpensive)
+        #expect(monitor.currentConnectionType == .wifi)
+
+        network.setLinkUp("wlan0", false)
+        try await until { posted.value == 2 }
+        #expect(!monitor.isConnected)
+        #expect(monitor.currentConnectionType == nil)
+
+        network.addInterface("wwan0", type: .cellular)
+        try await until { posted.value == 3 }
+        #expect(monitor.isConnected && monitor.isExpensive)
+        #expect(monitor.currentConnectionType == .cellular)
+    }
+
+    @Test("Reachability-style closures run on transitions only, on the monitor's queue")
+    func reachability() async throws {
+        let network = SimulatedNetwork.connected(.wiredEthernet)
+        let reachability = Reachability(monitor: NWPathMonitor(source: network))
+        let events = Events()
+        reachability.queue.sync {
+            reachability.whenReachable = { _ in events.append("reachable") }
+            reachability.whenUnreachable = { _ in events.append("unreachable") }
+        }
+        reachability.startNotifier()
+        defer { reachability.stopNotifier() }
+        try await until { events.all == ["reachable"] }
+        network.removeDefaultRoutes("eth0")
+        network.setNameservers([])          // a change that keeps it unreachable: no closure
+        network.addDefaultRoute("eth0", gateway: NetReach.IPAddress("192.0.2.1")!)
+        try await until { events.all.count == 3 }
+        #expect(events.all == ["reachable", "unreachable", "reachable"])
+        #expect(reachability.isConnected)
+    }
+
+    @Test("The protocol seam: NWPathMonitor conforms to an app's own monitoring protocol")
+    func protocolSeam() {
+        let network = SimulatedNetwork.connected(.wiredEthernet)
+        let monitoring: any PathMonitoring = NWPathMonitor(source: network)
+        monitoring.start(queue: DispatchQueue(label: "seam"))
+        defer { monitoring.cancel() }
+        #expect(monitoring.currentPath.status == .satisfied)
+        #expect(gatewayList(monitoring.currentPath) == ["192.0.2.1:0"])
+        #expect(statusText(monitoring.currentPath.status) == "online")
+    }
+
+    @Test("An app's AsyncStream wrapper yields the path, then each change, and cancels the monitor when dropped")
+    func streamWrapper() async throws {
+        let network = SimulatedNetwork.connected(.wiredEthernet)
+        let monitor = NWPathMonitor(source: network)
+        var iterator = monitor.pathStream(queue: DispatchQueue(label: "stream")).makeAsyncIterator()
+        #expect(await iterator.next()?.status == .satisfied)
+        network.setLinkUp("eth0", false)
+        #expect(await iterator.next()?.status == .unsatisfied)
+    }
+
+    @Test("for await over NWPathMonitor() needs no start: the first element is the current path")
+    func oneShot() async {
+        let network = SimulatedNetwork.connected(.wiredEthernet)
+        #expect(await isOnline(NWPathMonitor(source: network)))
+        network.setLinkUp("eth0", false)
+        #expect(await isOnline(NWPathMonitor(source: network)) == false)
+        #expect(network.subscriberCount == 0, "each loop's monitor was released")
+    }
+
+    @Test("Many threads read usesInterfaceType(.wifi) while the path flaps; each answer belongs to a path that existed")
+    func readersWhileFlapping() async {
+        let network = SimulatedNetwork.connected(.wifi)
+        let observer = WiFiObserver(monitor: NWPathMonitor(source: network))
+        let stop = Counter()
+        let readers = (0..<4).map { _ in
+            Worker.start {
+                var reads = 0, inconsistent = 0
+                while stop.value == 0 {
+                    // On this network the path is satisfied exactly when it is on Wi-Fi.
+                    let path = observer.monitor.currentPath
+                    if path.usesInterfaceType(.wifi) != (path.status == .satisfied) { inconsistent += 1 }
+                    _ = observer.isOnWiFi
+                    reads += 1
+                }
+                return (reads: reads, inconsistent: inconsistent)
+            }
+        }
+        for flap in 0..<2_000 { network.setCarrier("wlan0", flap % 2 == 1) }
+        stop.increment()
+        let results = readers.map { $0.join() }
+        #expect(results.allSatisfy { $0.reads > 0 })
+        #expect(results.map(\.inconsistent) == [0, 0, 0, 0])
+        #expect(observer.isOnWiFi, "the last flap brought carrier back")
+    }
+}
+
+// MARK: Helpers
+
+/// Waits (bounded: 10 s) until `condition` holds.
+func until(_ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("condition not met within 10 s")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+}
+
+final class Counter: Sendable {
+    // Locked (a pthread mutex), not Mutex: these tests also run under ThreadSanitizer.
+    private let count = Locked(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+final class Events: Sendable {
+    private let events = Locked([String]())
+    func append(_ event: String) { events.withLock { $0.append(event) } }
+    var all: [String] { events.withLock { $0 } }
+}
+
+/// A thread of its own whose result can be waited for.
+final class Worker<Result: Sendable>: Sendable {
+    private let result = Locked<Result?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    static func start(_ body: @escaping @Sendable () -> Result) -> Worker<Result> {
+        let thread = Worker<Result>()
+        Thread {
+            let value = body()
+            thread.result.withLock { $0 = value }
+            thread.done.signal()
+        }.start()
+        return thread
+    }
+
+    func join() -> Result {
+        done.wait()
+        return result.withLock { $0! }
+    }
+}
