@@ -172,7 +172,7 @@ let package = Package(
             name: "SnippetChecks",
             dependencies: [
                 "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient",
-                "NetReachConnectivity",
+                "NetReachConnectivity", "NetReachNetwork",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

@@ -72,7 +72,7 @@ echo "== swift test"
 swift test --skip-build
 
 if $tsan; then
-    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests'
+    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests'
     echo "== ThreadSanitizer: $suites"
     # One test at a time: TSan multiplies CPU cost many times over, and 67 tests, each with its own
     # event loops and sockets, at once on two cores starve each other past their timeouts (seen

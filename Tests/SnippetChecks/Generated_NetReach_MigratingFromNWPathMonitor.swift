@@ -4,16 +4,19 @@
 
 import Foundation
 import NetReach
+#if canImport(Network)
+import Network
+#else
+import NetReachNetwork
+#endif
+import NetReachTesting
 
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
 private func discardResult<T>(_ value: T) {}
 
-// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:28-34 is not compiled: Network.framework code, for Apple platforms only: what the port starts from
-
-// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:38-44
-func snippet_NetReach_MigratingFromNWPathMonitor_2() async throws {
-    // After (Linux, and the same code compiles on Apple platforms against NetReach)
-    let monitor = PathMonitor()
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:23-33
+func snippet_NetReach_MigratingFromNWPathMonitor_1() async throws {
+    let monitor = NWPathMonitor()
     monitor.pathUpdateHandler = { path in
         if path.status == .satisfied && !path.isExpensive { sync() }
     }
@@ -21,8 +24,121 @@ func snippet_NetReach_MigratingFromNWPathMonitor_2() async throws {
     _ = monitor   // the snippet may only show these
 }
 
-// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:62-64
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:79-85
+func snippet_NetReach_MigratingFromNWPathMonitor_2() async throws {
+    let network = SimulatedNetwork.connected(.wifi)
+    let monitor = NWPathMonitor(source: network)
+    discardResult(monitor.start(queue: DispatchQueue(label: "test")))
+    discardResult(network.setLinkUp("wlan0", false))
+    assert(monitor.currentPath.status == .unsatisfied)
+    _ = network; _ = monitor   // the snippet may only show these
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:96-98, at file scope so later snippets can use it
+extension Notification.Name {
+    static let connectivityStatusChanged = Notification.Name("connectivityStatusChanged")
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:100-102, at file scope so later snippets can use it
+extension NWInterface.InterfaceType: CaseIterable {
+    public static let allCases: [NWInterface.InterfaceType] = [.other, .wifi, .cellular, .loopback, .wiredEthernet]
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:104-125, at file scope so later snippets can use it
+fileprivate final class NetworkMonitor: @unchecked Sendable {
+    static let shared = NetworkMonitor()
+    private let monitor = NWPathMonitor()
+    private let lock = NSLock()
+    private var state: (connected: Bool, expensive: Bool, type: NWInterface.InterfaceType?) = (false, false, nil)
+
+    var isConnected: Bool { lock.withLock { state.connected } }
+    var isExpensive: Bool { lock.withLock { state.expensive } }
+    var currentConnectionType: NWInterface.InterfaceType? { lock.withLock { state.type } }
+
+    func startMonitoring() {
+        monitor.pathUpdateHandler = { [weak self] path in
+            guard let self else { return }
+            let type = NWInterface.InterfaceType.allCases.first { path.usesInterfaceType($0) }
+            self.lock.withLock { self.state = (path.status == .satisfied, path.isExpensive, type) }
+            NotificationCenter.default.post(name: .connectivityStatusChanged, object: self)
+        }
+        monitor.start(queue: DispatchQueue(label: "NetworkMonitor"))
+    }
+
+    func stopMonitoring() { monitor.cancel() }
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:96-125
 func snippet_NetReach_MigratingFromNWPathMonitor_3() async throws {
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:132-135
+func snippet_NetReach_MigratingFromNWPathMonitor_4() async throws {
+    let monitor = PathMonitor.shared
+    monitor.postsNotifications = true   // PathMonitor.pathDidChangeNotification, the path in userInfo
+    let connected = monitor.currentPath.isConnected
+    let type = monitor.currentPath.primaryInterfaceType
+    _ = monitor; _ = connected; _ = type   // the snippet may only show these
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:144-148, at file scope so later snippets can use it
+fileprivate final class WiFiObserver: Sendable {
+    let monitor = NWPathMonitor()
+    init() { monitor.start(queue: DispatchQueue(label: "WiFiObserver")) }
+    var isOnWiFi: Bool { monitor.currentPath.usesInterfaceType(.wifi) }
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:144-148
+func snippet_NetReach_MigratingFromNWPathMonitor_5() async throws {
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:157-175, at file scope so later snippets can use it
+fileprivate final class Reachability: @unchecked Sendable {
+    var whenReachable: (() -> Void)?      // set before startNotifier()
+    var whenUnreachable: (() -> Void)?
+    private let monitor = NWPathMonitor()
+    private var reachable: Bool?          // touched on the monitor's queue only
+
+    func startNotifier() {
+        monitor.pathUpdateHandler = { [weak self] path in
+            guard let self else { return }
+            let now = path.status == .satisfied
+            guard now != self.reachable else { return }
+            self.reachable = now
+            if now { self.whenReachable?() } else { self.whenUnreachable?() }
+        }
+        monitor.start(queue: DispatchQueue(label: "Reachability"))
+    }
+
+    func stopNotifier() { monitor.cancel() }
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:157-175
+func snippet_NetReach_MigratingFromNWPathMonitor_6() async throws {
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:182-188
+func snippet_NetReach_MigratingFromNWPathMonitor_7() async throws {
+    func followReachability(_ monitor: PathMonitor) async {
+        var reachable: Bool?
+        for await path in monitor.paths where path.isConnected != reachable {
+            reachable = path.isConnected
+            print(path.isConnected ? "reachable" : "unreachable")
+        }
+    }
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:194-198
+func snippet_NetReach_MigratingFromNWPathMonitor_8() async throws {
+    func waitUntilOnline() async {
+        for await path in NWPathMonitor() where path.status == .satisfied {
+            return
+        }
+    }
+}
+
+// Sources/NetReach/NetReach.docc/MigratingFromNWPathMonitor.md:216-218
+func snippet_NetReach_MigratingFromNWPathMonitor_9() async throws {
     for await path in monitor.paths where path.isConnected {
         break   // connected
     }

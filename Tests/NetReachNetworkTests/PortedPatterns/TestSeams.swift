@@ -46,5 +46,6 @@ func statusText(_ status: NWPath.Status) -> String {
     case .satisfied: "online"
     case .unsatisfied: "offline"
     case .requiresConnection: "on demand"
+    @unknown default: "unknown"   // as written for Apple's resilient enum; no warning here either
     }
 }
