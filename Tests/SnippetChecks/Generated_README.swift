@@ -6,6 +6,11 @@ import Foundation
 import NetReach
 import NetReachTesting
 import Testing
+#if canImport(Network)
+import Network
+#else
+import NetReachNetwork
+#endif
 import NetReachAsyncHTTPClient
 import NetReachConnectivity
 import NetReachHTTP
@@ -73,8 +78,16 @@ func snippet_README_6() async throws {
     _ = network; _ = monitor   // the snippet may only show these
 }
 
-// README.md:116-123
+// README.md:100-108
 func snippet_README_7() async throws {
+    let pathMonitor = NWPathMonitor()
+    pathMonitor.pathUpdateHandler = { path in print(path.usesInterfaceType(.wifi) ? "on Wi-Fi" : "not on Wi-Fi") }
+    discardResult(pathMonitor.start(queue: DispatchQueue(label: "network")))
+    _ = pathMonitor   // the snippet may only show these
+}
+
+// README.md:136-143
+func snippet_README_8() async throws {
     let connectivity = ConnectivityMonitor(
         configuration: .init(probes: [ConnectivityProbe(URL(string: "http://192.0.2.10/generate_204")!)]),
         prober: AsyncHTTPClientProber())
@@ -83,8 +96,8 @@ func snippet_README_7() async throws {
     _ = connectivity   // the snippet may only show these
 }
 
-// README.md:132-139
-func snippet_README_8() async throws {
+// README.md:152-159
+func snippet_README_9() async throws {
     @MainActor final class OfflineBanner {
         private let indicator = OfflineIndicator { showing in
             print(showing ? "offline" : "back online")   // show or hide the banner here
@@ -93,8 +106,8 @@ func snippet_README_8() async throws {
     }
 }
 
-// README.md:148-161
-func snippet_README_9() async throws {
+// README.md:168-181
+func snippet_README_10() async throws {
     var policy = RequestPolicy()
     policy.waitsForConnectivity = true                 // wait before starting, up to the resource timeout
     policy.allowsExpensiveNetworkAccess = false        // cellular or metered: wait for, or fail without, a cheap network
@@ -109,8 +122,8 @@ func snippet_README_9() async throws {
     _ = policy; _ = service; _ = items; _ = order; _ = response   // the snippet may only show these
 }
 
-// README.md:178-184
-func snippet_README_10() async throws {
+// README.md:198-204
+func snippet_README_11() async throws {
     let events = try await service.bytes(.get("/v1/events"))          // as it arrives
     for try await chunk in events.body { print(chunk.count) }
 
@@ -121,8 +134,8 @@ func snippet_README_10() async throws {
     _ = events; _ = iso   // the snippet may only show these
 }
 
-// README.md:191-201
-func snippet_README_11() async throws {
+// README.md:211-221
+func snippet_README_12() async throws {
     let service = NetworkService(policy: policy, transport: AsyncHTTPClientTransport(),
                                  onWaiting: { event in log("\(event.url) waits: \(event.reason)") })
     let handle = service.send(.get("https://api.example.com/v1/feed"), queue: .main) { result in
