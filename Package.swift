@@ -17,6 +17,8 @@ let package = Package(
         // Network.framework's path API (NWPathMonitor, NWPath, ...) on Linux, backed by NetReach:
         // Apple-platform code ports by changing its import.
         .library(name: "NetReachNetwork", targets: ["NetReachNetwork"]),
+        // A userspace link conditioner: a SwiftNIO TCP proxy with Apple's profiles and toxiproxy's faults.
+        .library(name: "NetReachConditioner", targets: ["NetReachConditioner"]),
         .executable(name: "netreach", targets: ["netreach"]),
         // `netreach get` runs this; apart so `status`/`watch`/`wait` never load the HTTP stack.
         .executable(name: "netreach-http", targets: ["netreach-http"]),
@@ -49,6 +51,14 @@ let package = Package(
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
         .target(name: "NetReachConnectivity", dependencies: ["NetReach"]),
         .target(name: "NetReachNetwork", dependencies: ["NetReach"]),
+        .target(
+            name: "NetReachConditioner",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "NetReachHTTP",
             dependencies: [
@@ -124,6 +134,7 @@ let package = Package(
         .executableTarget(name: "netreach-http", dependencies: ["NetReachGetCommand"]),
         .executableTarget(name: "netreach-http-urlsession", dependencies: ["NetReachGetCommand", "NetReachHTTP", "NetReachURLSession"]),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
+        .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner"]),
         // PortedPatterns/ is compiled by both: here in the Swift 6 mode, and through a symbolic link
         // by the Swift 5 target below (ported code comes in both modes).
         .testTarget(name: "NetReachNetworkTests", dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"]),

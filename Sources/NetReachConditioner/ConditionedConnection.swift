@@ -1,0 +1,295 @@
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client's connection through the proxy and its upstream connection: both sockets on one
+/// event loop, each direction shaped by a ``DirectionShaper`` and the faults that act on it. All of
+/// it runs on that event loop; the proxy reaches it through `eventLoop.execute`.
+final class ConditionedConnection {
+    enum Side { case client, server }
+
+    /// One direction's queue of slices waiting for their delivery time, and its timer.
+    struct Direction {
+        var shaper: DirectionShaper
+        var queue = CircularBuffer<(at: NIODeadline, readAt: NIODeadline, buffer: ByteBuffer)>()
+        var queuedBytes = 0
+        var timer: Scheduled<Void>?
+        var sourceClosed = false
+        var limitReached = false
+        var statistics = DirectionStatistics()
+    }
+
+    /// More than this queued in a direction stops reading its source until half of it is delivered.
+    static let highWater = 1 << 20
+
+    let id: Int
+    let eventLoop: any EventLoop
+    private let start: NIODeadline
+    private var conditions: LinkConditions
+    private var faults: [NamedFault]
+    private var upstream: Direction
+    private var downstream: Direction
+    private var client: RelayHandler?
+    private var server: RelayHandler?
+    private var faultTimers: [Scheduled<Void>] = []
+    private var finished = false
+    private let onFinish: (ConnectionStatistics) -> Void
+
+    init(id: Int, eventLoop: any EventLoop, conditions: LinkConditions, faults: [NamedFault],
+         onFinish: @escaping (ConnectionStatistics) -> Void) {
+        self.id = id
+        self.eventLoop = eventLoop
+        start = .now()
+        self.conditions = conditions
+        self.faults = faults
+        let roundTrip = conditions.upstream.delay + conditions.downstream.delay
+        upstream = Direction(shaper: DirectionShaper(conditions.upstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2))
+        downstream = Direction(shaper: DirectionShaper(conditions.downstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2 &+ 1))
+        self.onFinish = onFinish
+    }
+
+    // MARK: Wiring
+
+    func attach(client handler: RelayHandler) {
+        client = handler
+        armConnectionFaults()
+    }
+
+    /// The upstream connection is up: bytes may flow.
+    func attach(server handler: RelayHandler) {
+        server = handler
+        client?.resumeReading()
+        handler.resumeReading()
+    }
+
+    /// The upstream could not be reached: the client's connection is closed.
+    func upstreamFailed() {
+        upstream.statistics.upstreamRefused = true
+        client?.close()
+        finish()
+    }
+
+    // MARK: Run-time changes
+
+    func update(conditions: LinkConditions, faults: [NamedFault]) {
+        let roundTrip = conditions.upstream.delay + conditions.downstream.delay
+        upstream.shaper.change(to: conditions.upstream, roundTripDelay: roundTrip)
+        downstream.shaper.change(to: conditions.downstream, roundTripDelay: roundTrip)
+        self.conditions = conditions
+        self.faults = faults
+        for timer in faultTimers { timer.cancel() }
+        faultTimers = []
+        armConnectionFaults()
+        // A fault removed may release held reads.
+        client?.resumeReading()
+        server?.resumeReading()
+    }
+
+    func snapshot() -> ConnectionStatistics {
+        ConnectionStatistics(id: id, upstream: upstream.statistics, downstream: downstream.statistics, isOpen: !finished)
+    }
+
+    // MARK: Data
+
+    /// Whether `side` may read more: the other side is there and writable, and not too much is queued.
+    func mayRead(_ side: Side) -> Bool {
+        guard let destination = side == .client ? server : client, destination.isWritable else { return false }
+        return self[side == .client ? .upstream : .downstream].queuedBytes < Self.highWater
+    }
+
+    func received(_ buffer: ByteBuffer, from side: Side) {
+        let direction: LinkDirection = side == .client ? .upstream : .downstream
+        let now = NIODeadline.now()
+        self[direction].statistics.bytesRead += buffer.readableBytes
+        if holds(direction) || self[direction].limitReached { return }
+        var buffer = buffer
+        if let limit = limit(direction) {
+            let allowed = max(0, limit - self[direction].statistics.bytesScheduled)
+            if buffer.readableBytes >= allowed {
+                buffer = buffer.getSlice(at: buffer.readerIndex, length: allowed) ?? ByteBuffer()
+                self[direction].limitReached = true
+            }
+        }
+        let count = buffer.readableBytes
+        self[direction].statistics.bytesScheduled += count
+        guard let destination = side == .client ? server : client else { return }
+        let slicer = slicer(direction)
+        if self[direction].shaper.isTransparent && slicer == nil && self[direction].queue.isEmpty {
+            if count > 0 {
+                destination.write(buffer)
+                self[direction].statistics.delivered(count, delay: .zero)
+            }
+            if self[direction].limitReached { close(after: direction) }
+            return
+        }
+        var parts = self[direction].shaper.schedule(count, at: Self.duration(now - start))
+        if let slicer { parts = Self.slice(parts, slicer, random: &self[direction].shaper) }
+        for part in parts {
+            guard let slice = buffer.readSlice(length: part.count) else { break }
+            self[direction].queue.append((start + TimeAmount(part.at), now, slice))
+            self[direction].queuedBytes += part.count
+        }
+        self[direction].statistics.chunksHeldBack += parts.isEmpty && count > 0 ? 1 : 0
+        armTimer(direction)
+        if self[direction].limitReached && self[direction].queue.isEmpty { close(after: direction) }
+    }
+
+    /// The source of `side`'s reads closed: pass the close on once what it sent is delivered.
+    func closed(_ side: Side) {
+        let direction: LinkDirection = side == .client ? .upstream : .downstream
+        self[direction].sourceClosed = true
+        // What was on its way to the side that left has nowhere to go.
+        let opposite: LinkDirection = direction == .upstream ? .downstream : .upstream
+        self[opposite].timer?.cancel()
+        self[opposite].queue.removeAll()
+        self[opposite].queuedBytes = 0
+        if side == .client { client = nil } else { server = nil }
+        if self[direction].queue.isEmpty { close(after: direction) }
+        if client == nil && server == nil { finish() }
+    }
+
+    func writabilityChanged() {
+        client?.resumeReading()
+        server?.resumeReading()
+    }
+
+    // MARK: Delivery
+
+    private func armTimer(_ direction: LinkDirection) {
+        guard self[direction].timer == nil, let head = self[direction].queue.first else { return }
+        self[direction].timer = eventLoop.assumeIsolated().scheduleTask(deadline: head.at) { [self] in
+            self[direction].timer = nil
+            deliverDue(direction)
+        }
+    }
+
+    private func deliverDue(_ direction: LinkDirection) {
+        guard let destination = direction == .upstream ? server : client else { return }
+        let now = NIODeadline.now()
+        var wrote = false
+        while let head = self[direction].queue.first, head.at <= now {
+            self[direction].queue.removeFirst()
+            self[direction].queuedBytes -= head.buffer.readableBytes
+            self[direction].statistics.delivered(head.buffer.readableBytes, delay: Self.duration(now - head.readAt))
+            destination.write(head.buffer, flush: false)
+            wrote = true
+        }
+        if wrote { destination.flush() }
+        armTimer(direction)
+        let source = direction == .upstream ? client : server
+        if self[direction].queuedBytes < Self.highWater / 2 { source?.resumeReading() }
+        if self[direction].queue.isEmpty && (self[direction].sourceClosed || self[direction].limitReached) {
+            close(after: direction)
+        }
+    }
+
+    /// Passes a close on to the destination of `direction` (after a slow close's delay); a data
+    /// limit closes both.
+    private func close(after direction: LinkDirection) {
+        let destination = direction == .upstream ? server : client
+        let everything = self[direction].limitReached
+        let delay = slowCloseDelay(direction)
+        let act = { [self] in
+            if everything {
+                client?.close()
+                server?.close()
+            } else {
+                destination?.close()
+            }
+        }
+        if delay > .zero {
+            faultTimers.append(eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { act() })
+        } else {
+            act()
+        }
+    }
+
+    private func armConnectionFaults() {
+        for named in faults {
+            switch named.fault {
+            case .resetPeer(let after):
+                let deadline = start + TimeAmount(after)
+                faultTimers.append(eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+                    client?.reset()
+                    server?.reset()
+                })
+            case .timeout(let after?) where after > .zero:
+                faultTimers.append(eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(after)) { [self] in
+                    client?.close()
+                    server?.close()
+                })
+            default:
+                break
+            }
+        }
+    }
+
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        upstream.timer?.cancel()
+        downstream.timer?.cancel()
+        for timer in faultTimers { timer.cancel() }
+        faultTimers = []
+        onFinish(snapshot())
+    }
+
+    // MARK: Faults
+
+    private func acting(_ direction: LinkDirection) -> [LinkFault] {
+        faults.filter { $0.directions.contains(direction) }.map(\.fault)
+    }
+
+    private func holds(_ direction: LinkDirection) -> Bool {
+        acting(direction).contains { if case .timeout = $0 { true } else { false } }
+    }
+
+    private func limit(_ direction: LinkDirection) -> Int? {
+        acting(direction).compactMap { if case .limitData(let bytes) = $0 { max(0, bytes) } else { nil } }.min()
+    }
+
+    private func slicer(_ direction: LinkDirection) -> (average: Int, variation: Int, delay: Duration)? {
+        for fault in acting(direction) {
+            if case .slicer(let average, let variation, let delay) = fault { return (max(1, average), max(0, variation), delay) }
+        }
+        return nil
+    }
+
+    private func slowCloseDelay(_ direction: LinkDirection) -> Duration {
+        acting(direction).compactMap { if case .slowClose(let delay) = $0 { delay } else { nil } }.max() ?? .zero
+    }
+
+    /// Cuts each part into slices of `average` ± `variation` bytes, `delay` apart.
+    static func slice(_ parts: [DirectionShaper.Part], _ slicer: (average: Int, variation: Int, delay: Duration),
+                      random: inout DirectionShaper) -> [DirectionShaper.Part] {
+        var out: [DirectionShaper.Part] = []
+        var at = Duration.zero
+        for part in parts {
+            at = max(at, part.at)
+            var remaining = part.count
+            while remaining > 0 {
+                let size = min(remaining, random.drawSliceSize(average: slicer.average, variation: slicer.variation))
+                out.append(.init(at: at, count: size))
+                remaining -= size
+                if remaining > 0 { at += slicer.delay }
+            }
+        }
+        return out
+    }
+
+    private subscript(direction: LinkDirection) -> Direction {
+        get { direction == .upstream ? upstream : downstream }
+        _modify {
+            if direction == .upstream { yield &upstream } else { yield &downstream }
+        }
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) { self = .nanoseconds(duration.nanoseconds) }
+}
+
+extension ConditionedConnection {
+    static func duration(_ amount: TimeAmount) -> Duration { .nanoseconds(amount.nanoseconds) }
+}

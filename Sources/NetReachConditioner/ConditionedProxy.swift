@@ -1,0 +1,242 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A TCP proxy that makes a link bad on purpose: the root-free stand-in for `tc netem`, in the
+/// manner of Apple's Network Link Conditioner and Shopify's toxiproxy. Start one in front of a
+/// test server, point the client at ``port``, and change its conditions while the test runs.
+///
+/// ```swift
+/// let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
+///                                              conditions: LinkProfile.threeG.conditions)
+/// // ... the client talks to 127.0.0.1:\(proxy.port) ...
+/// proxy.setConditions(LinkProfile.lossy100.conditions)        // every connection, from now on
+/// try proxy.addFault(.resetPeer(after: .milliseconds(50)), directions: [.downstream], name: "reset")
+/// try await proxy.stop()
+/// ```
+///
+/// Conditions and faults apply to open connections as well as new ones; bytes already scheduled
+/// keep their schedule.
+public final class ConditionedProxy: Sendable {
+    /// The address it listens on.
+    public let host: String
+    /// The port it listens on.
+    public let port: Int
+    /// Where it connects each client to.
+    public let upstreamHost: String
+    /// The upstream's port.
+    public let upstreamPort: Int
+
+    private let group: any EventLoopGroup
+    private let ownsGroup: Bool
+    private let listener: any Channel
+    private let state: ProxyState
+
+    private init(host: String, port: Int, upstreamHost: String, upstreamPort: Int, group: any EventLoopGroup,
+                 ownsGroup: Bool, listener: any Channel, state: ProxyState) {
+        self.host = host
+        self.port = port
+        self.upstreamHost = upstreamHost
+        self.upstreamPort = upstreamPort
+        self.group = group
+        self.ownsGroup = ownsGroup
+        self.listener = listener
+        self.state = state
+    }
+
+    /// Listens on `host:port` (port 0: a free one) and relays each connection to the upstream
+    /// under `conditions`. Throws ``ConditionerError/cannotListen(_:_:)`` when the address is taken
+    /// or invalid.
+    public static func start(
+        host: String = "127.0.0.1", port: Int = 0, upstreamHost: String, upstreamPort: Int,
+        conditions: LinkConditions = .none, faults: [NamedFault] = [], group: (any EventLoopGroup)? = nil
+    ) async throws -> ConditionedProxy {
+        guard (0...65535).contains(port) else { throw ConditionerError.cannotListen("\(host):\(port)", "not a port") }
+        guard (1...65535).contains(upstreamPort) else { throw ConditionerError.invalidUpstream("\(upstreamHost):\(upstreamPort)") }
+        let ownsGroup = group == nil
+        let group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let state = ProxyState(conditions: conditions, faults: faults)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try Self.accept(channel, upstreamHost: upstreamHost, upstreamPort: upstreamPort, state: state)
+                }
+            }
+        do {
+            let listener = try await bootstrap.bind(host: host, port: port).get()
+            let bound = listener.localAddress?.port ?? port
+            return ConditionedProxy(host: host, port: bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort,
+                                    group: group, ownsGroup: ownsGroup, listener: listener, state: state)
+        } catch {
+            if ownsGroup { try? await group.shutdownGracefully() }
+            throw ConditionerError.cannotListen("\(host):\(port)", "\(error)")
+        }
+    }
+
+    /// The conditions now in force.
+    public var conditions: LinkConditions { state.current.conditions }
+
+    /// The faults now in force.
+    public var faults: [NamedFault] { state.current.faults }
+
+    /// Changes the conditions, for open connections too.
+    public func setConditions(_ conditions: LinkConditions) {
+        state.change { $0.conditions = conditions }
+    }
+
+    /// Adds a fault under `name`, acting on `directions`. Throws
+    /// ``ConditionerError/duplicateFault(_:)`` if that name is taken.
+    public func addFault(_ fault: LinkFault, directions: Set<LinkDirection> = Set(LinkDirection.allCases), name: String) throws {
+        try state.changeThrowing { settings in
+            guard !settings.faults.contains(where: { $0.name == name }) else { throw ConditionerError.duplicateFault(name) }
+            settings.faults.append(NamedFault(name: name, fault: fault, directions: directions))
+        }
+    }
+
+    /// Removes the fault named `name`; throws ``ConditionerError/noSuchFault(_:)`` if there is none.
+    public func removeFault(named name: String) throws {
+        try state.changeThrowing { settings in
+            guard settings.faults.contains(where: { $0.name == name }) else { throw ConditionerError.noSuchFault(name) }
+            settings.faults.removeAll { $0.name == name }
+        }
+    }
+
+    /// Every connection so far, open ones as they are now.
+    public func statistics() async -> [ConnectionStatistics] {
+        await state.statistics()
+    }
+
+    /// Stops listening and closes every connection.
+    public func stop() async throws {
+        try? await listener.close()
+        await state.closeAll()
+        if ownsGroup { try await group.shutdownGracefully() }
+    }
+
+    /// Sets up one accepted client: its handler now, the upstream connection on the same loop.
+    private static func accept(_ channel: any Channel, upstreamHost: String, upstreamPort: Int, state: ProxyState) throws {
+        let settings = state.current
+        let id = state.nextID()
+        let connection = ConditionedConnection(id: id, eventLoop: channel.eventLoop, conditions: settings.conditions,
+                                               faults: settings.faults) { statistics in state.finished(statistics) }
+        let clientHandler = RelayHandler(side: .client, connection: connection)
+        try channel.pipeline.syncOperations.addHandler(clientHandler)
+        connection.attach(client: clientHandler)
+        state.register(connection, channel: channel)
+        let loop = channel.eventLoop
+        let bound = NIOLoopBound(connection, eventLoop: loop)
+        ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { upstream in
+                upstream.eventLoop.makeCompletedFuture {
+                    let handler = RelayHandler(side: .server, connection: bound.value)
+                    try upstream.pipeline.syncOperations.addHandler(handler)
+                    bound.value.attach(server: handler)
+                }
+            }
+            .connect(host: upstreamHost, port: upstreamPort)
+            .assumeIsolated()
+            .whenFailure { _ in bound.value.upstreamFailed() }
+    }
+}
+
+/// What can go wrong setting a conditioner up or changing it.
+public enum ConditionerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The listening address is taken, not an address, or not allowed.
+    case cannotListen(String, String)
+    /// The upstream is not a host and port.
+    case invalidUpstream(String)
+    /// A fault of that name exists already.
+    case duplicateFault(String)
+    /// No fault has that name.
+    case noSuchFault(String)
+
+    public var description: String {
+        switch self {
+        case .cannotListen(let address, let why): "cannot listen on \(address): \(why)"
+        case .invalidUpstream(let upstream): "not an upstream host:port: \(upstream)"
+        case .duplicateFault(let name): "a fault named \(name) exists already"
+        case .noSuchFault(let name): "no fault is named \(name)"
+        }
+    }
+}
+
+/// The proxy's shared state: settings, the open connections (each reached on its event loop)
+/// and the statistics of closed ones.
+final class ProxyState: Sendable {
+    struct Settings: Sendable {
+        var conditions: LinkConditions
+        var faults: [NamedFault]
+    }
+
+    private struct Open: Sendable {
+        var eventLoop: any EventLoop
+        var connection: NIOLoopBound<ConditionedConnection>
+        var channel: any Channel
+    }
+
+    private struct Contents {
+        var settings: Settings
+        var open: [Int: Open] = [:]
+        var finished: [ConnectionStatistics] = []
+        var lastID = 0
+    }
+
+    private let contents: NIOLockedValueBox<Contents>
+
+    init(conditions: LinkConditions, faults: [NamedFault]) {
+        contents = NIOLockedValueBox(Contents(settings: Settings(conditions: conditions, faults: faults)))
+    }
+
+    var current: Settings { contents.withLockedValue { $0.settings } }
+
+    func nextID() -> Int { contents.withLockedValue { $0.lastID += 1; return $0.lastID } }
+
+    func register(_ connection: ConditionedConnection, channel: any Channel) {
+        let open = Open(eventLoop: connection.eventLoop, connection: NIOLoopBound(connection, eventLoop: connection.eventLoop), channel: channel)
+        contents.withLockedValue { $0.open[connection.id] = open }
+    }
+
+    func finished(_ statistics: ConnectionStatistics) {
+        contents.withLockedValue {
+            $0.open[statistics.id] = nil
+            $0.finished.append(statistics)
+        }
+    }
+
+    func change(_ body: (inout Settings) -> Void) {
+        try? changeThrowing(body)
+    }
+
+    func changeThrowing(_ body: (inout Settings) throws -> Void) throws {
+        let (settings, open) = try contents.withLockedValue { contents in
+            try body(&contents.settings)
+            return (contents.settings, Array(contents.open.values))
+        }
+        for connection in open {
+            connection.eventLoop.execute {
+                connection.connection.value.update(conditions: settings.conditions, faults: settings.faults)
+            }
+        }
+    }
+
+    func statistics() async -> [ConnectionStatistics] {
+        let (finished, open) = contents.withLockedValue { ($0.finished, Array($0.open.values)) }
+        var all = finished
+        for connection in open {
+            if let snapshot = try? await connection.eventLoop.submit({ connection.connection.value.snapshot() }).get() {
+                all.append(snapshot)
+            }
+        }
+        return all.sorted { $0.id < $1.id }
+    }
+
+    func closeAll() async {
+        let open = contents.withLockedValue { Array($0.open.values) }
+        for connection in open { try? await connection.channel.close() }
+    }
+}

@@ -1,0 +1,124 @@
+/// The schedule of one direction of a conditioned link: for bytes read at a time, when each part
+/// of them is delivered. A pure value (the relay that owns the sockets only follows its answers),
+/// tested with tables.
+///
+/// The model is a bottleneck link: bytes are serialised onto a wire of `bandwidth` one after the
+/// other (so a burst takes `size / bandwidth` to pass), then spend `delay` (± `jitter`) on it.
+/// Large reads are cut into slices of about 10 ms of the link's time so bytes arrive as they would,
+/// not in bursts. Delivery is in order, as TCP's is: a part never overtakes the one before it.
+/// Times are offsets from the link's start; they come from the schedule, not from when timers
+/// fired, so a late timer never slows the link down.
+struct DirectionShaper: Sendable {
+    /// A part of a read: this many bytes, delivered at this time.
+    struct Part: Sendable, Hashable {
+        var at: Duration
+        var count: Int
+    }
+
+    /// TCP's segment payload on Ethernet; the unit in which packets are lost.
+    static let segmentSize = 1448
+    /// Linux's minimum retransmission timeout: what a lost segment costs at least.
+    static let minimumRetransmissionTimeout = Duration.milliseconds(200)
+
+    private(set) var conditions: DirectionConditions
+    /// The round trip's delay (both directions), for the retransmission timeout.
+    private var roundTripDelay: Duration
+    private var random: SeededRandom
+    /// When the wire finishes serialising what it was given.
+    private var wireFreeAt = Duration.zero
+    /// The last part's delivery time: later parts never come before it.
+    private var lastDelivery = Duration.zero
+
+    init(_ conditions: DirectionConditions, roundTripDelay: Duration, seed: UInt64) {
+        self.conditions = conditions
+        self.roundTripDelay = roundTripDelay
+        random = SeededRandom(seed: seed)
+    }
+
+    /// Takes new conditions for bytes read from now on; what was scheduled stays scheduled.
+    mutating func change(to conditions: DirectionConditions, roundTripDelay: Duration) {
+        self.conditions = conditions
+        self.roundTripDelay = roundTripDelay
+    }
+
+    /// Whether nothing is done to the bytes (the relay then writes them at once).
+    var isTransparent: Bool { conditions.isNone }
+
+    /// When the `count` bytes read at `now` are delivered, in parts. Empty when they never are
+    /// (all packets lost).
+    mutating func schedule(_ count: Int, at now: Duration) -> [Part] {
+        guard count > 0 else { return [] }
+        if conditions.loss >= 1 { return [] }
+        var parts: [Part] = []
+        var remaining = count
+        let slice = sliceSize
+        while remaining > 0 {
+            let size = min(slice, remaining)
+            remaining -= size
+            let sent: Duration
+            if let bandwidth = conditions.bandwidth, bandwidth > 0 {
+                let start = max(now, wireFreeAt)
+                sent = start + Self.transmissionTime(size, bandwidth: bandwidth)
+                wireFreeAt = sent
+            } else {
+                sent = now
+            }
+            var delivery = sent + conditions.delay + drawJitter() + lossPenalty(size)
+            if delivery < lastDelivery { delivery = lastDelivery }
+            lastDelivery = delivery
+            if let last = parts.last, last.at == delivery {
+                parts[parts.count - 1].count += size
+            } else {
+                parts.append(Part(at: delivery, count: size))
+            }
+        }
+        return parts
+    }
+
+    /// A slicer's next slice size: `average` ± `variation`, at least one byte.
+    mutating func drawSliceSize(average: Int, variation: Int) -> Int {
+        guard variation > 0 else { return max(1, average) }
+        return max(1, average + Int.random(in: -variation...variation, using: &random))
+    }
+
+    /// About 10 ms of the link's time (at least a segment); everything at once without a bandwidth.
+    private var sliceSize: Int {
+        guard let bandwidth = conditions.bandwidth, bandwidth > 0 else { return Int.max }
+        return max(Self.segmentSize, bandwidth / 100)
+    }
+
+    static func transmissionTime(_ count: Int, bandwidth: Int) -> Duration {
+        .nanoseconds(Int64((Double(count) / Double(bandwidth) * 1e9).rounded()))
+    }
+
+    private mutating func drawJitter() -> Duration {
+        guard conditions.jitter > .zero else { return .zero }
+        let range = conditions.jitter.nanoseconds
+        let offset = Int64.random(in: -range...range, using: &random)
+        // Never earlier than no delay at all.
+        return max(.nanoseconds(offset), .zero - conditions.delay)
+    }
+
+    /// The retransmissions lost packets of this slice cost: each loss, one timeout (a retransmission
+    /// that is lost again, another).
+    private mutating func lossPenalty(_ size: Int) -> Duration {
+        guard conditions.loss > 0 else { return .zero }
+        let timeout = max(Self.minimumRetransmissionTimeout, roundTripDelay)
+        var penalty = Duration.zero
+        let segments = (size + Self.segmentSize - 1) / Self.segmentSize
+        for _ in 0..<segments {
+            while Double.random(in: 0..<1, using: &random) < conditions.loss { penalty += timeout }
+        }
+        return penalty
+    }
+}
+
+extension Duration {
+    /// The whole duration in nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return scaled &+ attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import NetReachConditioner
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The proxy between a client and a server that both run here on 127.0.0.1, seen from both ends.
+@Suite("ConditionedProxy end to end on loopback", .timeLimit(.minutes(2)))
+struct ConditionedProxyTests {
+    @Test("With no conditions, 4 MiB cross both ways intact")
+    func transparent() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        let payload = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let echoed = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: payload, expect: payload.count) }
+        #expect(echoed == payload)
+        try await proxy.stop()
+        let statistics = await proxy.statistics()
+        #expect(statistics.count == 1)
+        #expect(statistics.first?.upstream.bytesDelivered == payload.count)
+        #expect(statistics.first?.downstream.bytesDelivered == payload.count)
+    }
+
+    @Test("Delay each way: a round trip through 40 ms + 60 ms takes at least 100 ms, and the statistics say so")
+    func delay() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkConditions(
+            upstream: .init(delay: .milliseconds(40)), downstream: .init(delay: .milliseconds(60))))
+        let started = ContinuousClock.now
+        let echoed = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("ping".utf8), expect: 4) }
+        #expect(String(decoding: echoed, as: UTF8.self) == "ping")
+        #expect(ContinuousClock.now - started >= .milliseconds(100))
+        let statistics = await proxy.statistics()
+        #expect((statistics.first?.upstream.maximumDelayMilliseconds ?? 0) >= 40)
+        #expect((statistics.first?.downstream.maximumDelayMilliseconds ?? 0) >= 60)
+        try await proxy.stop()
+    }
+
+    @Test("Bandwidth: 512 KiB downstream at 1 MB/s takes at least half a second")
+    func bandwidth() async throws {
+        let server = try LoopbackServer(.send(512 * 1024))
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkConditions(
+            downstream: .init(bandwidth: 1_000_000)))
+        let started = ContinuousClock.now
+        let received = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: [], expect: 512 * 1024) }
+        #expect(received.count == 512 * 1024)
+        #expect(ContinuousClock.now - started >= .milliseconds(500))
+        try await proxy.stop()
+    }
+
+    @Test("limit_data closes after exactly that many bytes; the client sees them, then the end")
+    func limitData() async throws {
+        let server = try LoopbackServer(.send(100_000))
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        try proxy.addFault(.limitData(bytes: 1_000), directions: [.downstream], name: "cut")
+        let received = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: [], expect: nil) }
+        #expect(received.count == 1_000)
+        try await proxy.stop()
+    }
+
+    @Test("reset_peer resets the client's connection; timeout holds everything")
+    func resetAndTimeout() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        try proxy.addFault(.resetPeer(after: .milliseconds(50)), name: "reset")
+        let reset = await blocking { Result { try LoopbackClient.exchange(port: proxy.port, send: [], expect: nil) } }
+        #expect(throws: LoopbackClient.Failure.reset) { try reset.get() }
+        try proxy.removeFault(named: "reset")
+
+        try proxy.addFault(.timeout(after: .milliseconds(300)), name: "hold")
+        let started = ContinuousClock.now
+        let held = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil) }
+        #expect(held.isEmpty, "nothing came back")
+        #expect(ContinuousClock.now - started >= .milliseconds(300), "closed when the timeout ran out")
+        try await proxy.stop()
+    }
+
+    @Test("Conditions change for a connection already open")
+    func changeWhileOpen() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        let client = try LoopbackClient(port: proxy.port)
+        defer { client.close() }
+        let fast = try await blocking { try client.roundTrip(Array("a".utf8)) }
+        proxy.setConditions(LinkConditions(upstream: .init(delay: .milliseconds(150))))
+        try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
+        let slow = try await blocking { try client.roundTrip(Array("b".utf8)) }
+        #expect(slow >= .milliseconds(150), "fast \(fast), then \(slow)")
+        try await proxy.stop()
+    }
+
+    @Test("Bad input: a port in use, an invalid upstream, duplicate and unknown fault names, an upstream that refuses")
+    func badInput() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        await #expect(throws: ConditionerError.self) {
+            try await ConditionedProxy.start(port: proxy.port, upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        }
+        await #expect(throws: ConditionerError.invalidUpstream("127.0.0.1:0")) {
+            try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: 0)
+        }
+        try proxy.addFault(.slowClose(delay: .milliseconds(10)), name: "slow")
+        #expect(throws: ConditionerError.duplicateFault("slow")) { try proxy.addFault(.limitData(bytes: 1), name: "slow") }
+        #expect(throws: ConditionerError.noSuchFault("nope")) { try proxy.removeFault(named: "nope") }
+
+        // An upstream nobody listens on: the client's connection is closed, the listener lives on.
+        let refusing = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: LoopbackServer.unusedPort())
+        let nothing = try await blocking { try LoopbackClient.exchange(port: refusing.port, send: [], expect: nil) }
+        #expect(nothing.isEmpty)
+        #expect(await refusing.statistics().first?.upstream.upstreamRefused == true)
+        let still = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("ok".utf8), expect: 2) }
+        #expect(still == Array("ok".utf8), "the other listener is unaffected")
+        try await refusing.stop()
+        try await proxy.stop()
+    }
+}
+
+/// Runs blocking socket work off the concurrency pool.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
+}

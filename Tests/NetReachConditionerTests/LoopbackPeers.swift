@@ -1,0 +1,164 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server on 127.0.0.1 with a thread per connection: it echoes what it reads, or sends a
+/// number of bytes and closes. Stops within 100 ms of ``stop()``.
+final class LoopbackServer: @unchecked Sendable {
+    // @unchecked: `stopped` is guarded by `lock`; the rest is set in init.
+    enum Mode: Sendable { case echo, send(Int) }
+
+    let port: Int
+    private let listener: Int32
+    private let mode: Mode
+    private let lock = NSLock()
+    private var stopped = false
+
+    init(_ mode: Mode) throws {
+        self.mode = mode
+        listener = try LoopbackServer.listen()
+        port = LoopbackServer.localPort(listener)
+        Thread { [self] in serve() }.start()
+    }
+
+    func stop() { lock.withLock { stopped = true } }
+
+    private var isStopped: Bool { lock.withLock { stopped } }
+
+    private func serve() {
+        defer { Glibc.close(listener) }
+        while !isStopped {
+            var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 100) > 0 else { continue }
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            let mode = mode
+            Thread { LoopbackServer.handle(connection, mode) }.start()
+        }
+    }
+
+    private static func handle(_ connection: Int32, _ mode: Mode) {
+        defer { Glibc.close(connection) }
+        switch mode {
+        case .echo:
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { return }
+                guard sendAll(connection, Array(buffer[0..<count])) else { return }
+            }
+        case .send(let total):
+            let chunk = [UInt8](repeating: 0x5a, count: 16_384)
+            var sent = 0
+            while sent < total {
+                let size = min(chunk.count, total - sent)
+                guard sendAll(connection, Array(chunk[0..<size])) else { return }
+                sent += size
+            }
+        }
+    }
+
+    static func listen() throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, 64) == 0 else { throw LoopbackClient.Failure.system(errno) }
+        return fd
+    }
+
+    static func localPort(_ fd: Int32) -> Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A port nothing listens on (bound, then released).
+    static func unusedPort() throws -> Int {
+        let fd = try listen()
+        defer { Glibc.close(fd) }
+        return localPort(fd)
+    }
+}
+
+@discardableResult
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var sent = 0
+    while sent < bytes.count {
+        let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard count > 0 else { return false }
+        sent += count
+    }
+    return true
+}
+
+/// A blocking client of 127.0.0.1 (every read bounded: 10 s).
+final class LoopbackClient: @unchecked Sendable {
+    // @unchecked: one test drives it from one thread at a time.
+    enum Failure: Error, Equatable { case system(Int32), reset, timedOut }
+
+    private let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let error = errno
+            Glibc.close(fd)
+            throw Failure.system(error)
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+
+    /// Reads until `count` bytes (or the end, with `nil`).
+    func read(upTo count: Int?) throws -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while count.map({ received.count < $0 }) ?? true {
+            let got = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if got == 0 { break }
+            if got < 0 {
+                if errno == ECONNRESET { throw Failure.reset }
+                if errno == EAGAIN || errno == EWOULDBLOCK { throw Failure.timedOut }
+                throw Failure.system(errno)
+            }
+            received += buffer[0..<got]
+        }
+        return received
+    }
+
+    /// Sends one byte string and reads as many back; returns how long it took.
+    func roundTrip(_ bytes: [UInt8]) throws -> Duration {
+        let started = ContinuousClock.now
+        sendAll(fd, bytes)
+        let back = try read(upTo: bytes.count)
+        guard back == bytes else { throw Failure.system(0) }
+        return ContinuousClock.now - started
+    }
+
+    /// Connects, sends `send` (from a thread of its own, so a large echo cannot deadlock), reads
+    /// `expect` bytes (or to the end), closes.
+    static func exchange(port: Int, send bytes: [UInt8], expect: Int?) throws -> [UInt8] {
+        let client = try LoopbackClient(port: port)
+        defer { client.close() }
+        if !bytes.isEmpty {
+            let fd = client.fd
+            Thread { sendAll(fd, bytes) }.start()
+        }
+        return try client.read(upTo: expect)
+    }
+}
