@@ -133,9 +133,8 @@ public final class ConditionedProxy: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { upstream in
                 upstream.eventLoop.makeCompletedFuture {
-                    let handler = RelayHandler(side: .server, connection: bound.value)
-                    try upstream.pipeline.syncOperations.addHandler(handler)
-                    bound.value.attach(server: handler)
+                    // It attaches itself to the connection once the upstream is connected.
+                    try upstream.pipeline.syncOperations.addHandler(RelayHandler(side: .server, connection: bound.value))
                 }
             }
             .connect(host: upstreamHost, port: upstreamPort)

@@ -31,6 +31,12 @@ final class RelayHandler: ChannelDuplexHandler {
         connection.received(unwrapInboundIn(data), from: side)
     }
 
+    func channelActive(context: ChannelHandlerContext) {
+        // The upstream is connected only now: until then the client's bytes stay unread.
+        if side == .server { connection.attach(server: self) }
+        context.fireChannelActive()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         isClosed = true
         connection.closed(side)
