@@ -179,14 +179,15 @@ struct TransportConformanceTests {
     @Test("A slow reader is not a stalled network", arguments: TransportKind.allCases)
     func slowReaderIsBackpressure(kind: TransportKind) async throws {
         try await withServer { server in
-            // 64 MB offered; the reader takes one chunk, then waits 4 s, twice the stall timeout:
+            // 64 MB offered; the reader takes one chunk, then waits 10 s, twice the stall timeout:
             // a transfer held for its reader (AsyncHTTPClient) or buffered for it (URLSession) is not
-            // a stalled network, and the rest still arrives whole.
+            // a stalled network, and the rest still arrives whole. (A 2 s timeout failed once on a
+            // loaded CI run after the reader resumed: 5 s leaves room for a busy machine.)
             let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/big?bytes=\(64 << 20)")
-            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(2)))
+            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
             var iterator = body.makeAsyncIterator()
             var total = try #require(try await iterator.next()).count
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: .seconds(10))
             while let chunk = try await iterator.next() { total += chunk.count }
             #expect(total == 64 << 20)
         }
