@@ -26,7 +26,6 @@ final class ConditionedConnection {
     let id: Int
     let eventLoop: any EventLoop
     private let start: NIODeadline
-    private var conditions: LinkConditions
     private var faults: [NamedFault]
     private var upstream: Direction
     private var downstream: Direction
@@ -41,7 +40,6 @@ final class ConditionedConnection {
         self.id = id
         self.eventLoop = eventLoop
         start = .now()
-        self.conditions = conditions
         self.faults = faults
         let roundTrip = conditions.upstream.delay + conditions.downstream.delay
         upstream = Direction(shaper: DirectionShaper(conditions.upstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2))
@@ -76,7 +74,6 @@ final class ConditionedConnection {
         let roundTrip = conditions.upstream.delay + conditions.downstream.delay
         upstream.shaper.change(to: conditions.upstream, roundTripDelay: roundTrip)
         downstream.shaper.change(to: conditions.downstream, roundTripDelay: roundTrip)
-        self.conditions = conditions
         self.faults = faults
         for timer in faultTimers { timer.cancel() }
         faultTimers = []
