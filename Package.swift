@@ -57,6 +57,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),   // the control API
             ]
         ),
         .target(
@@ -124,11 +125,20 @@ let package = Package(
             name: "NetReachGetCommand",
             dependencies: [
                 "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachConnectivity",
-                "NetReachObserverCommands",
+                "NetReachObserverCommands", "NetReachConditionCommand",
                 .target(name: "CNetReachNamespaceEntry", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ]
+        ),
+        // `netreach condition`: the link conditioner's command line and control API, run by netreach-http.
+        .target(
+            name: "NetReachConditionCommand",
+            dependencies: [
+                "NetReachCLI", "NetReachConditioner",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .executableTarget(name: "netreach-http", dependencies: ["NetReachGetCommand"]),

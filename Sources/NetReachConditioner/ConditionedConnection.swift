@@ -32,6 +32,8 @@ final class ConditionedConnection {
     private var client: RelayHandler?
     private var server: RelayHandler?
     private var faultTimers: [Scheduled<Void>] = []
+    /// A connect delay's timer, until the upstream is connected to.
+    private var connectTimer: Scheduled<Void>?
     private var finished = false
     private let onFinish: (ConnectionStatistics) -> Void
 
@@ -54,8 +56,18 @@ final class ConditionedConnection {
         armConnectionFaults()
     }
 
+    /// Nothing is relayed until `timer` connects the upstream (a connect delay); the timer is
+    /// cancelled if the connection ends first.
+    func holdUntilConnected(_ timer: Scheduled<Void>) {
+        connectTimer = timer
+    }
+
+    /// Whether the connection has not finished (a delayed connect is still worth making).
+    var isOpen: Bool { !finished }
+
     /// The upstream connection is up: bytes may flow.
     func attach(server handler: RelayHandler) {
+        connectTimer = nil
         server = handler
         client?.resumeReading()
         handler.resumeReading()
@@ -225,6 +237,7 @@ final class ConditionedConnection {
     private func finish() {
         guard !finished else { return }
         finished = true
+        connectTimer?.cancel()
         upstream.timer?.cancel()
         downstream.timer?.cancel()
         for timer in faultTimers { timer.cancel() }

@@ -11,7 +11,7 @@ import NIOPosix
 /// let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
 ///                                              conditions: LinkProfile.threeG.conditions)
 /// // ... the client talks to 127.0.0.1:\(proxy.port) ...
-/// proxy.setConditions(LinkProfile.lossy100.conditions)        // every connection, from now on
+/// try proxy.setConditions(LinkProfile.loss100.conditions)     // every connection, from now on
 /// try proxy.addFault(.resetPeer(after: .milliseconds(50)), directions: [.downstream], name: "reset")
 /// try await proxy.stop()
 /// ```
@@ -30,7 +30,8 @@ public final class ConditionedProxy: Sendable {
 
     private let group: any EventLoopGroup
     private let ownsGroup: Bool
-    private let listener: any Channel
+    /// The listening socket; `nil` while the listener is down.
+    private let listener: NIOLockedValueBox<(any Channel)?>
     private let state: ProxyState
 
     private init(host: String, port: Int, upstreamHost: String, upstreamPort: Int, group: any EventLoopGroup,
@@ -41,23 +42,44 @@ public final class ConditionedProxy: Sendable {
         self.upstreamPort = upstreamPort
         self.group = group
         self.ownsGroup = ownsGroup
-        self.listener = listener
+        self.listener = NIOLockedValueBox(listener)
         self.state = state
     }
 
     /// Listens on `host:port` (port 0: a free one) and relays each connection to the upstream
     /// under `conditions`. Throws ``ConditionerError/cannotListen(_:_:)`` when the address is taken
-    /// or invalid.
+    /// or invalid, ``ConditionerError/invalidConditions(_:)`` or ``ConditionerError/invalidFault(_:)``
+    /// for values out of range. `connectionFinished` is called (on an event loop) with each
+    /// connection's statistics when it ends.
     public static func start(
         host: String = "127.0.0.1", port: Int = 0, upstreamHost: String, upstreamPort: Int,
-        conditions: LinkConditions = .none, faults: [NamedFault] = [], group: (any EventLoopGroup)? = nil
-    ) async throws -> ConditionedProxy {
-        guard (0...65535).contains(port) else { throw ConditionerError.cannotListen("\(host):\(port)", "not a port") }
-        guard (1...65535).contains(upstreamPort) else { throw ConditionerError.invalidUpstream("\(upstreamHost):\(upstreamPort)") }
+        conditions: LinkConditions = .none, faults: [NamedFault] = [], group: (any EventLoopGroup)? = nil,
+        connectionFinished: (@Sendable (ConnectionStatistics) -> Void)? = nil
+    ) async throws(ConditionerError) -> ConditionedProxy {
+        guard (0...65535).contains(port) else { throw .cannotListen("\(host):\(port)", "not a port") }
+        guard !upstreamHost.isEmpty, (1...65535).contains(upstreamPort) else {
+            throw .invalidUpstream("\(upstreamHost):\(upstreamPort)")
+        }
+        try conditions.validate()
+        for named in faults { try named.validate() }
         let ownsGroup = group == nil
         let group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let state = ProxyState(conditions: conditions, faults: faults)
-        let bootstrap = ServerBootstrap(group: group)
+        let state = ProxyState(conditions: conditions, faults: faults, connectionFinished: connectionFinished)
+        do {
+            let listener = try await bind(host: host, port: port, group: group, upstreamHost: upstreamHost,
+                                          upstreamPort: upstreamPort, state: state)
+            let bound = listener.localAddress?.port ?? port
+            return ConditionedProxy(host: host, port: bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort,
+                                    group: group, ownsGroup: ownsGroup, listener: listener, state: state)
+        } catch {
+            if ownsGroup { try? await group.shutdownGracefully() }
+            throw .cannotListen("\(host):\(port)", Self.reason(error))
+        }
+    }
+
+    private static func bind(host: String, port: Int, group: any EventLoopGroup, upstreamHost: String,
+                             upstreamPort: Int, state: ProxyState) async throws -> any Channel {
+        try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -66,14 +88,46 @@ public final class ConditionedProxy: Sendable {
                     try Self.accept(channel, upstreamHost: upstreamHost, upstreamPort: upstreamPort, state: state)
                 }
             }
+            .bind(host: host, port: port).get()
+    }
+
+    /// Why a bind failed, as a person reads it: `Address already in use (errno 98)`.
+    private static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return "\(String(cString: strerror(io.errnoCode))) (errno \(io.errnoCode))" }
+        return "\(error)"
+    }
+
+    /// Whether the listener accepts connections (it is not down).
+    public var isListening: Bool { listener.withLockedValue { $0 != nil } }
+
+    /// Takes the listener down: stops listening (a client's connect is refused) and closes every
+    /// open connection, as toxiproxy does when a proxy is disabled. Conditions, faults and
+    /// statistics stay. Does nothing if it is down already.
+    public func takeDown() async {
+        let channel = listener.withLockedValue { channel in
+            defer { channel = nil }
+            return channel
+        }
+        try? await channel?.close()
+        await state.closeAll()
+    }
+
+    /// Brings the listener up again on the same address and port. Throws
+    /// ``ConditionerError/cannotListen(_:_:)`` if the port was taken meanwhile. Does nothing if it
+    /// is up.
+    public func bringUp() async throws(ConditionerError) {
+        guard !isListening else { return }
         do {
-            let listener = try await bootstrap.bind(host: host, port: port).get()
-            let bound = listener.localAddress?.port ?? port
-            return ConditionedProxy(host: host, port: bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort,
-                                    group: group, ownsGroup: ownsGroup, listener: listener, state: state)
+            let channel = try await Self.bind(host: host, port: port, group: group, upstreamHost: upstreamHost,
+                                              upstreamPort: upstreamPort, state: state)
+            let raced = listener.withLockedValue { current -> Bool in
+                if current != nil { return true }
+                current = channel
+                return false
+            }
+            if raced { try? await channel.close() }
         } catch {
-            if ownsGroup { try? await group.shutdownGracefully() }
-            throw ConditionerError.cannotListen("\(host):\(port)", "\(error)")
+            throw .cannotListen("\(host):\(port)", Self.reason(error))
         }
     }
 
@@ -83,24 +137,34 @@ public final class ConditionedProxy: Sendable {
     /// The faults now in force.
     public var faults: [NamedFault] { state.current.faults }
 
-    /// Changes the conditions, for open connections too.
-    public func setConditions(_ conditions: LinkConditions) {
+    /// Changes the conditions, for open connections too. Throws
+    /// ``ConditionerError/invalidConditions(_:)`` (and changes nothing) for values out of range.
+    public func setConditions(_ conditions: LinkConditions) throws(ConditionerError) {
+        try conditions.validate()
         state.change { $0.conditions = conditions }
     }
 
     /// Adds a fault under `name`, acting on `directions`. Throws
-    /// ``ConditionerError/duplicateFault(_:)`` if that name is taken.
-    public func addFault(_ fault: LinkFault, directions: Set<LinkDirection> = Set(LinkDirection.allCases), name: String) throws {
-        try state.changeThrowing { settings in
-            guard !settings.faults.contains(where: { $0.name == name }) else { throw ConditionerError.duplicateFault(name) }
-            settings.faults.append(NamedFault(name: name, fault: fault, directions: directions))
+    /// ``ConditionerError/duplicateFault(_:)`` if that name is taken,
+    /// ``ConditionerError/invalidFault(_:)`` for values out of range.
+    public func addFault(_ fault: LinkFault, directions: Set<LinkDirection> = Set(LinkDirection.allCases),
+                         name: String) throws(ConditionerError) {
+        try addFault(NamedFault(name: name, fault: fault, directions: directions))
+    }
+
+    /// Adds a named fault; throws as ``addFault(_:directions:name:)`` does.
+    public func addFault(_ named: NamedFault) throws(ConditionerError) {
+        try named.validate()
+        try state.changeThrowing { settings throws(ConditionerError) in
+            guard !settings.faults.contains(where: { $0.name == named.name }) else { throw .duplicateFault(named.name) }
+            settings.faults.append(named)
         }
     }
 
     /// Removes the fault named `name`; throws ``ConditionerError/noSuchFault(_:)`` if there is none.
-    public func removeFault(named name: String) throws {
-        try state.changeThrowing { settings in
-            guard settings.faults.contains(where: { $0.name == name }) else { throw ConditionerError.noSuchFault(name) }
+    public func removeFault(named name: String) throws(ConditionerError) {
+        try state.changeThrowing { settings throws(ConditionerError) in
+            guard settings.faults.contains(where: { $0.name == name }) else { throw .noSuchFault(name) }
             settings.faults.removeAll { $0.name == name }
         }
     }
@@ -110,10 +174,9 @@ public final class ConditionedProxy: Sendable {
         await state.statistics()
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection; the proxy cannot be brought up again.
     public func stop() async throws {
-        try? await listener.close()
-        await state.closeAll()
+        await takeDown()
         if ownsGroup { try await group.shutdownGracefully() }
     }
 
@@ -129,6 +192,20 @@ public final class ConditionedProxy: Sendable {
         state.register(connection, channel: channel)
         let loop = channel.eventLoop
         let bound = NIOLoopBound(connection, eventLoop: loop)
+        let delay = settings.conditions.connectDelay
+        guard delay > .zero else {
+            connect(bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort)
+            return
+        }
+        // A slow name lookup: the client waits before the proxy even tries the upstream.
+        let timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) {
+            if bound.value.isOpen { connect(bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort) }
+        }
+        connection.holdUntilConnected(timer)
+    }
+
+    private static func connect(_ bound: NIOLoopBound<ConditionedConnection>, upstreamHost: String, upstreamPort: Int) {
+        let loop = bound.value.eventLoop
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { upstream in
@@ -149,6 +226,10 @@ public enum ConditionerError: Error, Sendable, Hashable, CustomStringConvertible
     case cannotListen(String, String)
     /// The upstream is not a host and port.
     case invalidUpstream(String)
+    /// A value of the conditions is out of range.
+    case invalidConditions(String)
+    /// A value of a fault is out of range.
+    case invalidFault(String)
     /// A fault of that name exists already.
     case duplicateFault(String)
     /// No fault has that name.
@@ -158,6 +239,8 @@ public enum ConditionerError: Error, Sendable, Hashable, CustomStringConvertible
         switch self {
         case .cannotListen(let address, let why): "cannot listen on \(address): \(why)"
         case .invalidUpstream(let upstream): "not an upstream host:port: \(upstream)"
+        case .invalidConditions(let why): "invalid conditions: \(why)"
+        case .invalidFault(let why): "invalid fault: \(why)"
         case .duplicateFault(let name): "a fault named \(name) exists already"
         case .noSuchFault(let name): "no fault is named \(name)"
         }
@@ -186,9 +269,11 @@ final class ProxyState: Sendable {
     }
 
     private let contents: NIOLockedValueBox<Contents>
+    private let connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?
 
-    init(conditions: LinkConditions, faults: [NamedFault]) {
+    init(conditions: LinkConditions, faults: [NamedFault], connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?) {
         contents = NIOLockedValueBox(Contents(settings: Settings(conditions: conditions, faults: faults)))
+        self.connectionFinished = connectionFinished
     }
 
     var current: Settings { contents.withLockedValue { $0.settings } }
@@ -205,17 +290,23 @@ final class ProxyState: Sendable {
             $0.open[statistics.id] = nil
             $0.finished.append(statistics)
         }
+        connectionFinished?(statistics)
     }
 
     func change(_ body: (inout Settings) -> Void) {
-        try? changeThrowing(body)
+        changeThrowing(body)
     }
 
-    func changeThrowing(_ body: (inout Settings) throws -> Void) throws {
-        let (settings, open) = try contents.withLockedValue { contents in
-            try body(&contents.settings)
-            return (contents.settings, Array(contents.open.values))
+    /// Changes the settings under the lock (nothing changes if `body` throws), then passes them to
+    /// every open connection on its event loop.
+    func changeThrowing<Failure: Error>(_ body: (inout Settings) throws(Failure) -> Void) throws(Failure) {
+        let outcome: Result<(Settings, [Open]), Failure> = contents.withLockedValue { contents in
+            var changed = contents.settings
+            do throws(Failure) { try body(&changed) } catch { return .failure(error) }
+            contents.settings = changed
+            return .success((changed, Array(contents.open.values)))
         }
+        let (settings, open) = try outcome.get()
         for connection in open {
             connection.eventLoop.execute {
                 connection.connection.value.update(conditions: settings.conditions, faults: settings.faults)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NetReachAsyncHTTPClient
+import NetReachConditionCommand
 import NetReachHTTP
 import NetReachObserverCommands
 import Synchronization
@@ -15,7 +16,7 @@ package struct NetreachHTTPCommand: AsyncParsableCommand {
         commandName: "netreach",
         abstract: "The HTTP commands of netreach (run by `netreach get`).",
         // watch and wait are netreach's own, run here when given --internet (they need a prober).
-        subcommands: [GetCommand.self, CheckCommand.self, WatchCommand.self, WaitCommand.self]
+        subcommands: [GetCommand.self, CheckCommand.self, ConditionCommand.self, WatchCommand.self, WaitCommand.self]
     )
 
     package init() {}

@@ -39,7 +39,7 @@ enum GetForwarding {
     }
 
     /// The commands `netreach-http` runs: those that send traffic.
-    static let forwarded: Set<String> = ["get", "check"]
+    static let forwarded: Set<String> = ["get", "check", "condition"]
 
     /// Where to look for `netreach-http`: next to this executable (symlinks resolved), then `PATH`.
     static func candidates(executable: String?, path: String?) -> [String] {
@@ -83,5 +83,22 @@ struct CheckCommandForwarder: ParsableCommand {
 
     func run() throws {
         GetForwarding.exec(["check"] + arguments)
+    }
+}
+
+/// `condition` as `netreach --help` lists it; running it forwards to `netreach-http` (see ``GetForwarding``),
+/// which links SwiftNIO.
+struct ConditionCommandForwarder: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "condition",
+        abstract: "Relay TCP through a bad link on purpose: Apple's link profiles, delay, loss and faults, no root needed.",
+        discussion: "Runs the netreach-http executable; `netreach condition --help` shows its options."
+    )
+
+    @Argument(parsing: .allUnrecognized)
+    var arguments: [String] = []
+
+    func run() throws {
+        GetForwarding.exec(["condition"] + arguments)
     }
 }

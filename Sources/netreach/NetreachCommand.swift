@@ -66,6 +66,6 @@ struct NetreachCommand: AsyncParsableCommand {
 
             \(CLIExitCode.table)
             """,
-        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommandForwarder.self, CheckCommandForwarder.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommandForwarder.self, CheckCommandForwarder.self, ConditionCommandForwarder.self]
     )
 }
