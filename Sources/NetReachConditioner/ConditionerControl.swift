@@ -380,6 +380,12 @@ final class ControlHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// Bytes that are not HTTP: NIO's error handler before this one has answered 400; the
+    /// connection ends here (it would otherwise stay open, waiting for nothing).
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
     private func write(_ response: ControlResponse, head: HTTPRequestHead, keepAlive: Bool, context: ChannelHandlerContext) {
         var headers = HTTPHeaders()
         if !response.body.isEmpty { headers.add(name: "Content-Type", value: "application/json") }

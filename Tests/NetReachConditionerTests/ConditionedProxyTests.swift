@@ -89,7 +89,7 @@ struct ConditionedProxyTests {
         let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
         let fast = try await blocking { try client.roundTrip(Array("a".utf8)) }
-        proxy.setConditions(LinkConditions(upstream: .init(delay: .milliseconds(150))))
+        try proxy.setConditions(LinkConditions(upstream: .init(delay: .milliseconds(150))))
         try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
         let slow = try await blocking { try client.roundTrip(Array("b".utf8)) }
         #expect(slow >= .milliseconds(150), "fast \(fast), then \(slow)")

@@ -59,10 +59,14 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
-    static func listen() throws -> Int32 {
+    /// A listening socket on 127.0.0.1:`port` (0: a free port).
+    static func listen(port: Int = 0) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        var yes: Int32 = 1   // a port whose earlier connections linger in TIME_WAIT can be listened on again
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
