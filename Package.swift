@@ -193,7 +193,7 @@ let package = Package(
             name: "SnippetChecks",
             dependencies: [
                 "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient",
-                "NetReachConnectivity", "NetReachNetwork",
+                "NetReachConnectivity", "NetReachNetwork", "NetReachConditioner",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

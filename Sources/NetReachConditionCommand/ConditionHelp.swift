@@ -1,3 +1,4 @@
+import Foundation
 import NetReachConditioner
 
 /// The long help of `netreach condition`: the profiles' figures (from ``LinkProfile``, the same
@@ -19,59 +20,81 @@ enum ConditionHelp {
         PROFILES (Apple's Network Link Conditioner, same figures)
         \(profileTable)
 
-        high-latency-dns: a TCP proxy never sees name lookups, so the 3 s are charged where a \
-        client pays them, before its connection: nothing is relayed for 3 s after each accept.
+        high-latency-dns (Apple's High Latency DNS): every lookup takes 3 s. A TCP proxy \
+        never sees name lookups, so the 3 s are charged where a client pays them, before \
+        its connection: nothing is relayed for 3 s after each accept. 100-loss is Apple's \
+        100% Loss, very-bad its Very Bad Network; the others are named as Apple names them.
 
-        FAULTS (toxiproxy's, with --fault TYPE:KEY=VALUE,...; each also takes \
-        direction=upstream|downstream|both and name=NAME)
-          reset_peer:after=500ms          reset both connections (TCP RST) this long after each starts
-          timeout[:after=2s]              hold the connection, deliver nothing; close it after `after` (never without)
-          slow_close:delay=1s             pass a close on this much later
-          limit_data:bytes=1000           close the connection once this many bytes were delivered
+        FAULTS (toxiproxy's): --fault TYPE[:KEY=VALUE,...]; each also takes \
+        direction=upstream|downstream|both (default both) and name=NAME (default TYPE).
+          reset_peer:after=500ms    reset both sides (TCP RST) this long after accept
+          timeout[:after=2s]        hold: deliver nothing; close after `after` if given
+          slow_close:delay=1s       pass a close on this much later
+          limit_data:bytes=1000     close once this many bytes were delivered
           slicer:size=64,variation=16,delay=10ms
-                                          cut what is delivered into size±variation byte slices, delay apart
+                                    deliver in size±variation byte slices, delay apart
 
         CONTROL API (JSON over HTTP on --control, loopback only)
-          GET    /listeners                        every listener: address, upstream, listening, profile, conditions, faults
-          GET    /listeners/NAME                   one listener
-          PUT    /listeners/NAME/conditions        {"profile":"3g"}, or {"upstream":{"bandwidth":41250,"delayMilliseconds":100},
-                                                   "downstream":{...},"connectDelayMilliseconds":0,"seed":1} (bandwidth in bytes/s)
-          POST   /listeners/NAME/faults            {"name":"cut","direction":"downstream","type":"limit_data","bytes":1000}
-          DELETE /listeners/NAME/faults/FAULT      remove a fault
-          POST   /listeners/NAME/down | up         stop listening and close its connections | listen again
-          GET    /stats, /listeners/NAME/stats     per connection and direction: bytes read, scheduled, delivered,
-                                                   chunks, delay total and max
-          Errors: {"error":"..."} with 400, 404, 405, 409 (name or port taken), 413 (body over 64 KiB).
-          curl -X PUT -d '{"profile":"edge"}' http://127.0.0.1:PORT/listeners/1/conditions
+          GET    /listeners                   every listener and its settings
+          GET    /listeners/NAME              one listener
+          PUT    /listeners/NAME/conditions   {"profile":"3g"} or conditions:
+                 {"upstream":{"bandwidth":41250,"delayMilliseconds":100,
+                 "jitterMilliseconds":0,"loss":0},"downstream":{...},
+                 "connectDelayMilliseconds":0,"seed":1}   (bandwidth in bytes/s)
+          POST   /listeners/NAME/faults       {"name":"cut","type":"limit_data",
+                 "bytes":1000,"direction":"downstream"}   (keys as in FAULTS, in
+                 camelCase with units: afterMilliseconds, delayMilliseconds,
+                 bytes, averageSize, sizeVariation)
+          DELETE /listeners/NAME/faults/FAULT remove a fault
+          POST   /listeners/NAME/down         stop listening, close its connections
+          POST   /listeners/NAME/up           listen again on the same port
+          GET    /stats                       per listener, connection, direction:
+                 bytes read, scheduled, delivered; chunks; delay total and max
+                 (also GET /listeners/NAME/stats)
+          Errors are {"error":"..."} with 400, 404, 405, 409 (a name or the port
+          is taken) or 413 (a body over 64 KiB). For example:
+          curl -X PUT -d '{"profile":"edge"}' \\
+              http://127.0.0.1:PORT/listeners/1/conditions
 
         Conditions and faults changed while it runs apply to open connections too; bytes \
         already scheduled keep their schedule. SIGINT or SIGTERM stops it.
 
         EXAMPLES
-          netreach condition --listen 127.0.0.1:8001 --upstream 127.0.0.1:8080 --profile 3g
-          netreach condition --listen 127.0.0.1:8001 --upstream 127.0.0.1:8080 --delay 50ms --jitter 10ms --seed 7
+          netreach condition --listen 127.0.0.1:8001 --upstream 127.0.0.1:8080 \\
+              --profile 3g
+          netreach condition --listen 127.0.0.1:8001 --upstream 127.0.0.1:8080 \\
+              --delay 50ms --jitter 10ms --seed 7
           netreach condition --listen api=127.0.0.1:8001 --listen db=127.0.0.1:8002 \\
-              --upstream 127.0.0.1:8080 --upstream 127.0.0.1:5432 --fault reset_peer:after=2s,direction=downstream
+              --upstream 127.0.0.1:8080 --upstream 127.0.0.1:5432 \\
+              --fault reset_peer:after=2s,direction=downstream
 
         EXIT STATUS
           0   stopped by SIGINT or SIGTERM
-          3   a --listen or --control address cannot be listened on (in use, not an address, --control not loopback)
+          3   a --listen or --control address cannot be listened on (in use,
+              not an address, or --control not on loopback)
           64  usage error (unknown profile, an invalid value, an option given twice)
           74  the output could not be written (closed, full, or its reader gone)
         """
     }
 
-    /// ``LinkProfile/table`` as aligned plain text.
+    /// The figures of ``LinkProfile/table`` (Apple's names aside) as aligned plain text that fits
+    /// 80 columns.
     static var profileTable: String {
-        let rows = LinkProfile.table.split(separator: "\n").enumerated().compactMap { index, line -> [String]? in
-            guard index != 1 else { return nil }   // the Markdown rule
-            return line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
-                .map { $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "`", with: "") }
+        var rows = [["profile", "down", "delay", "up", "delay", "loss"]]
+        for profile in LinkProfile.allCases {
+            let c = profile.conditions
+            rows.append([profile.name, LinkProfile.rate(c.downstream.bandwidth), milliseconds(c.downstream.delay),
+                         LinkProfile.rate(c.upstream.bandwidth), milliseconds(c.upstream.delay),
+                         c.downstream.loss == 0 ? "0" : "\(Int((c.downstream.loss * 100).rounded()))%"])
         }
-        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
             "  " + zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
                 .trimmingCharacters(in: .whitespaces)
         }.joined(separator: "\n")
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        duration == .zero ? "0" : "\(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000) ms"
     }
 }

@@ -91,8 +91,9 @@ public enum LinkProfile: String, Sendable, Hashable, CaseIterable, Codable {
         return lines.joined(separator: "\n")
     }
 
-    /// A bandwidth in bytes per second as people write link speeds: `780 kbit/s`, `40 Mbit/s`.
-    static func rate(_ bytesPerSecond: Int?) -> String {
+    /// A bandwidth in bytes per second as people write link speeds: `780 kbit/s`, `40 Mbit/s`;
+    /// `unlimited` for `nil`.
+    public static func rate(_ bytesPerSecond: Int?) -> String {
         guard let bytesPerSecond else { return "unlimited" }
         let bits = bytesPerSecond * 8
         if bits % 1_000_000 == 0 { return "\(bits / 1_000_000) Mbit/s" }

@@ -15,6 +15,7 @@ import NetReachAsyncHTTPClient
 import NetReachConnectivity
 import NetReachHTTP
 import NetReachURLSession
+import NetReachConditioner
 
 /// Takes the value of a bare expression that a snippet shows; Void too, unlike `_ =`.
 private func discardResult<T>(_ value: T) {}
@@ -146,4 +147,15 @@ func snippet_README_12() async throws {
     }
     discardResult(handle.cancel())                            // cancels the wait, the back-off and the request
     _ = service; _ = handle   // the snippet may only show these
+}
+
+// README.md:247-254
+func snippet_README_13() async throws {
+    let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: 8080,
+                                                 conditions: LinkProfile.threeG.conditions)
+    // the client under test talks to 127.0.0.1:\(proxy.port)
+    try proxy.setConditions(LinkProfile.veryBad.conditions)            // open connections too
+    try proxy.addFault(.limitData(bytes: 100_000), directions: [.downstream], name: "cut")
+    try await proxy.stop()
+    _ = proxy   // the snippet may only show these
 }
