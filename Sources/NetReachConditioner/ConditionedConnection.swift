@@ -18,6 +18,8 @@ final class ConditionedConnection {
         var sourceClosed = false
         var limitReached = false
         var statistics = DirectionStatistics()
+        /// When a slicer's last slice is delivered: the next read's slices come no earlier.
+        var lastSliceAt: Duration?
     }
 
     /// More than this queued in a direction stops reading its source until half of it is delivered.
@@ -133,7 +135,11 @@ final class ConditionedConnection {
             return
         }
         var parts = self[direction].shaper.schedule(count, at: Self.duration(now - start))
-        if let slicer { parts = Self.slice(parts, slicer, random: &self[direction].shaper) }
+        if let slicer {
+            var lastSliceAt = self[direction].lastSliceAt
+            parts = Self.slice(parts, slicer, after: &lastSliceAt, random: &self[direction].shaper)
+            self[direction].lastSliceAt = lastSliceAt
+        }
         for part in parts {
             guard let slice = buffer.readSlice(length: part.count) else { break }
             self[direction].queue.append((start + TimeAmount(part.at), now, slice))
@@ -271,10 +277,12 @@ final class ConditionedConnection {
     }
 
     /// Cuts each part into slices of `average` ± `variation` bytes, `delay` apart.
+    /// A read's slices follow the previous read's (`after`, updated), as toxiproxy's slicer sends
+    /// one chunk's slices before the next chunk's: a slicer limits the rate however data is read.
     static func slice(_ parts: [DirectionShaper.Part], _ slicer: (average: Int, variation: Int, delay: Duration),
-                      random: inout DirectionShaper) -> [DirectionShaper.Part] {
+                      after lastSliceAt: inout Duration?, random: inout DirectionShaper) -> [DirectionShaper.Part] {
         var out: [DirectionShaper.Part] = []
-        var at = Duration.zero
+        var at = lastSliceAt.map { $0 + slicer.delay } ?? .zero
         for part in parts {
             at = max(at, part.at)
             var remaining = part.count
@@ -285,6 +293,7 @@ final class ConditionedConnection {
                 if remaining > 0 { at += slicer.delay }
             }
         }
+        if let last = out.last { lastSliceAt = last.at }
         return out
     }
 

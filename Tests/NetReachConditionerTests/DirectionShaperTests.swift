@@ -98,10 +98,20 @@ struct DirectionShaperTests {
     @Test("A slicer cuts parts into slices of average ± variation bytes, delay apart")
     func slicer() {
         var random = Self.shaper(.none, seed: 9)
-        let parts = ConditionedConnection.slice([.init(at: .milliseconds(5), count: 1_000)], (average: 100, variation: 20, delay: .milliseconds(2)), random: &random)
+        var last: Duration?
+        let slicer = (average: 100, variation: 20, delay: Duration.milliseconds(2))
+        let parts = ConditionedConnection.slice([.init(at: .milliseconds(5), count: 1_000)], slicer, after: &last, random: &random)
         #expect(parts.map(\.count).reduce(0, +) == 1_000)
         #expect(parts.dropLast().allSatisfy { (80...120).contains($0.count) })
         #expect(parts.first?.at == .milliseconds(5))
         for (a, b) in zip(parts, parts.dropFirst()) { #expect(b.at - a.at == .milliseconds(2)) }
+        #expect(last == parts.last?.at)
+
+        // A second read at once queues behind the first's slices: the slicer sets the rate.
+        let next = ConditionedConnection.slice([.init(at: .milliseconds(6), count: 100)], slicer, after: &last, random: &random)
+        #expect(next.first?.at == (parts.last?.at ?? .zero) + .milliseconds(2))
+        // A read long after starts when it is read.
+        let later = ConditionedConnection.slice([.init(at: .seconds(1), count: 10)], slicer, after: &last, random: &random)
+        #expect(later.first?.at == .seconds(1))
     }
 }
