@@ -57,15 +57,16 @@ struct ConditionOutput {
     }
 
     func connection(listener: String, _ statistics: ConnectionStatistics) throws(StandardStream.WriteError) {
+        let refused = statistics.upstream.upstreamRefused
+        if refused {
+            StandardStream.complain("listener \(listener), connection \(statistics.id): the upstream could not be connected to; the client's connection was closed")
+        }
         if json {
             try write(Connection(listener: listener, id: statistics.id, upstream: statistics.upstream,
                                  downstream: statistics.downstream, isOpen: statistics.isOpen))
             return
         }
-        if statistics.upstream.upstreamRefused {
-            StandardStream.complain("listener \(listener), connection \(statistics.id): the upstream could not be connected to; the client's connection was closed")
-            return
-        }
+        if refused { return }
         try StandardStream.output.writeLine("listener \(listener), connection \(statistics.id): up \(Self.describe(statistics.upstream)); "
             + "down \(Self.describe(statistics.downstream))")
     }

@@ -33,7 +33,14 @@ final class ConditionedConnection {
     private var downstream: Direction
     private var client: RelayHandler?
     private var server: RelayHandler?
+    /// The timers of faults that act on the whole connection (reset_peer, timeout's close), armed
+    /// again when the faults change.
     private var faultTimers: [Scheduled<Void>] = []
+    /// When each timeout fault came into force for this connection: its close counts from then,
+    /// however often other settings change.
+    private var timeoutSince: [String: NIODeadline] = [:]
+    /// Closes passed on later (slow_close), never cancelled by a change of settings.
+    private var closeTimers: [Scheduled<Void>] = []
     /// A connect delay's timer, until the upstream is connected to.
     private var connectTimer: Scheduled<Void>?
     private var finished = false
@@ -92,7 +99,9 @@ final class ConditionedConnection {
         for timer in faultTimers { timer.cancel() }
         faultTimers = []
         armConnectionFaults()
-        // A fault removed may release held reads.
+        // A timeout removed releases what it held: the queued bytes on their schedule, and reads.
+        armTimer(.upstream)
+        armTimer(.downstream)
         client?.resumeReading()
         server?.resumeReading()
     }
@@ -106,6 +115,8 @@ final class ConditionedConnection {
     /// Whether `side` may read more: the other side is there and writable, and not too much is queued.
     func mayRead(_ side: Side) -> Bool {
         guard let destination = side == .client ? server : client, destination.isWritable else { return false }
+        // A held direction (timeout) reads on into its queue, up to the same mark: what a sender
+        // sent before a close is then read, and the close is a FIN, not a reset for unread data.
         return self[side == .client ? .upstream : .downstream].queuedBytes < Self.highWater
     }
 
@@ -113,7 +124,7 @@ final class ConditionedConnection {
         let direction: LinkDirection = side == .client ? .upstream : .downstream
         let now = NIODeadline.now()
         self[direction].statistics.bytesRead += buffer.readableBytes
-        if holds(direction) || self[direction].limitReached { return }
+        if self[direction].limitReached { return }
         var buffer = buffer
         if let limit = limit(direction) {
             let allowed = max(0, limit - self[direction].statistics.bytesScheduled)
@@ -126,7 +137,7 @@ final class ConditionedConnection {
         self[direction].statistics.bytesScheduled += count
         guard let destination = side == .client ? server : client else { return }
         let slicer = slicer(direction)
-        if self[direction].shaper.isTransparent && slicer == nil && self[direction].queue.isEmpty {
+        if self[direction].shaper.isTransparent && slicer == nil && self[direction].queue.isEmpty && !holds(direction) {
             if count > 0 {
                 destination.write(buffer)
                 self[direction].statistics.delivered(count, delay: .zero)
@@ -172,7 +183,7 @@ final class ConditionedConnection {
     // MARK: Delivery
 
     private func armTimer(_ direction: LinkDirection) {
-        guard self[direction].timer == nil, let head = self[direction].queue.first else { return }
+        guard self[direction].timer == nil, !holds(direction), let head = self[direction].queue.first else { return }
         self[direction].timer = eventLoop.assumeIsolated().scheduleTask(deadline: head.at) { [self] in
             self[direction].timer = nil
             deliverDue(direction)
@@ -180,7 +191,7 @@ final class ConditionedConnection {
     }
 
     private func deliverDue(_ direction: LinkDirection) {
-        guard let destination = direction == .upstream ? server : client else { return }
+        guard let destination = direction == .upstream ? server : client, !holds(direction) else { return }
         let now = NIODeadline.now()
         var wrote = false
         while let head = self[direction].queue.first, head.at <= now {
@@ -214,13 +225,14 @@ final class ConditionedConnection {
             }
         }
         if delay > .zero {
-            faultTimers.append(eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { act() })
+            closeTimers.append(eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { act() })
         } else {
             act()
         }
     }
 
     private func armConnectionFaults() {
+        timeoutSince = timeoutSince.filter { name, _ in faults.contains { $0.name == name } }
         for named in faults {
             switch named.fault {
             case .resetPeer(let after):
@@ -230,7 +242,9 @@ final class ConditionedConnection {
                     server?.reset()
                 })
             case .timeout(let after?) where after > .zero:
-                faultTimers.append(eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(after)) { [self] in
+                let since = timeoutSince[named.name] ?? .now()
+                timeoutSince[named.name] = since
+                faultTimers.append(eventLoop.assumeIsolated().scheduleTask(deadline: since + TimeAmount(after)) { [self] in
                     client?.close()
                     server?.close()
                 })
@@ -246,8 +260,9 @@ final class ConditionedConnection {
         connectTimer?.cancel()
         upstream.timer?.cancel()
         downstream.timer?.cancel()
-        for timer in faultTimers { timer.cancel() }
+        for timer in faultTimers + closeTimers { timer.cancel() }
         faultTimers = []
+        closeTimers = []
         onFinish(snapshot())
     }
 

@@ -6,13 +6,15 @@
 /// ```
 ///
 /// In JSON, a `type` (toxiproxy's name) and its values: `{"type": "reset_peer", "afterMilliseconds": 500}`,
-/// `{"type": "timeout", "afterMilliseconds": 2000}` (absent: hold for ever),
+/// `{"type": "timeout", "afterMilliseconds": 2000}` (absent or 0: hold for ever),
 /// `{"type": "slow_close", "delayMilliseconds": 1000}`, `{"type": "limit_data", "bytes": 1000}`,
 /// `{"type": "slicer", "averageSize": 64, "sizeVariation": 16, "delayMilliseconds": 10}`.
 public enum LinkFault: Sendable, Hashable {
     /// Resets both connections (TCP RST) this long after each connection starts.
     case resetPeer(after: Duration)
-    /// Holds the connection: nothing more is delivered; closes it after `after` (`nil`: never).
+    /// Holds the connection: nothing more is delivered (bytes read meanwhile wait, up to the
+    /// proxy's 1 MiB per direction, and flow again if the fault is removed); closes it `after` the fault came into force (`nil` or
+    /// zero: never, as toxiproxy's 0).
     case timeout(after: Duration?)
     /// Delays passing a close on by `delay` once everything before it was delivered.
     case slowClose(delay: Duration)

@@ -81,6 +81,26 @@ struct ConditionedProxyTests {
         try await proxy.stop()
     }
 
+    @Test("A timeout holds bytes, not drops them: removed, they arrive intact and in order")
+    func timeoutHoldsAndReleases() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        let client = try LoopbackClient(port: proxy.port)
+        defer { client.close() }
+        _ = try await blocking { try client.roundTrip(Array("0".utf8)) }
+        try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
+        try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
+        let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(sendAll(client.descriptor, payload))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await proxy.statistics().first?.downstream.bytesDelivered == 1, "nothing more came back while held")
+        try proxy.removeFault(named: "stall")
+        let echoed = try await blocking { try client.read(upTo: payload.count) }
+        #expect(echoed == payload)
+        try await proxy.stop()
+    }
+
     @Test("Conditions change for a connection already open")
     func changeWhileOpen() async throws {
         let server = try LoopbackServer(.echo)

@@ -107,6 +107,8 @@ final class LoopbackClient: @unchecked Sendable {
     enum Failure: Error, Equatable { case system(Int32), reset, timedOut }
 
     private let fd: Int32
+    /// The socket, for tests that write to it directly.
+    var descriptor: Int32 { fd }
 
     init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

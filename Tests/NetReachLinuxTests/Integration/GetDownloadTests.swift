@@ -146,10 +146,11 @@ struct GetDownloadTests {
 
 // MARK: - nginx on loopback
 
-/// nginx serving a 4 MB file on 127.0.0.1 (and at 2 MB/s under /slow/), from a scratch directory
-/// that holds its configuration, logs and pid file.
-private struct Nginx {
+/// nginx serving a 4 MB file on 127.0.0.1 (and at 2 MB/s under /slow/, and its first 400 kB as
+/// small.bin), from a scratch directory that holds its configuration, logs and pid file.
+struct Nginx {
     static let fileSize = 4_000_000
+    static let smallSize = 400_000
     let scratch: String
     let port: Int
     let tlsPort: Int
@@ -166,6 +167,7 @@ private struct Nginx {
         let bytes = Data((0..<fileSize).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/file.bin"))
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/slow/file.bin"))
+        try bytes.prefix(smallSize).write(to: URL(fileURLWithPath: scratch + "/root/small.bin"))
         if tls {
             let openssl = Process()
             openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -238,12 +240,12 @@ private struct Nginx {
     }
 }
 
-private struct NginxError: Error, CustomStringConvertible {
+struct NginxError: Error, CustomStringConvertible {
     var log: String
     var description: String { "nginx did not start: \(log)" }
 }
 
-private func freePort() throws -> Int {
+func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
@@ -255,7 +257,7 @@ private func freePort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-private func canConnect(port: Int) -> Bool {
+func canConnect(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
@@ -270,7 +272,7 @@ private func canConnect(port: Int) -> Bool {
 // MARK: - Running commands
 
 /// The `netreach-http` executable next to `netreach`.
-private func helper() throws -> String {
+func helper() throws -> String {
     try NetreachProcess.executable().deletingLastPathComponent().appendingPathComponent("netreach-http").path
 }
 
