@@ -11,7 +11,8 @@
 # - Runs `swift test`: unit suites always; the network-namespace suites when root (they skip with a
 #   message otherwise, and must run, not skip, when CI=true).
 # - With CI=true (or --tsan), runs the suites that race threads again under ThreadSanitizer: the
-#   monitor's concurrency stress and lifecycle suites, and the HTTP service and both transports.
+#   monitor's concurrency stress and lifecycle suites, the HTTP service and both transports, the
+#   porting kit's monitor and the link conditioner (event loops, locks, timers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,7 +73,7 @@ echo "== swift test"
 swift test --skip-build
 
 if $tsan; then
-    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests'
+    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests|ConditionedProxyTests|ConditionerControlTests'
     echo "== ThreadSanitizer: $suites"
     # One test at a time: TSan multiplies CPU cost many times over, and 67 tests, each with its own
     # event loops and sockets, at once on two cores starve each other past their timeouts (seen
