@@ -41,6 +41,8 @@ final class ConditionedConnection {
     private var timeoutSince: [String: NIODeadline] = [:]
     /// Closes passed on later (slow_close), never cancelled by a change of settings.
     private var closeTimers: [Scheduled<Void>] = []
+    /// reset_peer is resetting both sides: a side's close is not passed on.
+    private var resetting = false
     /// A connect delay's timer, until the upstream is connected to.
     private var connectTimer: Scheduled<Void>?
     private var finished = false
@@ -213,6 +215,7 @@ final class ConditionedConnection {
     /// Passes a close on to the destination of `direction` (after a slow close's delay); a data
     /// limit closes both.
     private func close(after direction: LinkDirection) {
+        if resetting { return }
         let destination = direction == .upstream ? server : client
         let everything = self[direction].limitReached
         let delay = slowCloseDelay(direction)
@@ -238,6 +241,8 @@ final class ConditionedConnection {
             case .resetPeer(let after):
                 let deadline = start + TimeAmount(after)
                 faultTimers.append(eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+                    // Both sides get the RST: the first one's close must not pass on as a FIN.
+                    resetting = true
                     client?.reset()
                     server?.reset()
                 })

@@ -101,6 +101,51 @@ struct ConditionedProxyTests {
         try await proxy.stop()
     }
 
+    @Test("Faults seen from the server's end: reset_peer resets it, limit_data closes it after exactly N bytes, a timeout delivers nothing then closes it, slow_close closes it late")
+    func faultsAtTheServer() async throws {
+        let server = try LoopbackServer(.record)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        let payload = [UInt8](repeating: 0x41, count: 10_000)
+
+        try proxy.addFault(.resetPeer(after: .milliseconds(100)), name: "reset")
+        let resetClient = try LoopbackClient(port: proxy.port)
+        #expect(sendAll(resetClient.descriptor, Array("before".utf8)))
+        let reset = server.waitForRecordings(1)
+        resetClient.close()
+        #expect(reset.first?.end == .reset, "the server's connection was reset")
+        #expect(reset.first.map { String(decoding: $0.bytes, as: UTF8.self) } == "before")
+        try proxy.removeFault(named: "reset")
+
+        try proxy.addFault(.limitData(bytes: 1_000), directions: [.upstream], name: "cut")
+        let cutClient = try LoopbackClient(port: proxy.port)
+        defer { cutClient.close() }
+        #expect(sendAll(cutClient.descriptor, payload))
+        let cut = server.waitForRecordings(2)
+        #expect(cut.count == 2 && cut[1].bytes.count == 1_000 && cut[1].end == .closed, "exactly 1000 bytes, then a close")
+        try proxy.removeFault(named: "cut")
+
+        try proxy.addFault(.timeout(after: .milliseconds(300)), directions: [.upstream], name: "hold")
+        let heldClient = try LoopbackClient(port: proxy.port)
+        defer { heldClient.close() }
+        #expect(sendAll(heldClient.descriptor, payload))
+        let held = server.waitForRecordings(3)
+        #expect(held.count == 3 && held[2].bytes.isEmpty && held[2].end == .closed, "nothing delivered, then closed")
+        #expect(held.count == 3 && held[2].lasted >= 0.29, "closed when the timeout ran out: \(held.last?.lasted ?? 0) s")
+        try proxy.removeFault(named: "hold")
+
+        try proxy.addFault(.slowClose(delay: .milliseconds(300)), directions: [.upstream], name: "late")
+        let lateClient = try LoopbackClient(port: proxy.port)
+        #expect(sendAll(lateClient.descriptor, Array("bye".utf8)))
+        try await Task.sleep(for: .milliseconds(50))
+        let closedAt = Date()
+        lateClient.close()
+        let late = server.waitForRecordings(4)
+        #expect(late.count == 4 && late[3].bytes == Array("bye".utf8) && late[3].end == .closed)
+        #expect(Date().timeIntervalSince(closedAt) >= 0.29, "the close reached the server 300 ms late")
+        try await proxy.stop()
+    }
+
     @Test("Conditions change for a connection already open")
     func changeWhileOpen() async throws {
         let server = try LoopbackServer(.echo)

@@ -3,11 +3,33 @@ import Foundation
 import Glibc
 #endif
 
-/// A server on 127.0.0.1 with a thread per connection: it echoes what it reads, or sends a
-/// number of bytes and closes. Stops within 100 ms of ``stop()``.
+/// A server on 127.0.0.1 with a thread per connection: it echoes what it reads, sends a number
+/// of bytes and closes, or records what it reads and how the connection ended (the server's end
+/// of a fault). Stops within 100 ms of ``stop()``.
 final class LoopbackServer: @unchecked Sendable {
     // @unchecked: `stopped` is guarded by `lock`; the rest is set in init.
-    enum Mode: Sendable { case echo, send(Int) }
+    enum Mode: Sendable { case echo, send(Int), record }
+
+    /// What a recording server saw of one connection.
+    struct Recording: Sendable {
+        enum End: Sendable, Equatable { case closed, reset }
+        var bytes: [UInt8]
+        var end: End
+        /// Seconds from accepting the connection to its end.
+        var lasted: Double
+    }
+
+    /// The connections a `.record` server has seen end, in order.
+    var recordings: [Recording] { lock.withLock { finished } }
+
+    /// Waits (at most `timeout`) for `count` recordings.
+    func waitForRecordings(_ count: Int, timeout: Double = 10) -> [Recording] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while recordings.count < count && Date() < deadline { usleep(5_000) }
+        return recordings
+    }
+
+    private var finished: [Recording] = []
 
     let port: Int
     private let listener: Int32
@@ -34,13 +56,40 @@ final class LoopbackServer: @unchecked Sendable {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else { continue }
             let mode = mode
-            Thread { LoopbackServer.handle(connection, mode) }.start()
+            Thread { [self] in
+                if case .record = mode {
+                    let recording = LoopbackServer.record(connection)
+                    lock.withLock { finished.append(recording) }
+                } else {
+                    LoopbackServer.handle(connection, mode)
+                }
+            }.start()
+        }
+    }
+
+    private static func record(_ connection: Int32) -> Recording {
+        defer { Glibc.close(connection) }
+        let accepted = Date()
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                bytes += buffer[0..<count]
+                continue
+            }
+            let end: Recording.End = count < 0 && errno == ECONNRESET ? .reset : .closed
+            return Recording(bytes: bytes, end: end, lasted: Date().timeIntervalSince(accepted))
         }
     }
 
     private static func handle(_ connection: Int32, _ mode: Mode) {
         defer { Glibc.close(connection) }
         switch mode {
+        case .record:
+            return
         case .echo:
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
