@@ -111,7 +111,7 @@ struct ConditionedProxyTests {
         try proxy.addFault(.resetPeer(after: .milliseconds(100)), name: "reset")
         let resetClient = try LoopbackClient(port: proxy.port)
         #expect(sendAll(resetClient.descriptor, Array("before".utf8)))
-        let reset = server.waitForRecordings(1)
+        let reset = await blocking { server.waitForRecordings(1) }
         resetClient.close()
         #expect(reset.first?.end == .reset, "the server's connection was reset")
         #expect(reset.first.map { String(decoding: $0.bytes, as: UTF8.self) } == "before")
@@ -121,7 +121,7 @@ struct ConditionedProxyTests {
         let cutClient = try LoopbackClient(port: proxy.port)
         defer { cutClient.close() }
         #expect(sendAll(cutClient.descriptor, payload))
-        let cut = server.waitForRecordings(2)
+        let cut = await blocking { server.waitForRecordings(2) }
         #expect(cut.count == 2 && cut[1].bytes.count == 1_000 && cut[1].end == .closed, "exactly 1000 bytes, then a close")
         try proxy.removeFault(named: "cut")
 
@@ -129,7 +129,7 @@ struct ConditionedProxyTests {
         let heldClient = try LoopbackClient(port: proxy.port)
         defer { heldClient.close() }
         #expect(sendAll(heldClient.descriptor, payload))
-        let held = server.waitForRecordings(3)
+        let held = await blocking { server.waitForRecordings(3) }
         #expect(held.count == 3 && held[2].bytes.isEmpty && held[2].end == .closed, "nothing delivered, then closed")
         #expect(held.count == 3 && held[2].lasted >= 0.29, "closed when the timeout ran out: \(held.last?.lasted ?? 0) s")
         try proxy.removeFault(named: "hold")
@@ -140,7 +140,7 @@ struct ConditionedProxyTests {
         try await Task.sleep(for: .milliseconds(50))
         let closedAt = Date()
         lateClient.close()
-        let late = server.waitForRecordings(4)
+        let late = await blocking { server.waitForRecordings(4) }
         #expect(late.count == 4 && late[3].bytes == Array("bye".utf8) && late[3].end == .closed)
         #expect(Date().timeIntervalSince(closedAt) >= 0.29, "the close reached the server 300 ms late")
         try await proxy.stop()

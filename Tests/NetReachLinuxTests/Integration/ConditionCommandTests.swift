@@ -9,7 +9,9 @@ import Testing
 /// every check compares with the real thing.
 @Suite("netreach condition in front of nginx, with curl (integration)", .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
 struct ConditionCommandTests {
-    @Test func throughALimitedLinkCurlGetsTheSameBytesLater() throws {
+    @Test func throughALimitedLinkCurlGetsTheSameBytesLater() async throws { try await offPool { try Self.throughALimitedLinkCurlGetsTheSameBytesLaterBody() } }
+
+    private static func throughALimitedLinkCurlGetsTheSameBytesLaterBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let condition = try Conditioner.start(["--upstream", "127.0.0.1:\(nginx.port)", "--down-bandwidth", "16mbit", "--delay", "20ms"])
@@ -30,7 +32,9 @@ struct ConditionCommandTests {
         #expect(finished.events.last?["event"] as? String == "stopped")
     }
 
-    @Test func theControlAPIChangesAListenerWhileItRunsAndLeavesTheOtherAlone() throws {
+    @Test func theControlAPIChangesAListenerWhileItRunsAndLeavesTheOtherAlone() async throws { try await offPool { try Self.theControlAPIChangesAListenerWhileItRunsAndLeavesTheOtherAloneBody() } }
+
+    private static func theControlAPIChangesAListenerWhileItRunsAndLeavesTheOtherAloneBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let condition = try Conditioner.start(["--listen", "a=127.0.0.1:0", "--listen", "b=127.0.0.1:0",
@@ -72,7 +76,9 @@ struct ConditionCommandTests {
         #expect(condition.stopAndCollect().status == 0)
     }
 
-    @Test func aSlowTransferIsNotAStallButATotalLimitCutsIt() throws {
+    @Test func aSlowTransferIsNotAStallButATotalLimitCutsIt() async throws { try await offPool { try Self.aSlowTransferIsNotAStallButATotalLimitCutsItBody() } }
+
+    private static func aSlowTransferIsNotAStallButATotalLimitCutsItBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         // 20 kB every 100 ms: 200 kB/s, never 100 ms without a byte.
@@ -89,7 +95,9 @@ struct ConditionCommandTests {
         #expect(part > 0 && part < Nginx.smallSize, "the part kept: \(part) bytes")
     }
 
-    @Test func aStalledDownloadEndsAtTheStallTimeoutAndContinueFinishesIt() throws {
+    @Test func aStalledDownloadEndsAtTheStallTimeoutAndContinueFinishesIt() async throws { try await offPool { try Self.aStalledDownloadEndsAtTheStallTimeoutAndContinueFinishesItBody() } }
+
+    private static func aStalledDownloadEndsAtTheStallTimeoutAndContinueFinishesItBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         // 400 kB at 1 Mbit/s takes 3.2 s; the link stalls (timeout fault: nothing more delivered) after about 1 s.
@@ -118,7 +126,9 @@ struct ConditionCommandTests {
         #expect(log.contains("\"GET /small.bin HTTP/1.1\" 206"), "resumed with a range: \(log)")
     }
 
-    @Test func badInputIsAClearErrorAndARefusingUpstreamClosesOnlyItsClients() throws {
+    @Test func badInputIsAClearErrorAndARefusingUpstreamClosesOnlyItsClients() async throws { try await offPool { try Self.badInputIsAClearErrorAndARefusingUpstreamClosesOnlyItsClientsBody() } }
+
+    private static func badInputIsAClearErrorAndARefusingUpstreamClosesOnlyItsClientsBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let usage: [([String], String)] = [
@@ -156,7 +166,9 @@ struct ConditionCommandTests {
         #expect((refused?["upstream"] as? [String: Any])?["upstreamRefused"] as? Bool == true)
     }
 
-    @Test func helpShowsEveryProfileWithItsFigures() throws {
+    @Test func helpShowsEveryProfileWithItsFigures() async throws { try await offPool { try Self.helpShowsEveryProfileWithItsFiguresBody() } }
+
+    private static func helpShowsEveryProfileWithItsFiguresBody() throws {
         let help = try run(helper(), ["condition", "--help"])
         #expect(help.status == 0)
         for line in ["3g                780 kbit/s  100 ms  330 kbit/s  100 ms  0",
@@ -168,6 +180,23 @@ struct ConditionCommandTests {
                 "fits 80 columns")
         let forwarded = try run(NetreachProcess.executable().path, ["condition", "--help"])
         #expect(forwarded.output == help.output, "netreach condition runs netreach-http condition")
+    }
+}
+
+/// Runs `body` on threads of its own: these tests wait on processes for seconds, which on the
+/// concurrency pool (two threads on two cores) would starve every async test running beside them
+/// (seen: AsyncHTTPClient streaming tests timing out in CI while such tests waited). The same
+/// task runs it (a task executor preference), so its expectations stay the test's.
+func offPool(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withTaskExecutorPreference(ThreadPerJobExecutor()) { try body() }
+}
+
+/// Runs each job on a new thread (these tests have a handful of jobs, each blocking for seconds).
+private final class ThreadPerJobExecutor: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        Thread { job.runSynchronously(on: executor) }.start()
     }
 }
 

@@ -12,7 +12,9 @@ import Glibc
 /// (in a private mount namespace, never the machine's /dev).
 @Suite("netreach get -o against nginx and curl (integration)", .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
 struct GetDownloadTests {
-    @Test func aDownloadIsByteForByteWhatCurlGets() throws {
+    @Test func aDownloadIsByteForByteWhatCurlGets() async throws { try await offPool { try Self.aDownloadIsByteForByteWhatCurlGetsBody() } }
+
+    private static func aDownloadIsByteForByteWhatCurlGetsBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let ours = nginx.scratch + "/ours.bin", theirs = nginx.scratch + "/theirs.bin"
@@ -24,7 +26,9 @@ struct GetDownloadTests {
         #expect(!FileManager.default.fileExists(atPath: ours + ".part"))
     }
 
-    @Test func anInterruptedDownloadKeepsItsPartAndContinueFinishesIt() throws {
+    @Test func anInterruptedDownloadKeepsItsPartAndContinueFinishesIt() async throws { try await offPool { try Self.anInterruptedDownloadKeepsItsPartAndContinueFinishesItBody() } }
+
+    private static func anInterruptedDownloadKeepsItsPartAndContinueFinishesItBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let ours = nginx.scratch + "/slow.bin"
@@ -45,7 +49,9 @@ struct GetDownloadTests {
         #expect(log.contains("\"GET /file.bin HTTP/1.1\" 206"), "\(log)")
     }
 
-    @Test func anErrorStatusLeavesTheOutputFileAsItWas() throws {
+    @Test func anErrorStatusLeavesTheOutputFileAsItWas() async throws { try await offPool { try Self.anErrorStatusLeavesTheOutputFileAsItWasBody() } }
+
+    private static func anErrorStatusLeavesTheOutputFileAsItWasBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let file = nginx.scratch + "/keep.txt"
@@ -58,7 +64,9 @@ struct GetDownloadTests {
         #expect(try String(contentsOfFile: file, encoding: .utf8).contains("404"))
     }
 
-    @Test func aFailureSaysHowManyAttemptsWereMade() throws {
+    @Test func aFailureSaysHowManyAttemptsWereMade() async throws { try await offPool { try Self.aFailureSaysHowManyAttemptsWereMadeBody() } }
+
+    private static func aFailureSaysHowManyAttemptsWereMadeBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let missing = try run(helper(), ["get", "--retries", "0", nginx.url("/missing")])
@@ -73,7 +81,9 @@ struct GetDownloadTests {
         #expect(refused.output.lowercased().contains("refused"), "\(refused.output)")
     }
 
-    @Test func aPrivateCAIsTrustedWithCacertAsCurlDoes() throws {
+    @Test func aPrivateCAIsTrustedWithCacertAsCurlDoes() async throws { try await offPool { try Self.aPrivateCAIsTrustedWithCacertAsCurlDoesBody() } }
+
+    private static func aPrivateCAIsTrustedWithCacertAsCurlDoesBody() throws {
         let nginx = try Nginx.start(tls: true)
         defer { nginx.stop() }
         let url = nginx.tlsURL("/file.bin")
@@ -104,7 +114,9 @@ struct GetDownloadTests {
         #expect(missing.status == 64 && missing.error.contains("/nonexistent/ca.pem"), "\(missing.error)")
     }
 
-    @Test func replacingAFileKeepsItsOwnerAndMode() throws {
+    @Test func replacingAFileKeepsItsOwnerAndMode() async throws { try await offPool { try Self.replacingAFileKeepsItsOwnerAndModeBody() } }
+
+    private static func replacingAFileKeepsItsOwnerAndModeBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let file = nginx.scratch + "/owned.bin"
@@ -119,7 +131,9 @@ struct GetDownloadTests {
         #expect(Int(status.st_size) == Nginx.fileSize)
     }
 
-    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6() throws {
+    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6() async throws { try await offPool { try Self.aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6Body() } }
+
+    private static func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6Body() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         // A private mount namespace with its own tmpfs: the nodes exist only there.
