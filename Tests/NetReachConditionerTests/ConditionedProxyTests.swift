@@ -126,12 +126,14 @@ struct ConditionedProxyTests {
         try proxy.removeFault(named: "cut")
 
         try proxy.addFault(.timeout(after: .milliseconds(300)), directions: [.upstream], name: "hold")
+        let heldStart = Date()   // the proxy accepts (and the timeout starts) after this
         let heldClient = try LoopbackClient(port: proxy.port)
         defer { heldClient.close() }
         #expect(sendAll(heldClient.descriptor, payload))
         let held = await blocking { server.waitForRecordings(3) }
         #expect(held.count == 3 && held[2].bytes.isEmpty && held[2].end == .closed, "nothing delivered, then closed")
-        #expect(held.count == 3 && held[2].lasted >= 0.29, "closed when the timeout ran out: \(held.last?.lasted ?? 0) s")
+        let heldFor = held.count == 3 ? held[2].ended.timeIntervalSince(heldStart) : 0
+        #expect(heldFor >= 0.29, "closed when the timeout ran out: \(heldFor) s after connecting")
         try proxy.removeFault(named: "hold")
 
         try proxy.addFault(.slowClose(delay: .milliseconds(300)), directions: [.upstream], name: "late")
@@ -142,7 +144,8 @@ struct ConditionedProxyTests {
         lateClient.close()
         let late = await blocking { server.waitForRecordings(4) }
         #expect(late.count == 4 && late[3].bytes == Array("bye".utf8) && late[3].end == .closed)
-        #expect(Date().timeIntervalSince(closedAt) >= 0.29, "the close reached the server 300 ms late")
+        let lateBy = late.count == 4 ? late[3].ended.timeIntervalSince(closedAt) : 0
+        #expect(lateBy >= 0.29, "the close reached the server 300 ms late: \(lateBy) s")
         try await proxy.stop()
     }
 

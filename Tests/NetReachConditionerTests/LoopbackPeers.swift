@@ -17,6 +17,8 @@ final class LoopbackServer: @unchecked Sendable {
         var end: End
         /// Seconds from accepting the connection to its end.
         var lasted: Double
+        /// When it ended.
+        var ended: Date
     }
 
     /// The connections a `.record` server has seen end, in order.
@@ -81,7 +83,7 @@ final class LoopbackServer: @unchecked Sendable {
                 continue
             }
             let end: Recording.End = count < 0 && errno == ECONNRESET ? .reset : .closed
-            return Recording(bytes: bytes, end: end, lasted: Date().timeIntervalSince(accepted))
+            return Recording(bytes: bytes, end: end, lasted: Date().timeIntervalSince(accepted), ended: Date())
         }
     }
 
