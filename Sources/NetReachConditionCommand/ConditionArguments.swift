@@ -10,8 +10,6 @@ package enum ConditionArguments {
         package var name: String?
         package var host: String
         package var port: Int
-
-        package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// Parses `127.0.0.1:8080`, `[::1]:8080`, `localhost:80`; with `allowsName`, also `api=127.0.0.1:8080`.

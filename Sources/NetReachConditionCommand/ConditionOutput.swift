@@ -37,10 +37,10 @@ struct ConditionOutput {
 
     func ready(listeners: [ConditionedListener], control: ConditionerControl, profile: LinkProfile?,
                conditions: LinkConditions, faults: [NamedFault]) throws(StandardStream.WriteError) {
-        let controlAddress = Self.address(control.host, control.port)
+        let controlAddress = ConditionedProxy.address(control.host, control.port)
         if json {
-            let lines = listeners.map { ListenerLine(name: $0.name, listen: Self.address($0.proxy.host, $0.proxy.port),
-                                                     upstream: Self.address($0.proxy.upstreamHost, $0.proxy.upstreamPort),
+            let lines = listeners.map { ListenerLine(name: $0.name, listen: ConditionedProxy.address($0.proxy.host, $0.proxy.port),
+                                                     upstream: ConditionedProxy.address($0.proxy.upstreamHost, $0.proxy.upstreamPort),
                                                      profile: profile?.name, conditions: conditions, faults: faults) }
             try write(Ready(control: controlAddress, listeners: lines))
             return
@@ -49,8 +49,8 @@ struct ConditionOutput {
         let described = (profile.map { "profile \($0.name): " } ?? "") + Self.describe(conditions)
         for listener in listeners {
             let proxy = listener.proxy
-            lines.append("listener \(listener.name): \(Self.address(proxy.host, proxy.port)) -> "
-                + "\(Self.address(proxy.upstreamHost, proxy.upstreamPort)), \(described)")
+            lines.append("listener \(listener.name): \(ConditionedProxy.address(proxy.host, proxy.port)) -> "
+                + "\(ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort)), \(described)")
         }
         for fault in faults { lines.append("fault \(fault.name): \(Self.describe(fault))") }
         try StandardStream.output.writeLine(lines.joined(separator: "\n"))
@@ -86,13 +86,9 @@ struct ConditionOutput {
         try StandardStream.output.writeLine(String(decoding: data, as: UTF8.self))
     }
 
-    static func address(_ host: String, _ port: Int) -> String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
-
     /// `down 780 kbit/s +100 ms, up 330 kbit/s +100 ms`, or `no conditions`.
     static func describe(_ conditions: LinkConditions) -> String {
-        if conditions == .none || (conditions.upstream.isNone && conditions.downstream.isNone && conditions.connectDelay == .zero) {
+        if conditions.upstream.isNone && conditions.downstream.isNone && conditions.connectDelay == .zero {
             return "no conditions"
         }
         var parts = ["down \(describe(conditions.downstream))", "up \(describe(conditions.upstream))"]

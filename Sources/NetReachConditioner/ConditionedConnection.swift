@@ -109,7 +109,7 @@ final class ConditionedConnection {
     }
 
     func snapshot() -> ConnectionStatistics {
-        ConnectionStatistics(id: id, upstream: upstream.statistics, downstream: downstream.statistics, isOpen: !finished)
+        ConnectionStatistics(id: id, upstream: upstream.statistics, downstream: downstream.statistics, isOpen: isOpen)
     }
 
     // MARK: Data

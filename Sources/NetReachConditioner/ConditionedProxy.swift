@@ -96,8 +96,13 @@ public final class ConditionedProxy: Sendable {
     /// quarter of the read and write calls; small messages still get small buffers.
     static let reads = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 256 << 10)
 
+    /// `host:port`, with an IPv6 host in brackets: `[::1]:8080`.
+    package static func address(_ host: String, _ port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
     /// Why a bind failed, as a person reads it: `Address already in use (errno 98)`.
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         if let io = error as? IOError { return "\(String(cString: strerror(io.errnoCode))) (errno \(io.errnoCode))" }
         return "\(error)"
     }

@@ -87,8 +87,7 @@ public final class ConditionerControl: Sendable {
                                       group: group, ownsGroup: ownsGroup)
         } catch {
             if ownsGroup { try? await group.shutdownGracefully() }
-            let reason = (error as? IOError).map { "\(String(cString: strerror($0.errnoCode))) (errno \($0.errnoCode))" } ?? "\(error)"
-            throw .cannotListen("\(host):\(port)", reason)
+            throw .cannotListen("\(host):\(port)", ConditionedProxy.reason(error))
         }
     }
 
@@ -285,8 +284,8 @@ package struct ControlRoutes: Sendable {
 
     private func view(_ listener: ConditionedListener) -> ListenerView {
         let proxy = listener.proxy
-        return ListenerView(name: listener.name, listen: "\(proxy.host):\(proxy.port)",
-                            upstream: "\(proxy.upstreamHost):\(proxy.upstreamPort)", listening: proxy.isListening,
+        return ListenerView(name: listener.name, listen: ConditionedProxy.address(proxy.host, proxy.port),
+                            upstream: ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort), listening: proxy.isListening,
                             profile: profiles.withLockedValue { $0[listener.name] }?.name,
                             conditions: proxy.conditions, faults: proxy.faults)
     }

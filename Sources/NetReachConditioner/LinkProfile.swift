@@ -93,7 +93,7 @@ public enum LinkProfile: String, Sendable, Hashable, CaseIterable, Codable {
 
     /// A bandwidth in bytes per second as people write link speeds: `780 kbit/s`, `40 Mbit/s`;
     /// `unlimited` for `nil`.
-    public static func rate(_ bytesPerSecond: Int?) -> String {
+    package static func rate(_ bytesPerSecond: Int?) -> String {
         guard let bytesPerSecond else { return "unlimited" }
         let bits = bytesPerSecond * 8
         if bits % 1_000_000 == 0 { return "\(bits / 1_000_000) Mbit/s" }
@@ -101,11 +101,13 @@ public enum LinkProfile: String, Sendable, Hashable, CaseIterable, Codable {
         return "\(bits) bit/s"
     }
 
-    private static func milliseconds(_ duration: Duration) -> String {
+    /// Whole milliseconds as the table writes them: `100 ms`, or `0`.
+    package static func milliseconds(_ duration: Duration) -> String {
         duration == .zero ? "0" : "\(duration.nanoseconds / 1_000_000) ms"
     }
 
-    private static func percent(_ share: Double) -> String {
+    /// A share as the table writes it: `10%`, or `0`.
+    package static func percent(_ share: Double) -> String {
         share == 0 ? "0" : "\(Int((share * 100).rounded()))%"
     }
 }
