@@ -143,8 +143,12 @@ let package = Package(
         ),
         .executableTarget(name: "netreach-http", dependencies: ["NetReachGetCommand"]),
         .executableTarget(name: "netreach-http-urlsession", dependencies: ["NetReachGetCommand", "NetReachHTTP", "NetReachURLSession"]),
+        // What the test targets share: running programs (ChildProcess) and blocking work off the
+        // concurrency pool (BlockingWorkExecutor, the .offPool trait). Not a product.
+        .target(name: "CNetReachTestSupport", path: "Tests/CNetReachTestSupport"),
+        .target(name: "NetReachTestSupport", dependencies: ["CNetReachTestSupport"], path: "Tests/NetReachTestSupport"),
         .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
-        .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner"]),
+        .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner", "NetReachTestSupport"]),
         // PortedPatterns/ is compiled by both: here in the Swift 6 mode, and through a symbolic link
         // by the Swift 5 target below (ported code comes in both modes).
         .testTarget(name: "NetReachNetworkTests", dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"]),
@@ -164,6 +168,7 @@ let package = Package(
             name: "NetReachHTTPTests",
             dependencies: [
                 "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting", "NetReachConnectivity",
+                "NetReachTestSupport",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -180,6 +185,7 @@ let package = Package(
                 "NetReachConnectivity",
                 "NetReachNetwork",   // NWPathMonitor read from many threads while a real route flaps
                 "NetReachObserverCommands",
+                "NetReachTestSupport",
                 "netreach",
                 "netreach-http",   // built before the tests run: `netreach get` executes it
                 "netreach-http-urlsession",   // and `get --transport urlsession` this one

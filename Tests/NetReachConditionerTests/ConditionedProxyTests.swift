@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import NetReachConditioner
 import Testing
 #if canImport(Glibc)
@@ -6,7 +7,7 @@ import Glibc
 #endif
 
 /// The proxy between a client and a server that both run here on 127.0.0.1, seen from both ends.
-@Suite("ConditionedProxy end to end on loopback", .timeLimit(.minutes(2)))
+@Suite("ConditionedProxy end to end on loopback", .offPool, .timeLimit(.minutes(2)))
 struct ConditionedProxyTests {
     @Test("With no conditions, 4 MiB cross both ways intact")
     func transparent() async throws {
@@ -14,7 +15,7 @@ struct ConditionedProxyTests {
         defer { server.stop() }
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
         let payload = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
-        let echoed = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: payload, expect: payload.count) }
+        let echoed = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: payload, expect: payload.count) }
         #expect(echoed == payload)
         try await proxy.stop()
         let statistics = await proxy.statistics()
@@ -30,7 +31,7 @@ struct ConditionedProxyTests {
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkConditions(
             upstream: .init(delay: .milliseconds(40)), downstream: .init(delay: .milliseconds(60))))
         let started = ContinuousClock.now
-        let echoed = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("ping".utf8), expect: 4) }
+        let echoed = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("ping".utf8), expect: 4) }
         #expect(String(decoding: echoed, as: UTF8.self) == "ping")
         #expect(ContinuousClock.now - started >= .milliseconds(100))
         let statistics = await proxy.statistics()
@@ -46,7 +47,7 @@ struct ConditionedProxyTests {
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkConditions(
             downstream: .init(bandwidth: 1_000_000)))
         let started = ContinuousClock.now
-        let received = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: [], expect: 512 * 1024) }
+        let received = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: [], expect: 512 * 1024) }
         #expect(received.count == 512 * 1024)
         #expect(ContinuousClock.now - started >= .milliseconds(500))
         try await proxy.stop()
@@ -58,7 +59,7 @@ struct ConditionedProxyTests {
         defer { server.stop() }
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
         try proxy.addFault(.limitData(bytes: 1_000), directions: [.downstream], name: "cut")
-        let received = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: [], expect: nil) }
+        let received = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: [], expect: nil) }
         #expect(received.count == 1_000)
         try await proxy.stop()
     }
@@ -69,13 +70,13 @@ struct ConditionedProxyTests {
         defer { server.stop() }
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
         try proxy.addFault(.resetPeer(after: .milliseconds(50)), name: "reset")
-        let reset = await blocking { Result { try LoopbackClient.exchange(port: proxy.port, send: [], expect: nil) } }
+        let reset = await offPool { Result { try LoopbackClient.exchange(port: proxy.port, send: [], expect: nil) } }
         #expect(throws: LoopbackClient.Failure.reset) { try reset.get() }
         try proxy.removeFault(named: "reset")
 
         try proxy.addFault(.timeout(after: .milliseconds(300)), name: "hold")
         let started = ContinuousClock.now
-        let held = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil) }
+        let held = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil) }
         #expect(held.isEmpty, "nothing came back")
         #expect(ContinuousClock.now - started >= .milliseconds(300), "closed when the timeout ran out")
         try await proxy.stop()
@@ -88,7 +89,7 @@ struct ConditionedProxyTests {
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
         let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
-        _ = try await blocking { try client.roundTrip(Array("0".utf8)) }
+        _ = try await offPool { try client.roundTrip(Array("0".utf8)) }
         try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
         try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
         let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
@@ -96,7 +97,7 @@ struct ConditionedProxyTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(await proxy.statistics().first?.downstream.bytesDelivered == 1, "nothing more came back while held")
         try proxy.removeFault(named: "stall")
-        let echoed = try await blocking { try client.read(upTo: payload.count) }
+        let echoed = try await offPool { try client.read(upTo: payload.count) }
         #expect(echoed == payload)
         try await proxy.stop()
     }
@@ -111,7 +112,7 @@ struct ConditionedProxyTests {
         try proxy.addFault(.resetPeer(after: .milliseconds(100)), name: "reset")
         let resetClient = try LoopbackClient(port: proxy.port)
         #expect(sendAll(resetClient.descriptor, Array("before".utf8)))
-        let reset = await blocking { server.waitForRecordings(1) }
+        let reset = await offPool { server.waitForRecordings(1) }
         resetClient.close()
         #expect(reset.first?.end == .reset, "the server's connection was reset")
         #expect(reset.first.map { String(decoding: $0.bytes, as: UTF8.self) } == "before")
@@ -121,7 +122,7 @@ struct ConditionedProxyTests {
         let cutClient = try LoopbackClient(port: proxy.port)
         defer { cutClient.close() }
         #expect(sendAll(cutClient.descriptor, payload))
-        let cut = await blocking { server.waitForRecordings(2) }
+        let cut = await offPool { server.waitForRecordings(2) }
         #expect(cut.count == 2 && cut[1].bytes.count == 1_000 && cut[1].end == .closed, "exactly 1000 bytes, then a close")
         try proxy.removeFault(named: "cut")
 
@@ -130,7 +131,7 @@ struct ConditionedProxyTests {
         let heldClient = try LoopbackClient(port: proxy.port)
         defer { heldClient.close() }
         #expect(sendAll(heldClient.descriptor, payload))
-        let held = await blocking { server.waitForRecordings(3) }
+        let held = await offPool { server.waitForRecordings(3) }
         #expect(held.count == 3 && held[2].bytes.isEmpty && held[2].end == .closed, "nothing delivered, then closed")
         let heldFor = held.count == 3 ? held[2].ended.timeIntervalSince(heldStart) : 0
         #expect(heldFor >= 0.29, "closed when the timeout ran out: \(heldFor) s after connecting")
@@ -142,7 +143,7 @@ struct ConditionedProxyTests {
         try await Task.sleep(for: .milliseconds(50))
         let closedAt = Date()
         lateClient.close()
-        let late = await blocking { server.waitForRecordings(4) }
+        let late = await offPool { server.waitForRecordings(4) }
         #expect(late.count == 4 && late[3].bytes == Array("bye".utf8) && late[3].end == .closed)
         let lateBy = late.count == 4 ? late[3].ended.timeIntervalSince(closedAt) : 0
         #expect(lateBy >= 0.29, "the close reached the server 300 ms late: \(lateBy) s")
@@ -156,10 +157,10 @@ struct ConditionedProxyTests {
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
         let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
-        let fast = try await blocking { try client.roundTrip(Array("a".utf8)) }
+        let fast = try await offPool { try client.roundTrip(Array("a".utf8)) }
         try proxy.setConditions(LinkConditions(upstream: .init(delay: .milliseconds(150))))
         try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
-        let slow = try await blocking { try client.roundTrip(Array("b".utf8)) }
+        let slow = try await offPool { try client.roundTrip(Array("b".utf8)) }
         #expect(slow >= .milliseconds(150), "fast \(fast), then \(slow)")
         try await proxy.stop()
     }
@@ -180,26 +181,14 @@ struct ConditionedProxyTests {
         #expect(throws: ConditionerError.noSuchFault("nope")) { try proxy.removeFault(named: "nope") }
 
         // An upstream nobody listens on: the client's connection is closed, the listener lives on.
-        let refusing = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: LoopbackServer.unusedPort())
-        let nothing = try await blocking { try LoopbackClient.exchange(port: refusing.port, send: [], expect: nil) }
+        let refusing = try await ConditionedProxy.start(upstreamHost: otherLoopbackAddress(), upstreamPort: 9)
+        let nothing = try await offPool { try LoopbackClient.exchange(port: refusing.port, send: [], expect: nil) }
         #expect(nothing.isEmpty)
         #expect(await refusing.statistics().first?.upstream.upstreamRefused == true)
-        let still = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("ok".utf8), expect: 2) }
+        let still = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("ok".utf8), expect: 2) }
         #expect(still == Array("ok".utf8), "the other listener is unaffected")
         try await refusing.stop()
         try await proxy.stop()
     }
 }
 
-/// Runs blocking socket work off the concurrency pool.
-func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
-}
-
-func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: work()) }.start()
-    }
-}

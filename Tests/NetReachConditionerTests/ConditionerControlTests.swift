@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 @testable import NetReachConditioner
 import NIOHTTP1
 import Testing
@@ -8,12 +9,12 @@ import Glibc
 
 /// The control API: its routes called directly, then over HTTP on loopback with bytes that are
 /// not HTTP at all.
-@Suite("Conditioner control API", .timeLimit(.minutes(2)))
+@Suite("Conditioner control API", .offPool, .timeLimit(.minutes(2)))
 struct ConditionerControlTests {
     /// A listener in front of an echo server, and the routes over it.
-    private static func fixture() async throws -> (server: LoopbackServer, proxy: ConditionedProxy, routes: ControlRoutes) {
+    private static func fixture(host: String = "127.0.0.1") async throws -> (server: LoopbackServer, proxy: ConditionedProxy, routes: ControlRoutes) {
         let server = try LoopbackServer(.echo)
-        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        let proxy = try await ConditionedProxy.start(host: host, upstreamHost: "127.0.0.1", upstreamPort: server.port)
         return (server, proxy, ControlRoutes(listeners: [ConditionedListener(name: "api", proxy: proxy)]))
     }
 
@@ -44,7 +45,7 @@ struct ConditionerControlTests {
                                          body: Data(#"{"name":"cut","direction":"downstream","type":"limit_data","bytes":3}"#.utf8))
         #expect(added.status == .created)
         #expect(proxy.faults == [NamedFault(name: "cut", fault: .limitData(bytes: 3), directions: [.downstream])])
-        let echoed = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil) }
+        let echoed = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil) }
         #expect(echoed == Array("hel".utf8), "the fault acts")
         let duplicate = await routes.respond(method: .POST, uri: "/listeners/api/faults",
                                              body: Data(#"{"name":"cut","type":"timeout"}"#.utf8))
@@ -96,25 +97,28 @@ struct ConditionerControlTests {
 
     @Test("Down refuses new connections and closes open ones; up listens on the same port again")
     func downAndUp() async throws {
-        let (server, proxy, routes) = try await Self.fixture()
+        // While the listener is down, no other test's server can take its port there and answer
+        // the connection that must be refused.
+        let host = otherLoopbackAddress()
+        let (server, proxy, routes) = try await Self.fixture(host: host)
         defer { server.stop() }
-        let open = try LoopbackClient(port: proxy.port)
+        let open = try LoopbackClient(host: host, port: proxy.port)
         defer { open.close() }
-        _ = try await blocking { try open.roundTrip(Array("x".utf8)) }
+        _ = try await offPool { try open.roundTrip(Array("x".utf8)) }
         let down = await routes.respond(method: .POST, uri: "/listeners/api/down", body: Data())
         #expect(down.status == .ok && Self.json(down)["listening"] as? Bool == false)
-        #expect(throws: LoopbackClient.Failure.system(ECONNREFUSED)) { try LoopbackClient(port: proxy.port) }
-        let closed = try await blocking { try open.read(upTo: nil) }
+        #expect(throws: LoopbackClient.Failure.system(ECONNREFUSED)) { try LoopbackClient(host: host, port: proxy.port) }
+        let closed = try await offPool { try open.read(upTo: nil) }
         #expect(closed.isEmpty, "the open connection was closed")
 
         let up = await routes.respond(method: .POST, uri: "/listeners/api/up", body: Data())
         #expect(up.status == .ok && Self.json(up)["listening"] as? Bool == true)
-        let echoed = try await blocking { try LoopbackClient.exchange(port: proxy.port, send: Array("again".utf8), expect: 5) }
+        let echoed = try await offPool { try LoopbackClient.exchange(host: host, port: proxy.port, send: Array("again".utf8), expect: 5) }
         #expect(echoed == Array("again".utf8))
 
         // Down again, someone else takes the port: up is a conflict that says why.
         await proxy.takeDown()
-        let squatter = try LoopbackServer.listen(port: proxy.port)
+        let squatter = try LoopbackServer.listen(host: host, port: proxy.port)
         defer { close(squatter) }
         let taken = await routes.respond(method: .POST, uri: "/listeners/api/up", body: Data())
         #expect(taken.status == .conflict)
@@ -127,7 +131,7 @@ struct ConditionerControlTests {
         let (server, proxy, _) = try await Self.fixture()
         defer { server.stop() }
         let control = try await ConditionerControl.start(listeners: [ConditionedListener(name: "api", proxy: proxy)])
-        let answer = try await blocking {
+        let answer = try await offPool {
             try LoopbackClient.exchange(port: control.port, send: Array("PUT /listeners/api/conditions HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\nConnection: close\r\n\r\n{\"profile\":\"3g\"}\n".utf8), expect: nil)
         }
         let text = String(decoding: answer, as: UTF8.self)
@@ -135,16 +139,16 @@ struct ConditionerControlTests {
         #expect(text.contains(#""profile":"3g""#))
         #expect(proxy.conditions == LinkProfile.threeG.conditions)
 
-        let garbage = try await blocking {
+        let garbage = try await offPool {
             try LoopbackClient.exchange(port: control.port, send: Array("\u{01}\u{02}NOT HTTP AT ALL\r\n\r\n".utf8), expect: nil)
         }
         #expect(String(decoding: garbage, as: UTF8.self).hasPrefix("HTTP/1.1 400"), "\(String(decoding: garbage, as: UTF8.self))")
 
         let huge = "POST /listeners/api/faults HTTP/1.1\r\nContent-Length: 70000\r\n\r\n" + String(repeating: "x", count: 70_000)
-        let tooLarge = try await blocking { try LoopbackClient.exchange(port: control.port, send: Array(huge.utf8), expect: nil) }
+        let tooLarge = try await offPool { try LoopbackClient.exchange(port: control.port, send: Array(huge.utf8), expect: nil) }
         #expect(String(decoding: tooLarge, as: UTF8.self).hasPrefix("HTTP/1.1 413"))
 
-        let still = try await blocking {
+        let still = try await offPool {
             try LoopbackClient.exchange(port: control.port, send: Array("GET /listeners HTTP/1.1\r\nConnection: close\r\n\r\n".utf8), expect: nil)
         }
         #expect(String(decoding: still, as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
@@ -167,14 +171,15 @@ struct ConditionerControlTests {
         let server = try LoopbackServer(.echo)
         defer { server.stop() }
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
-                                                     conditions: LinkConditions(connectDelay: .milliseconds(400)))
+                                                     conditions: LinkConditions(connectDelay: .seconds(2)))
         let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
-        let first = try await blocking { try client.roundTrip(Array("a".utf8)) }
-        let second = try await blocking { try client.roundTrip(Array("b".utf8)) }
+        let first = try await offPool { try client.roundTrip(Array("a".utf8)) }
+        let second = try await offPool { try client.roundTrip(Array("b".utf8)) }
         // At least the delay (less a timer's millisecond of slack; the timer starts at accept).
-        #expect(first >= .milliseconds(395), "the first exchange waited for the delay: \(first)")
-        #expect(second < .milliseconds(400), "the delay is paid once per connection: \(second)")
+        #expect(first >= .milliseconds(1995), "the first exchange waited for the delay: \(first)")
+        // A loopback round trip against the 2 s delay: a long way below half of it.
+        #expect(second < .seconds(1), "the delay is paid once per connection: \(second)")
         try await proxy.stop()
     }
 }

@@ -110,15 +110,15 @@ final class LoopbackServer: @unchecked Sendable {
         }
     }
 
-    /// A listening socket on 127.0.0.1:`port` (0: a free port).
-    static func listen(port: Int = 0) throws -> Int32 {
+    /// A listening socket on `host`:`port` (0: a free port).
+    static func listen(host: String = "127.0.0.1", port: Int = 0) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         var yes: Int32 = 1   // a port whose earlier connections linger in TIME_WAIT can be listened on again
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -131,13 +131,6 @@ final class LoopbackServer: @unchecked Sendable {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// A port nothing listens on (bound, then released).
-    static func unusedPort() throws -> Int {
-        let fd = try listen()
-        defer { Glibc.close(fd) }
-        return localPort(fd)
     }
 }
 
@@ -152,7 +145,7 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     return true
 }
 
-/// A blocking client of 127.0.0.1 (every read bounded: 10 s).
+/// A blocking client of 127.0.0.1, or another loopback address (every read bounded: 10 s).
 final class LoopbackClient: @unchecked Sendable {
     // @unchecked: one test drives it from one thread at a time.
     enum Failure: Error, Equatable { case system(Int32), reset, timedOut }
@@ -161,14 +154,14 @@ final class LoopbackClient: @unchecked Sendable {
     /// The socket, for tests that write to it directly.
     var descriptor: Int32 { fd }
 
-    init(port: Int) throws {
+    init(host: String = "127.0.0.1", port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -209,8 +202,8 @@ final class LoopbackClient: @unchecked Sendable {
 
     /// Connects, sends `send` (from a thread of its own, so a large echo cannot deadlock), reads
     /// `expect` bytes (or to the end), closes.
-    static func exchange(port: Int, send bytes: [UInt8], expect: Int?) throws -> [UInt8] {
-        let client = try LoopbackClient(port: port)
+    static func exchange(host: String = "127.0.0.1", port: Int, send bytes: [UInt8], expect: Int?) throws -> [UInt8] {
+        let client = try LoopbackClient(host: host, port: port)
         defer { client.close() }
         if !bytes.isEmpty {
             let fd = client.fd

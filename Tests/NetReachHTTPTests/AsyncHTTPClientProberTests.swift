@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachTestSupport
 import NetReach
 import NetReachAsyncHTTPClient
 import NetReachConnectivity
@@ -8,9 +9,13 @@ import Testing
 
 /// Probes sent by AsyncHTTPClientProber to servers on loopback, each answer judged as
 /// NetworkManager would (with this project's departures), seen from both ends.
-@Suite("AsyncHTTPClientProber against loopback servers", .timeLimit(.minutes(2)))
+@Suite("AsyncHTTPClientProber against loopback servers", .offPool, .timeLimit(.minutes(2)))
 struct AsyncHTTPClientProberTests {
     static let prober = AsyncHTTPClientProber(settings: TransportSettings(proxy: .environment([:])))
+
+    /// The probe timeout where the server answers: the answer, not a clock, ends these probes, so
+    /// a busy machine (5 s was not enough on a loaded CI run) only makes them slower.
+    static let patience: Duration = .seconds(60)
 
     /// A prober that trusts the test CA (and still no proxy).
     static func prober(trusting certificates: TestCertificates) -> AsyncHTTPClientProber {
@@ -19,7 +24,7 @@ struct AsyncHTTPClientProberTests {
     }
 
     static func probe(_ url: String, _ expectation: ConnectivityProbe.Expectation = .noContent,
-                      family: IPAddress.Family = .ipv4, timeout: Duration = .seconds(5)) async throws -> ProbeResult {
+                      family: IPAddress.Family = .ipv4, timeout: Duration = Self.patience) async throws -> ProbeResult {
         let probe = ConnectivityProbe(try #require(URL(string: url)), expecting: expectation)
         return await prober.probe(probe, over: family, timeout: timeout)
     }
@@ -103,7 +108,7 @@ struct AsyncHTTPClientProberTests {
             // With the CA trusted, the same probe reaches nginx.
             let trusting = Self.prober(trusting: certificates)
             let probe = ConnectivityProbe(URL(string: "https://127.0.0.1:\(nginx.trusted)/generate_204")!, expecting: .status(200))
-            let trusted = await trusting.probe(probe, over: .ipv4, timeout: .seconds(5))
+            let trusted = await trusting.probe(probe, over: .ipv4, timeout: Self.patience)
             #expect(trusted.status != nil, "\(trusted)")
         }
     }
@@ -114,13 +119,13 @@ struct AsyncHTTPClientProberTests {
         try await withNginx { nginx, certificates in
             let trusting = Self.prober(trusting: certificates)
             let base = "https://127.0.0.1:\(nginx.trusted)"
-            guard case .answered(let captive, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/captive")!, timeout: .seconds(5)) else {
+            guard case .answered(let captive, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/captive")!, timeout: Self.patience) else {
                 Issue.record("the API was not answered")
                 return
             }
             #expect(captive == CaptivePortalAPI.Status(isCaptive: true, userPortalURL: URL(string: "https://login.test/portal"), secondsRemaining: 30),
                     "an http venue-info-url is left out")
-            guard case .answered(let free, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/not-captive")!, timeout: .seconds(5)) else {
+            guard case .answered(let free, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/not-captive")!, timeout: Self.patience) else {
                 Issue.record("the API was not answered")
                 return
             }
@@ -132,7 +137,7 @@ struct AsyncHTTPClientProberTests {
                 ("http://127.0.0.1:\(nginx.plain)/captive", trusting, "not https"),
             ]
             for (url, prober, reason) in failures {
-                let answer = await prober.captivePortalStatus(at: URL(string: url)!, timeout: .seconds(5))
+                let answer = await prober.captivePortalStatus(at: URL(string: url)!, timeout: Self.patience)
                 guard case .failed(let why) = answer else {
                     Issue.record("\(url): \(answer)")
                     continue

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import HTTPTypes
 import NetReachAsyncHTTPClient
 import NetReachHTTP
@@ -58,7 +59,7 @@ struct ProxySettingsTests {
 }
 
 /// Requests through a real tinyproxy on loopback: the proxy's log shows what went through it.
-@Suite("Proxies through tinyproxy", .enabled(if: ExternalServer.available("tinyproxy")), .serialized, .timeLimit(.minutes(2)))
+@Suite("Proxies through tinyproxy", .offPool, .enabled(if: ExternalServer.available("tinyproxy")), .serialized, .timeLimit(.minutes(2)))
 struct ProxyTransportTests {
     @Test("AsyncHTTPClient goes through the proxy it is given, and around it for NO_PROXY hosts")
     func explicitProxy() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 @testable import NetReachHTTP
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// the input. A crash cannot report anything, so to find the input that crashed, run again with
 /// `NETREACH_FUZZ_TRACE=1`, which prints every input before it is tried. `NETREACH_FUZZ_ITERATIONS`
 /// changes the number of inputs per shard.
-@Suite("ResolvedTarget fuzzing")
+@Suite("ResolvedTarget fuzzing", .offPool)
 struct ResolvedTargetFuzzTests {
     static let defaultSeed: UInt64 = 0x4E65_7452_6561_6368   // "NetReach"
     static let shards = 0..<4

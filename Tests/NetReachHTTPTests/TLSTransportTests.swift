@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import HTTPTypes
 import NetReachAsyncHTTPClient
 import NetReachHTTP
@@ -9,7 +10,7 @@ import Testing
 /// TLS settings against a real nginx with certificates made for the test: trust, host names,
 /// expiry, client certificates, verification off. A failed handshake is ``TransportError/Kind/tlsFailure``,
 /// names the host and the reason, and nginx's access log proves the request never arrived.
-@Suite("TLS against nginx", .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized, .timeLimit(.minutes(2)))
+@Suite("TLS against nginx", .offPool, .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized, .timeLimit(.minutes(2)))
 struct TLSTransportTests {
     // MARK: AsyncHTTPClientTransport
 

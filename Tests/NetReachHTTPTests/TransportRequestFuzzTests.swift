@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import HTTPTypes
 @testable import NetReachAsyncHTTPClient
 @testable import NetReachHTTP
@@ -8,7 +9,7 @@ import Testing
 /// Random and mutated URLs and header fields through request building on both transports, where
 /// nothing is sent: no input crashes, and a target the service resolved is a request each
 /// transport builds for the same host (the origin the service named is the one it connects to).
-@Suite("Transport request building (fuzz)")
+@Suite("Transport request building (fuzz)", .offPool)
 struct TransportRequestFuzzTests {
     static let headerNames = ["Accept", "X-Custom", "Cookie", "Authorization", "Content-Type", "Host", "X-A_b", "x-ü", "X\u{0}Y",
                               "X Y", "X:Y", "", "Transfer-Encoding", "Content-Length", "Connection"]

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import NetReachConnectivity
 @testable import netreach
@@ -8,7 +9,7 @@ import Testing
 /// `Docs/netreach-json.schema.json` describes what `status --json` and `watch --json` print: held
 /// to the formatter's output for every enum value (no root), and to the real commands' output in
 /// a namespace lab (root).
-@Suite("netreach JSON schema")
+@Suite("netreach JSON schema", .offPool)
 struct CLIJSONSchemaTests {
     static let schemaPath = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -188,7 +189,7 @@ struct CLIJSONSchemaTests {
     @Test(.needsNamespaceRoot, arguments: [true, false])
     func statusJSONInALabConforms(defaultRoutes: Bool) async throws {
         try await NetnsLab.withLab(.init(ipv6: true, defaultRoutes: defaultRoutes)) { lab in
-            let status = try NetreachProcess(["status", "--json", "--namespace", lab.name])
+            let status = try NetreachProcess.start(["status", "--json", "--namespace", lab.name])
             defer { status.kill() }
             #expect(await status.exitStatus() == 0, "standard error: \(status.standardError)")
             #expect(status.outputLines.count == 1)
@@ -204,7 +205,7 @@ struct CLIJSONSchemaTests {
     @Test(.needsNamespaceRoot)
     func watchJSONLinesInALabConform() async throws {
         try await NetnsLab.withLab(.init(ipv6: true)) { lab in
-            let watch = try NetreachProcess(["watch", "--json", "--namespace", lab.name])
+            let watch = try NetreachProcess.start(["watch", "--json", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
             try await lab.setPeer(up: false)   // carrier lost: unsatisfied (link down)

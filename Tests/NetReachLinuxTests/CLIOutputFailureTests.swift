@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,7 @@ import Glibc
 /// Output that could not be written is an error (exit 74, the reason on standard error), never
 /// status 0 with the lines lost, and never death by SIGPIPE. Observing only, in this process's
 /// own network namespace: no root needed, nothing sent anywhere.
-@Suite("netreach CLI when standard output cannot be written")
+@Suite("netreach CLI when standard output cannot be written", .offPool)
 struct CLIOutputFailureTests {
     static let outputFailed: Int32 = 74
 
@@ -20,15 +21,15 @@ struct CLIOutputFailureTests {
         ["--help"], ["wait", "--help"],
     ]
 
-    static let brokenOutputs: [(CLISpawn.Output, String)] = [
+    static let brokenOutputs: [(ChildProcess.Output, String)] = [
         (.devFull, "No space left on device"),
         (.closed, "it is closed"),
         (.pipeWithoutReader, "its reader has gone"),
     ]
 
     @Test(arguments: printingCommands, brokenOutputs)
-    func anUnwritableOutputExits74AndSaysWhy(_ command: [String], _ output: (CLISpawn.Output, String)) async throws {
-        let run = try CLISpawn(NetreachProcess.executable().path, command, output: output.0)
+    func anUnwritableOutputExits74AndSaysWhy(_ command: [String], _ output: (ChildProcess.Output, String)) async throws {
+        let run = try ChildProcess(NetreachProcess.executable().path, command, output: output.0)
         let status = await run.exitStatus()
         // 141 would be death by SIGPIPE (reset to its default for the child), 0 the old silence.
         #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
@@ -44,7 +45,7 @@ struct CLIOutputFailureTests {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
             let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
             defer { server.stop() }
-            let run = try CLISpawn(LabCommand.ipExecutable,
+            let run = try ChildProcess(LabCommand.ipExecutable,
                                    ["netns", "exec", lab.name, try NetreachProcess.executable().path, "get"] + flags
                                     + ["--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
                                    output: .devFull)
@@ -58,7 +59,7 @@ struct CLIOutputFailureTests {
     }
 
     @Test func waitQuietWritesNothingSoAFullOutputIsNoError() async throws {
-        let run = try CLISpawn(NetreachProcess.executable().path,
+        let run = try ChildProcess(NetreachProcess.executable().path,
                                ["wait", "--interface-type", "loopback", "--timeout", "0", "--quiet"], output: .devFull)
         #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
     }
@@ -67,8 +68,8 @@ struct CLIOutputFailureTests {
     /// `watch` here.
     @Test(arguments: [["watch"], ["watch", "--json"]])
     func watchExits74SoonAfterItsReaderGoesAway(_ command: [String]) async throws {
-        let run = try CLISpawn(NetreachProcess.executable().path, command, output: .pipe)
-        let first = run.readLine()
+        let run = try ChildProcess(NetreachProcess.executable().path, command, output: .collected)
+        let first = await run.nextLine()
         #expect(first?.isEmpty == false, "no first line; standard error: \(run.standardError)")
         run.closeOutput()
         let status = await run.exitStatus()
@@ -82,8 +83,8 @@ struct CLIOutputFailureTests {
           arguments: [["watch"], ["watch", "--json"]])
     func watchPipedIntoHeadEndsWithStatus74UnderPipefail(_ command: [String]) async throws {
         let script = #"set -o pipefail; "$0" "$@" | head -n 1"#
-        let run = try CLISpawn("/bin/bash", ["-c", script, NetreachProcess.executable().path] + command, output: .pipe)
-        let line = run.readLine()
+        let run = try ChildProcess("/bin/bash", ["-c", script, NetreachProcess.executable().path] + command, output: .collected)
+        let line = await run.nextLine()
         #expect(line?.isEmpty == false, "head printed nothing; standard error: \(run.standardError)")
         #expect(await run.exitStatus() == Self.outputFailed, "standard error: \(run.standardError)")
     }
@@ -91,12 +92,12 @@ struct CLIOutputFailureTests {
     /// A write refused with EAGAIN (someone made the shared pipe non-blocking, and it is full) is
     /// retried once the reader makes room, not dropped.
     @Test func aFullNonBlockingPipeDelaysTheOutputButLosesNothing() async throws {
-        let run = try CLISpawn(NetreachProcess.executable().path, ["status"], output: .fullNonBlockingPipe)
+        let run = try ChildProcess(NetreachProcess.executable().path, ["status"], output: .fullNonBlockingPipe)
         // Time to start and meet the full pipe (the test passes either way; this makes it the
         // case it is about).
         await LabPoll.settle()
         var lines: [String] = []
-        while let line = run.readLine() {
+        while let line = await run.nextLine() {
             if !line.isEmpty { lines.append(line) }   // the newlines that filled the pipe first
         }
         #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
@@ -105,9 +106,9 @@ struct CLIOutputFailureTests {
     }
 
     @Test func helpToAWorkingPipeStillExitsZero() async throws {
-        let run = try CLISpawn(NetreachProcess.executable().path, ["wait", "--help"], output: .pipe)
+        let run = try ChildProcess(NetreachProcess.executable().path, ["wait", "--help"], output: .collected)
         var lines: [String] = []
-        while let line = run.readLine() { lines.append(line) }
+        while let line = await run.nextLine() { lines.append(line) }
         #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
         #expect(lines.contains { $0.hasPrefix("USAGE: netreach wait") }, "\(lines)")
     }

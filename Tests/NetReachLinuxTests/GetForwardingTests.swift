@@ -1,11 +1,12 @@
 import Foundation
+import NetReachTestSupport
 @testable import netreach
 @testable import NetReachObserverCommands
 import Testing
 
 /// `netreach get` runs the `netreach-http` executable in its place, so `status`, `watch` and `wait`
 /// never load the HTTP stack (Docs/DesignNotes.md). No root needed.
-@Suite("netreach get forwarding")
+@Suite("netreach get forwarding", .offPool)
 struct GetForwardingTests {
     @Test(arguments: [
         (["netreach", "get", "-X", "POST", "http://127.0.0.1/x"], ["get", "-X", "POST", "http://127.0.0.1/x"] as [String]?),
@@ -89,18 +90,7 @@ struct GetForwardingTests {
     }
 
     private static func run(_ executable: URL, _ arguments: [String], path: String? = nil) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let path { process.environment = ["PATH": path] }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+        let finished = try ChildProcess.runBlocking(executable.path, arguments, environment: path.map { ["PATH": $0] })
+        return (finished.status, finished.standardOutput, finished.standardError)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import NetReachHTTP
 import Testing
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import CNetReachLinux   // SOCK_STREAM: Glibc alone does not make it visible her
 /// complete, keeping its owner and mode; links are followed; devices and pipes are written in
 /// place and never replaced. All on the real file system; device nodes only in a private mount
 /// namespace (``PrivateDevices``), never the machine's `/dev`.
-@Suite("OutputFile: -o never leaves a half-written file and never replaces a device")
+@Suite("OutputFile: -o never leaves a half-written file and never replaces a device", .offPool)
 struct OutputFileTests {
     // MARK: Regular files
 
@@ -475,27 +476,19 @@ struct PrivateDevices {
             touch "$0/ready"
             exec sleep 60
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["-m", "--propagation", "private", "sh", "-c", script, scratch.path]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let devices = PrivateDevices(pid: process.processIdentifier, mountPoint: scratch.path)
+        let process = try ChildProcess("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, scratch.path],
+                                       output: .null)
+        let devices = PrivateDevices(pid: process.pid, mountPoint: scratch.path)
         defer {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            process.kill()
+            _ = process.waitBlocking(timeout: .seconds(10))
             // Only now may the mount point go: removing it earlier would detach the tmpfs inside.
             withExtendedLifetime(scratch) {}
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while !exists(devices.path("ready")) {
             guard process.isRunning, ContinuousClock.now < deadline else {
-                if process.isRunning { process.terminate() }
-                process.waitUntilExit()
-                let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                throw PrivateDevicesError(description: "the private mount namespace did not start: \(said)")
+                throw PrivateDevicesError(description: "the private mount namespace did not start: \(process.standardError)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }

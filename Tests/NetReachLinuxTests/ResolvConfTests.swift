@@ -1,5 +1,6 @@
 #if os(Linux)
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import Testing
 
@@ -37,7 +38,7 @@ private func drainWhenReadable(_ watcher: inout ResolvConfWatcher) -> Bool {
     return watcher.drain()
 }
 
-@Suite("ResolvConfWatcher")
+@Suite("ResolvConfWatcher", .offPool)
 struct ResolvConfWatcherTests {
     @Test func oneDirectoryReachedTwoWaysWatchesTheNamesOfBoth() throws {
         // Ubuntu's layout: resolv.conf -> ../run/resolve/stub-resolv.conf (relative), and
@@ -67,7 +68,7 @@ struct ResolvConfWatcherTests {
     }
 }
 
-@Suite("ResolvConf: parsing text")
+@Suite("ResolvConf: parsing text", .offPool)
 struct ResolvConfTextTests {
     private func parse(_ text: String) -> [IPAddress] { ResolvConf.nameservers(in: Substring(text)) }
 
@@ -160,7 +161,7 @@ struct ResolvConfTextTests {
 /// The parser against glibc itself: each text is bind-mounted over /etc/resolv.conf in a private
 /// mount namespace (`unshare -m`; the machine's own file is never touched) and a script asks
 /// `res_ninit` what it kept.
-@Suite("ResolvConf: the same nameservers as glibc", .needsNamespaceRoot)
+@Suite("ResolvConf: the same nameservers as glibc", .offPool, .needsNamespaceRoot)
 struct ResolvConfGlibcDifferentialTests {
     static let texts = [
         "nameserver 192.0.2.53\n", " nameserver 192.0.2.1\nnameserver 192.0.2.53\n", "nameserver 192.0.2.53#x\n",
@@ -193,7 +194,7 @@ struct ResolvConfGlibcDifferentialTests {
     }
 }
 
-@Suite("ResolvConf: reading files")
+@Suite("ResolvConf: reading files", .offPool)
 struct ResolvConfFileTests {
     @Test func readsAFile() throws {
         let directory = try TemporaryDirectory()

@@ -1,5 +1,6 @@
 #if os(Linux)
 import Foundation
+import NetReachTestSupport
 import Glibc
 @testable import NetReach
 import Testing
@@ -403,7 +404,7 @@ struct RtnetlinkParserBadInputTests {
     /// Deterministic random buffers: the parser must return (never trap, never read out of
     /// bounds — debug builds check every unsafe load) with results that are either messages or
     /// typed errors at offsets inside the buffer.
-    @Test func twentyThousandRandomBuffersNeverCrashTheParser() throws {
+    @Test(.offPool) func twentyThousandRandomBuffersNeverCrashTheParser() throws {
         var random = SplitMix64(seed: 0x5eed_2026)
         let corpus = try Self.validMessages()
         let knownTypes: [UInt16] = [NL.error, NL.done, NL.newLink, NL.deleteLink, NL.newAddress, NL.deleteAddress,

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -13,11 +14,11 @@ import Glibc
 /// defer { server.stop() }
 /// ```
 final class ExternalServer: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     /// What the program wrote on standard output and standard error, for failure messages.
     let logFile: URL
 
-    private init(process: Process, logFile: URL) {
+    private init(process: ChildProcess, logFile: URL) {
         self.process = process
         self.logFile = logFile
     }
@@ -25,14 +26,7 @@ final class ExternalServer: Sendable {
     /// Starts `executable` and waits (up to 10 s) until every port in `ports` on `host` accepts.
     static func start(executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]) async throws -> ExternalServer {
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        let output = try FileHandle(forWritingTo: logFile)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try await offCooperativePool { try process.run() }
+        let process = try ChildProcess(executable, arguments, output: .file(logFile.path), error: .file(logFile.path))
         let server = ExternalServer(process: process, logFile: logFile)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
@@ -52,16 +46,16 @@ final class ExternalServer: Sendable {
     /// Terminates the program (SIGTERM, then SIGKILL after 1 s) and waits for it, on a thread of
     /// its own: the tests' cooperative threads (two here) must never block.
     func stop() async {
-        await offCooperativePool { self.stopNow() }
+        await offPool { self.stopNow() }
     }
 
     private func stopNow() {
         guard process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(1)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if process.waitBlocking(timeout: .seconds(1)) == nil {
+            process.kill()
+            _ = process.waitBlocking(timeout: .seconds(10))
+        }
     }
 
     /// A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range
@@ -160,38 +154,10 @@ struct TemporaryDirectory {
     func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
-/// Runs `work` on a Dispatch thread and waits for it without holding a cooperative thread: for
-/// `Process`, `waitUntilExit` and file reads, which block.
-func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
-}
-
-/// As above, for work that cannot fail.
-func offCooperativePool(_ work: @escaping @Sendable () -> Void) async {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            work()
-            continuation.resume()
-        }
-    }
-}
-
 /// Runs a command to its end; throws with its output if it fails.
 func runCommand(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = directory }
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw ExternalServerError.commandFailed("\(executable) \(arguments.joined(separator: " ")) failed: \(String(decoding: output, as: UTF8.self))")
+    let finished = try ChildProcess.runBlocking(executable, arguments, directory: directory?.path)
+    guard finished.status == 0 else {
+        throw ExternalServerError.commandFailed("\(executable) \(arguments.joined(separator: " ")) failed: \(finished.standardOutput)\(finished.standardError)")
     }
 }

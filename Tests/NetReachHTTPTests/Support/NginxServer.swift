@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 
 /// nginx on 127.0.0.1, started by a test with a configuration in a temporary directory, one
 /// `server` per behaviour the TLS and decoding tests need:
@@ -55,7 +56,7 @@ final class NginxServer: Sendable {
         var ports: [Int] = []
         for _ in 0..<5 { ports.append(try ExternalServer.freePort()) }
         // The same object over and over: gzip shrinks it about 100 times and more.
-        let json = try await offCooperativePool { () throws -> Data in
+        let json = try await offPool { () throws -> Data in
             let item = #"{"id":12345,"name":"NetReach test item","tags":["alpha","beta","gamma"],"ok":true}"#
             let json = Data(("[" + Array(repeating: item, count: 60_000).joined(separator: ",") + "]\n").utf8)
             try FileManager.default.createDirectory(atPath: directory.path("www"), withIntermediateDirectories: true)

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 
 /// A throwaway certificate authority and the certificates the TLS tests need, made with the
 /// `openssl` command in a temporary directory (EC P-256 keys: quick to make).
@@ -26,7 +27,7 @@ struct TestCertificates {
 
     /// Makes the files, on a Dispatch thread (running `openssl` blocks).
     static func make() async throws -> TestCertificates {
-        try await offCooperativePool { try makeNow() }
+        try await offPool { try makeNow() }
     }
 
     private static func makeNow() throws -> TestCertificates {

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import Testing
 #if canImport(Glibc)
@@ -8,11 +9,11 @@ import Glibc
 /// The `netreach` executable driven end to end, as scripts and containers use it (README "CLI"):
 /// exit 0 on success, 1 when `wait` times out (reason on standard error), 2 when the monitor cannot
 /// observe the system.
-@Suite("netreach CLI end to end (integration)", .needsNamespaceRoot)
+@Suite("netreach CLI end to end (integration)", .offPool, .needsNamespaceRoot)
 struct CLIEndToEndTests {
     @Test func watchJSONFollowsRouteChangesAndExitsZeroOnSIGTERM() async throws {
         try await NetnsLab.withLab { lab in
-            let watch = try NetreachProcess(["watch", "--json", "--namespace", lab.name])
+            let watch = try NetreachProcess.start(["watch", "--json", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
 
@@ -35,7 +36,7 @@ struct CLIEndToEndTests {
 
     @Test func statusJSONIsTheMonitorsPath() async throws {
         try await NetnsLab.withLab { lab in
-            let status = try NetreachProcess(["status", "--json", "--namespace", lab.name])
+            let status = try NetreachProcess.start(["status", "--json", "--namespace", lab.name])
             defer { status.kill() }
             #expect(await status.exitStatus() == 0, "standard error: \(status.standardError)")
             #expect(status.outputLines.count == 1)
@@ -47,31 +48,31 @@ struct CLIEndToEndTests {
     @Test func waitExitsZeroAtOnceWhenAlreadySatisfied() async throws {
         try await NetnsLab.withLab { lab in
             let started = ContinuousClock.now
-            let wait = try NetreachProcess(["wait", "--timeout", "60s", "--namespace", lab.name])
+            let wait = try NetreachProcess.start(["wait", "--timeout", "600s", "--namespace", lab.name])
             defer { wait.kill() }
-            let status = await wait.exitStatus(timeout: .seconds(20))
+            let status = await wait.exitStatus(timeout: .seconds(90))
             let elapsed = ContinuousClock.now - started
             #expect(status == 0, "standard error: \(wait.standardError)")
-            // Start-up included; anything near the 60 s timeout would mean it waited for nothing.
-            #expect(elapsed < .seconds(10), "took \(elapsed) with --timeout 60s")
+            // Start-up included; anything near the 600 s timeout would mean it waited for nothing.
+            #expect(elapsed < .seconds(60), "took \(elapsed) with --timeout 600s")
             #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
         }
     }
 
     @Test func waitStartedWithoutARouteExitsZeroSoonAfterTheRouteIsAdded() async throws {
         try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
-            let wait = try NetreachProcess(["wait", "--timeout", "60s", "--namespace", lab.name])
+            let wait = try NetreachProcess.start(["wait", "--timeout", "600s", "--namespace", lab.name])
             defer { wait.kill() }
             await LabPoll.settle(.milliseconds(500))
             #expect(wait.isRunning, "wait exited before the route existed: \(wait.standardError)")
 
             let routeAdded = ContinuousClock.now
             try await lab.addDefaultRoute()
-            let status = await wait.exitStatus(timeout: .seconds(20))
+            let status = await wait.exitStatus(timeout: .seconds(90))
             let elapsed = ContinuousClock.now - routeAdded
             #expect(status == 0, "standard error: \(wait.standardError)")
-            // On the change, not at the 60 s timeout (the latency target is measured in Benchmarks).
-            #expect(elapsed < .seconds(5), "exited \(elapsed) after the route was added")
+            // On the change, not at the 600 s timeout (the latency target is measured in Benchmarks).
+            #expect(elapsed < .seconds(60), "exited \(elapsed) after the route was added")
             #expect(wait.outputLines.first?.hasPrefix("satisfied") == true, "\(wait.outputLines)")
         }
     }
@@ -79,7 +80,7 @@ struct CLIEndToEndTests {
     @Test func waitTimesOutWithStatusOneAndSaysWhy() async throws {
         try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
             let started = ContinuousClock.now
-            let wait = try NetreachProcess(["wait", "--timeout", "1s", "--namespace", lab.name])
+            let wait = try NetreachProcess.start(["wait", "--timeout", "1s", "--namespace", lab.name])
             defer { wait.kill() }
             let status = await wait.exitStatus()
             let elapsed = ContinuousClock.now - started
@@ -92,7 +93,7 @@ struct CLIEndToEndTests {
 
     @Test func waitWithoutATimeLimitExitsZeroWhenTheRouteComes() async throws {
         try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
-            let wait = try NetreachProcess(["wait", "--timeout", "infinity", "--namespace", lab.name])
+            let wait = try NetreachProcess.start(["wait", "--timeout", "infinity", "--namespace", lab.name])
             defer { wait.kill() }
             await LabPoll.settle(.milliseconds(500))
             #expect(wait.isRunning, "wait exited before the route existed: \(wait.standardError)")
@@ -106,7 +107,7 @@ struct CLIEndToEndTests {
     /// says why and exits 2 at once, not at (or, with `infinity`, never after) its timeout.
     @Test func waitExitsTwoWhenItsNamespaceIsDeleted() async throws {
         try await NetnsLab.withLab(.init(defaultRoutes: false)) { lab in
-            let wait = try NetreachProcess(["wait", "--timeout", "infinity", "--namespace", lab.name])
+            let wait = try NetreachProcess.start(["wait", "--timeout", "infinity", "--namespace", lab.name])
             defer { wait.kill() }
             await LabPoll.settle(.milliseconds(500))
             #expect(wait.isRunning, "wait exited early: \(wait.standardError)")
@@ -124,12 +125,12 @@ struct CLIEndToEndTests {
 }
 
 /// A namespace that does not exist needs no root to be refused.
-@Suite("netreach CLI with a bad namespace (integration)")
+@Suite("netreach CLI with a bad namespace (integration)", .offPool)
 struct CLIBadNamespaceTests {
     @Test(arguments: [["status"], ["status", "--json"], ["watch", "--json"], ["wait", "--timeout", "1s"]])
     func aMissingNamespaceExitsTwoAndNamesIt(_ command: [String]) async throws {
         let name = "nr-missing-\(UInt32.random(in: 0 ... .max))"
-        let run = try NetreachProcess(command + ["--namespace", name])
+        let run = try NetreachProcess.start(command + ["--namespace", name])
         defer { run.kill() }
         let status = await run.exitStatus()
         #expect(status == 2, "standard error: \(run.standardError)")
@@ -139,7 +140,7 @@ struct CLIBadNamespaceTests {
 }
 
 /// Usage errors are refused before anything is observed: exit 64, the reason on standard error.
-@Suite("netreach CLI usage errors")
+@Suite("netreach CLI usage errors", .offPool)
 struct CLIUsageErrorTests {
     @Test(arguments: [
         (["wait", "--timeout", "1s", "--timeout", "2s"], "--timeout was given 2 times (1s, 2s)"),
@@ -151,7 +152,7 @@ struct CLIUsageErrorTests {
         (["wait", "--timeout", "-1m"], "cannot be negative"),
     ])
     func exitsWithStatus64AndSaysWhy(_ arguments: [String], _ message: String) async throws {
-        let run = try NetreachProcess(arguments)
+        let run = try NetreachProcess.start(arguments)
         defer { run.kill() }
         #expect(await run.exitStatus() == 64, "standard error: \(run.standardError)")
         #expect(run.standardError.contains(message), "standard error: \(run.standardError)")
@@ -161,78 +162,17 @@ struct CLIUsageErrorTests {
 
 // MARK: Running the executable
 
-/// One run of the `netreach` executable, its output collected line by line as it arrives.
-final class NetreachProcess: Sendable {
-    private struct Output {
-        var standardOutput = Data()
-        var standardError = Data()
-        var exitStatus: Int32?
-    }
-
-    private let output = Locked(Output())
-    private let process: Process
-    private let pid: pid_t
-
-    /// Starts `netreach ARGUMENTS...`; with `namespace`, as `ip netns exec NAMESPACE netreach ...`,
-    /// so the whole process (its monitor and its sockets) lives in that namespace.
-    init(_ arguments: [String], inNamespace namespace: String? = nil) throws {
-        let process = Process()
-        let executable = try NetreachProcess.executable()
+/// Runs the `netreach` executable this test target was built with.
+enum NetreachProcess {
+    /// Starts `netreach ARGUMENTS...`, its output collected as it arrives; with `namespace`, as
+    /// `ip netns exec NAMESPACE netreach ...`, so the whole process (its monitor and its sockets)
+    /// lives in that namespace.
+    static func start(_ arguments: [String], inNamespace namespace: String? = nil) throws -> ChildProcess {
+        let executable = try executable().path
         if let namespace {
-            process.executableURL = URL(fileURLWithPath: LabCommand.ipExecutable)
-            process.arguments = ["netns", "exec", namespace, executable.path] + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
+            return try ChildProcess(LabCommand.ipExecutable, ["netns", "exec", namespace, executable] + arguments)
         }
-        let standardOutput = Pipe(), standardError = Pipe()
-        process.standardOutput = standardOutput
-        process.standardError = standardError
-        process.standardInput = FileHandle.nullDevice
-        let output = self.output
-        process.terminationHandler = { finished in
-            let status = finished.terminationReason == .exit ? finished.terminationStatus : 128 + finished.terminationStatus
-            output.withLock { $0.exitStatus = status }
-        }
-        try process.run()
-        self.process = process
-        pid = process.processIdentifier
-        // Threads of their own (not Dispatch's pool) read each pipe to its end as data comes.
-        for (pipe, isError) in [(standardOutput, false), (standardError, true)] {
-            let handle = pipe.fileHandleForReading
-            Thread {
-                while true {
-                    let data = handle.availableData
-                    if data.isEmpty { break }
-                    output.withLock { isError ? $0.standardError.append(data) : $0.standardOutput.append(data) }
-                }
-            }.start()
-        }
-    }
-
-    /// Complete lines printed on standard output so far.
-    var outputLines: [String] {
-        let text = String(decoding: output.withLock { $0.standardOutput }, as: UTF8.self)
-        return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
-    }
-
-    /// Everything printed on standard error so far.
-    var standardError: String { String(decoding: output.withLock { $0.standardError }, as: UTF8.self) }
-
-    var isRunning: Bool { output.withLock { $0.exitStatus == nil } }
-
-    func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
-
-    /// Kills the process if it still runs (cleanup after a failed expectation).
-    func kill() { if isRunning { signal(SIGKILL) } }
-
-    /// Waits (bounded) for the process to exit and returns its status (128 + signal if killed);
-    /// `nil`, with an issue recorded, if it did not exit in time.
-    func exitStatus(timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation) async -> Int32? {
-        await LabPoll.until("netreach exits", timeout: timeout, sourceLocation: sourceLocation) { !isRunning }
-        // Let the readers take the last bytes the process wrote before exiting.
-        try? await Task.sleep(for: .milliseconds(20))
-        return output.withLock { $0.exitStatus }
+        return try ChildProcess(executable, arguments)
     }
 
     /// The `netreach` built as a dependency of this test target: next to the test bundle in the

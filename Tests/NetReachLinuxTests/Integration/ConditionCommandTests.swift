@@ -1,5 +1,6 @@
 #if os(Linux)
 import Foundation
+import NetReachTestSupport
 import Glibc
 import Testing
 @testable import NetReach
@@ -7,7 +8,7 @@ import Testing
 /// `netreach condition` as users run it: in front of nginx, used by curl and by `netreach get`,
 /// changed with curl through its control API. The same transfers go direct in the same test, so
 /// every check compares with the real thing.
-@Suite("netreach condition in front of nginx, with curl (integration)", .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
+@Suite("netreach condition in front of nginx, with curl (integration)", .offPool, .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
 struct ConditionCommandTests {
     @Test func throughALimitedLinkCurlGetsTheSameBytesLater() async throws { try await offPool { try Self.throughALimitedLinkCurlGetsTheSameBytesLaterBody() } }
 
@@ -37,7 +38,9 @@ struct ConditionCommandTests {
     private static func theControlAPIChangesAListenerWhileItRunsAndLeavesTheOtherAloneBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
-        let condition = try Conditioner.start(["--listen", "a=127.0.0.1:0", "--listen", "b=127.0.0.1:0",
+        // Listener a on an address of its own: while it is down, no other test's server can take
+        // its port there and answer the connection that must be refused.
+        let condition = try Conditioner.start(["--listen", "a=\(otherLoopbackAddress()):0", "--listen", "b=127.0.0.1:0",
                                                "--upstream", "127.0.0.1:\(nginx.port)"])
         defer { condition.stop() }
         let small = try run("/usr/bin/curl", ["-sS", nginx.url("/small.bin")]).outputData
@@ -151,9 +154,8 @@ struct ConditionCommandTests {
         let open = try run(helper(), ["condition", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:80", "--control", "0.0.0.0:0"])
         #expect(open.status == 3 && open.error.contains("loopback only"), "\(open.error)")
 
-        let refusing = try freePort()
         let condition = try Conditioner.start(["--listen", "dead=127.0.0.1:0", "--listen", "live=127.0.0.1:0",
-                                               "--upstream", "127.0.0.1:\(refusing)", "--upstream", "127.0.0.1:\(nginx.port)"])
+                                               "--upstream", "\(otherLoopbackAddress()):9", "--upstream", "127.0.0.1:\(nginx.port)"])
         defer { condition.stop() }
         let dead = try run("/usr/bin/curl", ["-sS", condition.url("/small.bin", listener: "dead")])
         #expect(dead.status == 52 || dead.status == 56, "an empty reply or a reset: \(dead.status) \(dead.error)")
@@ -183,74 +185,30 @@ struct ConditionCommandTests {
     }
 }
 
-/// Runs `body` on threads of its own: these tests wait on processes for seconds, which on the
-/// concurrency pool (two threads on two cores) would starve every async test running beside them
-/// (seen: AsyncHTTPClient streaming tests timing out in CI while such tests waited). The same
-/// task runs it (a task executor preference), so its expectations stay the test's.
-func offPool(_ body: @escaping @Sendable () throws -> Void) async throws {
-    try await withTaskExecutorPreference(ThreadPerJobExecutor()) { try body() }
-}
-
-/// Runs each job on a new thread (these tests have a handful of jobs, each blocking for seconds).
-private final class ThreadPerJobExecutor: TaskExecutor {
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        Thread { job.runSynchronously(on: executor) }.start()
-    }
-}
-
 /// A `netreach-http condition` process: its addresses from the ready line, its later lines kept.
-private final class Conditioner: @unchecked Sendable {
-    // @unchecked: `lines` is behind its lock; the rest is set in init.
-    let process: Process
+private final class Conditioner: Sendable {
+    let process: ChildProcess
     let control: String
     let listeners: [String: String]
-    private let lines = Locked([String]())
-    private let errors = Locked(Data())
 
     /// Starts it with `arguments` (a `--listen 127.0.0.1:0` is added when none is given) and
-    /// `--json`, and waits (at most 10 s) for its ready line.
+    /// `--json`, and waits (at most 30 s) for its ready line.
     static func start(_ arguments: [String]) throws -> Conditioner {
         var arguments = arguments
         if !arguments.contains("--listen") { arguments = ["--listen", "127.0.0.1:0"] + arguments }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try helper())
-        process.arguments = ["condition"] + arguments + ["--json"]
-        process.standardInput = FileHandle.nullDevice
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        return try Conditioner(process: process, output: output, error: error)
+        return try Conditioner(process: ChildProcess(try helper(), ["condition"] + arguments + ["--json"]))
     }
 
-    private init(process: Process, output: Pipe, error: Pipe) throws {
+    private init(process: ChildProcess) throws {
         self.process = process
-        let ready = Locked<[String: Any]?>(nil)
-        let lines = lines, errors = errors
-        Thread {
-            var buffer = Data()
-            while case let chunk = output.fileHandleForReading.availableData, !chunk.isEmpty {
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    lines.withLock { $0.append(line) }
-                    if ready.current == nil, let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] {
-                        ready.withLock { $0 = object }
-                    }
-                }
-            }
-        }.start()
-        Thread { errors.withLock { $0 = error.fileHandleForReading.readDataToEndOfFile() } }.start()
-        let deadline = Date().addingTimeInterval(10)
-        while ready.current == nil && process.isRunning && Date() < deadline { usleep(10_000) }
-        guard let object = ready.current, object["event"] as? String == "ready" else {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            usleep(50_000)
-            throw ConditionerStartError(description: "no ready line: \(String(decoding: errors.current, as: UTF8.self))")
+        let deadline = Date().addingTimeInterval(30)
+        while process.outputLines.isEmpty && process.isRunning && Date() < deadline { usleep(10_000) }
+        guard let line = process.outputLines.first,
+              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              object["event"] as? String == "ready" else {
+            process.kill()
+            _ = process.waitBlocking(timeout: .seconds(10))
+            throw ConditionerStartError(description: "no ready line: \(process.standardOutput) \(process.standardError)")
         }
         control = object["control"] as? String ?? ""
         var listeners: [String: String] = [:]
@@ -276,18 +234,18 @@ private final class Conditioner: @unchecked Sendable {
 
     /// SIGTERM, then its exit status, every JSON line it printed (parsed) and its standard error.
     func stopAndCollect() -> (status: Int32, events: [[String: Any]], error: String) {
-        if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        usleep(100_000)   // the readers reach the end of the pipes
-        let events = lines.current.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        return (process.terminationStatus, events, String(decoding: errors.current, as: UTF8.self))
+        process.terminate()
+        var status = process.waitBlocking(timeout: .seconds(10))
+        if status == nil {
+            process.kill()
+            status = process.waitBlocking(timeout: .seconds(10))
+        }
+        let events = process.outputLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        return (status ?? -1, events, process.standardError)
     }
 
     func stop() {
-        if process.isRunning { process.terminate() }
+        process.terminate()
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,7 +53,7 @@ struct ConnectivityWatchIntegrationTests {
     }
 
     /// Lines of `watch` that say `internet LEVEL`.
-    static func lines(_ watch: NetreachProcess, saying level: String) -> [String] {
+    static func lines(_ watch: ChildProcess, saying level: String) -> [String] {
         watch.outputLines.filter { $0.contains("; internet \(level)") }
     }
 
@@ -61,7 +62,7 @@ struct ConnectivityWatchIntegrationTests {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
             // Through `netreach`: it hands --internet to netreach-http, which enters the namespace.
-            let watch = try NetreachProcess(["watch", "--internet", "--probe", probe, "--family", "4", "--namespace", lab.name])
+            let watch = try NetreachProcess.start(["watch", "--internet", "--probe", probe, "--family", "4", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch shows the portal") { !Self.lines(watch, saying: "portal").isEmpty }
             #expect(Self.lines(watch, saying: "portal").first?.contains("sign in at http://\(ConnectivityCheckIntegrationTests.probeAddress)/login") == true,
@@ -98,7 +99,7 @@ struct ConnectivityWatchIntegrationTests {
     func hysteresis() async throws {
         let script = ProbeScript(.pass)
         try await Self.withProbeServer(script) { lab, probe in
-            let watch = try NetreachProcess(["watch", "--internet", "--probe", probe, "--family", "4",
+            let watch = try NetreachProcess.start(["watch", "--internet", "--probe", probe, "--family", "4",
                                              "--probe-interval", "3s", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch shows full") { !Self.lines(watch, saying: "full").isEmpty }
@@ -122,7 +123,7 @@ struct ConnectivityWatchIntegrationTests {
     func watchJSON() async throws {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
-            let watch = try NetreachProcess(["watch", "--internet", "--json", "--probe", probe, "--namespace", lab.name])
+            let watch = try NetreachProcess.start(["watch", "--internet", "--json", "--probe", probe, "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch shows the portal") { watch.outputLines.contains { $0.contains(#""level":"portal""#) } }
             script.answer(.pass)
@@ -143,7 +144,7 @@ struct ConnectivityWatchIntegrationTests {
     func waitForInternet() async throws {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
-            let wait = try NetreachProcess(["wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "30s", "--namespace", lab.name])
+            let wait = try NetreachProcess.start(["wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "30s", "--namespace", lab.name])
             defer { wait.kill() }
             await LabPoll.until("wait has been answered a portal") { script.since >= 1 }
             try await Task.sleep(for: .milliseconds(200))
@@ -153,7 +154,7 @@ struct ConnectivityWatchIntegrationTests {
             #expect(wait.outputLines.first?.hasSuffix("; internet full (ipv4 full, ipv6 unknown)") == true, "\(wait.outputLines)")
 
             script.answer(.reset)
-            let limited = try NetreachProcess(["wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "2s", "--namespace", lab.name])
+            let limited = try NetreachProcess.start(["wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "2s", "--namespace", lab.name])
             defer { limited.kill() }
             #expect(await limited.exitStatus(timeout: .seconds(10)) == 1)
             #expect(limited.standardError.contains("timed out after 2s: satisfied "), "\(limited.standardError)")
@@ -162,7 +163,7 @@ struct ConnectivityWatchIntegrationTests {
 
             // --timeout 0: the first verdict decides.
             script.answer(.pass)
-            let once = try NetreachProcess(["wait", "--internet", "--probe", probe, "--timeout", "0", "--quiet", "--namespace", lab.name])
+            let once = try NetreachProcess.start(["wait", "--internet", "--probe", probe, "--timeout", "0", "--quiet", "--namespace", lab.name])
             defer { once.kill() }
             #expect(await once.exitStatus(timeout: .seconds(10)) == 0, "\(once.standardError)")
             #expect(once.outputLines.isEmpty, "--quiet")

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import Testing
 #if canImport(Glibc)
@@ -63,7 +64,7 @@ struct DestinationIntegrationTests {
     private static func netreachInLab(_ lab: NetnsLab, _ arguments: [String]) async throws -> (status: Int32?, output: [String], error: String) {
         defer { EtcNetns.remove(for: lab) }
         try EtcNetns.writeResolvConf("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", for: lab)
-        let process = try NetreachProcess(arguments, inNamespace: lab.name)
+        let process = try NetreachProcess.start(arguments, inNamespace: lab.name)
         defer { process.kill() }
         let status = await process.exitStatus(timeout: .seconds(30))
         return (status, process.outputLines, process.standardError)
@@ -94,7 +95,7 @@ struct DestinationIntegrationTests {
             try await lab.ip("link", "del", NetnsLab.interface)   // nothing left but lo
             let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
             defer { server.stop() }
-            let get = try NetreachProcess(
+            let get = try NetreachProcess.start(
                 ["get", "--wait-for-connectivity", "--json", "--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
                 inNamespace: lab.name)
             defer { get.kill() }

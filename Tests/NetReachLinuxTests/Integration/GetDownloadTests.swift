@@ -1,5 +1,6 @@
 #if os(Linux)
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import Testing
 
@@ -10,7 +11,7 @@ import Glibc
 /// `netreach get -o` against nginx on 127.0.0.1, compared with curl on the same files in the same
 /// run: bytes, resuming, what an error status does to the file, owners and modes, and device nodes
 /// (in a private mount namespace, never the machine's /dev).
-@Suite("netreach get -o against nginx and curl (integration)", .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
+@Suite("netreach get -o against nginx and curl (integration)", .offPool, .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
 struct GetDownloadTests {
     @Test func aDownloadIsByteForByteWhatCurlGets() async throws { try await offPool { try Self.aDownloadIsByteForByteWhatCurlGetsBody() } }
 
@@ -168,7 +169,7 @@ struct Nginx {
     let scratch: String
     let port: Int
     let tlsPort: Int
-    let process: Process
+    let process: ChildProcess
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
     func tlsURL(_ path: String) -> String { "https://127.0.0.1:\(tlsPort)\(path)" }
@@ -177,21 +178,15 @@ struct Nginx {
     static func start(tls: Bool = false) throws -> Nginx {
         let scratch = NSTemporaryDirectory() + "netreach-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch + "/root/slow", withIntermediateDirectories: true)
-        var generator = SystemRandomNumberGenerator()
-        let bytes = Data((0..<fileSize).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let bytes = try randomBytes(fileSize)
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/file.bin"))
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/slow/file.bin"))
         try bytes.prefix(smallSize).write(to: URL(fileURLWithPath: scratch + "/root/small.bin"))
         if tls {
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                                 "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
-                                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
-            openssl.standardOutput = FileHandle.nullDevice
-            openssl.standardError = FileHandle.nullDevice
-            try openssl.run()
-            openssl.waitUntilExit()
+            let made = try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                                "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
+                                                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+            guard made.status == 0 else { throw NginxError(log: "openssl: \(made.error)") }
         }
         for attempt in 0..<5 {
             let port = try freePort()
@@ -226,22 +221,17 @@ struct Nginx {
                 }
                 """
             try config.write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-            process.arguments = ["-c", scratch + "/nginx.conf", "-p", scratch]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // Ready when it accepts a connection (bounded: 5 s).
-            let deadline = Date().addingTimeInterval(5)
+            let process = try ChildProcess("/usr/sbin/nginx", ["-c", scratch + "/nginx.conf", "-p", scratch], output: .null, error: .null)
+            // Ready when it accepts a connection (bounded: 10 s).
+            let deadline = Date().addingTimeInterval(10)
             while Date() < deadline && process.isRunning {
                 if canConnect(port: port) && (!tls || canConnect(port: tlsPort)) {
                     return Nginx(scratch: scratch, port: port, tlsPort: tlsPort, process: process)
                 }
                 usleep(20_000)
             }
-            process.terminate()
-            process.waitUntilExit()
+            process.kill()
+            _ = process.waitBlocking(timeout: .seconds(10))
             if attempt == 4 { break }
         }
         throw NginxError(log: (try? String(contentsOfFile: scratch + "/error.log", encoding: .utf8)) ?? "")
@@ -249,7 +239,8 @@ struct Nginx {
 
     func stop() {
         process.terminate()
-        process.waitUntilExit()
+        if process.waitBlocking(timeout: .seconds(5)) == nil { process.kill() }
+        _ = process.waitBlocking(timeout: .seconds(10))
         try? FileManager.default.removeItem(atPath: scratch)
     }
 }
@@ -299,24 +290,20 @@ struct RunResult {
 
 /// Runs `executable` with `arguments` to its end (killed after 60 s), collecting both outputs.
 func run(_ executable: String, _ arguments: [String]) throws -> RunResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardInput = FileHandle.nullDevice
-    let output = Pipe(), error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: killer)
-    let errorData = Locked(Data())
-    let errorReader = Thread { errorData.withLock { $0 = error.fileHandleForReading.readDataToEndOfFile() } }
-    errorReader.start()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    killer.cancel()
-    while errorReader.isExecuting || !errorReader.isFinished { usleep(1_000) }
-    return RunResult(status: process.terminationStatus, outputData: outputData,
-                     error: String(decoding: errorData.current, as: UTF8.self))
+    let child = try ChildProcess(executable, arguments)
+    var status = child.waitBlocking(timeout: .seconds(60))
+    if status == nil {
+        child.kill()
+        status = child.waitBlocking(timeout: .seconds(10))
+    }
+    return RunResult(status: status ?? -1, outputData: child.output, error: child.standardError)
+}
+
+/// A test file's worth of random bytes, read from the kernel (building them one `UInt8.random`
+/// at a time took seconds in a debug build).
+func randomBytes(_ count: Int) throws -> Data {
+    let source = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/urandom"))
+    defer { try? source.close() }
+    return try source.read(upToCount: count) ?? Data()
 }
 #endif

@@ -63,6 +63,13 @@ final class PathLog: Sendable {
     var isFinished: Bool { state.withLock { $0.finished } }
     /// The sequence as (status, reason) steps, which is what the tests specify.
     var steps: [PathStep] { paths.map(PathStep.init) }
+
+    /// ``steps`` once there are at least `count` of them (waiting at most `timeout`): a stream's
+    /// consumer runs on its own task, so its log trails `currentPath`.
+    func steps(awaiting count: Int, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation) async -> [PathStep] {
+        await LabPoll.until("the log holds \(count) paths", timeout: timeout, sourceLocation: sourceLocation) { self.count >= count }
+        return steps
+    }
 }
 
 /// The part of a path the specification talks about: status and reason.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,20 +43,16 @@ struct NamespaceLifetimeIntegrationTests {
 
     @Test func theNamespaceOfAProcessThatExitsIsGone() async throws {
         try await NetnsLab.withLab { lab in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: LabCommand.ipExecutable)
-            process.arguments = ["netns", "exec", lab.name, "sleep", "60"]
-            try process.run()
-            // SIGKILL: a child spawned from a pool thread inherits its blocked signals, SIGTERM among them.
-            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            let process = try ChildProcess(LabCommand.ipExecutable, ["netns", "exec", lab.name, "sleep", "60"])
+            defer { process.kill() }
             // `ip netns exec` execs sleep in the same process once it has entered the namespace.
-            let namespace = NetworkNamespace.process(process.processIdentifier)
+            let namespace = NetworkNamespace.process(process.pid)
             await LabPoll.until("the process is in the lab's namespace") { Self.sameNamespace(namespace.path, lab.namespace.path) }
             let monitor = PathMonitor(namespace: namespace)
             monitor.start(queue: DispatchQueue(label: "process-namespace"))
             defer { monitor.cancel() }
             #expect(monitor.currentPath.isLabIPv4Satisfied, "\(monitor.currentPath)")
-            kill(process.processIdentifier, SIGKILL)
+            process.kill()
             await LabPoll.until("the monitor reports the namespace gone") { monitor.currentPath.unsatisfiedReason == .monitorUnavailable }
             #expect(monitor.failure == .namespaceGone(path: namespace.path))
         }
@@ -63,7 +60,7 @@ struct NamespaceLifetimeIntegrationTests {
 
     @Test func watchSaysSoAndExitsTwoWhenItsNamespaceIsDeleted() async throws {
         try await NetnsLab.withLab { lab in
-            let watch = try NetreachProcess(["watch", "--namespace", lab.name])
+            let watch = try NetreachProcess.start(["watch", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch printed the first path") { watch.outputLines.count >= 1 }
             try await LabCommand.ip(["netns", "del", lab.name])

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 #if canImport(Glibc)
 import Glibc
@@ -241,8 +242,7 @@ enum LabError: Error, CustomStringConvertible {
     }
 }
 
-/// Runs programs with Foundation.Process, off the Swift concurrency pool (each is waited for on a
-/// thread of its own), checking the exit status.
+/// Runs programs (``ChildProcess``) off the Swift concurrency pool, checking the exit status.
 enum LabCommand {
     static let ipExecutable: String = {
         let candidates = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
@@ -257,42 +257,17 @@ enum LabCommand {
 
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            // A thread of its own, not Dispatch's pool: blocked workers make that pool grow only
-            // after about a second, which stalled parallel tests.
-            Thread {
-                continuation.resume(with: Result { try runBlocking(executable, arguments) })
-            }.start()
-        }
+        try await offPool { try runBlocking(executable, arguments) }
     }
 
     /// Runs a program to completion on the calling thread.
     static func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read standard error on another thread so neither pipe can fill up and stall the child.
-        let errorText = Locked(Data())
-        let errorsRead = DispatchSemaphore(value: 0)
-        Thread {
-            let data = errors.fileHandleForReading.readDataToEndOfFile()
-            errorText.withLock { $0 = data }
-            errorsRead.signal()
-        }.start()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        errorsRead.wait()
-        process.waitUntilExit()
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+        let finished = try ChildProcess.runBlocking(executable, arguments)
+        guard finished.status == 0 else {
             throw LabError.commandFailed(
-                arguments: [executable] + arguments, status: process.terminationStatus,
-                standardError: String(decoding: errorText.withLock { $0 }, as: UTF8.self)
-                    .trimmingCharacters(in: .whitespacesAndNewlines))
+                arguments: [executable] + arguments, status: finished.status,
+                standardError: finished.standardError.trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        return String(decoding: outputData, as: UTF8.self)
+        return finished.standardOutput
     }
 }

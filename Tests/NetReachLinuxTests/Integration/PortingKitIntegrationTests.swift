@@ -1,12 +1,13 @@
 import Dispatch
 import Foundation
+import NetReachTestSupport
 import NetReach
 import NetReachNetwork
 import Testing
 
 /// `NWPathMonitor` (the porting kit) on the kernel, in a lab namespace: what Apple-platform code
 /// reads through it agrees with `ip route get`, from any thread, while routes change.
-@Suite("NWPathMonitor on the kernel (integration)", .needsNamespaceRoot, .serialized, .timeLimit(.minutes(2)))
+@Suite("NWPathMonitor on the kernel (integration)", .offPool, .needsNamespaceRoot, .serialized, .timeLimit(.minutes(2)))
 struct PortingKitIntegrationTests {
     /// The lab's monitor through Network.framework's API, `veth0` classified as Wi-Fi.
     static func wifiMonitor(in lab: NetnsLab) -> NWPathMonitor {

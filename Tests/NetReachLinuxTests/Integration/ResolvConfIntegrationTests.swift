@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import Testing
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// `supportsDNS` follows resolv.conf through the inotify watch on its directory, including the
 /// rename and symlink swaps resolvers make (LinuxPathSemantics.md, "DNS").
-@Suite("resolv.conf changes (integration)", .needsNamespaceRoot)
+@Suite("resolv.conf changes (integration)", .offPool, .needsNamespaceRoot)
 struct ResolvConfIntegrationTests {
     private static func startedMonitor(in lab: NetnsLab, resolvedUpstreamPath: String? = nil) -> PathMonitor {
         var configuration = SystemPathSource.Configuration(namespace: lab.namespace, resolvConfPath: lab.resolvConfPath)

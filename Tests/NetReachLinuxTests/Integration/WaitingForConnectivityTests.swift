@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 @testable import NetReach
 import Testing
 #if canImport(Glibc)
@@ -43,7 +44,7 @@ struct WaitingForConnectivityTests {
             }
             defer { monitor.cancel() }
 
-            let get = try NetreachProcess(
+            let get = try NetreachProcess.start(
                 ["get", "--wait-for-connectivity", "--json", "--timeout", "60s", Self.url(server, "/hello")],
                 inNamespace: lab.name)
             defer { get.kill() }
@@ -85,19 +86,20 @@ struct WaitingForConnectivityTests {
             let server = try await Self.startServer(for: lab)
             defer { server.stop() }
             let started = ContinuousClock.now
-            // Ten retries of back-off (0.5 s doubling, capped at 30 s, jittered) would almost surely
-            // run into the 60 s --timeout: failing well inside 10 s shows none is spent on a path
-            // that is not there.
-            let get = try NetreachProcess(
-                ["get", "--json", "--retries", "10", "--timeout", "60s", Self.url(server, "/hello")], inNamespace: lab.name)
+            // Ten retries of back-off (0.5 s doubling, capped at 30 s, jittered) would take minutes,
+            // into the 600 s --timeout: no attempt made and an end well inside a minute show that
+            // none is spent on a path that is not there.
+            let get = try NetreachProcess.start(
+                ["get", "--json", "--retries", "10", "--timeout", "600s", Self.url(server, "/hello")], inNamespace: lab.name)
             defer { get.kill() }
-            let status = await get.exitStatus(timeout: .seconds(20))
+            let status = await get.exitStatus(timeout: .seconds(90))
             let elapsed = ContinuousClock.now - started
             #expect(status == 4, "exit 4 is 'not connected'; standard error: \(get.standardError)")
-            #expect(elapsed < .seconds(10), "took \(elapsed): no back-off should be spent on a missing path")
+            #expect(elapsed < .seconds(60), "took \(elapsed): no back-off should be spent on a missing path")
             let error = get.outputLines.last.flatMap(Self.jsonObject)
             #expect(error?["event"] as? String == "error", "\(get.outputLines)")
             #expect(error?["kind"] as? String == "notConnected")
+            #expect(error?["attempts"] as? Int == 1, "\(get.outputLines)")
             #expect((error?["reason"] as? String)?.contains("no default route") == true)
             let path = error?["path"] as? [String: Any]
             #expect(path?["status"] as? String == "unsatisfied")
@@ -111,7 +113,7 @@ struct WaitingForConnectivityTests {
             let server = try await Self.startServer(for: lab)
             defer { server.stop() }
             let started = ContinuousClock.now
-            let get = try NetreachProcess(
+            let get = try NetreachProcess.start(
                 ["get", "--wait-for-connectivity", "--timeout", "1s", Self.url(server, "/hello")], inNamespace: lab.name)
             defer { get.kill() }
             let status = await get.exitStatus(timeout: .seconds(10))
