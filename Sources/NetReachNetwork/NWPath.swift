@@ -23,6 +23,24 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
         case requiresConnection
     }
 
+    /// How good the link under the path is, as Network.framework's `NWPath.LinkQuality` (macOS and
+    /// iOS 26): for tuning the first settings of algorithms that scale with the network, never
+    /// for deciding whether to try a connection.
+    ///
+    /// Linux keeps no per-link quality estimate (Apple's comes from its Wi-Fi and cellular
+    /// drivers), so paths from the kernel always say ``unknown``, Apple's value for "no
+    /// measurement available"; a test can build a path with any value.
+    public enum LinkQuality: Sendable, Hashable {
+        /// No link quality measurement is available (always, on Linux).
+        case unknown
+        /// Link quality is minimal.
+        case minimal
+        /// Link quality is moderate.
+        case moderate
+        /// Link quality is good.
+        case good
+    }
+
     /// Why a path is unsatisfied, with Network.framework's cases.
     ///
     /// Linux has no per-app Wi-Fi, cellular or local-network permissions and no on-demand VPN, so
@@ -54,6 +72,12 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
     public let isExpensive: Bool
     /// Whether the path uses an interface configured as constrained (Linux has no Low Data Mode).
     public let isConstrained: Bool
+    /// Whether the path uses an interface the user marked as ultra-constrained (macOS and iOS 26).
+    /// Linux has no such preference: always `false`.
+    public var isUltraConstrained: Bool { false }
+    /// The quality of the link the path uses (macOS and iOS 26): ``LinkQuality/unknown`` on
+    /// Linux, which keeps no estimate.
+    public let linkQuality: LinkQuality
     /// Whether IPv4 traffic can be routed.
     public let supportsIPv4: Bool
     /// Whether IPv6 traffic can be routed.
@@ -77,11 +101,13 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
         supportsIPv4: Bool = false,
         supportsIPv6: Bool = false,
         supportsDNS: Bool = false,
-        gateways: [NWEndpoint] = []
+        gateways: [NWEndpoint] = [],
+        linkQuality: LinkQuality = .unknown
     ) {
         self.init(status: status, unsatisfiedReason: unsatisfiedReason, linuxUnsatisfiedReason: nil,
                   availableInterfaces: availableInterfaces, isExpensive: isExpensive, isConstrained: isConstrained,
-                  supportsIPv4: supportsIPv4, supportsIPv6: supportsIPv6, supportsDNS: supportsDNS, gateways: gateways)
+                  supportsIPv4: supportsIPv4, supportsIPv6: supportsIPv6, supportsDNS: supportsDNS, gateways: gateways,
+                  linkQuality: linkQuality)
     }
 
     /// The path NetReach evaluated, in Network.framework's terms.
@@ -96,13 +122,13 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
                   availableInterfaces: path.availableInterfaces.map(NWInterface.init),
                   isExpensive: path.isExpensive, isConstrained: path.isConstrained,
                   supportsIPv4: path.supportsIPv4, supportsIPv6: path.supportsIPv6, supportsDNS: path.supportsDNS,
-                  gateways: path.gateways.map(NWEndpoint.init(gateway:)))
+                  gateways: path.gateways.map(NWEndpoint.init(gateway:)), linkQuality: .unknown)
     }
 
     private init(
         status: Status, unsatisfiedReason: UnsatisfiedReason, linuxUnsatisfiedReason: NetReach.UnsatisfiedReason?,
         availableInterfaces: [NWInterface], isExpensive: Bool, isConstrained: Bool,
-        supportsIPv4: Bool, supportsIPv6: Bool, supportsDNS: Bool, gateways: [NWEndpoint]
+        supportsIPv4: Bool, supportsIPv6: Bool, supportsDNS: Bool, gateways: [NWEndpoint], linkQuality: LinkQuality
     ) {
         self.status = status
         self.unsatisfiedReason = unsatisfiedReason
@@ -114,6 +140,7 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
         self.supportsIPv6 = supportsIPv6
         self.supportsDNS = supportsDNS
         self.gateways = gateways
+        self.linkQuality = linkQuality
     }
 
     /// Whether traffic on this path goes over an interface of `type`, as on Apple platforms: the

@@ -1,4 +1,7 @@
-import Dispatch
+// `import Network` brings Dispatch on Apple platforms (its headers include <dispatch/dispatch.h>),
+// and ported files use `DispatchQueue` with no other import: this module brings it too. Not
+// Foundation: Network does not re-export it.
+@_exported import Dispatch
 import NetReach
 
 /// Watches the network path, as Network.framework's `NWPathMonitor`, backed by NetReach's

@@ -22,6 +22,7 @@ package enum PathFormatting {
         if !path.gateways.isEmpty {
             words += ["gw", path.gateways.map(\.description).joined(separator: ",")]
         }
+        if path.isMultipath { words.append("multipath") }
         return words.joined(separator: " ")
     }
 
@@ -56,6 +57,7 @@ package enum PathFormatting {
             ("dns", yesNo(path.supportsDNS)),
             ("expensive", yesNo(path.isExpensive)),
             ("constrained", yesNo(path.isConstrained)),
+            ("multipath", yesNo(path.isMultipath)),
             ("gateways", gateways.isEmpty ? "none" : gateways),
         ]
         let width = rows.map(\.0.count).max()! + 1

@@ -11,7 +11,7 @@ package struct StatusCommand: ParsableCommand {
         usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]",   // no "...": see WaitCommand
         discussion: """
             Prints one `key: value` line per property (status, reason, interfaces with their \
-            types, ipv4, ipv6, dns, expensive, constrained, gateways); every key is always \
+            types, ipv4, ipv6, dns, expensive, constrained, multipath, gateways); every key is always \
             present. With --json, prints exactly one JSON object on one line instead, whose \
             keys and values Docs/netreach-json.schema.json (a JSON Schema, in the netreach \
             sources) describes; unsatisfiedReason is null when the path is satisfied.

@@ -82,8 +82,7 @@ struct GetForwardingTests {
         while true {
             do {
                 return try run(executable, arguments, path: path)
-            } catch let error as NSError where ContinuousClock.now < deadline
-                && (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY) {
+            } catch ChildProcessError.spawn(_, ETXTBSY) where ContinuousClock.now < deadline {
                 usleep(20_000)
             }
         }

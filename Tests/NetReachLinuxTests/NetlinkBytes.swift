@@ -104,7 +104,10 @@ struct NetlinkBytes {
     static let newLink = UInt16(RTM_NEWLINK), deleteLink = UInt16(RTM_DELLINK)
     static let newAddress = UInt16(RTM_NEWADDR), deleteAddress = UInt16(RTM_DELADDR)
     static let newRoute = UInt16(RTM_NEWROUTE), deleteRoute = UInt16(RTM_DELROUTE)
-    static let newNeighbour = UInt16(RTM_NEWNEIGH)
+    static let newNeighbour = UInt16(RTM_NEWNEIGH), deleteNeighbour = UInt16(RTM_DELNEIGH)
+    static let newNetconf = UInt16(RTM_NEWNETCONF), newQdisc = UInt16(RTM_NEWQDISC)
+    /// From <linux/neighbour.h>, which the C module does not include: NDA_DST, NDA_LLADDR, NUD_FAILED.
+    static let ndaDst: UInt16 = 1, ndaLladdr: UInt16 = 2, nudFailed: UInt16 = 0x20
     static let multi = UInt16(NLM_F_MULTI), dumpInterrupted = UInt16(NLM_F_DUMP_INTR), replace = UInt16(NLM_F_REPLACE)
 
     static let up = UInt32(IFF_UP), running = UInt32(IFF_RUNNING), loopback = UInt32(IFF_LOOPBACK)

@@ -41,8 +41,55 @@ struct RouteQueryTests {
             .u32(NetlinkBytes.rtaTable, 51820), .u32(NetlinkBytes.rtaOif, 5),
             .address(NetlinkBytes.rtaGateway, "10.9.0.1"), .address(UInt16(RTA_PREFSRC.rawValue), "10.9.0.2"),
         ])
-        #expect(answer(reply) == RouteQuery.Answer(lookup: .route(.init(
-            interfaceIndex: 5, gateway: IPAddress("10.9.0.1"), source: IPAddress("10.9.0.2"), table: 51820))))
+        #expect(answer(reply)?.lookup == .route(.init(
+            interfaceIndex: 5, gateway: IPAddress("10.9.0.1"), source: IPAddress("10.9.0.2"), table: 51820)))
+    }
+
+    @Test func aRequestFromASourceCarriesItAsRTASrc() {
+        // `ip route get 2001:db8:ffff::77 from 2001:db8:123::2 fibmatch`
+        let request = RouteQuery.request(for: IPAddress("2001:db8:ffff::77")!, source: IPAddress("2001:db8:123::2"),
+                                         interfaceIndex: nil, fibMatch: true, sequence: 3)
+        #expect(request.count == 16 + 12 + 20 + 20)
+        #expect(request[16] == UInt8(AF_INET6) && request[17] == 128 && request[18] == 128, "dst_len and src_len")
+        #expect(Array(request[48..<52]) == NetlinkBytes.hostOrder(UInt16(20)) + NetlinkBytes.hostOrder(UInt16(RTA_SRC.rawValue)))
+        #expect(Array(request[52..<68]) == IPAddress("2001:db8:123::2")!.bytes)
+        // A source of the other family is no source at all.
+        let mixed = RouteQuery.request(for: IPAddress("8.8.8.8")!, source: IPAddress("2001:db8:123::2"), interfaceIndex: nil, sequence: 4)
+        #expect(mixed.count == 16 + 12 + 8 && mixed[18] == 0)
+    }
+
+    @Test func aTableEntryTellsItsPrefixLength() {
+        // `ip route get fibmatch 8.8.8.8` answers with the entry itself: `default` is /0, a host route /32.
+        let entry = NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence,
+                                           body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 0),
+                                           attributes: [.u32(NetlinkBytes.rtaOif, 2), .address(NetlinkBytes.rtaGateway, "10.123.0.1")])
+        #expect(answer(entry)?.prefixLength == 0)
+        let blackhole = NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence,
+                                               body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32, type: NetlinkBytes.blackhole),
+                                               attributes: [.address(NetlinkBytes.rtaDst, "8.8.8.8")])
+        #expect(answer(blackhole) == RouteQuery.Answer(lookup: .refused(.blackhole), prefixLength: 32))
+    }
+
+    @Test func aMultipathEntryStandsForItsFirstLiveLegWithEveryLegBeside() {
+        // Legs: via 10.123.0.1 dev #2 (dead: RTNH_F_DEAD | RTNH_F_LINKDOWN), via 10.124.0.1 dev #3.
+        func leg(_ index: Int32, _ gateway: String, flags: UInt8) -> [UInt8] {
+            let encoded = NetlinkBytes.Attribute.address(NetlinkBytes.rtaGateway, gateway).encoded
+            return NetlinkBytes.hostOrder(UInt16(8 + encoded.count)) + [flags, 0] + NetlinkBytes.hostOrder(index) + encoded
+        }
+        let legs = NetlinkBytes.Attribute.raw(NetlinkBytes.rtaMultipath, leg(2, "10.123.0.1", flags: 0x11) + leg(3, "10.124.0.1", flags: 0))
+        let entry = NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence,
+                                           body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 0),
+                                           attributes: [.u32(NetlinkBytes.rtaTable, 254), legs])
+        let expected = RouteLookup.route(.init(interfaceIndex: 3, gateway: IPAddress("10.124.0.1"), nextHops: [
+            .init(interfaceIndex: 2, gateway: IPAddress("10.123.0.1"), isDead: true),
+            .init(interfaceIndex: 3, gateway: IPAddress("10.124.0.1")),
+        ]))
+        #expect(answer(entry)?.lookup == expected)
+        // A leg whose length runs past the attribute: the entry cannot be read, so it is no route.
+        let broken = NetlinkBytes.Attribute.raw(NetlinkBytes.rtaMultipath, NetlinkBytes.hostOrder(UInt16(200)) + [0, 0] + NetlinkBytes.hostOrder(Int32(2)))
+        let lying = NetlinkBytes().message(NetlinkBytes.newRoute, sequence: Self.sequence,
+                                           body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 0), attributes: [broken])
+        #expect(answer(lying)?.lookup == .failed(errno: EBADMSG))
     }
 
     @Test func anIPv6GatewayOfAnIPv4RouteComesInRTAVia() {

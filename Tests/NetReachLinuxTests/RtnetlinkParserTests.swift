@@ -300,8 +300,50 @@ struct RtnetlinkParserControlTests {
     }
 
     @Test func unusedMessageTypeIsOther() throws {
-        let buffer = NetlinkBytes().message(NL.newNeighbour, body: [UInt8](repeating: 0, count: 12))
-        #expect(try onlyMessage(buffer) == .other(type: NL.newNeighbour))
+        let newQdisc = NL.newQdisc
+        let buffer = NetlinkBytes().message(newQdisc, body: [UInt8](repeating: 0, count: 20))
+        #expect(try onlyMessage(buffer) == .other(type: newQdisc))
+    }
+
+    /// `struct ndmsg { u8 family; u8 pad1; u16 pad2; s32 ifindex; u16 state; u8 flags; u8 type; }`
+    private static func ndmsg(family: UInt8, state: UInt16 = NL.nudFailed) -> [UInt8] {
+        [family, 0, 0, 0] + NL.hostOrder(Int32(2)) + NL.hostOrder(state) + [0, 1]
+    }
+
+    @Test func aNeighbourChangeNamesItsAddress() throws {
+        let failed = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: NL.inet6),
+                                            attributes: [.address(NL.ndaDst, "fe80::1")])
+        #expect(try onlyMessage(failed) == .neighbour(IPAddress("fe80::1")!))
+        let gone = NetlinkBytes().message(NL.deleteNeighbour, body: Self.ndmsg(family: NL.inet, state: 0),
+                                          attributes: [.address(NL.ndaDst, "10.123.0.1")])
+        #expect(try onlyMessage(gone) == .neighbour(IPAddress("10.123.0.1")!))
+    }
+
+    @Test func aBridgeForwardingEntryOrANeighbourWithoutAddressIsNotANeighbour() throws {
+        // AF_BRIDGE (7) entries share RTNLGRP_NEIGH; their NDA_LLADDR is no IP address.
+        let bridge = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: 7),
+                                            attributes: [.raw(NL.ndaLladdr, [2, 0, 0, 0, 0, 1])])
+        #expect(try onlyMessage(bridge) == .other(type: NL.newNeighbour))
+        let bare = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: NL.inet))
+        #expect(try onlyMessage(bare) == .other(type: NL.newNeighbour))
+    }
+
+    @Test func aNeighbourWithAMalformedAddressOrBodyIsAnError() {
+        let wrongSize = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: NL.inet),
+                                               attributes: [.raw(NL.ndaDst, [10, 0, 0])])
+        let short = NetlinkBytes().message(NL.newNeighbour, body: [2, 0, 0, 0])
+        for buffer in [wrongSize, short] {
+            let results = RtnetlinkParser.parse(buffer.bytes)
+            #expect(results.count == 1)
+            if case .success(let envelope)? = results.first { Issue.record("parsed \(String(describing: envelope.message))") }
+        }
+    }
+
+    @Test func aNetconfChangeIsANetworkConfigurationChange() throws {
+        // struct netconfmsg { u8 family; } then NETCONFA_* attributes.
+        let netconf = NetlinkBytes().message(NL.newNetconf, body: [NL.inet],
+                                             attributes: [.u32(1 /* NETCONFA_IFINDEX */, UInt32(bitPattern: -1))])
+        #expect(try onlyMessage(netconf) == .networkConfiguration)
     }
 
     @Test func severalMessagesInOneBufferParseInOrder() throws {

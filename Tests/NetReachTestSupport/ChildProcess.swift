@@ -173,7 +173,7 @@ public final class ChildProcess: @unchecked Sendable {
         guard spawned == 0 else {
             readers.forEach { close($0.fd) }
             if inputWriter >= 0 { close(inputWriter) }
-            throw ChildProcessError.spawn(description, String(cString: strerror(spawned)))
+            throw ChildProcessError.spawn(description, errno: spawned)
         }
         pid = child
         state = ChildState()
@@ -385,7 +385,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// A pipe whose ends close on exec (only the copies dup2 makes reach the child).
     private static func pipe() throws -> (read: Int32, write: Int32) {
         var ends: [Int32] = [-1, -1]
-        guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError.spawn("pipe", String(cString: strerror(errno))) }
+        guard Glibc.pipe(&ends) == 0 else { throw ChildProcessError.spawn("pipe", errno: errno) }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         return (ends[0], ends[1])
     }
@@ -466,12 +466,14 @@ private final class ChildState: @unchecked Sendable {
 }
 
 public enum ChildProcessError: Error, CustomStringConvertible {
-    case spawn(String, String)
+    /// `posix_spawn` (or a pipe for it) failed with this `errno`, such as ETXTBSY for a program
+    /// another process still has open for writing.
+    case spawn(String, errno: Int32)
     case timedOut(String, Duration, String)
 
     public var description: String {
         switch self {
-        case .spawn(let command, let reason): "cannot start \(command): \(reason)"
+        case .spawn(let command, let code): "cannot start \(command): \(String(cString: strerror(code)))"
         case .timedOut(let command, let timeout, let diagnosis): "\(command) did not exit within \(timeout): \(diagnosis)"
         }
     }

@@ -41,6 +41,31 @@ struct RouteLookupEvaluationTests {
         #expect(path.availableInterfaces.map(\.name) == ["wg0", "eth0"])
     }
 
+    @Test func aMultipathRouteListsEveryLiveLegItsLookupPickedFirst() {
+        // `default nexthop via 192.0.2.1 dev eth0 nexthop via 198.51.100.1 dev wlan0 nexthop via
+        // 203.0.113.1 dev wwan0 dead`; this flow hashed to the wlan0 leg.
+        let legs: [RouteLookup.NextHop] = [
+            .init(interfaceIndex: 2, gateway: ip("192.0.2.1")),
+            .init(interfaceIndex: 3, gateway: ip("198.51.100.1")),
+            .init(interfaceIndex: 4, gateway: ip("203.0.113.1"), isDead: true),
+        ]
+        var snapshot = wired([.ipv4: .route(.init(interfaceIndex: 3, gateway: ip("198.51.100.1"), source: ip("198.51.100.10"),
+                                                  nextHops: legs))])
+        snapshot.links[3] = wlan0
+        snapshot.links[4] = wwan0
+        let path = PathEvaluator.evaluate(snapshot)
+        #expect(path.isMultipath)
+        #expect(path.availableInterfaces.map(\.name) == ["wlan0", "eth0"], "the dead leg is no leg")
+        #expect(path.gateways == [ip("198.51.100.1"), ip("192.0.2.1")])
+        #expect(path.description.hasSuffix("multipath"), "\(path)")
+        // A leg through an interface the requirements exclude carries none of this monitor's traffic.
+        let noWired = PathEvaluator.evaluate(snapshot, requirements: .init(prohibitedInterfaceTypes: [.wiredEthernet]))
+        #expect(!noWired.isMultipath && noWired.availableInterfaces.map(\.name) == ["wlan0"], "\(noWired)")
+        // One leg is no multipath.
+        let single = PathEvaluator.evaluate(wired([.ipv4: via(2, gateway: "192.0.2.1", source: "192.0.2.10")]))
+        #expect(!single.isMultipath)
+    }
+
     @Test(arguments: [RouteLookup.Refusal.unreachable, .blackhole, .prohibit])
     func aRefusingRouteOrRuleIsUnsatisfied(_ refusal: RouteLookup.Refusal) {
         let path = PathEvaluator.evaluate(wired([.ipv4: .refused(refusal), .ipv6: .noRoute]))

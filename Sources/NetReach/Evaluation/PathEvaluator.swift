@@ -68,6 +68,8 @@ public enum PathEvaluator {
     struct Use {
         var interface: NetworkInterface
         var gateway: IPAddress?
+        /// The other live legs of a multipath route (the kernel spreads flows over all of them).
+        var otherLegs: [(interface: NetworkInterface, gateway: IPAddress?)] = []
     }
 
     struct Failure {
@@ -104,10 +106,15 @@ public enum PathEvaluator {
                 return .unsatisfied(reasons.max { $0.weight < $1.weight }?.reason ?? .noInterface)
             }
             var inUse: [NetworkInterface] = []
-            for use in used where !inUse.contains(use.interface) { inUse.append(use.interface) }
+            for use in used {
+                for interface in [use.interface] + use.otherLegs.map(\.interface) where !inUse.contains(interface) {
+                    inUse.append(interface)
+                }
+            }
             let (standby, standbyGateways) = withStandby ? standbyInterfaces(excluding: Set(inUse.map(\.index))) : ([], [])
             var gateways: [IPAddress] = []
-            for gateway in used.compactMap(\.gateway) + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
+            let usedGateways = used.flatMap { [$0.gateway] + $0.otherLegs.map(\.gateway) }.compactMap { $0 }
+            for gateway in usedGateways + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
             let usable = Set(verdicts.filter { $0.verdict.usable != nil }.map(\.family))
             return NetworkPath(
                 status: .satisfied,
@@ -117,7 +124,8 @@ public enum PathEvaluator {
                 supportsIPv4: usable.contains(.ipv4),
                 supportsIPv6: usable.contains(.ipv6),
                 supportsDNS: !snapshot.nameservers.isEmpty,
-                gateways: gateways
+                gateways: gateways,
+                isMultipath: used.contains { !$0.otherLegs.isEmpty }
             )
         }
 
@@ -200,8 +208,17 @@ public enum PathEvaluator {
                 guard let source = route.source, linkLocalDestination || !source.isLinkLocal else {
                     return .unusable(Failure(reason: .noAddress, fromRoute: true))
                 }
+                // The legs of a multipath route that can carry traffic too: not dead, through a
+                // link with carrier that the requirements allow.
+                var otherLegs: [(interface: NetworkInterface, gateway: IPAddress?)] = []
+                for leg in route.nextHops where !leg.isDead && (leg.interfaceIndex, leg.gateway) != (route.interfaceIndex, route.gateway) {
+                    guard let legLink = snapshot.links[leg.interfaceIndex], legLink.isOperational else { continue }
+                    let legType = classification.type(of: legLink)
+                    guard requirements.allows(legType) else { continue }
+                    otherLegs.append((NetworkInterface(name: legLink.name, index: legLink.index, type: legType), leg.gateway))
+                }
                 return .usable(Use(interface: NetworkInterface(name: link.name, index: link.index, type: type),
-                                   gateway: route.gateway))
+                                   gateway: route.gateway, otherLegs: otherLegs))
             case .refused:
                 return .unusable(Failure(reason: .routeRefused, fromRoute: true))
             case .noRoute, .failed:

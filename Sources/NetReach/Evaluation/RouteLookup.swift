@@ -36,15 +36,38 @@ public enum RouteLookup: Sendable, Hashable, CustomStringConvertible {
         public var table: UInt32
         /// Whether the destination is one of this host's own addresses (route type `local`).
         public var isLocal: Bool
+        /// Every leg of a multipath (ECMP) route, ``interfaceIndex`` and ``gateway`` among them
+        /// (the one the kernel picked for this flow); empty for a route with one next hop. Each
+        /// flow takes one leg, chosen by a hash of its addresses, so all of them carry traffic.
+        public var nextHops: [NextHop]
 
         /// Creates a route answer.
         public init(interfaceIndex: Int, gateway: IPAddress? = nil, source: IPAddress? = nil,
-                    table: UInt32 = SystemSnapshot.DefaultRoute.mainTable, isLocal: Bool = false) {
+                    table: UInt32 = SystemSnapshot.DefaultRoute.mainTable, isLocal: Bool = false,
+                    nextHops: [NextHop] = []) {
             self.interfaceIndex = interfaceIndex
             self.gateway = gateway
             self.source = source
             self.table = table
             self.isLocal = isLocal
+            self.nextHops = nextHops
+        }
+    }
+
+    /// One leg of a multipath route: `ip route`'s `nexthop via GATEWAY dev DEVICE`.
+    public struct NextHop: Sendable, Hashable {
+        /// The interface this leg leaves through.
+        public var interfaceIndex: Int
+        /// The leg's next hop, or `nil` when it is a device route.
+        public var gateway: IPAddress?
+        /// Whether the kernel sends nothing through this leg now (`dead` or `linkdown`).
+        public var isDead: Bool
+
+        /// Creates a leg.
+        public init(interfaceIndex: Int, gateway: IPAddress? = nil, isDead: Bool = false) {
+            self.interfaceIndex = interfaceIndex
+            self.gateway = gateway
+            self.isDead = isDead
         }
     }
 
@@ -78,6 +101,7 @@ public enum RouteLookup: Sendable, Hashable, CustomStringConvertible {
             var text = "dev #\(route.interfaceIndex)"
             if let gateway = route.gateway { text = "via \(gateway) " + text }
             if let source = route.source { text += " src \(source)" }
+            if !route.nextHops.isEmpty { text += " multipath (\(route.nextHops.count) legs)" }
             return text + " table \(route.table)" + (route.isLocal ? " local" : "")
         case .refused(let refusal): return "refused (\(refusal))"
         case .noRoute: return "no route"

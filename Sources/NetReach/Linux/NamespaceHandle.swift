@@ -80,6 +80,23 @@ final class NamespaceHandle {
         return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) != identity
     }
 
+    /// Runs `body` in the network namespace open as `target` and returns to the thread's own:
+    /// a socket `body` opens stays bound to `target`. The calling thread must be the engine's own
+    /// (never a Swift concurrency pool thread): for the duration it lives in `target`.
+    static func entering<T>(_ target: Int32, path: String, _ body: () throws(PathMonitorError) -> T) throws(PathMonitorError) -> T {
+        let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        guard home >= 0 else { throw .namespaceUnavailable(path: "/proc/thread-self/ns/net", errno: errno) }
+        defer { close(home) }
+        guard cnr_setns_net(target) == 0 else { throw .namespaceUnavailable(path: path, errno: errno) }
+        let result = Result { () throws(PathMonitorError) in try body() }
+        // Going home can only fail if this thread lost CAP_SYS_ADMIN meanwhile; the thread is ours
+        // alone and only reads netlink and files by path, which the network namespace does not change.
+        if cnr_setns_net(home) != 0 {
+            NetReachDiagnostics.log("could not leave network namespace \(path): \(errnoDescription(errno))")
+        }
+        return try result.get()
+    }
+
     /// The PID of a `/proc/PID/ns/net` path.
     private static func processID(in path: String) -> Int32? {
         let parts = path.split(separator: "/")

@@ -93,16 +93,17 @@ final class NetlinkEngine: @unchecked Sendable {
             // The events socket joins its groups before the first dump, so nothing is missed between.
             var events = try NetlinkSocket(.events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
+            let probe = try ConnectProbe(namespace: namespaceFD)
             let nameserverSource = configuration.nameserverSource
             var watcher = ResolvConfWatcher(source: nameserverSource)
             if watcher == nil { NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))") }
             _ = reader.store.setNameservers(nameserverSource.nameservers())
             try reader.resync(events: &events, requests: &requests, buffer: buffer)
             reader.removalSeen = false
-            _ = try reader.refreshRouteLookups(requests: &requests, buffer: buffer)
+            _ = try reader.refreshRouteLookups(requests: &requests, probe: probe, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
-            follow(events: &events, requests: &requests, watcher: &watcher, namespace: namespace, reader: &reader,
+            follow(events: &events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace, reader: &reader,
                    published: reader.store.snapshot, buffer: buffer)
         } catch {
             signalReady(.failure(error))
@@ -112,7 +113,7 @@ final class NetlinkEngine: @unchecked Sendable {
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
-        events: inout NetlinkSocket, requests: inout NetlinkSocket, watcher: inout ResolvConfWatcher?,
+        events: inout NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe, watcher: inout ResolvConfWatcher?,
         namespace: NamespaceHandle?, reader: inout MessageReader, published: SystemSnapshot,
         buffer: UnsafeMutableRawBufferPointer
     ) {
@@ -159,7 +160,8 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             if fds[1].revents != 0 || resyncPending || reader.lookupsStale {
                 do {
-                    changed = try reader.drain(events: &events, requests: &requests, buffer: buffer, forceResync: resyncPending)
+                    changed = try reader.drain(events: &events, requests: &requests, probe: probe, buffer: buffer,
+                                               forceResync: resyncPending)
                     resyncPending = false
                 } catch {
                     NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
@@ -196,7 +198,8 @@ final class NetlinkEngine: @unchecked Sendable {
 struct MessageReader {
     var store = SnapshotStore()
     let sysfs: SysfsReader?
-    /// One global address per family whose route the kernel is asked for (never contacted).
+    /// Global addresses whose routes stand for "the internet", per family in order of preference
+    /// (never contacted: see ``refreshRouteLookups(requests:probe:buffer:)``).
     let lookupAddresses: [IPAddress]
     /// The destinations of per-destination monitors, asked for at each refresh.
     let destinations: @Sendable () -> Set<IPAddress>
@@ -208,6 +211,10 @@ struct MessageReader {
     /// destinations always asks for a refresh (``NetlinkEngine/requestRefresh()``), so this is never
     /// behind when a message is read, and a wake-up takes no lock to know it.
     private var lookedUp: [IPAddress] = []
+    /// The next hops the last lookups named and the default routes' gateways: a change in one's
+    /// neighbour entry (a router that stopped answering) changes the kernel's choice with no route
+    /// message, so these are the neighbours worth asking again for.
+    private var watchedGateways: Set<IPAddress> = []
     /// When a route the last lookups chose expires (an IPv6 route from a router advertisement):
     /// the kernel then stops using it without sending any message.
     private(set) var nextExpiry: ContinuousClock.Instant?
@@ -224,14 +231,6 @@ struct MessageReader {
     /// its end, none is due).
     private var recheckStage = MessageReader.recheckDelays.count
     static let recheckDelays: [Duration] = [.milliseconds(20), .milliseconds(200)]
-    /// Each IPv6 lookup's last answer and when its route expires, so the table entry is asked for
-    /// its lifetime only when the answer changed or an expiry came due, not at every refresh.
-    private var timedAnswers: [TimedLookup: (lookup: RouteLookup, expiry: ContinuousClock.Instant?)] = [:]
-
-    private struct TimedLookup: Hashable {
-        var address: IPAddress
-        var interfaceIndex: Int?
-    }
     static let dumpTimeout: Int32 = 5000
     static let resyncAttempts = 5
     /// `rta_expires` counts clock ticks (USER_HZ).
@@ -251,7 +250,8 @@ struct MessageReader {
     /// a message stream that cannot be trusted, or `forceResync` rebuilds the state with a full dump.
     /// The kernel's route lookups are asked again afterwards when anything read could change them.
     mutating func drain(
-        events: inout NetlinkSocket, requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, forceResync: Bool
+        events: inout NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
+        buffer: UnsafeMutableRawBufferPointer, forceResync: Bool
     ) throws(PathMonitorError) -> Bool {
         var needsResync = forceResync
         var changed = false
@@ -271,61 +271,69 @@ struct MessageReader {
             try resync(events: &events, requests: &requests, buffer: buffer)
             changed = changed || store.snapshot != before
         }
-        if lookupsStale { changed = try refreshRouteLookups(requests: &requests, buffer: buffer) || changed }
+        if lookupsStale { changed = try refreshRouteLookups(requests: &requests, probe: probe, buffer: buffer) || changed }
         return changed
     }
 
-    /// Asks the kernel how a packet to each lookup address would leave, unbound and bound to each
-    /// other interface that could carry it (up with carrier and an address of the family), and to
-    /// each monitored destination, and stores the answers. Returns whether they changed.
-    mutating func refreshRouteLookups(requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
+    /// Asks the kernel where traffic to the internet goes, per family, the way a program's socket
+    /// gets its route (``ConnectProbe``: the kernel picks the source, then routes with it), bound to
+    /// each other interface that could carry it (up with carrier and an address of the family), and
+    /// to each monitored destination, and stores the answers. Returns whether they changed.
+    ///
+    /// "The internet" is not one address: a VPN's host route to its DNS server, or a network's
+    /// `blackhole 8.8.8.8/32`, covers one destination and must not decide for all of them. Each
+    /// family's candidates are asked in order until one is routed by a default route (prefix 0);
+    /// otherwise the one whose route is broadest (shortest prefix, the table entry the kernel
+    /// matched: `ip route get fibmatch`) stands for the internet. A destination no route matches
+    /// at all counts as broadest: that is where "the internet" has no route either. A refused one
+    /// counts as narrowest (the kernel tells no refusing route's prefix, even to `fibmatch`), so a
+    /// refusal decides only when every candidate is refused (a kill switch, a `blackhole default`).
+    mutating func refreshRouteLookups(
+        requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> Bool {
         lookupsStale = false
         let now = ContinuousClock.now
-        // When an expiry came due, every lifetime is asked again (a router advertisement may have
-        // renewed the route meanwhile, with no message).
-        let expiryDue = nextExpiry.map { now >= $0 } ?? false
         var lookups: [IPAddress.Family: RouteLookup] = [:]
         var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
         var earliest: ContinuousClock.Instant?
-        var timed: [TimedLookup: (lookup: RouteLookup, expiry: ContinuousClock.Instant?)] = [:]
-        let previous = timedAnswers
-        /// A lookup, and when its route expires: only IPv6 routes do (router advertisements), and
-        /// only the table entry (fibmatch) tells when.
-        func lookUpTimed(_ address: IPAddress, interfaceIndex: Int? = nil) throws(PathMonitorError) -> RouteLookup {
-            let answer = try lookUp(address, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
-            guard address.family == .ipv6, case .route = answer.lookup else { return answer.lookup }
-            let key = TimedLookup(address: address, interfaceIndex: interfaceIndex)
-            var expiry: ContinuousClock.Instant?
-            if !expiryDue, let known = previous[key], known.lookup == answer.lookup {
-                expiry = known.expiry
-            } else if let seconds = try lookUp(address, interfaceIndex: interfaceIndex, fibMatch: true,
-                                               requests: &requests, buffer: buffer).expiresIn {
-                // A few milliseconds late, so the kernel already treats the route as expired.
-                expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
-            }
-            timed[key] = (answer.lookup, expiry)
-            if let expiry { earliest = min(earliest ?? expiry, expiry) }
-            return answer.lookup
+        func noteExpiry(_ seconds: Double?) {
+            // A few milliseconds late, so the kernel already treats the route as expired.
+            guard let seconds else { return }
+            let expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
+            earliest = min(earliest ?? expiry, expiry)
         }
-        for address in lookupAddresses {
-            let family = address.family
-            let lookup = try lookUpTimed(address)
-            lookups[family] = lookup
-            guard case .route(let chosen) = lookup else { continue }
+        for family in [IPAddress.Family.ipv4, .ipv6] {
+            var best: (address: IPAddress, answer: RouteQuery.Answer, breadth: Int)?
+            for candidate in lookupAddresses where candidate.family == family {
+                let answer = try connectLookUp(candidate, probe: probe, requests: &requests, buffer: buffer)
+                let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
+                if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
+                if breadth == 0 { break }
+            }
+            guard let best else { continue }
+            lookups[family] = best.answer.lookup
+            noteExpiry(best.answer.expiresIn)
+            guard case .route(let chosen) = best.answer.lookup else { continue }
             var addressed = Set<Int>()
             for entry in store.snapshot.addressTable.values where entry.address.family == family && entry.isUsable {
                 addressed.insert(entry.interfaceIndex)
             }
+            let legs = Set(chosen.nextHops.map(\.interfaceIndex) + [chosen.interfaceIndex])
             for link in store.snapshot.links.values
-            where link.index != chosen.interfaceIndex && link.isOperational && !link.isLoopback && addressed.contains(link.index) {
-                scoped[family, default: [:]][link.index] = try lookUpTimed(address, interfaceIndex: link.index)
+            where !legs.contains(link.index) && link.isOperational && !link.isLoopback && addressed.contains(link.index) {
+                let bound = try boundLookUp(best.address, interfaceIndex: link.index, requests: &requests, buffer: buffer)
+                scoped[family, default: [:]][link.index] = bound.lookup
+                noteExpiry(bound.expiresIn)
             }
         }
         var destinationLookups: [IPAddress: RouteLookup] = [:]
         let destinations = destinations()
         lookedUp = lookupAddresses + destinations
-        for destination in destinations { destinationLookups[destination] = try lookUpTimed(destination) }
-        timedAnswers = timed
+        for destination in destinations {
+            let answer = try connectLookUp(destination, probe: probe, requests: &requests, buffer: buffer)
+            destinationLookups[destination] = answer.lookup
+            noteExpiry(answer.expiresIn)
+        }
         nextExpiry = earliest
         if removalSeen {
             removalSeen = false
@@ -334,15 +342,68 @@ struct MessageReader {
             recheckStage += 1
         }
         recheckAt = recheckStage < Self.recheckDelays.count ? now + Self.recheckDelays[recheckStage] : nil
-        return store.setRouteLookups(lookups, scoped: scoped, destinations: destinationLookups)
+        let changed = store.setRouteLookups(lookups, scoped: scoped, destinations: destinationLookups)
+        watchedGateways = Self.gateways(of: store.snapshot)
+        return changed
+    }
+
+    /// Where a connected socket to `destination` goes: the source the kernel picks for it
+    /// (``ConnectProbe``), then `ip route get DESTINATION from SOURCE` for the route and the same
+    /// with `fibmatch` for the table entry (its prefix, its legs, its lifetime). A refused connect
+    /// is the kernel's verdict as it stands (its errno).
+    private func connectLookUp(
+        _ destination: IPAddress, probe: borrowing ConnectProbe, requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> RouteQuery.Answer {
+        switch probe.source(for: destination) {
+        case .failure(let failure):
+            return RouteQuery.Answer(lookup: RouteLookup(errno: failure.errno))
+        case .success(let source):
+            let answer = try lookUp(destination, source: source, requests: &requests, buffer: buffer)
+            guard case .route(var route) = answer.lookup else { return answer }
+            let entry = try lookUp(destination, source: source, fibMatch: true, requests: &requests, buffer: buffer)
+            route.source = source
+            if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
+            return RouteQuery.Answer(lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
+                                     prefixLength: entry.prefixLength)
+        }
+    }
+
+    /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send traffic to
+    /// `destination`: in two stages too, the source the kernel picks for that interface first.
+    private func boundLookUp(
+        _ destination: IPAddress, interfaceIndex: Int, requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> RouteQuery.Answer {
+        let first = try lookUp(destination, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
+        guard case .route(let route) = first.lookup, let source = route.source else { return first }
+        let answer = try lookUp(destination, source: source, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
+        guard case .route(var sourced) = answer.lookup else { return answer }
+        sourced.source = sourced.source ?? source
+        guard destination.family == .ipv6 else { return RouteQuery.Answer(lookup: .route(sourced)) }
+        // Only IPv6 routes expire (router advertisements), and only the table entry says when.
+        let entry = try lookUp(destination, source: source, interfaceIndex: interfaceIndex, fibMatch: true,
+                               requests: &requests, buffer: buffer)
+        return RouteQuery.Answer(lookup: .route(sourced), expiresIn: entry.expiresIn)
+    }
+
+    /// Every gateway the snapshot names: of default routes, of the lookups and their legs.
+    private static func gateways(of snapshot: SystemSnapshot) -> Set<IPAddress> {
+        var gateways = Set(snapshot.defaultRoutes.compactMap(\.gateway))
+        let lookups = Array(snapshot.routeLookups.values) + snapshot.scopedRouteLookups.values.flatMap(\.values)
+            + Array(snapshot.destinationLookups.values)
+        for case .route(let route) in lookups {
+            if let gateway = route.gateway { gateways.insert(gateway) }
+            gateways.formUnion(route.nextHops.compactMap(\.gateway))
+        }
+        return gateways
     }
 
     /// One route lookup on the requests socket; replies to earlier requests are skipped.
     private func lookUp(
-        _ address: IPAddress, interfaceIndex: Int?, fibMatch: Bool = false,
+        _ address: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, fibMatch: Bool = false,
         requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> RouteQuery.Answer {
-        let sequence = try requests.requestRoute(to: address, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
+        let sequence = try requests.requestRoute(to: address, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
         while true {
             switch try requests.receive(into: buffer) {
             case .bytes(let count):
@@ -466,6 +527,12 @@ struct MessageReader {
                         lookupsStale = true
                         removalSeen = true
                     }
+                case .neighbour(let address):
+                    // Only a gateway's reachability moves the kernel's choice; every other
+                    // neighbour (the LAN's hosts, refreshed all the time) costs a set lookup.
+                    if watchedGateways.contains(address) { lookupsStale = true }
+                case .networkConfiguration:
+                    lookupsStale = true
                 case .newAddress, .newDefaultRoute:
                     // Announced after the kernel made them: no recheck needed.
                     lookupsStale = true

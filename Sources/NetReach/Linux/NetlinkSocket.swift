@@ -51,18 +51,22 @@ struct NetlinkSocket: ~Copyable {
             if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
                 _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
             }
-            address.nl_groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE)
+            // Neighbours too: a router that stops answering makes the kernel route via another one
+            // with no route message (IPv6 router reachability, IPv4 `fib_multipath_use_neigh`).
+            address.nl_groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE
+                                       | RTMGRP_NEIGH)
         }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
         }
         guard bound == 0 else { throw .netlinkFailed(operation: "bind", errno: errno) }
         if role == .events {
-            // Rules and nexthops change the kernel's route choice without any route message
-            // (deleting a nexthop object removes its routes with only RTM_DELNEXTHOP). Groups past
-            // 31 can only be joined this way; kernels before 5.3 have no nexthop group, and then
-            // there are no nexthop objects to miss.
-            for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_NEXTHOP] {
+            // Rules, nexthops and per-interface settings (`ignore_routes_with_linkdown`) change
+            // the kernel's route choice without any route message (deleting a nexthop object
+            // removes its routes with only RTM_DELNEXTHOP). Groups past 31 can only be joined this
+            // way; kernels before 5.3 have no nexthop group, and then there are no nexthop objects
+            // to miss.
+            for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF, RTNLGRP_NEXTHOP] {
                 var number = Int32(group.rawValue)
                 if setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &number, socklen_t(MemoryLayout<Int32>.size)) != 0,
                    group != RTNLGRP_NEXTHOP {
@@ -80,17 +84,7 @@ struct NetlinkSocket: ~Copyable {
     deinit { close(fd) }
 
     private static func openInNamespace(_ target: Int32, path: String) throws(PathMonitorError) -> Int32 {
-        let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
-        guard home >= 0 else { throw .namespaceUnavailable(path: "/proc/thread-self/ns/net", errno: errno) }
-        defer { close(home) }
-        guard cnr_setns_net(target) == 0 else { throw .namespaceUnavailable(path: path, errno: errno) }
-        let opened = Result { () throws(PathMonitorError) in try openSocket() }
-        // Going home can only fail if this thread lost CAP_SYS_ADMIN meanwhile; the thread is ours
-        // alone and only reads netlink and files by path, which the network namespace does not change.
-        if cnr_setns_net(home) != 0 {
-            NetReachDiagnostics.log("could not leave network namespace \(path): \(errnoDescription(errno))")
-        }
-        return try opened.get()
+        try NamespaceHandle.entering(target, path: path) { () throws(PathMonitorError) in try openSocket() }
     }
 
     /// Kinds of dump the monitor needs, in the order it asks for them.
@@ -117,12 +111,15 @@ struct NetlinkSocket: ~Copyable {
         return sequence
     }
 
-    /// Sends a route lookup for `destination` (bound to `interfaceIndex` when given) and returns
+    /// Sends a route lookup for `destination` (from `source`, bound to `interfaceIndex` when given) and returns
     /// its sequence number; the kernel queues the answer before `send` returns.
     /// `fibMatch` asks for the table entry itself (see ``RouteQuery/fibMatchFlag``).
-    mutating func requestRoute(to destination: IPAddress, interfaceIndex: Int?, fibMatch: Bool = false) throws(PathMonitorError) -> UInt32 {
+    mutating func requestRoute(
+        to destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false
+    ) throws(PathMonitorError) -> UInt32 {
         sequence &+= 1
-        try send(RouteQuery.request(for: destination, interfaceIndex: interfaceIndex, fibMatch: fibMatch, sequence: sequence))
+        try send(RouteQuery.request(for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
+                                    sequence: sequence))
         return sequence
     }
 

@@ -1,6 +1,7 @@
 #if os(Linux)
-/// One route lookup, as bytes: the `RTM_GETROUTE` request `ip route get ADDRESS [oif DEV]` sends,
-/// and the reading of the kernel's answer. Pure: no socket, so both are tested with byte tables.
+/// One route lookup, as bytes: the `RTM_GETROUTE` request `ip route get ADDRESS [from SOURCE]
+/// [oif DEV] [fibmatch]` sends, and the reading of the kernel's answer. Pure: no socket, so both
+/// are tested with byte tables.
 ///
 /// A lookup sends nothing on any wire: the kernel only consults its routing rules and tables.
 enum RouteQuery {
@@ -11,13 +12,19 @@ enum RouteQuery {
     /// carries none.
     static let fibMatchFlag: UInt32 = 0x2000
 
-    /// The request for `destination`, bound to `interfaceIndex` when given (RTA_OIF).
-    static func request(for destination: IPAddress, interfaceIndex: Int?, fibMatch: Bool = false, sequence: UInt32) -> [UInt8] {
+    /// The request for `destination`, from `source` when given (RTA_SRC: policy rules `from ADDR`
+    /// and source-specific routes apply, as they do to a connected socket), bound to
+    /// `interfaceIndex` when given (RTA_OIF).
+    static func request(
+        for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false, sequence: UInt32
+    ) -> [UInt8] {
         let family: UInt8 = destination.family == .ipv4 ? 2 : 10
+        let source = source.flatMap { $0.family == destination.family ? $0 : nil }
         // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
-        var body: [UInt8] = [family, UInt8(destination.bytes.count * 8), 0, 0, 0, 0, 0, 0]
+        var body: [UInt8] = [family, UInt8(destination.bytes.count * 8), UInt8((source?.bytes.count ?? 0) * 8), 0, 0, 0, 0, 0]
         body += bytes(of: lookupTableFlag | (fibMatch ? fibMatchFlag : 0))
         body += attribute(1, destination.bytes)                                       // RTA_DST
+        if let source { body += attribute(2, source.bytes) }                         // RTA_SRC
         if let interfaceIndex { body += attribute(4, bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))) } // RTA_OIF
         let length = UInt32(RtnetlinkParser.headerSize + body.count)
         // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
@@ -30,6 +37,15 @@ enum RouteQuery {
         var lookup: RouteLookup
         /// Seconds until the chosen route has certainly expired; `nil` when it does not expire.
         var expiresIn: Double?
+        /// The prefix length of the route that matched: 0 for a default route. Only a `fibmatch`
+        /// answer (the table entry itself) tells; the ordinary answer describes the destination (/32).
+        var prefixLength: UInt8?
+
+        init(lookup: RouteLookup, expiresIn: Double? = nil, prefixLength: UInt8? = nil) {
+            self.lookup = lookup
+            self.expiresIn = expiresIn
+            self.prefixLength = prefixLength
+        }
     }
 
     /// Reads the answer to the request with `sequence` from one received buffer; `nil` when the
@@ -66,11 +82,13 @@ enum RouteQuery {
         guard body.count >= 12 else { return nil }
         let family = body[0]
         guard family == 2 || family == 10 else { return nil }
+        let prefixLength = body[1]
         var table = UInt32(body[4])
         var interfaceIndex: Int?
         var gateway: IPAddress?
         var source: IPAddress?
         var expiresIn: Double?
+        var nextHops: [RouteLookup.NextHop] = []
         let addressSize = family == 2 ? 4 : 16
         do {
             try RtnetlinkParser.forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
@@ -78,6 +96,7 @@ enum RouteQuery {
                 case 4 where value.count >= 4: interfaceIndex = Int(Int32(bitPattern: value.loadU32(at: 0)))  // RTA_OIF
                 case 5 where value.count == addressSize: gateway = IPAddress(bytes: Array(value))          // RTA_GATEWAY
                 case 7 where value.count == addressSize: source = IPAddress(bytes: Array(value))           // RTA_PREFSRC
+                case 9: nextHops = try RtnetlinkParser.nextHops(value, family: family)                    // RTA_MULTIPATH
                 case 15 where value.count >= 4: table = value.loadU32(at: 0)                               // RTA_TABLE
                 case 18 where value.count >= 2: gateway = IPAddress(bytes: Array(value[2...]))             // RTA_VIA (RFC 5549)
                 case 12 where value.count >= 12:                                                            // RTA_CACHEINFO
@@ -94,19 +113,24 @@ enum RouteQuery {
         }
         switch body[7] {
         case 1, 2, 3, 4, 5:  // unicast, local, broadcast, anycast, multicast: traffic leaves
-            // A table entry with several next hops (a fibmatch answer) names no single interface.
-            guard let interfaceIndex else { return Answer(lookup: .failed(errno: 74), expiresIn: expiresIn) }
+            // A table entry with several next hops (a fibmatch answer) names no single interface:
+            // it stands for its first live leg, with every leg beside it.
+            let leg = nextHops.first { !$0.isDead } ?? nextHops.first
+            guard let interfaceIndex = interfaceIndex ?? leg?.interfaceIndex else {
+                return Answer(lookup: .failed(errno: 74), expiresIn: expiresIn, prefixLength: prefixLength)
+            }
             // Table 0: no route matched a lookup bound to an interface, and the kernel answered
             // as if the destination were on that link (it would ARP for it), which is no route
             // to the internet at all.
             if table == 0 { return Answer(lookup: .noRoute) }
-            let route = RouteLookup.KernelRoute(interfaceIndex: interfaceIndex, gateway: gateway, source: source,
-                                                table: table, isLocal: body[7] == 2)
-            return Answer(lookup: .route(route), expiresIn: expiresIn)
-        case 6: return Answer(lookup: .refused(.blackhole))
-        case 7: return Answer(lookup: .refused(.unreachable))
-        case 8: return Answer(lookup: .refused(.prohibit))
-        case 9: return Answer(lookup: .noRoute)   // throw
+            let route = RouteLookup.KernelRoute(interfaceIndex: interfaceIndex, gateway: gateway ?? leg?.gateway, source: source,
+                                                table: table, isLocal: body[7] == 2,
+                                                nextHops: nextHops.count > 1 ? nextHops : [])
+            return Answer(lookup: .route(route), expiresIn: expiresIn, prefixLength: prefixLength)
+        case 6: return Answer(lookup: .refused(.blackhole), prefixLength: prefixLength)
+        case 7: return Answer(lookup: .refused(.unreachable), prefixLength: prefixLength)
+        case 8: return Answer(lookup: .refused(.prohibit), prefixLength: prefixLength)
+        case 9: return Answer(lookup: .noRoute, prefixLength: prefixLength)   // throw
         default: return nil
         }
     }

@@ -14,6 +14,8 @@ enum RtnetlinkParser {
     static let newRoute: UInt16 = 24, deleteRoute: UInt16 = 25
     static let newRule: UInt16 = 32, deleteRule: UInt16 = 33
     static let newNexthop: UInt16 = 104, deleteNexthop: UInt16 = 105
+    static let newNeighbour: UInt16 = 28, deleteNeighbour: UInt16 = 29
+    static let newNetconf: UInt16 = 80, deleteNetconf: UInt16 = 81
     static let flagMulti: UInt16 = 0x2, flagDumpInterrupted: UInt16 = 0x10, flagReplace: UInt16 = 0x100
 
     /// Parses every message in `bytes`. A message whose body is malformed becomes a `.failure` and
@@ -71,6 +73,10 @@ enum RtnetlinkParser {
             // Nothing to keep: the kernel's answer to the next route lookup says what changed.
             // Deleting a nexthop object removes its routes with only RTM_DELNEXTHOP.
             return .routingPolicy
+        case newNeighbour, deleteNeighbour:
+            return try parseNeighbour(type: type, body)
+        case newNetconf, deleteNetconf:
+            return .networkConfiguration
         default:
             return .other(type: type)
         }
@@ -132,6 +138,20 @@ enum RtnetlinkParser {
         return type == newAddress ? .newAddress(address) : .deleteAddress(address)
     }
 
+    // struct ndmsg { u8 family; u8 pad1; u16 pad2; s32 ifindex; u16 state; u8 flags; u8 type; }
+    private static func parseNeighbour(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+        guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
+        let family = body[0]
+        // AF_BRIDGE entries (a bridge's forwarding database) share the group: not neighbours of ours.
+        guard family == 2 || family == 10 else { return .other(type: type) }
+        var destination: IPAddress?
+        try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
+            if attribute == 1 { destination = try ipAddress(value, family: family, attribute: attribute) }  // NDA_DST
+        }
+        guard let destination else { return .other(type: type) }
+        return .neighbour(destination)
+    }
+
     // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
     private static func parseRoute(type: UInt16, replaces: Bool, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
@@ -161,7 +181,7 @@ enum RtnetlinkParser {
             case 15 where value.count >= 4: table = value.loadU32(at: 0)                     // RTA_TABLE
             case 18 where value.count >= 2:                                                  // RTA_VIA
                 gateway = IPAddress(bytes: Array(value[2...]))
-            case 9: hops = try nextHops(value, family: family)                               // RTA_MULTIPATH
+            case 9: hops = try nextHops(value, family: family).map { ($0.interfaceIndex, $0.gateway) } // RTA_MULTIPATH
             default: break
             }
         }
@@ -176,8 +196,9 @@ enum RtnetlinkParser {
     }
 
     // struct rtnexthop { u16 len; u8 flags; u8 hops; s32 ifindex; } followed by attributes.
-    private static func nextHops(_ value: UnsafeRawBufferPointer, family: UInt8) throws(NetlinkParseError) -> [(Int, IPAddress?)] {
-        var hops: [(Int, IPAddress?)] = []
+    /// The legs of a multipath route (`RTA_MULTIPATH`), with the kernel's dead and linkdown flags.
+    static func nextHops(_ value: UnsafeRawBufferPointer, family: UInt8) throws(NetlinkParseError) -> [RouteLookup.NextHop] {
+        var hops: [RouteLookup.NextHop] = []
         var offset = 0
         while offset + 8 <= value.count {
             let length = Int(value.loadU16(at: offset))
@@ -185,9 +206,13 @@ enum RtnetlinkParser {
             let hop = UnsafeRawBufferPointer(rebasing: value[offset..<(offset + length)])
             var gateway: IPAddress?
             try forEachAttribute(in: hop, from: 8) { (attribute, attributeValue) throws(NetlinkParseError) in
-                if attribute == 5 { gateway = try ipAddress(attributeValue, family: family, attribute: attribute) }
+                if attribute == 5 { gateway = try ipAddress(attributeValue, family: family, attribute: attribute) }  // RTA_GATEWAY
+                if attribute == 18, attributeValue.count >= 2 { gateway = IPAddress(bytes: Array(attributeValue[2...])) } // RTA_VIA
             }
-            hops.append((Int(Int32(bitPattern: hop.loadU32(at: 4))), gateway))
+            // RTNH_F_DEAD (1) and RTNH_F_LINKDOWN (16): the kernel sends nothing through this leg.
+            let flags = hop[2]
+            hops.append(RouteLookup.NextHop(interfaceIndex: Int(Int32(bitPattern: hop.loadU32(at: 4))), gateway: gateway,
+                                            isDead: flags & 0x11 != 0))
             offset += align(length)
         }
         return hops

@@ -56,7 +56,7 @@ struct SnapshotStore: Sendable {
             var changed = false
             for route in routes { changed = snapshot.defaultRoutes.remove(route) != nil || changed }
             return changed
-        case .ignoredRoute, .routingPolicy, .done, .error, .other:
+        case .ignoredRoute, .routingPolicy, .neighbour, .networkConfiguration, .done, .error, .other:
             return false
         }
     }

@@ -41,15 +41,22 @@ public final class SystemPathSource: PathSource {
         /// The netlink socket's receive buffer in bytes. Bursts beyond it are an overrun, which
         /// costs a full re-dump but never a stale state.
         public var receiveBufferSize: Int32
-        /// One global address per family whose route the kernel is asked for, to learn how traffic
-        /// to the internet leaves (``SystemSnapshot/routeLookups``). They are only looked up
-        /// (`RTM_GETROUTE`, like `ip route get`), never contacted.
+        /// Global addresses whose routes stand for "the internet" (``SystemSnapshot/routeLookups``),
+        /// per family in order of preference. For each family the kernel is asked how a connected
+        /// socket to the first would leave; when a route more specific than a default one decides
+        /// that address (a VPN's host route to its DNS server, a `blackhole 8.8.8.8/32`), the next
+        /// is asked, and the one with the broadest route stands for the family. They are only
+        /// looked up (a UDP `connect`, `RTM_GETROUTE`), never contacted: nothing is sent to them.
         public var routeLookupAddresses: [IPAddress]
 
-        /// `8.8.8.8` and `2001:4860:4860::8888`: public addresses a split tunnel or a bogon filter
-        /// is unlikely to route apart from the rest of the internet (the same ones WebRTC's
-        /// default-route probe uses). Only looked up, never contacted.
-        public static let defaultRouteLookupAddresses = [IPAddress("8.8.8.8")!, IPAddress("2001:4860:4860::8888")!]
+        /// Four public resolvers' addresses per family, from four operators (Google, Cloudflare,
+        /// Quad9, OpenDNS): addresses the internet routes like any other, so that one of them is
+        /// routed apart (a split tunnel's host route, a network that blocks a hard-coded resolver)
+        /// leaves the others to tell where everything else goes. Only looked up, never contacted.
+        public static let defaultRouteLookupAddresses: [IPAddress] = [
+            "8.8.8.8", "1.1.1.1", "9.9.9.9", "208.67.222.222",
+            "2001:4860:4860::8888", "2606:4700:4700::1111", "2620:fe::fe", "2620:119:35::35",
+        ].map { IPAddress($0)! }
 
         /// Creates a configuration. `resolvConfPath` defaults to the namespace's resolv.conf
         /// candidates (see ``NetworkNamespace/resolvConfCandidates``); `followsResolvedStub: false`

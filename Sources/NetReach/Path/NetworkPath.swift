@@ -32,6 +32,11 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
     public var supportsDNS: Bool
     /// The gateways of the default routes through available interfaces, preferred first.
     public var gateways: [IPAddress]
+    /// Whether the kernel spreads traffic over several next hops (an ECMP route): each flow
+    /// takes one of them, so every leg's interface and gateway is listed first in
+    /// ``availableInterfaces`` and ``gateways`` (the leg a lookup happened to pick leading), not one
+    /// leg as if it were the only one.
+    public var isMultipath: Bool
 
     /// Creates a path. Usually you get paths from a ``PathMonitor``; this initializer is for tests
     /// and simulated networks.
@@ -44,7 +49,8 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
         supportsIPv4: Bool = false,
         supportsIPv6: Bool = false,
         supportsDNS: Bool = false,
-        gateways: [IPAddress] = []
+        gateways: [IPAddress] = [],
+        isMultipath: Bool = false
     ) {
         self.status = status
         self.unsatisfiedReason = status == .satisfied ? nil : unsatisfiedReason
@@ -55,6 +61,7 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
         self.supportsIPv6 = supportsIPv6
         self.supportsDNS = supportsDNS
         self.gateways = gateways
+        self.isMultipath = status == .satisfied && isMultipath
     }
 
     /// An unsatisfied path with the given reason and nothing available.
@@ -78,7 +85,24 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
 
     private enum CodingKeys: String, CodingKey {
         case status, unsatisfiedReason, availableInterfaces, isExpensive, isConstrained
-        case supportsIPv4, supportsIPv6, supportsDNS, gateways
+        case supportsIPv4, supportsIPv6, supportsDNS, gateways, isMultipath
+    }
+
+    /// Decodes a path; `isMultipath`, added later, may be missing (then `false`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            status: try container.decode(PathStatus.self, forKey: .status),
+            unsatisfiedReason: try container.decodeIfPresent(UnsatisfiedReason.self, forKey: .unsatisfiedReason),
+            availableInterfaces: try container.decode([NetworkInterface].self, forKey: .availableInterfaces),
+            isExpensive: try container.decode(Bool.self, forKey: .isExpensive),
+            isConstrained: try container.decode(Bool.self, forKey: .isConstrained),
+            supportsIPv4: try container.decode(Bool.self, forKey: .supportsIPv4),
+            supportsIPv6: try container.decode(Bool.self, forKey: .supportsIPv6),
+            supportsDNS: try container.decode(Bool.self, forKey: .supportsDNS),
+            gateways: try container.decode([IPAddress].self, forKey: .gateways),
+            isMultipath: try container.decodeIfPresent(Bool.self, forKey: .isMultipath) ?? false
+        )
     }
 
     /// Encodes every key, `unsatisfiedReason` as `null` when satisfied, so line-oriented consumers
@@ -98,6 +122,7 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
         try container.encode(supportsIPv6, forKey: .supportsIPv6)
         try container.encode(supportsDNS, forKey: .supportsDNS)
         try container.encode(gateways, forKey: .gateways)
+        try container.encode(isMultipath, forKey: .isMultipath)
     }
 
     /// One line a person can read, such as
@@ -114,6 +139,7 @@ public struct NetworkPath: Sendable, Hashable, Codable, CustomStringConvertible 
         if isExpensive { parts.append("expensive") }
         if isConstrained { parts.append("constrained") }
         if !gateways.isEmpty { parts.append("gateways " + gateways.map(\.description).joined(separator: ",")) }
+        if isMultipath { parts.append("multipath") }
         return parts.joined(separator: " ")
     }
 }

@@ -6,15 +6,23 @@ import Testing
 import Glibc
 #endif
 
-/// What `ip -j route get ADDRESS` says in a lab: the reference the monitor is compared with.
-/// The addresses are the ones the monitor looks up; nothing is ever sent to them.
+/// What a program in a lab gets for a connection: the reference the monitor is compared with.
+///
+/// A connected UDP socket in the lab's namespace (which sends nothing) shows the source address the
+/// kernel picks for it (`getsockname`), or the error `connect` gets; then `ip -j route get ADDRESS
+/// from SOURCE` shows the route that socket's packets take. A lookup without the source (`ip route
+/// get ADDRESS`) is not the reference: the kernel routes a connection with its source, so `ip rule
+/// from ADDR` and IPv6 source-specific routes apply to it and not to such a lookup.
 enum RouteTruth: Equatable, CustomStringConvertible {
     case route(device: String, gateway: IPAddress?, source: IPAddress?, linkdown: Bool)
-    /// The kernel refused or found nothing: `ip` printed "RTNETLINK answers: MESSAGE".
+    /// The kernel refused or found nothing: what `connect` or `ip` said ("Network is unreachable").
     case error(String)
 
+    /// An address that stands for "the internet" in the labs: no lab routes it apart from the rest
+    /// (the monitor's own lookup addresses are not used, so a test may route those apart). Never
+    /// contacted.
     static func lookupAddress(_ family: NetnsLab.Family) -> String {
-        SystemPathSource.Configuration.defaultRouteLookupAddresses.first { $0.family == (family == .ipv4 ? .ipv4 : .ipv6) }!.description
+        family == .ipv4 ? "203.0.113.77" : "2001:db8:ffff::77"
     }
 
     /// Whether traffic of this family can leave: a route out of a link with carrier and a source
@@ -35,36 +43,95 @@ enum RouteTruth: Equatable, CustomStringConvertible {
 }
 
 extension NetnsLab {
-    /// `ip -n LAB -d -j route get <lookup address> [oif DEVICE]` for one family. The answer says
-    /// nothing of carrier (no `linkdown` flag), so the device's `ip link` flags are read too.
+    /// What a program in the lab gets for a connection to the family's internet address (bound to
+    /// `oif` when given).
     func routeGet(_ family: Family, oif: String? = nil) async throws -> RouteTruth {
         try await routeGet(to: RouteTruth.lookupAddress(family), oif: oif)
     }
 
-    /// `ip -n LAB -d -j route get ADDRESS [oif DEVICE]`.
+    /// What a program in the lab gets for a connection to `address`: the source from a connected
+    /// UDP socket, then `ip -n LAB -d -j route get ADDRESS from SOURCE`. Bound to `oif` (as with
+    /// `SO_BINDTODEVICE`): the source `ip route get ADDRESS oif DEVICE` picks, then the same lookup
+    /// from it. The answer says nothing of carrier (no `linkdown` flag), so the device's `ip link`
+    /// flags are read too.
     func routeGet(to address: String, oif: String? = nil) async throws -> RouteTruth {
         let family: Family = address.contains(":") ? .ipv6 : .ipv4
-        var arguments = ["-n", name, "-d", "-j", family.flag, "route", "get", address]
-        if let oif { arguments += ["oif", oif] }
+        let source: String
+        if let oif {
+            let entry: RouteEntry
+            switch try await ipRouteGet(address, family: family, extra: ["oif", oif]) {
+            case .entry(let found): entry = found
+            case .failed(let message): return .error(message)
+            }
+            guard let chosen = entry.prefsrc else { return try await truth(of: entry) }
+            source = chosen
+        } else {
+            switch try await connectedSource(address) {
+            case .success(let chosen): source = chosen
+            case .failure(let failure): return .error(failure.message)
+            }
+        }
+        switch try await ipRouteGet(address, family: family, extra: ["from", source] + (oif.map { ["oif", $0] } ?? [])) {
+        case .entry(var entry):
+            entry.prefsrc = entry.prefsrc ?? source
+            return try await truth(of: entry)
+        case .failed(let message):
+            return .error(message)
+        }
+    }
+
+    /// The source address a connected UDP socket to `address` gets in the lab, or `connect`'s error.
+    func connectedSource(_ address: String) async throws -> Result<String, ConnectError> {
+        let script = """
+            import socket, sys
+            family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+            s = socket.socket(family, socket.SOCK_DGRAM)
+            try:
+                s.connect((sys.argv[1], 443))
+                print("source", s.getsockname()[0])
+            except OSError as error:
+                print("error", error.errno, error.strerror)
+            """
+        let output = try await LabCommand.ip(["netns", "exec", name, "python3", "-c", script, address])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if output.hasPrefix("source ") { return .success(String(output.dropFirst("source ".count))) }
+        return .failure(ConnectError(message: output.split(separator: " ", maxSplits: 2).dropFirst(2).first.map(String.init) ?? output))
+    }
+
+    struct ConnectError: Error {
+        var message: String
+    }
+
+    private struct RouteEntry: Decodable {
+        var dev: String
+        var gateway: String?
+        var via: Via?
+        var prefsrc: String?
+        var table: String?
+        struct Via: Decodable { var host: String }
+    }
+
+    private enum RouteAnswer {
+        case entry(RouteEntry)
+        case failed(String)
+    }
+
+    private func ipRouteGet(_ address: String, family: Family, extra: [String]) async throws -> RouteAnswer {
         let output: String
         do {
-            output = try await LabCommand.ip(arguments)
+            output = try await LabCommand.ip(["-n", name, "-d", "-j", family.flag, "route", "get", address] + extra)
         } catch LabError.commandFailed(_, _, let standardError) {
-            return .error(standardError.replacingOccurrences(of: "RTNETLINK answers: ", with: ""))
+            return .failed(standardError.replacingOccurrences(of: "RTNETLINK answers: ", with: ""))
         }
-        struct Entry: Decodable {
-            var dev: String
-            var gateway: String?
-            var via: Via?
-            var prefsrc: String?
-            var table: String?
-            struct Via: Decodable { var host: String }
-        }
-        guard let entry = try JSONDecoder().decode([Entry].self, from: Data(output.utf8)).first else {
-            return .error("no answer in \(output)")
+        guard let entry = try JSONDecoder().decode([RouteEntry].self, from: Data(output.utf8)).first else {
+            return .failed("no answer in \(output)")
         }
         // Bound to a device with no route, the kernel answers "on-link" from no table at all.
-        guard entry.table != nil else { return .error("no route (answered as on-link, from no table)") }
+        guard entry.table != nil else { return .failed("no route (answered as on-link, from no table)") }
+        return .entry(entry)
+    }
+
+    private func truth(of entry: RouteEntry) async throws -> RouteTruth {
         struct Link: Decodable { var flags: [String] }
         let link = try JSONDecoder().decode([Link].self, from: Data(try await ip("-j", "link", "show", "dev", entry.dev).utf8)).first
         let hasCarrier = link.map { $0.flags.contains("UP") && !$0.flags.contains("NO-CARRIER") } ?? false
@@ -109,7 +176,9 @@ func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteTruth]) -
         if !path.availableInterfaces.map(\.name).contains(device) { problems.append("\(family): \(device) not among \(path.availableInterfaces)") }
         if let gateway, !path.gateways.contains(gateway) { problems.append("\(family): gateway \(gateway) not among \(path.gateways)") }
         let primaryFamily = family == .ipv4 || !(truth[.ipv4]?.isUsable ?? false)
-        if primaryFamily, path.primaryInterface?.name != device {
+        // Over a multipath route each flow hashes to one leg: the reference's flow may take
+        // another leg than the monitor's lookup, and both are listed.
+        if primaryFamily, !path.isMultipath, path.primaryInterface?.name != device {
             problems.append("\(family): primary \(path.primaryInterface?.name ?? "none"), kernel uses \(device)")
         }
     }

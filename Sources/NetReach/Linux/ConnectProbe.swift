@@ -1,0 +1,112 @@
+#if os(Linux)
+import Glibc
+
+/// What a program's `connect()` gets, asked of the kernel the way a program asks it: an unbound UDP
+/// socket per family, connected to the destination. Connecting a UDP socket sends nothing on any
+/// wire; it makes the kernel choose a route and a source address, exactly as for a TCP connect.
+///
+/// Why not a route lookup alone: an unbound socket's route is chosen in two stages. The kernel
+/// first picks a source address, then routes with it, so `ip rule from ADDR`, IPv6 source-specific
+/// routes (`default from PREFIX`) and `ip -6 rule from PREFIX` decide where the traffic goes; and
+/// IPv6 (`ip6_dst_lookup_tail`) picks a source from any interface even when no route matches
+/// without one. A lookup with no source (`ip route get ADDRESS`) sees none of that. The source this
+/// probe learns (`getsockname`) is then asked about with `RTA_SRC` (`ip route get ADDRESS from
+/// SOURCE`) for the route's details.
+///
+/// The port is 443 (HTTPS): rules that match ports (`ip rule ... dport`) see what a web client's
+/// flow looks like, except for its protocol (UDP, not TCP).
+struct ConnectProbe: ~Copyable {
+    private let sockets: [IPAddress.Family: Int32]
+    /// Why a family has no socket (IPv6 disabled: `EAFNOSUPPORT`).
+    private let unavailable: [IPAddress.Family: Int32]
+    static let port: UInt16 = 443
+
+    /// Opens the sockets in the calling thread's namespace, or in the namespace open as `namespace`.
+    init(namespace: (fd: Int32, path: String)?) throws(PathMonitorError) {
+        var sockets: [IPAddress.Family: Int32] = [:]
+        var unavailable: [IPAddress.Family: Int32] = [:]
+        let open = { () throws(PathMonitorError) in
+            for (family, domain) in [(IPAddress.Family.ipv4, AF_INET), (.ipv6, AF_INET6)] {
+                let fd = socket(domain, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                if fd >= 0 { sockets[family] = fd } else { unavailable[family] = errno }
+            }
+        }
+        if let namespace {
+            try NamespaceHandle.entering(namespace.fd, path: namespace.path, open)
+        } else {
+            try open()
+        }
+        self.sockets = sockets
+        self.unavailable = unavailable
+    }
+
+    deinit { sockets.values.forEach { close($0) } }
+
+    /// The source address the kernel chose for a connection to `destination`, or the error the
+    /// `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
+    func source(for destination: IPAddress) -> Result<IPAddress, ConnectFailure> {
+        guard let fd = sockets[destination.family] else {
+            return .failure(ConnectFailure(errno: unavailable[destination.family] ?? EAFNOSUPPORT))
+        }
+        // Dissolve the last association first: a UDP socket keeps the source its first connect
+        // chose (the kernel binds it implicitly), so without this every later connect would be
+        // routed from that address, even after it was removed or another became preferred.
+        var unspecified = sockaddr()
+        unspecified.sa_family = sa_family_t(AF_UNSPEC)
+        _ = connect(fd, &unspecified, socklen_t(MemoryLayout<sockaddr>.size))
+        var storage = sockaddr_storage()
+        let length = Self.fill(&storage, with: destination)
+        let connected = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+        }
+        guard connected == 0 else { return .failure(ConnectFailure(errno: errno)) }
+        var local = sockaddr_storage()
+        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
+        }
+        guard named == 0, let source = Self.address(of: local) else { return .failure(ConnectFailure(errno: named == 0 ? EAFNOSUPPORT : errno)) }
+        return .success(source)
+    }
+
+    private static func fill(_ storage: inout sockaddr_storage, with destination: IPAddress) -> socklen_t {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if destination.family == .ipv4 {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: destination.bytes) }
+                withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
+                return socklen_t(MemoryLayout<sockaddr_in>.size)
+            }
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: destination.bytes) }
+            withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
+            return socklen_t(MemoryLayout<sockaddr_in6>.size)
+        }
+    }
+
+    private static func address(of storage: sockaddr_storage) -> IPAddress? {
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: storage) { raw -> IPAddress? in
+            switch family {
+            case AF_INET:
+                let address = raw.load(as: sockaddr_in.self)
+                return withUnsafeBytes(of: address.sin_addr) { IPAddress(bytes: Array($0)) }
+            case AF_INET6:
+                let address = raw.load(as: sockaddr_in6.self)
+                return withUnsafeBytes(of: address.sin6_addr) { IPAddress(bytes: Array($0)) }
+            default:
+                return nil
+            }
+        }
+    }
+}
+
+/// A `connect` that failed, with its `errno`.
+struct ConnectFailure: Error, Equatable {
+    var errno: Int32
+}
+#endif
