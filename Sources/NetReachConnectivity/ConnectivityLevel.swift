@@ -1,4 +1,5 @@
 import Foundation
+import NetReach
 
 /// How far the network reaches: a path only says a route exists; the level says whether the
 /// internet answers through it.
@@ -41,6 +42,13 @@ public enum ConnectivityLevel: Sendable, Hashable, CustomStringConvertible {
     case portal(loginURL: URL?)
     /// Probes pass: the internet answers.
     case full
+
+    /// What a path that cannot reach the internet says for itself, without a probe: ``local``
+    /// when there is a local network but no default route, ``none`` for every other reason (no
+    /// address, link down, no interface, a refusing route).
+    static func withoutRoute(_ reason: UnsatisfiedReason?) -> ConnectivityLevel {
+        reason == .noDefaultRoute ? .local : .none
+    }
 
     /// `full`, `portal(http://login.example/)`, …
     public var description: String {

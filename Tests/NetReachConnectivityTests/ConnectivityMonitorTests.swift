@@ -90,7 +90,7 @@ struct ConnectivityMonitorTests {
         #expect(now.level == .full)
         #expect(now.ipv4.level == .full)
         #expect(now.ipv4.evidence.count == 1)
-        #expect(now.ipv6.level == .local, "the simulated network has no IPv6 default route")
+        #expect(now.ipv6.level == .none, "the simulated network has no IPv6 address at all: not even a local network")
         #expect(prober.sent(.ipv4) == 1)
         #expect(prober.sent(.ipv6) == 0)
         await clock.advance(by: .seconds(3_600))

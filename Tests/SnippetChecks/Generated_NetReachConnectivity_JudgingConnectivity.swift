@@ -6,7 +6,7 @@ import Foundation
 import NetReachConnectivity
 import NetReachAsyncHTTPClient
 
-// Sources/NetReachConnectivity/NetReachConnectivity.docc/JudgingConnectivity.md:30-37
+// Sources/NetReachConnectivity/NetReachConnectivity.docc/JudgingConnectivity.md:32-39
 func snippet_NetReachConnectivity_JudgingConnectivity_1() async throws {
     var configuration = ConnectivityMonitor.Configuration(probes: [
         ConnectivityProbe(URL(string: "http://192.0.2.10/generate_204")!),                    // 204

@@ -56,6 +56,24 @@ public enum PathEvaluator {
         return judge.path(from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
     }
 
+    /// Why each family cannot carry traffic to the internet, by the rules of
+    /// ``evaluate(_:requirements:classification:destinations:)``; usable families are absent.
+    /// For judging a family the path does not support (``NetworkPath`` keeps one reason, for the
+    /// whole path): `noAddress` for IPv4 on an IPv6-only host, `noDefaultRoute` for a family that
+    /// stops at the local network.
+    package static func familyReasons(
+        _ snapshot: SystemSnapshot, requirements: PathRequirements = PathRequirements(),
+        classification: InterfaceClassification = .automatic
+    ) -> [IPAddress.Family: UnsatisfiedReason] {
+        if snapshot.observationFailure != nil { return [.ipv4: .monitorUnavailable, .ipv6: .monitorUnavailable] }
+        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
+        var reasons: [IPAddress.Family: UnsatisfiedReason] = [:]
+        for family in IPAddress.Family.allCases {
+            if let failure = judge.familyVerdict(family).failure { reasons[family] = failure.reason }
+        }
+        return reasons
+    }
+
     /// What one family's lookup means for the path.
     enum Verdict {
         case usable(Use)

@@ -366,6 +366,14 @@ public final class PathMonitor: Sendable {
         }
     }
 
+    /// Why each family cannot carry traffic to the internet in the latest snapshot (usable
+    /// families absent): what ``NetworkPath`` does not say for a family it does not support.
+    /// Empty before the first snapshot.
+    package func familyReasons() -> [IPAddress.Family: UnsatisfiedReason] {
+        guard let snapshot = state.withLock({ $0.lastSnapshot }) else { return [:] }
+        return PathEvaluator.familyReasons(snapshot, requirements: requirements, classification: classification)
+    }
+
     /// Called by the source, one snapshot at a time.
     private func receive(_ snapshot: SystemSnapshot) {
         evaluation.lock()

@@ -49,8 +49,9 @@ actor ConnectivityEngine {
     }
 
     /// A new path: judged at once from the path where it decides (no path, no route beyond the
-    /// link), else by a round of probes now.
-    func pathChanged(_ path: NetworkPath) {
+    /// link), else by a round of probes now. `familyReasons` says why each family the path does
+    /// not support cannot be used (``PathMonitor/familyReasons()``).
+    func pathChanged(_ path: NetworkPath, familyReasons: [IPAddress.Family: UnsatisfiedReason] = [:]) {
         generation += 1
         round?.cancel()
         timer?.cancel()
@@ -59,7 +60,7 @@ actor ConnectivityEngine {
         network = identity
 
         guard path.status == .satisfied else {
-            let fact: ConnectivityLevel = path.unsatisfiedReason == .noDefaultRoute ? .local : .none
+            let fact = ConnectivityLevel.withoutRoute(path.unsatisfiedReason)
             for family in IPAddress.Family.allCases { setLevel(hysteresis[family]!.path(fact), family, evidence: []) }
             verdict.path = path
             verdict.probesSuspended = nil
@@ -70,7 +71,9 @@ actor ConnectivityEngine {
             if !configuration.families.contains(family) {
                 setLevel(hysteresis[family]!.path(.unknown), family, evidence: [])
             } else if !path.supports(family) {
-                setLevel(hysteresis[family]!.path(.local), family, evidence: [])
+                // local only where the family has a local network (no default route); with no
+                // address of the family at all (an IPv6-only host's IPv4) there is none.
+                setLevel(hysteresis[family]!.path(.withoutRoute(familyReasons[family] ?? .noDefaultRoute)), family, evidence: [])
             } else if isAnotherNetwork {
                 setLevel(hysteresis[family]!.path(.unknown), family, evidence: [])
             }

@@ -111,10 +111,11 @@ public final class ConnectivityMonitor: Sendable {
             self?.emit(verdict)
         }
         let paths = pathMonitor.paths
+        let pathMonitor = self.pathMonitor
         let following = Task {
             for await path in paths {
                 if Task.isCancelled { break }
-                await engine.pathChanged(path)
+                await engine.pathChanged(path, familyReasons: pathMonitor.familyReasons())
             }
         }
         // A request through NetworkService over this path counts as a passing round.

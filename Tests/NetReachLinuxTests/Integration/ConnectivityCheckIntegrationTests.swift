@@ -172,6 +172,26 @@ struct ConnectivityCheckIntegrationTests {
         }
     }
 
+    @Test("An IPv6-only namespace: IPv4 is none (no address at all), not local; IPv6 is judged by its probe")
+    func ipv6Only() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, ipv6: true)) { lab in
+            let probeAddress6 = "2001:db8:124::1"
+            try await lab.peerIP("link", "set", "lo", "up")
+            try await lab.peerIP("addr", "add", "\(NetnsLab.ipv6Gateway)/64", "dev", NetnsLab.peerInterface, "nodad")
+            try await lab.peerIP("addr", "add", "\(probeAddress6)/128", "dev", "lo", "nodad")
+            try await lab.waitForCarrier()
+            // Nothing listens behind the probe: refused, so IPv6 is limited and decides the verdict.
+            let result = try Self.check(lab, "--probe", "http://[\(probeAddress6)]:9/204", "--json")
+            let object = try #require(try JSONSerialization.jsonObject(with: result.outputData) as? [String: Any], "\(result.output)")
+            let json = try #require(object["connectivity"] as? [String: Any])
+            #expect((json["ipv4"] as? [String: Any])?["level"] as? String == "none", "\(json)")
+            #expect((json["ipv6"] as? [String: Any])?["level"] as? String == "limited", "\(json)")
+            #expect(json["level"] as? String == "limited", "\(json)")
+            let text = try Self.check(lab, "--probe", "http://[\(probeAddress6)]:9/204")
+            #expect(text.output.hasPrefix("limited (ipv4 none, ipv6 limited)"), "\(text.output)")
+        }
+    }
+
     @Test("The path decides without a probe: no default route is local, no link is none")
     func pathFacts() async throws {
         try await Self.withGateway { lab in
