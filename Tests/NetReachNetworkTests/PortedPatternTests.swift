@@ -115,6 +115,24 @@ struct PortedPatternTests {
         #expect(results.map(\.inconsistent) == [0, 0, 0, 0])
         #expect(observer.isOnWiFi, "the last flap brought carrier back")
     }
+
+    @Test("A file with only the import switch: DispatchQueue, Network.NWPath names, linkQuality and isUltraConstrained")
+    func importSwitchOnly() async throws {
+        let network = SimulatedNetwork.connected()
+        let watcher = QueueOnlyWatcher(monitor: NWPathMonitor(source: network))
+        let seen = Events()
+        watcher.start { seen.append($0) }
+        defer { watcher.stop() }
+        try await until { seen.all.count >= 1 }
+        #expect(seen.all.first == "usable 192.0.2.1", "\(seen.all)")
+        let path = try #require(watcher.current)
+        #expect(path.linkQuality == .unknown, "Linux keeps no link quality estimate")
+        #expect(!path.isUltraConstrained)
+        #expect(LinkTuning.initialWindow(for: path) == 16)
+        let good = Network.NWPath(status: .satisfied, linkQuality: .good)
+        #expect(LinkTuning.initialWindow(for: good) == 64)
+        #expect(Network.NWPath.Status.unsatisfied.isUsable == false)
+    }
 }
 
 // MARK: Helpers
