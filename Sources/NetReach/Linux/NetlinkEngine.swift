@@ -355,6 +355,9 @@ struct MessageReader {
         _ destination: IPAddress, probe: borrowing ConnectProbe, requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> RouteQuery.Answer {
+        // A link-local destination names no link without a scope, and a socket cannot connect to
+        // one without it (EINVAL): the kernel's lookup answers for it, as before.
+        if destination.isLinkLocal { return try lookUp(destination, requests: &requests, buffer: buffer) }
         switch probe.source(for: destination) {
         case .failure(let failure):
             return RouteQuery.Answer(lookup: RouteLookup(errno: failure.errno))
