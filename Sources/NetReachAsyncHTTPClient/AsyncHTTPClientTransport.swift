@@ -4,7 +4,9 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
+import NIOPosix
 import NIOSSL
+import NetReach
 import NetReachHTTP
 import OpenAPIRuntime
 
@@ -31,8 +33,13 @@ import Darwin
 /// its `Location`), asks for `gzip` and `deflate` (`Accept-Encoding: deflate, gzip` unless the
 /// request says otherwise) and decodes them whatever the compression ratio, up to
 /// ``NetReachHTTP/TransportSettings/maximumDecodedBodySize``, and goes through the proxy that
-/// ``NetReachHTTP/ProxySettings`` chooses, by curl's rules. Through an http proxy every request,
-/// `http` ones too, is tunnelled with `CONNECT` (AsyncHTTPClient has no absolute-form requests).
+/// ``NetReachHTTP/ProxySettings`` chooses, by curl's rules: as curl, an `https` request through a
+/// `CONNECT` tunnel, a plain `http` one to the proxy in absolute form (`GET http://host/path`),
+/// which stock proxies allow where they refuse `CONNECT` to any port but 443.
+///
+/// With settings (``init(settings:)``, ``init()``), a server's certificate must name the URL's
+/// host, as curl checks it: an address-only certificate is not one for a name, whatever address
+/// the name led to.
 ///
 /// Failures are classified from AsyncHTTPClient's, SwiftNIO's and NIOSSL's errors: a refused
 /// connection, a failed DNS lookup or a failed TLS handshake is provably unsent; a reset, an early
@@ -189,25 +196,33 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in
             exchange.fail(error)
         }
-        let clientRequest = try Self.makeClientRequest(request, body: body, watchdog: watchdog)
+        var clientRequest = try Self.makeClientRequest(request, body: body, watchdog: watchdog)
         let client: HTTPClient
         let owner: ClientSet?
+        let holder: (AnyObject & Sendable)?
         switch routing {
         case .single:
-            (client, owner) = (self.client, nil)
+            (client, owner, holder) = (self.client, nil, nil)
         case .owned(let clients):
-            (client, owner) = (clients.client(for: request), clients)
+            let chosen = clients.client(for: request)
+            (client, owner, holder) = (chosen.0, clients, chosen.holder)
         case .unusable(let error):
             throw TransportError(.invalidRequest, "the environment's transport settings cannot be used: \(error)")
         }
         let host = Self.host(of: request.authority ?? "")
+        let route = owner?.route(for: request)
+        let destination = Destination(request, proxy: route)
+        if let route, request.scheme?.lowercased() == "http" {
+            clientRequest = AbsoluteFormProxy.request(clientRequest, scheme: "http", authority: request.authority ?? "",
+                                                      path: request.path ?? "/", proxy: route)
+        }
         let channel = BodyChannel(watchdog: watchdog)
         // AHC's own deadline would also cut a body that keeps flowing; the watchdog times stalls and
         // the overall deadline, and this one only stops AHC from waiting forever.
         let deadline = NIODeadline.now() + TimeAmount(options.deadline.map { $0 - .now } ?? .seconds(7 * 24 * 3600))
         let producer = Task {
-            // Holding the owner keeps its clients up until this transfer is over.
-            _ = owner
+            // Holding them keeps the clients up until this transfer is over.
+            _ = holder
             do {
                 let response = try await client.execute(clientRequest, deadline: deadline)
                 watchdog.touch()
@@ -221,7 +236,13 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 try Task.checkCancellation()
                 channel.finish()
             } catch {
-                exchange.fail(exchange.failure ?? Self.classify(error, host: host))
+                var failure = exchange.failure ?? Self.classify(error, to: destination)
+                if failure.tlsFailureReason == .verificationFailed, let owner,
+                   let reason = await owner.diagnoseRefusedCertificate(request, deadline: min(deadline, .now() + .seconds(10)))
+                {
+                    failure = TransportError(tlsFailure: reason, host: host)
+                }
+                exchange.fail(failure)
             }
             watchdog.stop()
         }
@@ -304,84 +325,188 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
 
     // MARK: Classification
 
-    private static func classify(_ error: any Error, host: String) -> TransportError {
-        if let error = error as? TransportError {
-            return error
-        }
-        if let reason = TLSFailureReason(error) {
-            return TransportError(.tlsFailure, "TLS handshake with \(host) failed: \(reason.description)")
-        }
-        let detail = String(describing: error)
-        // While a request waits for a connection, AHC answers cancellation with the last
-        // connection error; the caller asked to stop, so say that.
-        if error is CancellationError || Task.isCancelled {
-            return TransportError(.cancelled, detail)
-        }
-        switch error {
-        case let error as HTTPClientError:
-            return TransportError(kind(of: error), detail)
-        case let error as IOError:
-            // NIO's own wording ("connection reset (error set): Connection refused) (errno: 111)")
-            // names its internal step; the system's message is what a person recognises.
-            return TransportError(kind(ofErrno: error.errnoCode), "\(String(cString: strerror(error.errnoCode))) (errno \(error.errnoCode))")
-        case let error as ChannelError:
-            switch error {
-            case .connectTimeout: return TransportError(.connectTimeout, detail)
-            case .connectPending, .writeHostUnreachable: return TransportError(.cannotConnect, detail)
-            case .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed, .eof:
-                return TransportError(.connectionLost, detail)
-            default: return TransportError(.other, detail)
+    /// Where a request was going, for the sentences of its failures.
+    struct Destination: Sendable {
+        /// The URL's host (no brackets) and port (the scheme's default when the URL has none).
+        var host: String
+        var port: Int
+        /// The proxy it went through, if any.
+        var proxy: (host: String, port: Int)?
+
+        init(_ request: HTTPRequest, proxy: HTTPClient.Configuration.Proxy?) {
+            let authority = request.authority ?? ""
+            host = AsyncHTTPClientTransport.host(of: authority)
+            let defaultPort = request.scheme?.lowercased() == "https" ? 443 : 80
+            var port = defaultPort
+            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]"), let parsed = Int(authority[authority.index(after: colon)...]) {
+                port = parsed
             }
-        case let error as HTTPParserError:
-            // The connection closed before the message was complete: a body cut short, not garbage.
-            if case .invalidEOFState = error { return TransportError(.connectionLost, "the connection closed before the response was complete (\(detail))") }
-            return TransportError(.invalidResponse, detail)
-        case let error as NIOHTTPDecompression.DecompressionError:
-            if error == .limit {
-                return TransportError(.decodedBodyTooLarge, "the decoded body of the response from \(host) passed the limit (TransportSettings.maximumDecodedBodySize)")
-            }
-            return TransportError(.invalidResponse, "the response's content coding could not be decoded: \(error)")
-        case is NIOHTTPDecompression.ExtraDecompressionError:
-            return TransportError(.invalidResponse, "the response's content coding could not be decoded: \(detail)")
-        case is SocketAddressError, is SocketAddressError.UnknownHost:
-            return TransportError(.dnsFailure, detail)
-        default:
-            if let kind = kind(ofConnectionError: error) {
-                return TransportError(kind, detail)
-            }
-            return TransportError(.other, detail)
+            self.port = port
+            self.proxy = proxy.map { ($0.host, $0.port) }
+        }
+
+        /// `example.com:443`, `[::1]:8080`.
+        var hostPort: String { Self.hostPort(host, port) }
+        /// `the proxy 127.0.0.1:3128`.
+        var proxyName: String { proxy.map { "the proxy \(Self.hostPort($0.host, $0.port))" } ?? "the proxy" }
+        /// What the connection goes to: the proxy, or the host.
+        var connectionEnd: String { proxy == nil ? hostPort : proxyName }
+
+        static func hostPort(_ host: String, _ port: Int) -> String {
+            host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         }
     }
 
-    private static func kind(of error: HTTPClientError) -> TransportError.Kind {
+    /// A failure of AsyncHTTPClient, SwiftNIO or NIOSSL as a ``NetReachHTTP/TransportError`` whose
+    /// detail is one sentence naming the host and port (and the proxy), never a library's type.
+    static func classify(_ error: any Error, to destination: Destination) -> TransportError {
+        if let error = error as? TransportError {
+            return error
+        }
+        let target = destination.hostPort
+        if let reason = TLSFailureReason(error) {
+            return TransportError(tlsFailure: reason, host: destination.host)
+        }
+        // While a request waits for a connection, AHC answers cancellation with the last
+        // connection error; the caller asked to stop, so say that.
+        if error is CancellationError || Task.isCancelled {
+            return TransportError(.cancelled, "the request to \(target) was cancelled")
+        }
+        switch error {
+        case let error as HTTPClientError:
+            return classify(error, to: destination)
+        case let error as IOError:
+            // NIO's own wording ("connection reset (error set): Connection refused) (errno: 111)")
+            // names its internal step; the system's message is what a person recognises.
+            let kind = kind(ofErrno: error.errnoCode)
+            let system = Self.systemMessage(error.errnoCode)
+            switch kind {
+            // Through a proxy, the only connection made is the one to the proxy.
+            case .cannotConnect where destination.proxy != nil:
+                return TransportError(.proxyFailure, "cannot connect to \(destination.proxyName): \(system)")
+            case .cannotConnect: return TransportError(kind, "cannot connect to \(target): \(system)")
+            case .connectionLost: return TransportError(kind, "the connection to \(target) broke: \(system)")
+            case .timedOut: return TransportError(kind, "the connection to \(target) timed out: \(system)")
+            default: return TransportError(kind, "the request to \(target) failed: \(system)")
+            }
+        case let error as ChannelError:
+            switch error {
+            case .connectTimeout: return TransportError(.connectTimeout, "no connection to \(destination.connectionEnd) within the connect timeout")
+            case .connectPending where destination.proxy != nil, .writeHostUnreachable where destination.proxy != nil:
+                return TransportError(.proxyFailure, "cannot connect to \(destination.proxyName): host unreachable")
+            case .connectPending, .writeHostUnreachable: return TransportError(.cannotConnect, "cannot connect to \(target): host unreachable")
+            case .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed, .eof:
+                return TransportError(.connectionLost, "\(target) closed the connection before the response was complete")
+            default: return TransportError(.other, "the request to \(target) failed: \(error)")
+            }
+        case let error as HTTPParserError:
+            // The connection closed before the message was complete: a body cut short, not garbage.
+            if case .invalidEOFState = error {
+                return TransportError(.connectionLost, "\(target) closed the connection before the response was complete")
+            }
+            return TransportError(.invalidResponse, "the answer from \(target) is not valid HTTP (\(error))")
+        case let error as NIOHTTPDecompression.DecompressionError:
+            if error == .limit {
+                return TransportError(.decodedBodyTooLarge, "the decoded body of the response from \(target) passed the limit (TransportSettings.maximumDecodedBodySize)")
+            }
+            return TransportError(.badContentEncoding, "the body from \(target) does not decode as its Content-Encoding says (\(error))")
+        case is NIOHTTPDecompression.ExtraDecompressionError:
+            return TransportError(.badContentEncoding, "the body from \(target) does not decode as its Content-Encoding says")
+        case let error as SocketAddressError.UnknownHost:
+            return nameFailure(error.host, code: error.errorCode, description: error.errorDescription, to: destination)
+        case is SocketAddressError:
+            return TransportError(.dnsFailure, "cannot resolve \(destination.host)")
+        case let error as NIOConnectionError:
+            return classify(error, to: destination)
+        default:
+            return TransportError(.other, "the request to \(target) failed: \(error)")
+        }
+    }
+
+    private static func classify(_ error: HTTPClientError, to destination: Destination) -> TransportError {
+        let target = destination.hostPort
         switch error {
         case .cancelled:
-            return .cancelled
-        case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout, .socksHandshakeTimeout,
-            .httpProxyHandshakeTimeout:
+            return TransportError(.cancelled, "the request to \(target) was cancelled")
+        case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout, .socksHandshakeTimeout:
             // The request was still queued: no connection carried it.
-            return .connectTimeout
+            return TransportError(.connectTimeout, "no connection to \(destination.connectionEnd) within the connect timeout")
+        case .httpProxyHandshakeTimeout:
+            return TransportError(.proxyFailure, "\(destination.proxyName) did not open a tunnel to \(target) within the connect timeout")
         case .deadlineExceeded, .readTimeout, .writeTimeout:
             // AHC reports a deadline hit before any connection with the connection's error (or
             // `connectTimeout`), but a bare `deadlineExceeded` can also mean "sent, no answer".
-            return .timedOut
+            return TransportError(.timedOut, "no response from \(target) in time")
         case .remoteConnectionClosed, .uncleanShutdown:
-            return .connectionLost
-        case .invalidProxyResponse, .proxyAuthenticationRequired:
-            // The proxy refused the tunnel before any byte of the request went through it.
-            return .cannotConnect
+            return TransportError(.connectionLost, "\(target) closed the connection before the response was complete")
+        case .proxyAuthenticationRequired:
+            return TransportError(.proxyFailure, "\(destination.proxyName) asks for authentication (407) to open a tunnel to \(target)")
+        case .invalidProxyResponse:
+            // The proxy answered CONNECT with something other than 2xx: nothing went through it.
+            return TransportError(.proxyFailure, "\(destination.proxyName) refused to open a tunnel to \(target)")
         case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath, .traceRequestWithBody:
-            return .invalidRequest
+            return TransportError(.invalidRequest, "the request to \(target) cannot be sent: \(Self.words(error))")
         default:
             // Cases with associated values cannot be matched by `==`; their descriptions name them.
             let description = error.description
             if description.hasPrefix("HTTPClientError.unsupportedScheme")
                 || description.hasPrefix("HTTPClientError.invalidHeaderField")
             {
-                return .invalidRequest
+                return TransportError(.invalidRequest, "the request to \(target) cannot be sent: \(Self.words(error))")
             }
-            return .other
+            return TransportError(.other, "the request to \(target) failed: \(Self.words(error))")
         }
+    }
+
+    /// What happened-eyeballs connecting to a host name fails with: the lookup failed, or every
+    /// address refused or could not be reached (for the proxy, when the name is the proxy's).
+    private static func classify(_ error: NIOConnectionError, to destination: Destination) -> TransportError {
+        // Through a proxy, the only connection made is the one to the proxy.
+        let toProxy = destination.proxy != nil
+        let name = toProxy ? destination.proxyName : destination.hostPort
+        if error.connectionErrors.isEmpty {
+            if let lookup = (error.dnsAAAAError ?? error.dnsAError) as? SocketAddressError.UnknownHost {
+                return nameFailure(lookup.host, code: lookup.errorCode, description: lookup.errorDescription, to: destination)
+            }
+            return TransportError(toProxy ? .proxyFailure : .dnsFailure, "cannot resolve \(toProxy ? name : error.host)")
+        }
+        var reasons: [String] = []
+        for failure in error.connectionErrors {
+            let reason = (failure.error as? IOError).map { systemMessage($0.errnoCode) } ?? "\(failure.error)"
+            if !reasons.contains(reason) { reasons.append(reason) }
+        }
+        return TransportError(toProxy ? .proxyFailure : .cannotConnect, "cannot connect to \(name): \(reasons.joined(separator: "; "))")
+    }
+
+    /// A failed lookup of `host`: the name does not exist (or has no address), or the resolver
+    /// could not answer now (`EAI_AGAIN`); for the proxy's name, a proxy failure.
+    private static func nameFailure(_ host: String, code: Int, description: String, to destination: Destination) -> TransportError {
+        if destination.proxy != nil {
+            return TransportError(.proxyFailure, "cannot resolve \(destination.proxyName): \(description)")
+        }
+        // EAI_NODATA (-5, "no address associated with hostname") is a GNU extension Glibc's
+        // module may not export.
+        let permanent = [Int(EAI_NONAME), Int(EAI_FAIL), -5].contains(code)
+        let kind: TransportError.Kind = permanent ? .hostNotFound : .dnsFailure
+        return TransportError(kind, "cannot resolve \(host): \(description)")
+    }
+
+    /// `strerror` with the number: `Connection refused (errno 111)`.
+    private static func systemMessage(_ code: CInt) -> String {
+        "\(String(cString: strerror(code))) (errno \(code))"
+    }
+
+    /// AsyncHTTPClient's description of `error` without its type name:
+    /// `HTTPClientError.unsupportedScheme("ftp")` → `unsupported scheme "ftp"`.
+    private static func words(_ error: HTTPClientError) -> String {
+        var text = Substring(error.description)
+        if text.hasPrefix("HTTPClientError.") { text = text.dropFirst("HTTPClientError.".count) }
+        var words = ""
+        for character in text {
+            if character.isUppercase, !words.isEmpty, words.last != " " { words.append(" ") }
+            words.append(contentsOf: character == "(" ? " " : character == ")" ? "" : character.lowercased())
+        }
+        return words
     }
 
     private static func kind(ofErrno code: CInt) -> TransportError.Kind {
@@ -396,33 +521,6 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         default:
             return .other
         }
-    }
-
-    /// Classifies NIOPosix's `NIOConnectionError` (what connecting to a host *name* fails with).
-    ///
-    /// This module depends on NIOCore only, so the type is recognised by name and read through
-    /// its stored properties: `dnsAError`/`dnsAAAAError` and `connectionErrors`.
-    private static func kind(ofConnectionError error: any Error) -> TransportError.Kind? {
-        guard String(reflecting: type(of: error)).hasSuffix(".NIOConnectionError") else { return nil }
-        var dnsFailed = false
-        var attempts = 0
-        for child in Mirror(reflecting: error).children {
-            switch child.label {
-            case "dnsAError", "dnsAAAAError":
-                if Mirror(reflecting: child.value).displayStyle == .optional,
-                    !Mirror(reflecting: child.value).children.isEmpty
-                {
-                    dnsFailed = true
-                }
-            case "connectionErrors":
-                attempts += Mirror(reflecting: child.value).children.count
-            default:
-                break
-            }
-        }
-        // No address to try means the lookup failed; otherwise every attempt ended before a
-        // connection existed, whatever the individual reasons.
-        return attempts == 0 && dnsFailed ? .dnsFailure : .cannotConnect
     }
 }
 
@@ -496,17 +594,33 @@ extension TimeAmount {
 
 // MARK: - Clients made from settings
 
-/// The clients of one transport made from ``NetReachHTTP/TransportSettings``: one for direct
-/// connections and one per distinct proxy, since AsyncHTTPClient sets a proxy per client.
+/// The clients of one transport made from ``NetReachHTTP/TransportSettings``: one per route
+/// (direct, through the http proxy, through the https proxy), since AsyncHTTPClient sets a proxy
+/// per client, and for https with verification one per route and host, since the certificate's
+/// name is checked against the URL's host ([`ServerIdentity`](x-source-tag://ServerIdentity))
+/// and AsyncHTTPClient tells a connection's initialiser nothing about the host.
 ///
-/// Immutable after `init`, so `Sendable`. Shuts its clients down when released (every transfer holds
-/// it until it ends), unless it is the process-wide default.
+/// Per-host clients are kept for the ``hostClientLimit`` hosts used last; one that falls out is
+/// shut down once no transfer holds it. Shuts its other clients down when released (every
+/// transfer holds it until it ends), unless it is the process-wide default.
 private final class ClientSet: Sendable {
     let direct: HTTPClient
-    private let viaHTTPProxy: HTTPClient?
+    /// https through the proxy without verification (with it, a per-host client).
     private let viaHTTPSProxy: HTTPClient?
+    private let httpProxy: HTTPClient.Configuration.Proxy?
+    private let httpsProxy: HTTPClient.Configuration.Proxy?
     private let proxy: ProxySettings
     private let shutsDownOnDeinit: Bool
+    /// The configuration every client starts from (no proxy).
+    private let base: HTTPClient.Configuration
+    private let verifiesCertificates: Bool
+    /// Per route and host, most recently used last.
+    private let hostClients = Locked<[HostClient]>([])
+    /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
+    private let inspectors = Locked<[String: OwnedClient]>([:])
+
+    /// How many per-host clients are kept.
+    static let hostClientLimit = 32
 
     init(settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true,
          dnsOverride: [String: String] = [:]) throws(TransportSettingsError) {
@@ -526,36 +640,104 @@ private final class ClientSet: Sendable {
             configuration.proxy = proxy
             return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }
-        direct = makeClient(nil)
-        viaHTTPProxy = httpProxy.map(makeClient)
-        if let httpsProxy {
-            viaHTTPSProxy = httpsProxy == httpProxy ? viaHTTPProxy : makeClient(httpsProxy)
-        } else {
-            viaHTTPSProxy = nil
+        var directConfiguration = configuration
+        if httpProxy != nil {
+            // Plain http through the proxy goes on direct connections to it, in absolute form.
+            directConfiguration.http1_1ConnectionDebugInitializer = AbsoluteFormProxy.connectionSetup()
         }
+        direct = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: directConfiguration)
+        viaHTTPSProxy = httpsProxy.map(makeClient)
+        self.httpProxy = httpProxy
+        self.httpsProxy = httpsProxy
         proxy = settings.proxy
+        base = configuration
+        verifiesCertificates = settings.tls.verifiesCertificates
         self.shutsDownOnDeinit = shutsDownOnDeinit
     }
 
     deinit {
         guard shutsDownOnDeinit else { return }
         // The callback form keeps each client alive until it has shut down.
-        for client in [direct, viaHTTPProxy, viaHTTPSProxy].compactMap({ $0 }).uniqued() {
+        for client in [direct, viaHTTPSProxy].compactMap({ $0 }) {
             client.shutdown { _ in }
         }
     }
 
-    /// The client for `request`'s scheme and host: through its proxy unless ``ProxySettings`` says direct.
-    func client(for request: HTTPRequest) -> HTTPClient {
+    /// The proxy `request` goes through, if any (`nil`: direct).
+    func route(for request: HTTPRequest) -> HTTPClient.Configuration.Proxy? {
         let scheme = request.scheme?.lowercased() ?? "http"
         guard proxy.proxy(forScheme: scheme, host: AsyncHTTPClientTransport.host(of: request.authority ?? "")) != nil else {
-            return direct
+            return nil
         }
         switch scheme {
-        case "http": return viaHTTPProxy ?? direct
-        case "https": return viaHTTPSProxy ?? direct
-        default: return direct
+        case "http": return httpProxy
+        case "https": return httpsProxy
+        default: return nil
         }
+    }
+
+    /// The client for `request`'s scheme and host, and what the transfer must hold until it ends:
+    /// through its proxy unless ``ProxySettings`` says direct; for https with verification, the
+    /// client of that route and host.
+    func client(for request: HTTPRequest) -> (HTTPClient, holder: AnyObject & Sendable) {
+        let scheme = request.scheme?.lowercased() ?? "http"
+        let route = route(for: request)
+        guard scheme == "https", verifiesCertificates else {
+            switch (scheme, route) {
+            // http through a proxy: a direct connection to it, the request in absolute form.
+            case ("https", _?): return (viaHTTPSProxy ?? direct, self)
+            default: return (direct, self)
+            }
+        }
+        let identity = ServerIdentity(host: AsyncHTTPClientTransport.host(of: request.authority ?? ""))
+        let holder = hostClients.withLock { clients -> HostClient in
+            if let index = clients.firstIndex(where: { $0.identity == identity && $0.route == route }) {
+                let found = clients.remove(at: index)
+                clients.append(found)
+                return found
+            }
+            var configuration = base
+            configuration.proxy = route
+            // The chain is verified by NIOSSL, the name here, against the URL's host only.
+            configuration.tlsConfiguration?.certificateVerification = .noHostnameVerification
+            configuration.http1_1ConnectionDebugInitializer = identity.connectionCheck()
+            configuration.http2ConnectionDebugInitializer = identity.connectionCheck()
+            let made = HostClient(identity: identity, route: route, client: OwnedClient(configuration))
+            clients.append(made)
+            if clients.count > Self.hostClientLimit { clients.removeFirst() }
+            return made
+        }
+        return (holder.client.client, HolderPair(holder, self))
+    }
+
+    /// Why the certificate of `request`'s server did not verify: expired, not valid yet, or not
+    /// trusted, read on a connection of its own that verifies nothing and sends nothing (over the
+    /// same route), or `nil` if that connection did not get as far as a certificate.
+    func diagnoseRefusedCertificate(_ request: HTTPRequest, deadline: NIODeadline) async -> TLSFailureReason? {
+        guard let scheme = request.scheme, let authority = request.authority else { return nil }
+        let route = route(for: request)
+        let key = route.map { "\($0.host):\($0.port)" } ?? ""
+        let inspector = inspectors.withLock { inspectors -> OwnedClient in
+            if let found = inspectors[key] { return found }
+            var configuration = base
+            configuration.proxy = route
+            configuration.tlsConfiguration?.certificateVerification = .none
+            configuration.http1_1ConnectionDebugInitializer = CertificateDates.connectionProbe()
+            configuration.http2ConnectionDebugInitializer = CertificateDates.connectionProbe()
+            let made = OwnedClient(configuration)
+            inspectors[key] = made
+            return made
+        }
+        var probe = HTTPClientRequest(url: "\(scheme)://\(authority)/")
+        probe.method = .HEAD
+        do {
+            _ = try await inspector.client.execute(probe, deadline: deadline)
+        } catch let dates as CertificateDates {
+            return dates.reason()
+        } catch {
+            return nil
+        }
+        return nil
     }
 
     /// What every client this module makes has in common: refused connections fail at once,
@@ -646,13 +828,44 @@ private final class ClientSet: Sendable {
     }
 }
 
-extension Array where Element == HTTPClient {
-    /// Each client once (the http and https proxies may share one).
-    fileprivate func uniqued() -> [HTTPClient] {
-        var seen = Set<ObjectIdentifier>()
-        return filter { seen.insert(ObjectIdentifier($0)).inserted }
+/// A client this module made, shut down when the last holder lets go of it.
+private final class OwnedClient: Sendable {
+    let client: HTTPClient
+
+    init(_ configuration: HTTPClient.Configuration) {
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    deinit {
+        // The callback form keeps the client alive until it has shut down.
+        client.shutdown { _ in }
     }
 }
+
+/// The https client of one route and host (its connections check the certificate's name).
+private final class HostClient: Sendable {
+    let identity: ServerIdentity
+    let route: HTTPClient.Configuration.Proxy?
+    let client: OwnedClient
+
+    init(identity: ServerIdentity, route: HTTPClient.Configuration.Proxy?, client: OwnedClient) {
+        self.identity = identity
+        self.route = route
+        self.client = client
+    }
+}
+
+/// Two objects a transfer holds until it ends.
+private final class HolderPair: Sendable {
+    let first: AnyObject & Sendable
+    let second: AnyObject & Sendable
+
+    init(_ first: AnyObject & Sendable, _ second: AnyObject & Sendable) {
+        self.first = first
+        self.second = second
+    }
+}
+
 
 // MARK: - TLS failures
 
@@ -661,6 +874,10 @@ extension TLSFailureReason {
     /// BoringSSL's error stack names the failure by a token (`CERTIFICATE_VERIFY_FAILED`); its file
     /// paths and numbers are left out of the detail.
     fileprivate init?(_ error: any Error) {
+        if error is ServerIdentity.Mismatch {
+            self = .hostnameMismatch
+            return
+        }
         if let error = error as? NIOSSLExtraError {
             guard error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch else { return nil }
             self = .hostnameMismatch

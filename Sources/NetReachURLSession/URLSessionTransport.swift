@@ -310,7 +310,7 @@ public struct URLSessionTransport: HTTPTransport {
         }
         if let urlError = error as? URLError {
             if let reason = TLSFailureReason(curlMessage: urlError.localizedDescription) {
-                return TransportError(.tlsFailure, "TLS handshake with \(host) failed: \(reason.description)")
+                return TransportError(tlsFailure: reason, host: host)
             }
             if urlError.code == .badURL, host.contains(":") {
                 // swift-corelibs-foundation's EasyHandle.set(url:) compares URL.host ("::1") with

@@ -113,6 +113,24 @@ struct AsyncHTTPClientProberTests {
         }
     }
 
+    @Test("An https probe checks the certificate against the probe URL's host, not the address it connected to",
+          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    func probeChecksTheURLsHost() async throws {
+        try await withNginx { nginx, certificates in
+            let trusting = Self.prober(trusting: certificates)
+            // The probe connects to 127.0.0.1 either way; only the URL's host differs.
+            let byName = ConnectivityProbe(URL(string: "https://localhost:\(nginx.addressOnly)/generate_204")!, expecting: .status(200))
+            let result = await trusting.probe(byName, over: .ipv4, timeout: Self.patience)
+            guard case .intercepted(let detail) = result.verdict else {
+                Issue.record("an address-only certificate for a name should be intercepted: \(result)")
+                return
+            }
+            #expect(detail.contains("another host name") && detail.contains("localhost"), "\(detail)")
+            let byAddress = ConnectivityProbe(URL(string: "https://127.0.0.1:\(nginx.addressOnly)/generate_204")!, expecting: .status(200))
+            #expect(await trusting.probe(byAddress, over: .ipv4, timeout: Self.patience).verdict == .passed)
+        }
+    }
+
     @Test("RFC 8908: the API's answer, asked for as application/captive+json over trusted https only",
           .enabled(if: ExternalServer.available("nginx", "openssl")))
     func captivePortalAPI() async throws {

@@ -66,7 +66,12 @@ struct ProxyTransportTests {
         try await withProxyAndServer { proxy, server in
             let through = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: ProxySettings(proxy: proxy.url)), environment: [:])
             #expect(try await get(through, "http://127.0.0.1:\(server.port)/ok").status == 200)
-            #expect(proxy.requests().contains { $0.contains("127.0.0.1:\(server.port)") }, "\(proxy.requests())")
+            // As curl sends it: the target in absolute form, no CONNECT (a stock tinyproxy allows
+            // CONNECT to 443 and 563 only).
+            #expect(proxy.requests().contains("GET http://127.0.0.1:\(server.port)/ok HTTP/1.1"), "\(proxy.requests())")
+            #expect(!proxy.requests().contains { $0.hasPrefix("CONNECT") }, "\(proxy.requests())")
+            #expect(server.received(path: "/ok").first?.headers["host"] == "127.0.0.1:\(server.port)")
+            #expect(server.received(path: "/ok").first?.headers["x-netreach-absolute-uri"] == nil)
 
             let around = try AsyncHTTPClientTransport(
                 settings: TransportSettings(proxy: ProxySettings(proxy: proxy.url, noProxy: ["127.0.0.1"])), environment: [:])
@@ -74,6 +79,58 @@ struct ProxyTransportTests {
             #expect(try await get(around, "http://127.0.0.1:\(server.port)/ok?direct").status == 200)
             #expect(proxy.requests().count == before, "\(proxy.requests())")
             #expect(server.received(path: "/ok").count == 2)
+        }
+    }
+
+    @Test("Plain http through a stock proxy is sent as curl sends it: absolute form, the same request line")
+    func absoluteFormAsCurl() async throws {
+        let curl = try ExternalServer.require("curl")
+        try await withProxyAndServer { proxy, server in
+            let transport = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: ProxySettings(proxy: proxy.url)), environment: [:])
+            #expect(try await get(transport, "http://127.0.0.1:\(server.port)/ok?ours").status == 200)
+            let curlRun = try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "-x", proxy.url.absoluteString,
+                                                            "http://127.0.0.1:\(server.port)/ok?curl"])
+            #expect(curlRun.status == 0, "\(curlRun.standardError)")
+            let lines = proxy.requests()
+            #expect(lines.contains("GET http://127.0.0.1:\(server.port)/ok?ours HTTP/1.1")
+                    && lines.contains("GET http://127.0.0.1:\(server.port)/ok?curl HTTP/1.1"), "\(lines)")
+        }
+    }
+
+    @Test("A proxy that refuses the tunnel or asks for credentials is a proxy failure naming the proxy, tried once")
+    func proxyRefusals() async throws {
+        // https to a port the stock configuration does not tunnel to: 403 to CONNECT.
+        try await withProxyAndServer { proxy, server in
+            let transport = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: ProxySettings(proxy: proxy.url)), environment: [:])
+            let refused = try await expectFailure(transport, "https://127.0.0.1:\(server.port)/ok")
+            #expect(refused.kind == .proxyFailure, "\(refused)")
+            #expect(refused.detail == "the proxy 127.0.0.1:\(proxy.port) refused to open a tunnel to 127.0.0.1:\(server.port)", "\(refused.detail)")
+            #expect(refused.requestWasProvablyNotSent)
+            #expect(DefaultRetryPolicy().decision(for: RetryAttempt(method: .get, number: 1, failure: .transport(refused))) != .retry(after: .zero))
+        }
+        let guarded = try await TinyproxyServer.start(connectPorts: [], basicAuth: ("netreach", "secret"))
+        defer { Task { await guarded.stop() } }
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        let without = try AsyncHTTPClientTransport(settings: TransportSettings(proxy: ProxySettings(proxy: guarded.url)), environment: [:])
+        let asked = try await expectFailure(without, "https://127.0.0.1:\(server.port)/ok")
+        #expect(asked.kind == .proxyFailure && asked.detail.contains("asks for authentication (407)"), "\(asked)")
+        // Plain http: the proxy's 407 is its answer, as curl reports it.
+        #expect(try await get(without, "http://127.0.0.1:\(server.port)/ok").status == 407)
+        let withCredentials = try AsyncHTTPClientTransport(
+            settings: TransportSettings(proxy: ProxySettings(proxy: URL(string: "http://netreach:secret@127.0.0.1:\(guarded.port)")!)), environment: [:])
+        #expect(try await get(withCredentials, "http://127.0.0.1:\(server.port)/ok?authorized").status == 200)
+        #expect(server.received(path: "/ok").first?.headers["proxy-authorization"] == nil, "the proxy's credentials go no further")
+    }
+
+    @Test("Nothing listening at the proxy is a proxy failure naming it")
+    func proxyNotListening() async throws {
+        let port = try ExternalServer.freePort()
+        let transport = try AsyncHTTPClientTransport(
+            settings: TransportSettings(proxy: ProxySettings(proxy: URL(string: "http://127.0.0.1:\(port)")!)), environment: [:])
+        for url in ["http://example.invalid/", "https://example.invalid/"] {
+            let error = try await expectFailure(transport, url)
+            #expect(error.kind == .proxyFailure && error.detail.hasPrefix("cannot connect to the proxy 127.0.0.1:\(port): Connection refused"), "\(url): \(error)")
         }
     }
 

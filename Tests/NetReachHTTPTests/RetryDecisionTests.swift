@@ -36,6 +36,13 @@ struct RetryDecisionTests {
         Row(method: .get, number: 1, failure: .status(501, retryAfter: nil), expected: nil),
         Row(method: .get, number: 1, failure: .transport(.init(.invalidResponse, "")), expected: nil),
         Row(method: .get, number: 1, failure: .transport(.init(.cancelled, "")), expected: nil),
+        // Failures that cannot pass: a name that does not exist, a proxy that refused, a refused
+        // certificate, a body that does not decode.
+        Row(method: .get, number: 1, failure: .transport(.init(.hostNotFound, "")), expected: nil),
+        Row(method: .get, number: 1, failure: .transport(.init(.proxyFailure, "")), expected: nil),
+        Row(method: .get, number: 1, failure: .transport(TransportError(tlsFailure: .expired, host: "h")), expected: nil),
+        Row(method: .get, number: 1, failure: .transport(.init(.badContentEncoding, "")), expected: nil),
+        Row(method: .get, number: 1, failure: .status(407, retryAfter: nil), expected: nil),
         // Retry-After beyond the maximum delay: give up rather than wait that long.
         Row(method: .get, number: 1, failure: .status(503, retryAfter: .seconds(120)), expected: nil),
         // POST/PATCH: only when provably unsent, or with an Idempotency-Key.

@@ -114,6 +114,27 @@ struct ServiceStreamingTests {
         }
     }
 
+    @Test("A body cut short is explained by a monitor that looked, even one given unstarted")
+    func aCutBodyIsExplainedByAStartedMonitor() async throws {
+        try await withServer { server in
+            let monitor = PathMonitor(source: SimulatedNetwork.connected())   // not started: the service starts it when it must explain
+            defer { monitor.cancel() }
+            let service = NetworkService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!,
+                                         transport: TransportKind.asyncHTTPClient.make(), monitor: monitor)
+            let stream = try await service.bytes(.get("/reset-mid-body"))
+            do {
+                for try await _ in stream.body {}
+                Issue.record("a reset body ended normally")
+            } catch let error as NetworkError {
+                guard case .connectionLost(_, let path?) = error.reason else {
+                    Issue.record("expected connectionLost with a path, got \(error)")
+                    return
+                }
+                #expect(path.status == .satisfied && path.unsatisfiedReason != .monitorUnavailable, "\(error)")
+            }
+        }
+    }
+
     // MARK: Downloads
 
     static func temporaryFile() -> URL {

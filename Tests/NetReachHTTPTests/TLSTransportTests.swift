@@ -1,7 +1,7 @@
 import Foundation
 import NetReachTestSupport
 import HTTPTypes
-import NetReachAsyncHTTPClient
+@testable import NetReachAsyncHTTPClient
 import NetReachHTTP
 import NetReachURLSession
 import OpenAPIRuntime
@@ -70,16 +70,67 @@ struct TLSTransportTests {
         }
     }
 
-    @Test("An expired certificate is a TLS failure")
-    func expired() async throws {
+    @Test("An expired, a not yet valid and an untrusted certificate each say so, as curl does")
+    func refusedCertificatesSayWhy() async throws {
+        let curl = try ExternalServer.require("curl")
+        try await withNginx { nginx, certificates in
+            let trusting = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
+            let system = try AsyncHTTPClientTransport(settings: settings(TLSSettings()))
+            let cases: [(transport: AsyncHTTPClientTransport, port: Int, trustsCA: Bool, reason: TLSFailureReason, curlSays: String)] = [
+                (trusting, nginx.expired, true, .expired, "certificate has expired"),
+                (trusting, nginx.notYetValid, true, .notYetValid, "certificate is not yet valid"),
+                (system, nginx.trusted, false, .untrusted, "unable to get local issuer certificate"),
+            ]
+            for (transport, port, trustsCA, reason, curlSays) in cases {
+                let url = "https://127.0.0.1:\(port)/refused-\(port)"
+                let curlRun = try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null"] + (trustsCA ? ["--cacert", certificates.path("ca.pem")] : []) + [url])
+                #expect(curlRun.status == 60 && curlRun.standardError.contains(curlSays), "curl: \(curlRun.status) \(curlRun.standardError)")
+                let error = try await expectFailure(transport, url)
+                #expect(error.kind == .tlsFailure && error.tlsFailureReason == reason, "\(url): \(error)")
+                #expect(error.detail == "TLS handshake with 127.0.0.1 failed: \(reason.description)")
+                #expect(error.requestWasProvablyNotSent)
+            }
+            // Neither the failed handshakes nor the look at their certificates sent a request.
+            #expect(!nginx.accessLog().contains { $0.contains("/refused-") || $0.contains("HEAD") }, "\(nginx.accessLog())")
+        }
+    }
+
+    @Test("A certificate must name the URL's host, as curl decides: an address-only one is not for a name, a name-only one not for the address")
+    func certificateNamesTheURLsHost() async throws {
+        let curl = try ExternalServer.require("curl")
         try await withNginx { nginx, certificates in
             let transport = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
-            let error = try await expectFailure(transport, "https://127.0.0.1:\(nginx.expired)/expired")
-            #expect(error.kind == .tlsFailure, "\(error)")
-            // BoringSSL reports only CERTIFICATE_VERIFY_FAILED, so the detail cannot single out expiry.
-            #expect(error.detail.contains("expired") && error.detail.contains("127.0.0.1"), "\(error.detail)")
-            #expect(!nginx.accessLog().contains { $0.contains("/expired") })
+            let cases: [(host: String, port: Int, accepted: Bool)] = [
+                ("localhost", nginx.addressOnly, false), ("127.0.0.1", nginx.addressOnly, true),
+                ("127.0.0.1", nginx.nameOnly, false), ("localhost", nginx.nameOnly, true),
+                ("localhost", nginx.trusted, true), ("127.0.0.1", nginx.trusted, true),
+            ]
+            for (host, port, accepted) in cases {
+                let curlRun = try await ChildProcess.run(curl, ["-s", "-o", "/dev/null", "--cacert", certificates.path("ca.pem"),
+                                                                "https://\(host):\(port)/curl-\(port)"])
+                #expect(curlRun.status == (accepted ? 0 : 60), "curl on \(host):\(port) exited \(curlRun.status)")
+                let url = "https://\(host):\(port)/ours-\(host)-\(port)"
+                if accepted {
+                    #expect(try await get(transport, url).status == 200, "\(url)")
+                } else {
+                    let error = try await expectFailure(transport, url)
+                    #expect(error.tlsFailureReason == .hostnameMismatch, "\(url): \(error)")
+                    #expect(error.detail == "TLS handshake with \(host) failed: the server's certificate is for another host name")
+                    #expect(!nginx.accessLog().contains { $0.contains("/ours-\(host)-\(port)") })
+                }
+            }
         }
+    }
+
+    @Test("Wildcards stand for one whole left-most label, below two labels at least", arguments: [
+        ("*.example.com", "a.example.com", true), ("*.example.com", "A.Example.COM", true),
+        ("*.example.com", "example.com", false), ("*.example.com", "a.b.example.com", false),
+        ("*.com", "example.com", false), ("f*.example.com", "foo.example.com", false),
+        ("example.com.", "example.com", true), ("*", "localhost", false), ("", "", false),
+        ("exa*mple.com", "exa*mple.com", false),
+    ])
+    func wildcards(pattern: String, name: String, matches: Bool) {
+        #expect(ServerIdentity.matches(pattern: pattern, name: name.lowercased()) == matches)
     }
 
     @Test("Mutual TLS: with the client certificate nginx sees it; without, nginx answers 400")
@@ -214,7 +265,8 @@ func getData(_ transport: any HTTPTransport, _ url: String, headers: HTTPFields 
         let bracketed = host.contains(":") ? "[\(host)]" : host
         return parsed.port.map { "\(bracketed):\($0)" } ?? bracketed
     })
-    let request = HTTPRequest(method: .get, scheme: parsed.scheme, authority: authority, path: parsed.path.isEmpty ? "/" : parsed.path, headerFields: headers)
+    let path = (parsed.path.isEmpty ? "/" : parsed.path) + (parsed.query.map { "?\($0)" } ?? "")
+    let request = HTTPRequest(method: .get, scheme: parsed.scheme, authority: authority, path: path, headerFields: headers)
     let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
     return (response.status.code, try await Data(collecting: body, upTo: 256 << 20))
 }

@@ -109,7 +109,12 @@ public struct DefaultRetryPolicy: RetryPolicy {
     public var jitter = Jitter.full
     /// Statuses worth another attempt.
     public var retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504]
-    /// Transport failures worth another attempt.
+    /// Transport failures worth another attempt: those that can pass. Not a name that does not
+    /// exist (``TransportError/Kind/hostNotFound``), a proxy that refused
+    /// (``TransportError/Kind/proxyFailure``), a refused certificate or a malformed answer:
+    /// repeating them only repeats the failure. curl's `--retry` leaves out refused connections
+    /// too unless asked (`--retry-connrefused`); a library keeps them, since a server that is
+    /// restarting refuses for a moment (`netreach get` follows curl).
     public var retryableTransportFailures: Set<TransportError.Kind> = [.connectionLost, .timedOut, .dnsFailure, .cannotConnect, .connectTimeout]
 
     /// The defaults above.

@@ -92,7 +92,8 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
             case .cancelled:
                 return "cancelled"
             case .transport(let error, let path):
-                return "transport error: \(error)" + Self.suffix(path)
+                // The transport's sentence names the host, port, proxy and reason.
+                return error.detail + Self.suffix(path)
             }
         }
 

@@ -129,7 +129,7 @@ public final class NetworkService: Sendable {
 
     /// Runs blocking work (reading the system's state, resolving a name) on a thread of its own
     /// rather than on the concurrency pool, and returns its result.
-    private static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: work()) }.start()
         }
@@ -137,6 +137,17 @@ public final class NetworkService: Sendable {
 
     /// Where a monitor the service starts itself delivers its paths.
     private static let lazyStartQueue = DispatchQueue(label: "NetReach.NetworkService.monitor")
+
+    /// The path `monitor` sees now, started first if it was given unstarted: a failure explained
+    /// by a monitor that never looked would read "monitor unavailable" on a machine whose network
+    /// is fine.
+    static func observedPath(_ monitor: PathMonitor?) async -> NetworkPath? {
+        guard let monitor else { return nil }
+        if monitor.isIdle {
+            _ = await onThreadOfItsOwn { monitor.startIfIdle(queue: lazyStartQueue) }
+        }
+        return monitor.currentPath
+    }
 
     /// Every ``WaitingEvent`` from now on; any number of consumers, each with its own sequence.
     public var waitingEvents: AsyncStream<WaitingEvent> { waiting.stream() }
@@ -521,7 +532,7 @@ public final class NetworkService: Sendable {
     private func explain(_ error: TransportError, policy: RequestPolicy, monitor: PathMonitor?) -> NetworkError {
         let path = monitor?.currentPath
         switch error.kind {
-        case .cannotConnect, .dnsFailure, .connectTimeout:
+        case .cannotConnect, .dnsFailure, .hostNotFound, .connectTimeout:
             if let path, path.unsatisfiedReason != .monitorUnavailable, let denial = ConnectivityGate.denial(for: path, policy: policy) {
                 return .notConnected(denial, path: path)
             }
@@ -530,7 +541,7 @@ public final class NetworkService: Sendable {
         case .timedOut: return .timedOut(path: path)
         case .invalidResponse: return .invalidResponse(error.detail)
         case .cancelled: return .cancelled
-        case .invalidRequest, .other: return .transport(error, path: path)
+        case .invalidRequest, .other, .proxyFailure, .badContentEncoding: return .transport(error, path: path)
         case .tlsFailure, .decodedBodyTooLarge: return .transport(error, path: path)
         }
     }

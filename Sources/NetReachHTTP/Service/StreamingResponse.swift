@@ -70,9 +70,12 @@ public struct ResponseBody: AsyncSequence, Sendable {
             do {
                 return try await base.next()
             } catch let error as TransportError {
-                throw NetworkError(readingBody: error, path: monitor?.currentPath).after(attempts: attempts)
+                // The path from a monitor that looked (one given unstarted is started now).
+                let path = await NetworkService.observedPath(monitor)
+                throw NetworkError(readingBody: error, path: path).after(attempts: attempts)
             } catch {
-                throw NetworkError.transport(TransportError(.other, String(describing: error)), path: monitor?.currentPath)
+                let path = await NetworkService.observedPath(monitor)
+                throw NetworkError.transport(TransportError(.other, String(describing: error)), path: path)
                     .after(attempts: attempts)
             }
         }

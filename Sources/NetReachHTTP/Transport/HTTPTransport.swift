@@ -68,8 +68,16 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public enum Kind: String, Sendable, Hashable, Codable {
         /// Nothing accepted the connection (refused, host or network unreachable). Provably unsent.
         case cannotConnect
-        /// The host name did not resolve. Provably unsent.
+        /// The host name could not be looked up now (no answer from the resolver, a server
+        /// failure: `EAI_AGAIN`); another try may succeed. Provably unsent.
         case dnsFailure
+        /// The host name does not exist (NXDOMAIN) or has no address: asking again will not change
+        /// that, so the default retry policy does not. Provably unsent.
+        case hostNotFound
+        /// The proxy could not be used: its name did not resolve, nothing accepted a connection to
+        /// it, or it refused to open a tunnel (such as `407 Proxy Authentication Required`).
+        /// `detail` names the proxy. Provably unsent.
+        case proxyFailure
         /// No connection was established within the timeout. Provably unsent.
         case connectTimeout
         /// The connection broke after the request may have been sent (reset, closed early).
@@ -78,6 +86,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case timedOut
         /// The server answered with something that is not HTTP.
         case invalidResponse
+        /// The response's `Content-Encoding` (gzip, deflate) could not be decoded: the body is
+        /// corrupt or not what the header says.
+        case badContentEncoding
         /// The request's URL or headers cannot be sent (unsupported scheme, bad header).
         case invalidRequest
         /// The TLS handshake failed: the server's certificate is not trusted, has expired or names
@@ -99,6 +110,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var kind: Kind
     /// What the underlying client said, for people.
     public var detail: String
+    /// Why the handshake failed, for ``Kind/tlsFailure`` (`nil` for every other kind).
+    public var tlsFailureReason: TLSFailureReason?
 
     /// Creates a transport error.
     public init(_ kind: Kind, _ detail: String) {
@@ -106,10 +119,22 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         self.detail = detail
     }
 
+    /// A ``Kind/tlsFailure`` with `host` and `reason` in its detail:
+    /// `TLS handshake with example.com failed: the server's certificate has expired`.
+    ///
+    /// ```swift
+    /// let error = TransportError(tlsFailure: .expired, host: "example.com")
+    /// ```
+    public init(tlsFailure reason: TLSFailureReason, host: String) {
+        self.kind = .tlsFailure
+        self.detail = "TLS handshake with \(host) failed: \(reason.description)"
+        self.tlsFailureReason = reason
+    }
+
     /// `true` only when the request cannot have reached the server, so even a POST may be repeated.
     public var requestWasProvablyNotSent: Bool {
         switch kind {
-        case .cannotConnect, .dnsFailure, .connectTimeout, .invalidRequest, .tlsFailure: true
+        case .cannotConnect, .dnsFailure, .hostNotFound, .proxyFailure, .connectTimeout, .invalidRequest, .tlsFailure: true
         default: false
         }
     }

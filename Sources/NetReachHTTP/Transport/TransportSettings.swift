@@ -368,9 +368,22 @@ extension TransportSettings {
     }
 }
 
-/// Why a TLS handshake failed, in words for ``TransportError/Kind/tlsFailure``'s one-line detail.
-/// Each transport reads it from its own client's errors.
-package enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
+/// Why a TLS handshake failed: ``TransportError/tlsFailureReason`` of a
+/// ``TransportError/Kind/tlsFailure``, and the words of its one-line detail.
+///
+/// Each transport reads it from its own client. ``AsyncHTTPClientTransport`` (made with settings)
+/// tells every case apart, as curl does: the certificate's name is checked against the URL's host
+/// only, and a chain that does not verify is looked at once more to say whether it expired, is not
+/// valid yet, or leads to no trusted root.
+///
+/// ```swift
+/// do {
+///     _ = try await transport.send(request, body: nil, options: TransportOptions())
+/// } catch let error where error.tlsFailureReason == .expired {
+///     print("renew the certificate of \(request.authority ?? "")")
+/// }
+/// ```
+public enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
     /// The chain does not lead to a trusted root (self-signed, unknown CA).
     case untrusted
     /// The certificate (or one in its chain) has expired.
@@ -388,7 +401,7 @@ package enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
     /// Anything else the handshake reported, in the client's own short words.
     case other(String)
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .untrusted: "the server's certificate is not trusted (it does not chain to a trusted root)"
         case .expired: "the server's certificate has expired"
@@ -398,6 +411,16 @@ package enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
         case .protocolMismatch(let detail): "no TLS protocol version or cipher in common with the server (\(detail))"
         case .clientCertificateRejected: "the server requires a client certificate, or refused the one sent"
         case .other(let detail): detail
+        }
+    }
+
+    /// `true` when the server's certificate was refused (not trusted, expired, not yet valid, for
+    /// another host, or unverifiable), as opposed to a handshake that could not agree at all: curl
+    /// exits 60 for these and 35 for the others.
+    public var isCertificateRejection: Bool {
+        switch self {
+        case .untrusted, .expired, .notYetValid, .hostnameMismatch, .verificationFailed: true
+        case .protocolMismatch, .clientCertificateRejected, .other: false
         }
     }
 }

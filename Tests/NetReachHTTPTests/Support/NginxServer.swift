@@ -11,6 +11,9 @@ import NetReachTestSupport
 /// | ``expired`` | https with `expired.pem` |
 /// | ``mutual`` | https with `server.pem`, and `ssl_verify_client on` against the test CA |
 /// | ``plain`` | http; `/data.json` is a highly compressible JSON file sent gzipped (`gzip_min_length 0`) |
+/// | ``notYetValid`` | https with `future.pem` |
+/// | ``addressOnly`` | https with `ip-only.pem` (the address 127.0.0.1 only) |
+/// | ``nameOnly`` | https with `name-only.pem` (the name localhost only) |
 ///
 /// Every location answers 200 with a short body; the access log (``accessLog()``) shows what
 /// reached nginx as HTTP. A request whose handshake failed never appears there.
@@ -25,6 +28,9 @@ final class NginxServer: Sendable {
     let expired: Int
     let mutual: Int
     let plain: Int
+    let notYetValid: Int
+    let addressOnly: Int
+    let nameOnly: Int
     private let directory: TemporaryDirectory
     private let process: ExternalServer
 
@@ -45,6 +51,7 @@ final class NginxServer: Sendable {
 
     private init(ports: [Int], directory: TemporaryDirectory, process: ExternalServer, json: Data) {
         (trusted, wrongHost, expired, mutual, plain) = (ports[0], ports[1], ports[2], ports[3], ports[4])
+        (notYetValid, addressOnly, nameOnly) = (ports[5], ports[6], ports[7])
         self.directory = directory
         self.process = process
         self.json = json
@@ -54,7 +61,7 @@ final class NginxServer: Sendable {
         let nginx = try ExternalServer.require("nginx")
         let directory = try TemporaryDirectory("netreach-nginx")
         var ports: [Int] = []
-        for _ in 0..<5 { ports.append(try ExternalServer.freePort()) }
+        for _ in 0..<8 { ports.append(try ExternalServer.freePort()) }
         // The same object over and over: gzip shrinks it about 100 times and more.
         let json = try await offPool { () throws -> Data in
             let item = #"{"id":12345,"name":"NetReach test item","tags":["alpha","beta","gamma"],"ok":true}"#
@@ -87,6 +94,9 @@ final class NginxServer: Sendable {
                 }
                 server { listen 127.0.0.1:\(ports[1]) ssl; \(cert("other")) \(reply) }
                 server { listen 127.0.0.1:\(ports[2]) ssl; \(cert("expired")) \(reply) }
+                server { listen 127.0.0.1:\(ports[5]) ssl; \(cert("future")) \(reply) }
+                server { listen 127.0.0.1:\(ports[6]) ssl; \(cert("ip-only")) \(reply) }
+                server { listen 127.0.0.1:\(ports[7]) ssl; \(cert("name-only")) \(reply) }
                 server {
                     listen 127.0.0.1:\(ports[3]) ssl; \(cert("server"))
                     ssl_verify_client on; ssl_client_certificate \(certificates.path("ca.pem"));

@@ -11,6 +11,9 @@ import NetReachTestSupport
 /// | `server.pem` / `server.key` | for `localhost`, `127.0.0.1` and `::1`, valid now |
 /// | `other.pem` / `other.key` | for `other.invalid` only |
 /// | `expired.pem` / `expired.key` | for `localhost` and `127.0.0.1`, valid only in January 2020 |
+/// | `future.pem` / `future.key` | for `localhost` and `127.0.0.1`, valid only from 2099 |
+/// | `ip-only.pem` / `ip-only.key` | for the address `127.0.0.1` only (no DNS name) |
+/// | `name-only.pem` / `name-only.key` | for the name `localhost` only (no IP address) |
 /// | `client.pem` / `client.key` | a client certificate (`CN=netreach-client`) |
 ///
 /// ```swift
@@ -66,6 +69,10 @@ struct TestCertificates {
         try issue("other", subject: "/CN=other.invalid", extensions: ["subjectAltName=DNS:other.invalid", "extendedKeyUsage=serverAuth"])
         try issue("expired", subject: "/CN=localhost", extensions: [serverName, "extendedKeyUsage=serverAuth"],
                   dates: ["-startdate", "20200101000000Z", "-enddate", "20200102000000Z"])
+        try issue("future", subject: "/CN=localhost", extensions: [serverName, "extendedKeyUsage=serverAuth"],
+                  dates: ["-startdate", "20990101000000Z", "-enddate", "20990102000000Z"])
+        try issue("ip-only", subject: "/CN=127.0.0.1", extensions: ["subjectAltName=IP:127.0.0.1", "extendedKeyUsage=serverAuth"])
+        try issue("name-only", subject: "/CN=localhost", extensions: ["subjectAltName=DNS:localhost", "extendedKeyUsage=serverAuth"])
         try issue("client", subject: "/CN=netreach-client", extensions: ["extendedKeyUsage=clientAuth"])
 
         try FileManager.default.createDirectory(atPath: directory.path("capath"), withIntermediateDirectories: true)

@@ -24,11 +24,13 @@ final class TinyproxyServer: Sendable {
     /// The proxy's URL, `http://127.0.0.1:PORT`.
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    static func start() async throws -> TinyproxyServer {
+    /// Starts tinyproxy. `connectPorts` are the ports `CONNECT` may reach: Debian's stock
+    /// configuration (443 and 563) unless a test needs tunnels to its own servers (`[]`: any port);
+    /// `basicAuth` makes it ask for credentials (407).
+    static func start(connectPorts: [Int] = [443, 563], basicAuth: (user: String, password: String)? = nil) async throws -> TinyproxyServer {
         let tinyproxy = try ExternalServer.require("tinyproxy")
         let directory = try TemporaryDirectory("netreach-tinyproxy")
         let port = try ExternalServer.freePort()
-        // No ConnectPort line: CONNECT is allowed to any port (AsyncHTTPClient tunnels http too).
         let configuration = """
             Port \(port)
             Listen 127.0.0.1
@@ -38,6 +40,8 @@ final class TinyproxyServer: Sendable {
             MaxClients 32
             Allow 127.0.0.1
             DisableViaHeader Yes
+            \(connectPorts.map { "ConnectPort \($0)" }.joined(separator: "\n"))
+            \(basicAuth.map { "BasicAuth \($0.user) \($0.password)" } ?? "")
             """
         try configuration.write(toFile: directory.path("tinyproxy.conf"), atomically: true, encoding: .utf8)
         do {
