@@ -36,10 +36,13 @@ struct GetCommand: AsyncParsableCommand {
             If-Range); a failed run keeps FILE.part, and --continue resumes it later.
 
             Retries: GET, HEAD, OPTIONS, PUT, DELETE and TRACE are retried on 408, 429, 500, \
-            502, 503, 504 and transient failures (capped exponential back-off with jitter, \
-            Retry-After honoured). POST and PATCH are retried only if the request provably \
-            never left (connection refused, DNS failure) or with --idempotency-key (or an \
-            Idempotency-Key header), whose key is the same on every attempt.
+            502, 503, 504 and failures that can pass: timeouts, a connection lost, a name the \
+            resolver could not look up now (capped exponential back-off with jitter, \
+            Retry-After honoured). As curl's --retry, not a refused connection unless \
+            --retry-connrefused, nor a name that does not exist, a proxy that refused, a \
+            refused certificate or a 4xx. POST and PATCH are retried only if the request \
+            provably never left, or with --idempotency-key (or an Idempotency-Key header), \
+            whose key is the same on every attempt.
 
             Examples:
               netreach get https://example.com/ --wait-for-connectivity --max-time 2m
@@ -58,6 +61,10 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: [.customShort("X"), .customLong("request")],
             help: ArgumentHelp("The method. (default: GET, or POST with --data)", valueName: "method"))
     var method: String?
+
+    @Flag(name: [.customShort("I"), .customLong("head")],
+          help: "Send HEAD and print the status line and header fields on standard output (as curl -I).")
+    var head = false
 
     @Option(name: [.customShort("H"), .customLong("header")],
             help: ArgumentHelp("A header field, 'Name: value'; repeat for more.", valueName: "header"))
@@ -99,10 +106,13 @@ struct GetCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Retries after the first attempt, when safe (0 to 10).", valueName: "n"))
     var retries = 2
 
+    @Flag(help: "Retry a refused connection too (as curl's --retry-connrefused).")
+    var retryConnrefused = false
+
     @Option(help: ArgumentHelp("Follow at most this many redirects (0 to 50; never from https to http).", valueName: "n"))
     var maxRedirs = 10
 
-    @Flag(help: "Do not follow redirects: a 3xx is the answer (exit 3).")
+    @Flag(help: "Do not follow redirects: a 3xx is the answer (exit 22).")
     var noLocation = false
 
     @Flag(help: "Send a new Idempotency-Key (the same on every attempt), which makes a POST or PATCH safe to retry.")
@@ -143,7 +153,11 @@ struct GetCommand: AsyncParsableCommand {
         guard !stallTimeout.isZero else { throw ValidationError("--stall-timeout must be more than 0.") }
         if output?.isEmpty == true { throw ValidationError("--output needs a file name.") }
         if continueDownload && output == nil { throw ValidationError("--continue needs --output: it resumes a file.") }
+        if continueDownload && headers.contains(where: { $0.lowercased().hasPrefix("range:") }) {
+            throw ValidationError("--continue asks for a range of its own: give it or a Range header, not both.")
+        }
         if writeErrorBody && output == nil { throw ValidationError("--write-error-body needs --output.") }
+        if head && output != nil { throw ValidationError("--head prints the header fields on standard output: redirect it rather than give --output.") }
         if let user, !user.contains(":") { throw ValidationError("--user takes 'user:password'.") }
     }
 
@@ -162,6 +176,11 @@ struct GetCommand: AsyncParsableCommand {
 
     private var httpMethod: HTTPRequest.Method {
         get throws(ValidationError) {
+            if head {
+                if data != nil { throw ValidationError("--head sends no body: give --head or --data, not both.") }
+                if let method, method.uppercased() != "HEAD" { throw ValidationError("--head is the method HEAD: it cannot be -X \(method).") }
+                return .head
+            }
             guard let method else { return data == nil ? .get : .post }
             guard let parsed = HTTPRequest.Method(method.uppercased()) else {
                 throw ValidationError("'\(method)' is not an HTTP method (a token such as GET, POST, PUT, DELETE).")
@@ -233,6 +252,11 @@ struct GetCommand: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - started
         switch result {
         case .success(let (response, count)):
+            if head && !json {
+                do throws(StandardStream.WriteError) { try StandardStream.output.write(Data(Self.headerBlock(response).utf8)) } catch {
+                    throw CLIExitCode.outputFailed(error)
+                }
+            }
             report.response(response, bytes: count, key: request.idempotencyKey, output: output, elapsed: elapsed)
             // A --json line that could not be written is lost output too.
             if let lost = report.lostOutput { throw CLIExitCode.outputFailed(lost) }
@@ -293,6 +317,15 @@ struct GetCommand: AsyncParsableCommand {
         return (response, written)
     }
 
+    /// `--head`'s output, as curl -I prints it (CRLF line ends, a blank line at the end): the
+    /// status line, then each header field. The status line names no HTTP version, which the
+    /// transport does not report: `HTTP 200 OK`.
+    static func headerBlock(_ response: Response) -> String {
+        var lines = ["HTTP \(response.status.code)" + (response.status.reasonPhrase.isEmpty ? "" : " \(response.status.reasonPhrase)")]
+        for field in response.headerFields { lines.append("\(field.name.rawName): \(field.value)") }
+        return lines.joined(separator: "\r\n") + "\r\n\r\n"
+    }
+
     /// `--write-error-body`: what the server said about an error status replaces the file.
     private static func saveErrorBody(_ body: Data, to output: String) {
         do throws(OutputFileError) {
@@ -315,6 +348,8 @@ struct GetCommand: AsyncParsableCommand {
         policy.redirects = noLocation ? .never : .follow(limit: maxRedirs)
         var retryPolicy = DefaultRetryPolicy()
         retryPolicy.retryLimit = retries
+        // curl's transient failures: a refused connection only when asked.
+        if !retryConnrefused { retryPolicy.retryableTransportFailures.remove(.cannotConnect) }
         policy.retryPolicy = retryPolicy
         return policy
     }
@@ -330,7 +365,7 @@ struct GetCommand: AsyncParsableCommand {
             return try FileBody.make(path: path)
         } catch {
             StandardStream.complain("cannot read --data file \(error)")
-            throw CLIExitCode.localFile
+            throw CLIExitCode.cannotRead
         }
     }
 }

@@ -255,6 +255,10 @@ private struct ErrorLine: Encodable {
     let attempts: Int
     let status: Int?
     let reason: String?
+    /// For `kind` `transport`: the transport's failure kind (`hostNotFound`, `tlsFailure`, ...).
+    let transportKind: String?
+    /// The status `get` exits with (curl's numbers; `get --help`).
+    let exitStatus: Int32
     let path: NetworkPath?
     let elapsedSeconds: Double
     let output: String?
@@ -262,6 +266,12 @@ private struct ErrorLine: Encodable {
 
     init(_ error: NetworkError, key: String?, output: String?, elapsed: Duration) {
         message = error.reason.description
+        exitStatus = CLIExitCode.exitCode(for: error).rawValue
+        if case .transport(let failure, _) = error.reason {
+            transportKind = failure.kind.rawValue
+        } else {
+            transportKind = nil
+        }
         attempts = error.attempts
         elapsedSeconds = GetReport.secondsValue(elapsed)
         self.output = output

@@ -22,6 +22,9 @@ extension NetworkService {
     /// is continued the same way; since its validator is not known any more, the first request asks
     /// for the rest without `If-Range`, as `curl -C -` does.
     ///
+    /// A request with its own `Range` header is sent as it is, and the part the server sends (206)
+    /// is the file, as curl saves it; a retry asks for the same range and the file starts over.
+    ///
     /// - Parameters:
     ///   - request: what to send; usually a GET.
     ///   - destination: a file URL.
@@ -48,12 +51,16 @@ extension NetworkService {
         do throws(OutputFileError) { file = try OutputFile.open(destination.path, resume: resume) } catch {
             throw .cannotWrite(error.description)
         }
-        let canResume = request.isIdempotent
+        // A range the caller asked for is sent as it is, on every attempt, and its 206 is the
+        // body (as `curl -r` or `-H 'Range: ...' -o` saves it): no range of our own then.
+        let askedRange = request.headerFields[.range] != nil
+        let canResume = request.isIdempotent && !askedRange
         let state = DownloadState(present: file.resumeOffset, validator: nil, trustedWithoutValidator: resume)
         do throws(NetworkError) {
             let head = try await perform(
                 request,
                 prepare: { head in
+                    if askedRange { return }
                     head.headerFields[.range] = nil
                     head.headerFields[.ifRange] = nil
                     guard canResume, let range = state.rangeRequest() else { return }
@@ -62,10 +69,10 @@ extension NetworkService {
                 },
                 accepts: { response in
                     // Asked for the rest of a file that is already whole.
-                    response.status.code == 416 && state.isWholeAccording(to: response)
+                    !askedRange && response.status.code == 416 && state.isWholeAccording(to: response)
                 },
                 read: { exchange throws(AttemptFailure) in
-                    try await Self.receive(exchange, into: file, state: state, progress: progress)
+                    try await Self.receive(exchange, into: file, state: state, askedRange: askedRange, progress: progress)
                 })
             do throws(OutputFileError) { try file.commit() } catch {
                 throw NetworkError.cannotWrite(error.description).after(attempts: head.attempts)
@@ -93,7 +100,7 @@ extension NetworkService {
     /// Reads one attempt's body into `file`: appended after a 206 that continues it, from the start
     /// after a 200.
     private static func receive(
-        _ exchange: Exchange, into file: OutputFile, state: DownloadState,
+        _ exchange: Exchange, into file: OutputFile, state: DownloadState, askedRange: Bool,
         progress: (@Sendable (Int64, Int64?) -> Void)?
     ) async throws(AttemptFailure) -> DownloadHead {
         let head = DownloadHead(status: exchange.head.status, headerFields: exchange.head.headerFields,
@@ -101,7 +108,7 @@ extension NetworkService {
         if exchange.head.status.code == 416 { return head }   // already whole (see `accepts`)
         var present = state.snapshot.present
         let expected: Int64?
-        if exchange.head.status.code == 206 {
+        if exchange.head.status.code == 206 && !askedRange {
             guard let range = ContentRange(exchange.head.headerFields[.contentRange] ?? ""), range.start == present else {
                 throw .transport(TransportError(.invalidResponse,
                     "206 with Content-Range '\(exchange.head.headerFields[.contentRange] ?? "")', asked for bytes \(present)-"))

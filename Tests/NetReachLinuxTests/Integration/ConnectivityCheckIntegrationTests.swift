@@ -225,7 +225,7 @@ struct ConnectivityCheckIntegrationTests {
             let started = try run(LabCommand.ipExecutable, [
                 "netns", "exec", lab.peerName, "dnsmasq", "--no-resolv", "--no-hosts", "--bind-interfaces",
                 "--listen-address=\(NetnsLab.ipv4Gateway)", "--except-interface=lo",
-                "--address=/probe.lab/\(Self.probeAddress)", "--pid-file=\(pidFile)", "--log-facility=\(lab.directory)/dnsmasq.log",
+                "--address=/probe.lab/\(Self.probeAddress)", "--local=/lab/", "--pid-file=\(pidFile)", "--log-facility=\(lab.directory)/dnsmasq.log",
             ])
             #expect(started.status == 0, "dnsmasq: \(started.error)")
             func stopDnsmasq() {
@@ -247,7 +247,24 @@ struct ConnectivityCheckIntegrationTests {
             #expect(named.output.hasPrefix("full"), "\(named.output)")
             #expect(server.received.last?.requestLine == "GET /204 HTTP/1.1")
 
+            // get: a name that does not exist (NXDOMAIN from dnsmasq) is exit 6 at once, not
+            // retried; curl, in the same namespace, says 6 too.
+            let netreach = try NetreachProcess.executable().path
+            let missing = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, netreach, "get", "--json", "--retries", "2",
+                                                            "http://missing.lab:\(server.port)/"])
+            #expect(missing.status == 6, "\(missing.output)\(missing.error)")
+            #expect(missing.output.contains("\"transportKind\":\"hostNotFound\"") && missing.output.contains("\"attempts\":1"), "\(missing.output)")
+            #expect(missing.output.contains("cannot resolve missing.lab"), "\(missing.output)")
+            let curlMissing = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, "curl", "-sS", "http://missing.lab:\(server.port)/"])
+            #expect(curlMissing.status == 6, "curl: \(curlMissing.error)")
+
             stopDnsmasq()
+            // The resolver gone: the lookup could not be answered now (EAI_AGAIN), which can pass:
+            // retried, then exit 6.
+            let noResolver = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, netreach, "get", "--json", "--retries", "1",
+                                                               "http://probe.lab:\(server.port)/"])
+            #expect(noResolver.status == 6, "\(noResolver.output)\(noResolver.error)")
+            #expect(noResolver.output.contains("\"transportKind\":\"dnsFailure\"") && noResolver.output.contains("\"attempts\":2"), "\(noResolver.output)")
             let unresolved = try run(try NetreachProcess.executable().path,
                                      ["check", "--namespace", lab.name, "--family", "4", "--probe-timeout", "3s", "--probe", url])
             #expect(unresolved.status == 3, "\(unresolved.output)\(unresolved.error)")

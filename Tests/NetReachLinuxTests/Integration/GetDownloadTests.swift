@@ -35,7 +35,7 @@ struct GetDownloadTests {
         let ours = nginx.scratch + "/slow.bin"
         // nginx sends /slow/ at 2 MB/s; a 600 ms limit cuts the 4 MB file part way.
         let cut = try run(helper(), ["get", "-q", "--retries", "0", "--max-time", "600ms", "-o", ours, nginx.url("/slow/file.bin")])
-        #expect(cut.status == 5, "a cut transfer is a failed request: \(cut.status) \(cut.error)")
+        #expect(cut.status == 28, "a transfer cut by --max-time timed out (curl 28): \(cut.status) \(cut.error)")
         #expect(!FileManager.default.fileExists(atPath: ours), "a half download under the final name")
         let part = try FileManager.default.attributesOfItem(atPath: ours + ".part")[.size] as? Int ?? 0
         #expect(part > 0 && part < Nginx.fileSize, "partial: \(part)")
@@ -50,6 +50,47 @@ struct GetDownloadTests {
         #expect(log.contains("\"GET /file.bin HTTP/1.1\" 206"), "\(log)")
     }
 
+    @Test func aRangeTheUserAsksForIsSavedAsCurlSavesIt() async throws { try await offPool { try Self.aRangeTheUserAsksForIsSavedAsCurlSavesItBody() } }
+
+    private static func aRangeTheUserAsksForIsSavedAsCurlSavesItBody() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        for range in ["bytes=0-99", "bytes=1000-1999", "bytes=-10"] {
+            let ours = nginx.scratch + "/range-ours.bin"
+            let theirs = nginx.scratch + "/range-curl.bin"
+            let get = try run(helper(), ["get", "-q", "-H", "Range: \(range)", "-o", ours, nginx.url("/file.bin")])
+            #expect(get.status == 0, "\(range): \(get.error)")
+            let curl = try run("/usr/bin/curl", ["-sS", "-H", "Range: \(range)", "-o", theirs, nginx.url("/file.bin")])
+            #expect(curl.status == 0, "\(curl.error)")
+            let saved = try Data(contentsOf: URL(fileURLWithPath: ours))
+            #expect(saved == (try Data(contentsOf: URL(fileURLWithPath: theirs))), "\(range): \(saved.count) bytes")
+            #expect(saved.count < Nginx.fileSize)
+        }
+        // Two ranges of their own: a usage error.
+        let both = try run(helper(), ["get", "-H", "Range: bytes=0-9", "--continue", "-o", nginx.scratch + "/x", nginx.url("/file.bin")])
+        #expect(both.status == 64, "\(both.error)")
+    }
+
+    @Test func headPrintsTheHeaderFieldsAsCurlDoes() async throws { try await offPool { try Self.headPrintsTheHeaderFieldsAsCurlDoesBody() } }
+
+    private static func headPrintsTheHeaderFieldsAsCurlDoesBody() throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let ours = try run(helper(), ["get", "-q", "-I", nginx.url("/file.bin")])
+        #expect(ours.status == 0, "\(ours.error)")
+        let curl = try run("/usr/bin/curl", ["-sS", "-I", nginx.url("/file.bin")])
+        #expect(ours.output.hasPrefix("HTTP 200 OK\r\n") && ours.output.hasSuffix("\r\n\r\n"), "\(ours.output)")
+        // The same fields as curl's (but Date, which moves), in the same order.
+        func fields(_ text: String) -> [String] {
+            text.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty && !$0.lowercased().hasPrefix("date:") }.map { $0.lowercased() }
+        }
+        #expect(fields(ours.output) == fields(curl.output), "ours: \(ours.output) curl: \(curl.output)")
+        let log = (try? String(contentsOfFile: nginx.scratch + "/access.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("\"HEAD /file.bin HTTP/1.1\" 200"), "\(log)")
+        let conflicting = try run(helper(), ["get", "-I", "-d", "x", nginx.url("/file.bin")])
+        #expect(conflicting.status == 64, "\(conflicting.error)")
+    }
+
     @Test func anErrorStatusLeavesTheOutputFileAsItWas() async throws { try await offPool { try Self.anErrorStatusLeavesTheOutputFileAsItWasBody() } }
 
     private static func anErrorStatusLeavesTheOutputFileAsItWasBody() throws {
@@ -58,10 +99,10 @@ struct GetDownloadTests {
         let file = nginx.scratch + "/keep.txt"
         try Data("precious\n".utf8).write(to: URL(fileURLWithPath: file))
         let missing = try run(helper(), ["get", "-q", "--retries", "0", "-o", file, nginx.url("/missing")])
-        #expect(missing.status == 3, "\(missing.error)")
+        #expect(missing.status == 22, "\(missing.error)")
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious\n")
         let asked = try run(helper(), ["get", "-q", "--retries", "0", "--write-error-body", "-o", file, nginx.url("/missing")])
-        #expect(asked.status == 3)
+        #expect(asked.status == 22)
         #expect(try String(contentsOfFile: file, encoding: .utf8).contains("404"))
     }
 
@@ -71,15 +112,20 @@ struct GetDownloadTests {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let missing = try run(helper(), ["get", "--retries", "0", nginx.url("/missing")])
-        #expect(missing.status == 3)
+        #expect(missing.status == 22)
         #expect(missing.error.contains("HTTP 404") && missing.error.contains("(1 attempt, after"), "\(missing.error)")
-        // Nothing listens on nginx's port once it has stopped: refused, provably unsent, retried.
+        // Nothing listens on nginx's port once it has stopped: refused (curl 7), provably unsent,
+        // retried only when asked (curl's --retry-connrefused).
         let port = nginx.port
         nginx.stop()
         let refused = try run(helper(), ["get", "--retries", "2", "--json", "http://127.0.0.1:\(port)/"])
-        #expect(refused.status == 5, "\(refused.error)")
-        #expect(refused.output.contains("\"attempts\":3"), "\(refused.output)")
-        #expect(refused.output.lowercased().contains("refused"), "\(refused.output)")
+        #expect(refused.status == 7, "\(refused.error)")
+        #expect(refused.output.contains("\"attempts\":1"), "\(refused.output)")
+        #expect(refused.output.contains("\"exitStatus\":7") && refused.output.contains("\"transportKind\":\"cannotConnect\""), "\(refused.output)")
+        #expect(refused.output.contains("cannot connect to 127.0.0.1:\(port): Connection refused"), "\(refused.output)")
+        let asked = try run(helper(), ["get", "--retries", "2", "--retry-connrefused", "--json", "http://127.0.0.1:\(port)/"])
+        #expect(asked.status == 7, "\(asked.error)")
+        #expect(asked.output.contains("\"attempts\":3"), "\(asked.output)")
     }
 
     @Test func aPrivateCAIsTrustedWithCacertAsCurlDoes() async throws { try await offPool { try Self.aPrivateCAIsTrustedWithCacertAsCurlDoesBody() } }
@@ -96,11 +142,20 @@ struct GetDownloadTests {
         #expect(curl.status == 0, "\(curl.error)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == curl.outputData)
 
-        // Without it: a TLS failure that names the host, exit 5, nothing saved.
+        // Without it: a refused certificate that names the host, exit 60 as curl, nothing saved.
         let untrusted = try run(helper(), ["get", "-q", "--retries", "0", "-o", nginx.scratch + "/untrusted.bin", url])
-        #expect(untrusted.status == 5, "\(untrusted.error)")
+        #expect(untrusted.status == 60, "\(untrusted.error)")
+        #expect(untrusted.error.contains("not trusted"), "\(untrusted.error)")
         #expect(untrusted.error.contains("TLS") && untrusted.error.contains("127.0.0.1"), "\(untrusted.error)")
         #expect(!FileManager.default.fileExists(atPath: nginx.scratch + "/untrusted.bin"))
+
+        // The certificate names the address 127.0.0.1 only: by the name localhost it is refused,
+        // as curl refuses it (60), although the connection goes to that very address.
+        let byName = "https://localhost:\(nginx.tlsPort)/file.bin"
+        let mismatch = try run(helper(), ["get", "-q", "--retries", "0", "--cacert", cert, byName])
+        let curlByName = try run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "--cacert", cert, byName])
+        #expect(mismatch.status == 60 && curlByName.status == 60, "ours \(mismatch.status) \(mismatch.error); curl \(curlByName.status)")
+        #expect(mismatch.error.contains("another host name") && mismatch.error.contains("localhost"), "\(mismatch.error)")
 
         // --insecure works, and says what it costs.
         let insecure = try run(helper(), ["get", "-q", "--insecure", "-o", nginx.scratch + "/insecure.bin", url])
@@ -132,9 +187,9 @@ struct GetDownloadTests {
         #expect(Int(status.st_size) == Nginx.fileSize)
     }
 
-    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6() async throws { try await offPool { try Self.aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6Body() } }
+    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23() async throws { try await offPool { try Self.aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23Body() } }
 
-    private static func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit6Body() throws {
+    private static func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23Body() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         // A private mount namespace with its own tmpfs: the nodes exist only there.
@@ -153,7 +208,7 @@ struct GetDownloadTests {
                                                   helper(), nginx.url("/file.bin")])
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("null:0:character special file"), "\(result.output)")
-        #expect(result.output.contains("full:6:character special file"), "\(result.output)")
+        #expect(result.output.contains("full:23:character special file"), "\(result.output)")
         #expect(result.output.contains("No space left on device"), "\(result.output)")
         #expect(!result.output.contains(".part"), "\(result.output)")
     }
