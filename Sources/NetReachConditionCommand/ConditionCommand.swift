@@ -65,6 +65,9 @@ package struct ConditionCommand: AsyncParsableCommand {
     @Option(name: .customLong("seed"), help: ArgumentHelp("Seeds jitter and loss, so a run repeats exactly (default 1).", valueName: "n"))
     var seeds: [UInt64] = []
 
+    @Flag(help: "Give every connection the whole bandwidth; by default a listener's connections share it, as flows share a link.")
+    var bandwidthPerConnection = false
+
     @Option(name: .customLong("fault"), help: ArgumentHelp("A toxiproxy-style fault (see FAULTS); repeatable.", valueName: "spec"))
     var faultSpecs: [String] = []
 
@@ -128,6 +131,7 @@ package struct ConditionCommand: AsyncParsableCommand {
             conditions.connectDelay = try ConditionArguments.duration(text, option: "--connect-delay")
         }
         if let seed = try single(seeds, "--seed") { conditions.seed = seed }
+        if bandwidthPerConnection { conditions.bandwidthPerConnection = true }
 
         var faults: [NamedFault] = []
         for spec in faultSpecs {

@@ -40,7 +40,9 @@ enum ConditionHelp {
           PUT    /listeners/NAME/conditions   {"profile":"3g"} or conditions:
                  {"upstream":{"bandwidth":41250,"delayMilliseconds":100,
                  "jitterMilliseconds":0,"loss":0},"downstream":{...},
-                 "connectDelayMilliseconds":0,"seed":1}   (bandwidth in bytes/s)
+                 "connectDelayMilliseconds":0,"seed":1,
+                 "bandwidthPerConnection":false}   (bandwidth in bytes/s,
+                 shared by the listener's connections unless per connection)
           POST   /listeners/NAME/faults       {"name":"cut","type":"limit_data",
                  "bytes":1000,"direction":"downstream"}   (keys as in FAULTS, in
                  camelCase with units: afterMilliseconds, delayMilliseconds,

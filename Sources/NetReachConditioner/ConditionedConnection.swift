@@ -6,20 +6,36 @@ import Glibc
 /// One client's connection through the proxy and its upstream connection: both sockets on one
 /// event loop, each direction shaped by a ``DirectionShaper`` and the faults that act on it. All of
 /// it runs on that event loop; the proxy reaches it through `eventLoop.execute`.
+///
+/// Bytes read wait in `pending` until they go on the wire: with a bandwidth, one slice at a time
+/// on the ``LinkWire`` the listener's connections share (the next when that one has left), so
+/// flows share the link's rate and a change of conditions applies from the next slice; without
+/// one, at once. On the wire a slice is given its delivery time (delay, jitter, loss) and waits in
+/// `queue` until then.
 final class ConditionedConnection {
     enum Side { case client, server }
 
-    /// One direction's queue of slices waiting for their delivery time, and its timer.
+    /// One direction: bytes not yet on the wire, slices waiting for their delivery time, and the
+    /// timers of both.
     struct Direction {
         var shaper: DirectionShaper
+        /// Read, not yet on the wire, oldest first.
+        var pending = CircularBuffer<(buffer: ByteBuffer, readAt: NIODeadline)>()
+        /// On the wire or on their way, each with its delivery time.
         var queue = CircularBuffer<(at: NIODeadline, readAt: NIODeadline, buffer: ByteBuffer)>()
+        /// Everything read and not delivered: pending and queued.
         var queuedBytes = 0
         var timer: Scheduled<Void>?
+        /// Puts the next slice on the wire when this direction's last one has left it.
+        var wireTimer: Scheduled<Void>?
         var sourceClosed = false
         var limitReached = false
         var statistics = DirectionStatistics()
         /// When a slicer's last slice is delivered: the next read's slices come no earlier.
         var lastSliceAt: Duration?
+
+        /// Nothing read is waiting, on the wire or before it.
+        var isEmpty: Bool { pending.isEmpty && queue.isEmpty }
     }
 
     /// More than this queued in a direction stops reading its source until half of it is delivered.
@@ -31,6 +47,11 @@ final class ConditionedConnection {
     private var faults: [NamedFault]
     private var upstream: Direction
     private var downstream: Direction
+    /// The listener's wires, shared by its connections.
+    private let sharedWires: (upstream: LinkWire, downstream: LinkWire)
+    /// This connection's own, for ``LinkConditions/bandwidthPerConnection``.
+    private let ownWires = (upstream: LinkWire(), downstream: LinkWire())
+    private var bandwidthPerConnection: Bool
     private var client: RelayHandler?
     private var server: RelayHandler?
     /// The timers of faults that act on the whole connection (reset_peer, timeout's close), armed
@@ -49,11 +70,14 @@ final class ConditionedConnection {
     private let onFinish: (ConnectionStatistics) -> Void
 
     init(id: Int, eventLoop: any EventLoop, conditions: LinkConditions, faults: [NamedFault],
+         wires: (upstream: LinkWire, downstream: LinkWire) = (LinkWire(), LinkWire()),
          onFinish: @escaping (ConnectionStatistics) -> Void) {
         self.id = id
         self.eventLoop = eventLoop
         start = .now()
         self.faults = faults
+        sharedWires = wires
+        bandwidthPerConnection = conditions.bandwidthPerConnection
         let roundTrip = conditions.upstream.delay + conditions.downstream.delay
         upstream = Direction(shaper: DirectionShaper(conditions.upstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2))
         downstream = Direction(shaper: DirectionShaper(conditions.downstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2 &+ 1))
@@ -97,13 +121,18 @@ final class ConditionedConnection {
         let roundTrip = conditions.upstream.delay + conditions.downstream.delay
         upstream.shaper.change(to: conditions.upstream, roundTripDelay: roundTrip)
         downstream.shaper.change(to: conditions.downstream, roundTripDelay: roundTrip)
+        bandwidthPerConnection = conditions.bandwidthPerConnection
         self.faults = faults
         for timer in faultTimers { timer.cancel() }
         faultTimers = []
         armConnectionFaults()
-        // A timeout removed releases what it held: the queued bytes on their schedule, and reads.
+        // A timeout removed releases what it held: the queued bytes on their schedule, what was
+        // read meanwhile onto the wire at the link's rate, and reads. New conditions apply from
+        // the next slice that goes on the wire.
         armTimer(.upstream)
         armTimer(.downstream)
+        pump(.upstream)
+        pump(.downstream)
         client?.resumeReading()
         server?.resumeReading()
     }
@@ -138,8 +167,7 @@ final class ConditionedConnection {
         let count = buffer.readableBytes
         self[direction].statistics.bytesScheduled += count
         guard let destination = side == .client ? server : client else { return }
-        let slicer = slicer(direction)
-        if self[direction].shaper.isTransparent && slicer == nil && self[direction].queue.isEmpty && !holds(direction) {
+        if self[direction].shaper.isTransparent && slicer(direction) == nil && self[direction].isEmpty && !holds(direction) {
             if count > 0 {
                 destination.write(buffer)
                 self[direction].statistics.delivered(count, delay: .zero)
@@ -147,20 +175,77 @@ final class ConditionedConnection {
             if self[direction].limitReached { close(after: direction) }
             return
         }
-        var parts = self[direction].shaper.schedule(count, at: Self.duration(now - start))
-        if let slicer {
+        if count > 0 {
+            self[direction].pending.append((buffer, now))
+            self[direction].queuedBytes += count
+        }
+        pump(direction)
+        if self[direction].limitReached && self[direction].isEmpty { close(after: direction) }
+    }
+
+    // MARK: The wire
+
+    /// The wire `direction`'s slices go on: the listener's, or this connection's own.
+    private func wire(_ direction: LinkDirection) -> LinkWire {
+        let wires = bandwidthPerConnection ? ownWires : sharedWires
+        return direction == .upstream ? wires.upstream : wires.downstream
+    }
+
+    /// Puts what waits in `direction` on its way, unless a timeout holds it or a slice of it is on
+    /// the wire: without a bandwidth all of it at once; with one, the next slice on the wire, and
+    /// the next when that one has left, at the conditions in force then.
+    private func pump(_ direction: LinkDirection) {
+        guard self[direction].wireTimer == nil, !holds(direction), !self[direction].pending.isEmpty else { return }
+        let now = NIODeadline.now()
+        if self[direction].shaper.conditions.loss >= 1 {
+            // Every packet lost: nothing is ever delivered.
+            while let lost = self[direction].pending.popFirst() {
+                self[direction].queuedBytes -= lost.buffer.readableBytes
+                self[direction].statistics.chunksHeldBack += 1
+            }
+            source(of: direction)?.resumeReading()
+            return
+        }
+        guard let bandwidth = self[direction].shaper.conditions.bandwidth, bandwidth > 0 else {
+            while let chunk = self[direction].pending.popFirst() {
+                let parts = self[direction].shaper.schedule(chunk.buffer.readableBytes, at: Self.duration(now - start))
+                enqueue(parts, of: chunk.buffer, readAt: chunk.readAt, in: direction)
+            }
+            armTimer(direction)
+            return
+        }
+        guard var head = self[direction].pending.popFirst() else { return }
+        let size = min(self[direction].shaper.sliceSize, head.buffer.readableBytes)
+        guard let slice = head.buffer.readSlice(length: size) else { return }
+        if head.buffer.readableBytes > 0 { self[direction].pending.prepend(head) }
+        let leaves = wire(direction).reserve(size, bandwidth: bandwidth, now: now)
+        let at = self[direction].shaper.delivery(ofSliceSentAt: Self.duration(leaves - start), size: size)
+        enqueue([DirectionShaper.Part(at: at, count: size)], of: slice, readAt: head.readAt, in: direction)
+        self[direction].wireTimer = eventLoop.assumeIsolated().scheduleTask(deadline: leaves) { [self] in
+            self[direction].wireTimer = nil
+            pump(direction)
+        }
+        armTimer(direction)
+    }
+
+    /// Queues `buffer`'s bytes for delivery as `parts` say (cut again by a slicer fault).
+    private func enqueue(_ parts: [DirectionShaper.Part], of buffer: ByteBuffer, readAt: NIODeadline, in direction: LinkDirection) {
+        var parts = parts
+        if let slicer = slicer(direction) {
             var lastSliceAt = self[direction].lastSliceAt
             parts = Self.slice(parts, slicer, after: &lastSliceAt, random: &self[direction].shaper)
             self[direction].lastSliceAt = lastSliceAt
         }
+        var buffer = buffer
         for part in parts {
             guard let slice = buffer.readSlice(length: part.count) else { break }
-            self[direction].queue.append((start + TimeAmount(part.at), now, slice))
-            self[direction].queuedBytes += part.count
+            self[direction].queue.append((start + TimeAmount(part.at), readAt, slice))
         }
-        self[direction].statistics.chunksHeldBack += parts.isEmpty && count > 0 ? 1 : 0
-        armTimer(direction)
-        if self[direction].limitReached && self[direction].queue.isEmpty { close(after: direction) }
+    }
+
+    /// The side whose reads feed `direction`.
+    private func source(of direction: LinkDirection) -> RelayHandler? {
+        direction == .upstream ? client : server
     }
 
     /// The source of `side`'s reads closed: pass the close on once what it sent is delivered.
@@ -170,10 +255,13 @@ final class ConditionedConnection {
         // What was on its way to the side that left has nowhere to go.
         let opposite: LinkDirection = direction == .upstream ? .downstream : .upstream
         self[opposite].timer?.cancel()
+        self[opposite].wireTimer?.cancel()
+        self[opposite].wireTimer = nil
         self[opposite].queue.removeAll()
+        self[opposite].pending.removeAll()
         self[opposite].queuedBytes = 0
         if side == .client { client = nil } else { server = nil }
-        if self[direction].queue.isEmpty { close(after: direction) }
+        if self[direction].isEmpty { close(after: direction) }
         if client == nil && server == nil { finish() }
     }
 
@@ -207,7 +295,7 @@ final class ConditionedConnection {
         armTimer(direction)
         let source = direction == .upstream ? client : server
         if self[direction].queuedBytes < Self.highWater / 2 { source?.resumeReading() }
-        if self[direction].queue.isEmpty && (self[direction].sourceClosed || self[direction].limitReached) {
+        if self[direction].isEmpty && (self[direction].sourceClosed || self[direction].limitReached) {
             close(after: direction)
         }
     }
@@ -265,6 +353,8 @@ final class ConditionedConnection {
         connectTimer?.cancel()
         upstream.timer?.cancel()
         downstream.timer?.cancel()
+        upstream.wireTimer?.cancel()
+        downstream.wireTimer?.cancel()
         for timer in faultTimers + closeTimers { timer.cancel() }
         faultTimers = []
         closeTimers = []

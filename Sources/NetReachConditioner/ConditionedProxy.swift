@@ -16,8 +16,9 @@ import NIOPosix
 /// try await proxy.stop()
 /// ```
 ///
-/// Conditions and faults apply to open connections as well as new ones; bytes already scheduled
-/// keep their schedule.
+/// The listener is the link: its connections share each direction's bandwidth, as flows share a
+/// real link (``LinkConditions/bandwidthPerConnection`` gives each its own). Conditions and faults
+/// apply to open connections as well as new ones, from the next slice that goes on the wire.
 public final class ConditionedProxy: Sendable {
     /// The address it listens on.
     public let host: String
@@ -195,7 +196,7 @@ public final class ConditionedProxy: Sendable {
         let settings = state.current
         let id = state.nextID()
         let connection = ConditionedConnection(id: id, eventLoop: channel.eventLoop, conditions: settings.conditions,
-                                               faults: settings.faults) { statistics in state.finished(statistics) }
+                                               faults: settings.faults, wires: state.wires) { statistics in state.finished(statistics) }
         let clientHandler = RelayHandler(side: .client, connection: connection)
         try channel.pipeline.syncOperations.addHandler(clientHandler)
         connection.attach(client: clientHandler)
@@ -281,6 +282,8 @@ final class ProxyState: Sendable {
 
     private let contents: NIOLockedValueBox<Contents>
     private let connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?
+    /// The listener's link, each direction's wire shared by its connections.
+    let wires = (upstream: LinkWire(), downstream: LinkWire())
 
     init(conditions: LinkConditions, faults: [NamedFault], connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?) {
         contents = NIOLockedValueBox(Contents(settings: Settings(conditions: conditions, faults: faults)))

@@ -290,7 +290,7 @@ package struct ControlRoutes: Sendable {
                             conditions: proxy.conditions, faults: proxy.faults)
     }
 
-    static let conditionKeys: Set<String> = ["upstream", "downstream", "connectDelayMilliseconds", "seed"]
+    static let conditionKeys: Set<String> = ["upstream", "downstream", "connectDelayMilliseconds", "seed", "bandwidthPerConnection"]
     static let directionKeys: Set<String> = ["bandwidth", "delayMilliseconds", "jitterMilliseconds", "loss"]
     static let faultKeys: [String: Set<String>] = [
         "reset_peer": ["afterMilliseconds"], "timeout": ["afterMilliseconds"], "slow_close": ["delayMilliseconds"],

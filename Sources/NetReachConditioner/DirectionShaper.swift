@@ -63,9 +63,7 @@ struct DirectionShaper: Sendable {
             } else {
                 sent = now
             }
-            var delivery = sent + conditions.delay + drawJitter() + lossPenalty(size)
-            if delivery < lastDelivery { delivery = lastDelivery }
-            lastDelivery = delivery
+            let delivery = delivery(ofSliceSentAt: sent, size: size)
             if let last = parts.last, last.at == delivery {
                 parts[parts.count - 1].count += size
             } else {
@@ -75,6 +73,15 @@ struct DirectionShaper: Sendable {
         return parts
     }
 
+    /// When a slice of `size` bytes whose serialisation ended at `sent` arrives: after the delay,
+    /// jitter and what its lost packets cost, and never before the slice ahead of it.
+    mutating func delivery(ofSliceSentAt sent: Duration, size: Int) -> Duration {
+        var delivery = sent + conditions.delay + drawJitter() + lossPenalty(size)
+        if delivery < lastDelivery { delivery = lastDelivery }
+        lastDelivery = delivery
+        return delivery
+    }
+
     /// A slicer's next slice size: `average` ± `variation`, at least one byte.
     mutating func drawSliceSize(average: Int, variation: Int) -> Int {
         guard variation > 0 else { return max(1, average) }
@@ -82,7 +89,7 @@ struct DirectionShaper: Sendable {
     }
 
     /// About 10 ms of the link's time (at least a segment); everything at once without a bandwidth.
-    private var sliceSize: Int {
+    var sliceSize: Int {
         guard let bandwidth = conditions.bandwidth, bandwidth > 0 else { return Int.max }
         return max(Self.segmentSize, bandwidth / 100)
     }

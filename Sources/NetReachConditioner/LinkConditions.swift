@@ -65,14 +65,20 @@ public struct LinkConditions: Sendable, Hashable {
     public var connectDelay: Duration
     /// Seeds the jitter and loss draws, so a run can be repeated exactly.
     public var seed: UInt64
+    /// Whether each connection gets the whole bandwidth to itself. By default (`false`) the
+    /// listener is the link: its connections share each direction's bandwidth, as flows share a
+    /// real link (and the kernel's `tc tbf` shaper, and Apple's Network Link Conditioner), so four
+    /// parallel downloads on a 2 Mbit/s link get 2 Mbit/s together.
+    public var bandwidthPerConnection: Bool
 
     /// Conditions for both directions.
     public init(upstream: DirectionConditions = .none, downstream: DirectionConditions = .none,
-                connectDelay: Duration = .zero, seed: UInt64 = 1) {
+                connectDelay: Duration = .zero, seed: UInt64 = 1, bandwidthPerConnection: Bool = false) {
         self.upstream = upstream
         self.downstream = downstream
         self.connectDelay = connectDelay
         self.seed = seed
+        self.bandwidthPerConnection = bandwidthPerConnection
     }
 
     /// No conditions either way.
@@ -112,7 +118,7 @@ extension DirectionConditions: Codable {
 
 extension LinkConditions: Codable {
     private enum CodingKeys: String, CodingKey {
-        case upstream, downstream, connectDelayMilliseconds, seed
+        case upstream, downstream, connectDelayMilliseconds, seed, bandwidthPerConnection
     }
 
     public init(from decoder: any Decoder) throws {
@@ -121,6 +127,7 @@ extension LinkConditions: Codable {
         downstream = try container.decodeIfPresent(DirectionConditions.self, forKey: .downstream) ?? .none
         connectDelay = try container.decodeMilliseconds(.connectDelayMilliseconds) ?? .zero
         seed = try container.decodeIfPresent(UInt64.self, forKey: .seed) ?? 1
+        bandwidthPerConnection = try container.decodeIfPresent(Bool.self, forKey: .bandwidthPerConnection) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -129,6 +136,7 @@ extension LinkConditions: Codable {
         try container.encode(downstream, forKey: .downstream)
         try container.encode(connectDelay.milliseconds, forKey: .connectDelayMilliseconds)
         try container.encode(seed, forKey: .seed)
+        try container.encode(bandwidthPerConnection, forKey: .bandwidthPerConnection)
     }
 }
 

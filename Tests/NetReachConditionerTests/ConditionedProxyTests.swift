@@ -53,6 +53,92 @@ struct ConditionedProxyTests {
         try await proxy.stop()
     }
 
+    @Test("A listener is the link: four downloads share its bandwidth, interleaved; with bandwidthPerConnection each has it all")
+    func connectionsShareTheLink() async throws {
+        let size = 256 * 1024
+        let server = try LoopbackServer(.send(size))
+        defer { server.stop() }
+        /// Four downloads at once: when the first and the last ended.
+        func fourDownloads(_ conditions: LinkConditions) async throws -> (first: Duration, last: Duration) {
+            let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: conditions)
+            let started = ContinuousClock.now
+            var ends: [Duration] = []
+            try await withThrowingTaskGroup(of: Duration.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        let received = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: [], expect: size) }
+                        #expect(received.count == size)
+                        return ContinuousClock.now - started
+                    }
+                }
+                for try await end in group { ends.append(end) }
+            }
+            try await proxy.stop()
+            return (ends.min() ?? .zero, ends.max() ?? .zero)
+        }
+        let shared = try await fourDownloads(LinkConditions(downstream: .init(bandwidth: 1_000_000)))
+        // 1 MiB over a 1 MB/s link takes a second whatever the flows do; interleaved slice by slice,
+        // even the first to finish has shared the link nearly all that time (alone it took 0.26 s).
+        #expect(shared.last >= .milliseconds(1000), "\(shared)")
+        #expect(shared.first >= .milliseconds(600), "the flows took turns: \(shared)")
+        let separate = try await fourDownloads(LinkConditions(downstream: .init(bandwidth: 1_000_000), bandwidthPerConnection: true))
+        #expect(separate.last >= .milliseconds(250), "\(separate)")
+        // Each at the full rate: about four times faster than sharing (2 leaves room for a busy machine).
+        #expect(shared.last / separate.last >= 2, "shared \(shared.last), per connection \(separate.last)")
+    }
+
+    @Test("A profile change applies to bytes not yet on the wire: a slow download speeds up at once")
+    func changeReachesBytesNotYetSent() async throws {
+        let size = 512 * 1024
+        let server = try LoopbackServer(.send(size))
+        defer { server.stop() }
+        // 20 kB/s: the whole body would take 26 s at this rate.
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
+                                                     conditions: LinkConditions(downstream: .init(bandwidth: 20_000)))
+        let client = try LoopbackClient(port: proxy.port)
+        defer { client.close() }
+        // A few slices in (at least 4 KiB: reads return what has come).
+        let first = try await offPool { try client.read(upTo: 4096) }
+        #expect(first.count >= 4096 && first.count < 64 * 1024)
+        try proxy.setConditions(.none)
+        let changed = ContinuousClock.now
+        let rest = try await offPool { try client.read(upTo: size - first.count) }
+        let after = ContinuousClock.now - changed
+        #expect(first.count + rest.count == size)
+        // Scheduled at read time, the ~500 kB already read would still take 25 s; within a slice
+        // (70 ms at 20 kB/s) they follow the new conditions.
+        #expect(after < .seconds(10), "the rest took \(after) after the change")
+        try await proxy.stop()
+    }
+
+    @Test("Bytes a timeout held leave at the link's rate when it is removed, not in one burst")
+    func heldBytesLeaveAtTheLinkRate() async throws {
+        let server = try LoopbackServer(.echo)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
+                                                     conditions: LinkConditions(downstream: .init(bandwidth: 100_000)))
+        let client = try LoopbackClient(port: proxy.port)
+        defer { client.close() }
+        _ = try await offPool { try client.roundTrip(Array("0".utf8)) }
+        try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
+        try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
+        let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(sendAll(client.descriptor, payload))
+        // Until the echo has been read back by the proxy (held, not delivered).
+        for _ in 0..<200 {
+            if let read = await proxy.statistics().first?.downstream.bytesRead, read >= payload.count + 1 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try proxy.removeFault(named: "stall")
+        let released = ContinuousClock.now
+        let echoed = try await offPool { try client.read(upTo: payload.count) }
+        let took = ContinuousClock.now - released
+        #expect(echoed == payload)
+        // 200 kB at 100 kB/s: two seconds on the link (before, all of it came within 0.2 s).
+        #expect(took >= .milliseconds(1800), "released in \(took)")
+        try await proxy.stop()
+    }
+
     @Test("limit_data closes after exactly that many bytes; the client sees them, then the end")
     func limitData() async throws {
         let server = try LoopbackServer(.send(100_000))
