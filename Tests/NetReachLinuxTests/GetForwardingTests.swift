@@ -46,6 +46,9 @@ struct GetForwardingTests {
         #expect(help.status == 0, "\(help.error)")
         #expect(help.output.contains("USAGE: netreach get [<options>] <url>"), "\(help.output)")
         #expect(help.output.contains("130 interrupted"), "get's own exit table: \(help.output)")
+        for code in [4, 5, 6, 7, 8, 22, 23, 26, 28, 35, 47, 56, 60, 61, 63, 64, 74, 130] {
+            #expect(help.output.contains("\n  \(code) "), "get's exit status \(code) is missing: \(help.output)")
+        }
 
         let bad = try Self.run(NetreachProcess.executable(), ["get", "--no-such-flag", "http://127.0.0.1:9/"])
         #expect(bad.status == 64, "\(bad.error)")
