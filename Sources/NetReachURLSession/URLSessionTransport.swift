@@ -324,7 +324,10 @@ public struct URLSessionTransport: HTTPTransport {
         guard let urlError = error as? URLError else {
             return TransportError(Task.isCancelled ? .cancelled : .other, String(describing: error))
         }
-        let detail = "URLError \(urlError.code.rawValue): \(urlError.localizedDescription)"
+        // A sentence that names the host; the code is Foundation's (NSURLErrorDomain), for searching.
+        var reason = urlError.localizedDescription
+        if reason.hasSuffix(".") { reason.removeLast() }
+        let detail = "the request to \(host) failed: \(reason) (error \(urlError.code.rawValue))"
         switch urlError.code {
         case .cancelled:
             return TransportError(.cancelled, detail)

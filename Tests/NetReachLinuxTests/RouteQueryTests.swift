@@ -36,6 +36,28 @@ struct RouteQueryTests {
         #expect(Array(v6[24..<28]) == NetlinkBytes.hostOrder(UInt32(RTM_F_LOOKUP_TABLE) | UInt32(RTM_F_FIB_MATCH)))
     }
 
+    @Test func aNeighbourRequestIsWhatIpNeighGetSendsAndItsAnswerGivesTheState() {
+        let request = RouteQuery.neighbourRequest(for: IPAddress("10.124.0.1")!, interfaceIndex: 5, sequence: 9)
+        // nlmsghdr: length 36, RTM_GETNEIGH, NLM_F_REQUEST; ndmsg AF_INET, ifindex 5; NDA_DST.
+        #expect(Array(request[0..<8]) == NetlinkBytes.hostOrder(UInt32(36)) + NetlinkBytes.hostOrder(UInt16(RTM_GETNEIGH))
+            + NetlinkBytes.hostOrder(UInt16(NLM_F_REQUEST)))
+        #expect(request[16] == UInt8(AF_INET) && Array(request[20..<24]) == NetlinkBytes.hostOrder(UInt32(5)))
+        #expect(Array(request[28..<36]) == NetlinkBytes.hostOrder(UInt16(8)) + NetlinkBytes.hostOrder(NetlinkBytes.ndaDst) + [10, 124, 0, 1])
+        // ndmsg { family, pad, pad2, ifindex, state, flags, type }
+        func reply(state: UInt16, sequence: UInt32 = 9) -> [UInt8] {
+            let body = [NetlinkBytes.inet, 0, 0, 0] + NetlinkBytes.hostOrder(Int32(5)) + NetlinkBytes.hostOrder(state) + [0, 0]
+            return NetlinkBytes().message(NetlinkBytes.newNeighbour, sequence: sequence, body: body,
+                                          attributes: [.init(type: NetlinkBytes.ndaDst, payload: [10, 124, 0, 1])]).bytes
+        }
+        let failed = reply(state: NetlinkBytes.nudFailed).withUnsafeBytes { RouteQuery.neighbourAnswer(in: $0, sequence: 9) }
+        #expect(failed == .state(NetlinkBytes.nudFailed))
+        #expect(NetlinkBytes.nudFailed & RouteQuery.validNeighbourStates == 0)
+        #expect(UInt16(0x02) & RouteQuery.validNeighbourStates != 0, "reachable is valid")
+        #expect(reply(state: 2, sequence: 8).withUnsafeBytes { RouteQuery.neighbourAnswer(in: $0, sequence: 9) } == nil, "another request's answer")
+        let missing = NetlinkBytes().message(2, sequence: 9, body: NetlinkBytes.hostOrder(Int32(-ENOENT)) + [UInt8](repeating: 0, count: 16)).bytes
+        #expect(missing.withUnsafeBytes { RouteQuery.neighbourAnswer(in: $0, sequence: 9) } == .unknown)
+    }
+
     @Test func aRouteAnswerNamesInterfaceGatewaySourceAndTable() {
         let reply = routeReply(attributes: [
             .u32(NetlinkBytes.rtaTable, 51820), .u32(NetlinkBytes.rtaOif, 5),

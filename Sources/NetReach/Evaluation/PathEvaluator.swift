@@ -183,11 +183,21 @@ public enum PathEvaluator {
             for address in snapshot.addressTable.values where address.isUsable {
                 addressed.insert(AddressKey(interfaceIndex: address.interfaceIndex, family: address.address.family))
             }
+            // Legs of the route in use that the kernel sends nothing through (dead, linkdown, or a
+            // gateway whose neighbour failed under fib_multipath_use_neigh) are no standby either.
+            var deadLegs = Set<DeadLeg>()
+            for family in [IPAddress.Family.ipv4, .ipv6] {
+                guard case .route(let route) = snapshot.routeLookup(for: family) else { continue }
+                for leg in route.nextHops where leg.isDead {
+                    deadLegs.insert(DeadLeg(interfaceIndex: leg.interfaceIndex, gateway: leg.gateway))
+                }
+            }
             var metrics: [Int: UInt32] = [:]
             var routes: [SystemSnapshot.DefaultRoute] = []
             for route in snapshot.defaultRoutes
             where !inUse.contains(route.interfaceIndex)
-                && addressed.contains(AddressKey(interfaceIndex: route.interfaceIndex, family: route.family)) {
+                && addressed.contains(AddressKey(interfaceIndex: route.interfaceIndex, family: route.family))
+                && !deadLegs.contains(DeadLeg(interfaceIndex: route.interfaceIndex, gateway: route.gateway)) {
                 // Bound traffic the kernel refuses (a kill switch) is no standby.
                 if case .refused = snapshot.scopedRouteLookup(for: route.family, interfaceIndex: route.interfaceIndex) { continue }
                 guard let link = snapshot.links[route.interfaceIndex], link.isOperational else { continue }
@@ -205,6 +215,11 @@ public enum PathEvaluator {
         private struct AddressKey: Hashable {
             var interfaceIndex: Int
             var family: IPAddress.Family
+        }
+
+        private struct DeadLeg: Hashable {
+            var interfaceIndex: Int
+            var gateway: IPAddress?
         }
 
         /// The verdict on a lookup for a destination of `family` (`linkLocalDestination`: the

@@ -19,17 +19,22 @@ struct ConnectProbe: ~Copyable {
     private let sockets: [IPAddress.Family: Int32]
     /// Why a family has no socket (IPv6 disabled: `EAFNOSUPPORT`).
     private let unavailable: [IPAddress.Family: Int32]
+    /// `/proc/sys/net/ipv4/fib_multipath_use_neigh`, opened in the same namespace (a `/proc/sys/net`
+    /// file reads the namespace it was opened in), or -1.
+    private let useNeighbourFile: Int32
     static let port: UInt16 = 443
 
     /// Opens the sockets in the calling thread's namespace, or in the namespace open as `namespace`.
     init(namespace: (fd: Int32, path: String)?) throws(PathMonitorError) {
         var sockets: [IPAddress.Family: Int32] = [:]
         var unavailable: [IPAddress.Family: Int32] = [:]
+        var useNeighbourFile: Int32 = -1
         let open = { () throws(PathMonitorError) in
             for (family, domain) in [(IPAddress.Family.ipv4, AF_INET), (.ipv6, AF_INET6)] {
                 let fd = socket(domain, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 if fd >= 0 { sockets[family] = fd } else { unavailable[family] = errno }
             }
+            useNeighbourFile = Glibc.open("/proc/sys/net/ipv4/fib_multipath_use_neigh", O_RDONLY | O_CLOEXEC)
         }
         if let namespace {
             try NamespaceHandle.entering(namespace.fd, path: namespace.path, open)
@@ -38,9 +43,21 @@ struct ConnectProbe: ~Copyable {
         }
         self.sockets = sockets
         self.unavailable = unavailable
+        self.useNeighbourFile = useNeighbourFile
     }
 
-    deinit { sockets.values.forEach { close($0) } }
+    deinit {
+        sockets.values.forEach { close($0) }
+        if useNeighbourFile >= 0 { close(useNeighbourFile) }
+    }
+
+    /// `net.ipv4.fib_multipath_use_neigh` in the namespace, now: whether the kernel leaves out a
+    /// multipath leg whose gateway's neighbour entry is not valid. `false` when it cannot be read.
+    var multipathUsesNeighbours: Bool {
+        guard useNeighbourFile >= 0 else { return false }
+        var byte: UInt8 = 0
+        return pread(useNeighbourFile, &byte, 1, 0) == 1 && byte == UInt8(ascii: "1")
+    }
 
     /// The source address the kernel chose for a connection to `destination`, or the error the
     /// `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).

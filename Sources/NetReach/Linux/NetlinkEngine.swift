@@ -367,6 +367,11 @@ struct MessageReader {
             let entry = try lookUp(destination, source: source, fibMatch: true, requests: &requests, buffer: buffer)
             route.source = source
             if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
+            // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
+            // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
+            if destination.family == .ipv4, route.nextHops.count > 1, probe.multipathUsesNeighbours {
+                route.nextHops = try withNeighbourVerdicts(route.nextHops, requests: &requests, buffer: buffer)
+            }
             return RouteQuery.Answer(lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
                                      prefixLength: entry.prefixLength)
         }
@@ -401,19 +406,34 @@ struct MessageReader {
         return gateways
     }
 
-    /// One route lookup on the requests socket; replies to earlier requests are skipped.
-    private func lookUp(
-        _ address: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, fibMatch: Bool = false,
-        requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> RouteQuery.Answer {
-        let sequence = try requests.requestRoute(to: address, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
+    /// `legs`, each whose gateway's neighbour entry the kernel does not count as valid marked dead
+    /// (`fib_good_nh`: no entry counts as reachable).
+    private func withNeighbourVerdicts(
+        _ legs: [RouteLookup.NextHop], requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> [RouteLookup.NextHop] {
+        var judged = legs
+        for index in judged.indices where !judged[index].isDead {
+            guard let gateway = judged[index].gateway else { continue }
+            let sequence = try requests.requestNeighbour(gateway, interfaceIndex: judged[index].interfaceIndex)
+            let answer = try awaitAnswer(on: &requests, buffer: buffer, what: "a neighbour lookup") { bytes in
+                RouteQuery.neighbourAnswer(in: bytes, sequence: sequence)
+            }
+            if case .state(let state) = answer, state & RouteQuery.validNeighbourStates == 0 {
+                judged[index].isDead = true
+            }
+        }
+        return judged
+    }
+
+    /// Reads the requests socket until `answer` finds the reply it waits for.
+    private func awaitAnswer<Answer>(
+        on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, what: String,
+        _ answer: (UnsafeRawBufferPointer) -> Answer?
+    ) throws(PathMonitorError) -> Answer {
         while true {
             switch try requests.receive(into: buffer) {
             case .bytes(let count):
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-                if let answer = RouteQuery.answer(in: bytes, sequence: sequence, ticksPerSecond: Self.ticksPerSecond) {
-                    return answer
-                }
+                if let found = answer(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { return found }
             case .overrun:
                 continue
             case .wouldBlock:
@@ -421,8 +441,19 @@ struct MessageReader {
                 var fds = [pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)]
                 let ready = poll(&fds, 1, Self.dumpTimeout)
                 if ready < 0 && errno == EINTR { continue }
-                guard ready > 0 else { throw .dumpFailed("no answer to a route lookup within \(Self.dumpTimeout) ms") }
+                guard ready > 0 else { throw .dumpFailed("no answer to \(what) within \(Self.dumpTimeout) ms") }
             }
+        }
+    }
+
+    /// One route lookup on the requests socket; replies to earlier requests are skipped.
+    private func lookUp(
+        _ address: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, fibMatch: Bool = false,
+        requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> RouteQuery.Answer {
+        let sequence = try requests.requestRoute(to: address, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
+        return try awaitAnswer(on: &requests, buffer: buffer, what: "a route lookup") { bytes in
+            RouteQuery.answer(in: bytes, sequence: sequence, ticksPerSecond: Self.ticksPerSecond)
         }
     }
 

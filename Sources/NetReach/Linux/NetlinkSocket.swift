@@ -123,6 +123,14 @@ struct NetlinkSocket: ~Copyable {
         return sequence
     }
 
+    /// Asks for the neighbour entry of `address` on `interfaceIndex` (`ip neigh get ADDRESS dev
+    /// DEV`); returns the request's sequence number.
+    mutating func requestNeighbour(_ address: IPAddress, interfaceIndex: Int) throws(PathMonitorError) -> UInt32 {
+        sequence &+= 1
+        try send(RouteQuery.neighbourRequest(for: address, interfaceIndex: interfaceIndex, sequence: sequence))
+        return sequence
+    }
+
     private func send(_ request: [UInt8]) throws(PathMonitorError) {
         let length = request.count
         var kernel = sockaddr_nl()

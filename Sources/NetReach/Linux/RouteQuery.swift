@@ -31,6 +31,57 @@ enum RouteQuery {
         return bytes(of: length) + bytes(of: UInt16(26)) + bytes(of: UInt16(1)) + bytes(of: sequence) + bytes(of: UInt32(0)) + body
     }
 
+    /// The request `ip neigh get ADDRESS dev DEV` sends (`RTM_GETNEIGH` for one entry, Linux 4.20
+    /// and later).
+    static func neighbourRequest(for address: IPAddress, interfaceIndex: Int, sequence: UInt32) -> [UInt8] {
+        let family: UInt8 = address.family == .ipv4 ? 2 : 10
+        // struct ndmsg { u8 family, pad1; u16 pad2; s32 ifindex; u16 state; u8 flags, type; }
+        var body: [UInt8] = [family, 0, 0, 0]
+        body += bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))
+        body += [0, 0, 0, 0]
+        body += attribute(1, address.bytes)                                           // NDA_DST
+        let length = UInt32(RtnetlinkParser.headerSize + body.count)
+        return bytes(of: length) + bytes(of: UInt16(30)) + bytes(of: UInt16(1)) + bytes(of: sequence) + bytes(of: UInt32(0)) + body
+    }
+
+    /// What the kernel said of one neighbour entry.
+    enum NeighbourAnswer: Equatable {
+        /// The entry's `NUD_*` state bits.
+        case state(UInt16)
+        /// There is no entry (`ENOENT`), or the kernel cannot say (an older kernel, `EOPNOTSUPP`).
+        case unknown
+    }
+
+    /// `NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY`: states in
+    /// which the kernel counts a next hop as good (`fib_good_nh`).
+    static let validNeighbourStates: UInt16 = 0x80 | 0x40 | 0x02 | 0x10 | 0x04 | 0x08
+
+    /// Reads the answer to the neighbour request with `sequence`; `nil` when the buffer holds none.
+    static func neighbourAnswer(in buffer: UnsafeRawBufferPointer, sequence: UInt32) -> NeighbourAnswer? {
+        var offset = 0
+        let header = RtnetlinkParser.headerSize
+        while offset + header <= buffer.count {
+            let length = Int(buffer.loadU32(at: offset))
+            guard length >= header, offset + length <= buffer.count else { return .unknown }
+            let type = buffer.loadU16(at: offset + 4)
+            let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + length)])
+            if buffer.loadU32(at: offset + 8) == sequence {
+                switch type {
+                case 2:   // NLMSG_ERROR: no entry, or no support for a single get
+                    guard body.count >= 4, body.loadU32(at: 0) != 0 else { return nil }
+                    return .unknown
+                case 28:  // RTM_NEWNEIGH
+                    guard body.count >= 12 else { return .unknown }
+                    return .state(body.loadU16(at: 8))
+                default:
+                    break
+                }
+            }
+            offset += RtnetlinkParser.align(length)
+        }
+        return nil
+    }
+
     /// The kernel's answer, with how long until the route it names expires (an IPv6 route learnt
     /// from a router advertisement), after which the answer changes without any notification.
     struct Answer: Equatable {

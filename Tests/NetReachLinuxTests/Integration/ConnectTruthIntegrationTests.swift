@@ -180,6 +180,34 @@ struct ConnectTruthIntegrationTests {
     }
 }
 
+extension ConnectTruthIntegrationTests {
+    @Test func aMultipathLegWhoseNeighbourFailedIsLeftOutWithUseNeigh() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
+            try await lab.addUplink()
+            try await lab.setSysctl("net/ipv4/fib_multipath_use_neigh", "1")
+            try await lab.ip("-4", "route", "add", "default",
+                             "nexthop", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "nexthop", "via", "10.124.0.1", "dev", "veth2")
+            let monitor = PathMonitor.started(in: lab)
+            defer { monitor.cancel() }
+            await LabPoll.until("both legs are listed") { monitor.currentPath.isMultipath }
+            // ARP gives up on the second router: only its neighbour entry says so, and the kernel
+            // sends every flow through the first.
+            try await lab.ip("-4", "neigh", "replace", "10.124.0.1", "dev", "veth2", "nud", "failed")
+            for port in 1...8 {
+                let probe = try await lab.ip("-4", "route", "get", "203.0.113.\(port)", "ipproto", "udp", "sport", "\(40000 + port)", "dport", "443")
+                #expect(!probe.contains("veth2"), "the kernel still uses the failed leg: \(probe)")
+            }
+            await LabPoll.until("the failed leg is gone") { !monitor.currentPath.isMultipath }
+            #expect(monitor.currentPath.gateways == [IPAddress(NetnsLab.ipv4Gateway)!], "\(monitor.currentPath)")
+            #expect(monitor.currentPath.availableInterfaces.map(\.name) == ["veth0"], "\(monitor.currentPath)")
+            try await expectAgreement(monitor, in: lab)
+            // Reachable again: both legs.
+            try await lab.ip("-4", "neigh", "replace", "10.124.0.1", "dev", "veth2", "lladdr", "02:00:00:00:00:09", "nud", "reachable")
+            await LabPoll.until("the leg is back") { monitor.currentPath.isMultipath }
+        }
+    }
+}
+
 extension Result where Failure == NetnsLab.ConnectError {
     /// The error's text, `nil` on success.
     var failureMessage: String? {
