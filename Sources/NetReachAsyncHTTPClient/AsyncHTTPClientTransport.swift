@@ -684,8 +684,8 @@ private final class ClientSet: Sendable {
         let route = route(for: request)
         guard scheme == "https", verifiesCertificates else {
             switch (scheme, route) {
-            // http through a proxy: a direct connection to it, the request in absolute form.
             case ("https", _?): return (viaHTTPSProxy ?? direct, self)
+            // Plain http through a proxy too: a direct connection to it, the request in absolute form.
             default: return (direct, self)
             }
         }
