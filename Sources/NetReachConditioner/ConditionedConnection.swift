@@ -293,8 +293,7 @@ final class ConditionedConnection {
         }
         if wrote { destination.flush() }
         armTimer(direction)
-        let source = direction == .upstream ? client : server
-        if self[direction].queuedBytes < Self.highWater / 2 { source?.resumeReading() }
+        if self[direction].queuedBytes < Self.highWater / 2 { source(of: direction)?.resumeReading() }
         if self[direction].isEmpty && (self[direction].sourceClosed || self[direction].limitReached) {
             close(after: direction)
         }

@@ -113,17 +113,9 @@ struct ConditionedProxyTests {
 
     @Test("Bytes a timeout held leave at the link's rate when it is removed, not in one burst")
     func heldBytesLeaveAtTheLinkRate() async throws {
-        let server = try LoopbackServer(.echo)
+        let (server, proxy, client, payload) = try await sendWhileHeld(LinkConditions(downstream: .init(bandwidth: 100_000)))
         defer { server.stop() }
-        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
-                                                     conditions: LinkConditions(downstream: .init(bandwidth: 100_000)))
-        let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
-        _ = try await offPool { try client.roundTrip(Array("0".utf8)) }
-        try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
-        try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
-        let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        #expect(sendAll(client.descriptor, payload))
         // Until the echo has been read back by the proxy (held, not delivered).
         for _ in 0..<200 {
             if let read = await proxy.statistics().first?.downstream.bytesRead, read >= payload.count + 1 { break }
@@ -168,18 +160,37 @@ struct ConditionedProxyTests {
         try await proxy.stop()
     }
 
+    /// An echo server behind a proxy under `conditions`; a client that made one round trip (1 byte
+    /// each way), then sent 200,000 bytes while a timeout fault named `stall` holds downstream.
+    /// The caller stops the server and closes the client.
+    private func sendWhileHeld(_ conditions: LinkConditions) async throws
+        -> (server: LoopbackServer, proxy: ConditionedProxy, client: LoopbackClient, payload: [UInt8]) {
+        let server = try LoopbackServer(.echo)
+        do {
+            let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: conditions)
+            let client = try LoopbackClient(port: proxy.port)
+            do {
+                _ = try await offPool { try client.roundTrip(Array("0".utf8)) }
+                try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
+                try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
+                let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+                #expect(sendAll(client.descriptor, payload))
+                return (server, proxy, client, payload)
+            } catch {
+                client.close()
+                throw error
+            }
+        } catch {
+            server.stop()
+            throw error
+        }
+    }
+
     @Test("A timeout holds bytes, not drops them: removed, they arrive intact and in order")
     func timeoutHoldsAndReleases() async throws {
-        let server = try LoopbackServer(.echo)
+        let (server, proxy, client, payload) = try await sendWhileHeld(.none)
         defer { server.stop() }
-        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
-        let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
-        _ = try await offPool { try client.roundTrip(Array("0".utf8)) }
-        try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
-        try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
-        let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        #expect(sendAll(client.descriptor, payload))
         try await Task.sleep(for: .milliseconds(300))
         #expect(await proxy.statistics().first?.downstream.bytesDelivered == 1, "nothing more came back while held")
         try proxy.removeFault(named: "stall")
