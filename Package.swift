@@ -19,11 +19,8 @@ let package = Package(
         .library(name: "NetReachNetwork", targets: ["NetReachNetwork"]),
         // A userspace link conditioner: a SwiftNIO TCP proxy with Apple's profiles and toxiproxy's faults.
         .library(name: "NetReachConditioner", targets: ["NetReachConditioner"]),
+        // Every command in one executable (Docs/DesignNotes.md, "One executable").
         .executable(name: "netreach", targets: ["netreach"]),
-        // `netreach get` runs this; apart so `status`/`watch`/`wait` never load the HTTP stack.
-        .executable(name: "netreach-http", targets: ["netreach-http"]),
-        // `get --transport urlsession` runs this one: only it loads FoundationNetworking and libcurl.
-        .executable(name: "netreach-http-urlsession", targets: ["netreach-http-urlsession"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -42,7 +39,7 @@ let package = Package(
     targets: [
         // Kernel headers and macro shims Glibc does not import (NETLINK_ROUTE, RTM_*, IFLA_*, setns).
         .target(name: "CNetReachLinux"),
-        // `check --namespace`: netreach-http enters the namespace before the Swift runtime starts.
+        // `--namespace` of the commands that probe: `netreach` enters it before the Swift runtime starts.
         .target(name: "CNetReachNamespaceEntry"),
         .target(
             name: "NetReach",
@@ -98,53 +95,29 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // What both executables share: output, signals, durations, exit statuses.
+        // Every command of `netreach` (status, watch, wait, get, check, condition), what they share
+        // (output, signals, durations, the exit-status table), and the Capabilities `main` hands them.
         .target(
-            name: "NetReachCLI",
-            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]
-        ),
-        // status, watch and wait: linked by both executables (netreach-http runs them with --internet,
-        // which needs its HTTP prober); NetReachConnectivity is plain Swift over NetReach.
-        .target(
-            name: "NetReachObserverCommands",
+            name: "NetReachCommands",
             dependencies: [
-                "NetReach", "NetReachCLI", "NetReachConnectivity",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-        .executableTarget(
-            name: "netreach",
-            dependencies: [
-                // Not "netreach-http": SwiftPM would link that executable's dependencies (SwiftNIO,
-                // AsyncHTTPClient, FoundationNetworking) into this one too. `swift build` builds both.
-                "NetReach", "NetReachCLI", "NetReachObserverCommands",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-        // `get` and `check` (and the prober for watch/wait --internet), shared by the two executables
-        // below, which differ in the transports they link.
-        .target(
-            name: "NetReachGetCommand",
-            dependencies: [
-                "NetReach", "NetReachCLI", "NetReachHTTP", "NetReachAsyncHTTPClient", "NetReachConnectivity",
-                "NetReachObserverCommands", "NetReachConditionCommand",
+                "NetReach", "NetReachHTTP", "NetReachConnectivity", "NetReachConditioner",
+                // `--namespace` of the commands that probe: entered before the Swift runtime starts.
                 .target(name: "CNetReachNamespaceEntry", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),   // condition's event loop
             ]
         ),
-        // `netreach condition`: the link conditioner's command line and control API, run by netreach-http.
-        .target(
-            name: "NetReachConditionCommand",
+        // `main` alone: decides the Capabilities (AsyncHTTPClient for HTTP and probes) and runs.
+        .executableTarget(
+            name: "netreach",
             dependencies: [
-                "NetReachCLI", "NetReachConditioner",
+                "NetReachCommands", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .executableTarget(name: "netreach-http", dependencies: ["NetReachGetCommand"]),
-        .executableTarget(name: "netreach-http-urlsession", dependencies: ["NetReachGetCommand", "NetReachHTTP", "NetReachURLSession"]),
         // What the test targets share: running programs (ChildProcess) and blocking work off the
         // concurrency pool (BlockingWorkExecutor, the .offPool trait). Not a product.
         .target(name: "CNetReachTestSupport", path: "Tests/CNetReachTestSupport"),
@@ -186,11 +159,9 @@ let package = Package(
                 "NetReach",
                 "NetReachConnectivity",
                 "NetReachNetwork",   // NWPathMonitor read from many threads while a real route flaps
-                "NetReachObserverCommands",
+                "NetReachCommands",
                 "NetReachTestSupport",
-                "netreach",
-                "netreach-http",   // built before the tests run: `netreach get` executes it
-                "netreach-http-urlsession",   // and `get --transport urlsession` this one
+                "netreach",   // built before the tests run: the command tests execute it
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
             ],
             // Captured kernel dumps (hex) and the script that captured them; tests read them by path.

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Measures `netreach-http condition`, the link conditioner (a userspace TCP proxy), on loopback.
+"""Measures `netreach condition`, the link conditioner (a userspace TCP proxy), on loopback.
 
 Parts (all in one run unless --only picks some):
 
   relay     no conditions: a 1 GiB download (server -> client) direct, through socat and through
-            `netreach-http condition` (no profile, no flags), interleaved RUNS times; medians in MB/s,
+            `netreach condition` (no profile, no flags), interleaved RUNS times; medians in MB/s,
             the ratio netreach/socat (target >= 1.0) and the harness's headroom (direct/socat).
   latency   no conditions: ping-pong of 1-byte and 64-byte messages (TCP_NODELAY both ends), ROUNDS
             per path in interleaved blocks; p50/p90/p99 round trip and the p50 added over direct
@@ -891,7 +891,7 @@ class Harness:
         print("| --- | --- | ---: | ---: |")
         for name in ("direct", "socat", "netreach"):
             c = fmt(median(cpu[name]), ".2f") if name in cpu else "-"
-            label = "netreach-http condition" if name == "netreach" else name
+            label = "netreach condition" if name == "netreach" else name
             if name == "netreach" and (a.proxy_cmd_given or a.self_test):
                 label = "proxy under test (--proxy-cmd)" if a.proxy_cmd_given else "self-test stand-in (python)"
             print(f"| {label} | {' '.join(f'{x:.0f}' for x in runs[name])} | {med[name]:.0f} | {c} |")
@@ -1276,7 +1276,7 @@ def main():
     p.add_argument("--seconds", type=float, default=8.0, help="throughput transfers: seconds of bandwidth (8)")
     p.add_argument("--cap-seconds", type=float, default=20.0, help="throughput transfers: time cap (20)")
     p.add_argument("--rtt-seconds", type=float, default=10.0, help="profile ping-pong: time bound (10)")
-    p.add_argument("--proxy-cmd", help="the proxy under test (see below); default $BIN_DIR/netreach-http condition")
+    p.add_argument("--proxy-cmd", help="the proxy under test (see below); default $BIN_DIR/netreach condition")
     p.add_argument("--bin-dir", default=os.environ.get("BIN_DIR") or os.path.join(ROOT, ".build", "release"))
     p.add_argument("--socat", default="socat", help="socat for the reference path")
     p.add_argument("--out-dir", default=os.path.join(HERE, ".build", "conditioner-runs"))
@@ -1295,10 +1295,10 @@ def main():
     if a.proxy_cmd == "socat":
         a.proxy_cmd = SOCAT_TEMPLATE.replace("socat", shlex.quote(a.socat), 1)
     if a.proxy_cmd is None:
-        binary = os.path.join(a.bin_dir, "netreach-http")
+        binary = os.path.join(a.bin_dir, "netreach")
         if not os.access(binary, os.X_OK):
             print(f"run-conditioner.py: no {binary} (set BIN_DIR or --bin-dir, or build it: "
-                  "swift build -c release --product netreach-http)", file=sys.stderr)
+                  "swift build -c release --product netreach)", file=sys.stderr)
             return 2
         a.proxy_cmd = f"{shlex.quote(binary)} condition"
     a.profile_list = [x.strip() for x in a.profiles.split(",") if x.strip()]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The link conditioner, `netreach-http condition` (a userspace TCP proxy), on loopback, in one run
+# The link conditioner, `netreach condition` (a userspace TCP proxy), on loopback, in one run
 # (Benchmarks/run-conditioner.py does the measuring; this builds, waits for a quiet machine, runs it):
 #
 #   relay     no conditions: a 1 GiB download direct, through socat and through the conditioner,
@@ -18,7 +18,7 @@
 #   Benchmarks/run-conditioner.sh --proxy-cmd socat --only relay --only latency   # the harness against socat
 #   Benchmarks/run-conditioner.sh --self-test       # the conditioned parts against a python stand-in
 #
-# Builds netreach-http in release from this checkout unless BIN_DIR is given (or --proxy-cmd or
+# Builds netreach in release from this checkout unless BIN_DIR is given (or --proxy-cmd or
 # --self-test puts something else under test). Needs python3 (standard library only) and socat;
 # installs nothing. Traffic stays on 127.0.0.1. Waits (at most LOAD_WAIT s, default 600) for the
 # 1-minute load average to fall below LOAD_MAX (default 1.5) first, and prints it; the whole run is
@@ -36,7 +36,7 @@ for tool in python3 socat; do
     command -v "$tool" >/dev/null 2>&1 || { echo "run-conditioner.sh: needs $tool (apt-get install $tool)" >&2; exit 2; }
 done
 
-# Something other than netreach-http under test, or only the help: nothing to build.
+# Something other than netreach under test, or only the help: nothing to build.
 needs_build=1
 for arg in "$@"; do
     case "$arg" in
@@ -44,8 +44,8 @@ for arg in "$@"; do
     esac
 done
 if [ -z "${BIN_DIR:-}" ] && ((needs_build)); then
-    echo "== building netreach-http (release)" >&2
-    (cd "$root" && timeout 2400 swift build -c release --product netreach-http >&2)
+    echo "== building netreach (release)" >&2
+    (cd "$root" && timeout 2400 swift build -c release --product netreach >&2)
     BIN_DIR="$(cd "$root" && swift build -c release --show-bin-path)"
 fi
 [ -n "${BIN_DIR:-}" ] && export BIN_DIR

@@ -78,11 +78,9 @@ build() {   # build LOG PRODUCT ARGS...: quiet unless it fails
     fi
 }
 if [[ -n "${CLI:-}" ]]; then
-    cli="$CLI"   # a netreach built elsewhere, with netreach-http next to it (resume mode only)
+    cli="$CLI"   # a netreach built elsewhere (resume mode only)
 else
-    # `netreach get` executes netreach-http from the same directory.
     build "$out/build-cli.log" netreach --scratch-path "$here/.build/cli"
-    build "$out/build-cli.log" netreach-http --scratch-path "$here/.build/cli"
     cli="$here/.build/cli/release/netreach"
 fi
 if [[ "$mode" != resume ]]; then

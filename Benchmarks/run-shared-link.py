@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares `netreach-http condition` (a userspace TCP proxy) with the kernel's shaper (tc tbf) on a shared link.
+"""Compares `netreach condition` (a userspace TCP proxy) with the kernel's shaper (tc tbf) on a shared link.
 
 Parts (all in one run unless --only picks some):
 
@@ -9,7 +9,7 @@ Parts (all in one run unless --only picks some):
                               between them (10.231.0.1/30 server, 10.231.0.2/30 client) and
                               `tc qdisc add dev <server veth> root tbf rate 2mbit burst 32kbit latency 400ms`
                               on the server side's egress;
-              shared          `netreach-http condition --down-bandwidth 2mbit` on loopback;
+              shared          `netreach condition --down-bandwidth 2mbit` on loopback;
               per-connection  the same with --bandwidth-per-connection (skipped with a note when the
                               binary does not know the flag).
             Per case: aggregate kbit/s (all bytes * 8 / (last byte of all - first connect)), each
@@ -420,7 +420,7 @@ class Namespaces:
 
 
 class Proxy:
-    """`netreach-http condition ... --json` on loopback in front of `upstream_port`."""
+    """`netreach condition ... --json` on loopback in front of `upstream_port`."""
 
     def __init__(self, harness, label, conditions=()):
         self.h, self.label, self.conditions = harness, label, list(conditions)
@@ -987,10 +987,10 @@ def main():
     a.proxy_cmd = None
     a.knows_per_connection = False
     if needs_binary:
-        binary = os.path.join(a.bin_dir, "netreach-http")
+        binary = os.path.join(a.bin_dir, "netreach")
         if not os.access(binary, os.X_OK):
             print(f"run-shared-link.py: no {binary} (set BIN_DIR or --bin-dir, or build it: "
-                  "swift build -c release --product netreach-http)", file=sys.stderr)
+                  "swift build -c release --product netreach)", file=sys.stderr)
             return 2
         a.proxy_cmd = f"{shlex.quote(binary)} condition"
         a.knows_per_connection = knows_flag(a.proxy_cmd, PER_CONNECTION_FLAG)

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Transfers through `netreach-http get` against curl, on loopback, in the same run (issue 13):
+# Transfers through `netreach get` (on AsyncHTTPClient) against curl, on loopback, in the same run
+# (issue 13):
 #
-#   download  1 GiB from nginx to a file (-o): seconds, MB/s and peak resident memory, both
-#             transports and curl
+#   download  1 GiB from nginx to a file (-o): seconds, MB/s and peak resident memory, `netreach get`
+#             and curl
 #   upload    200 MB from a file (-d @FILE, PUT) to a server that reads and discards it
-#   small     one small GET from a fresh process: `netreach get`, `netreach-http get`, curl
+#   small     one small GET from a fresh process: `netreach get` (release and static release), curl
 #             (median of SMALL_RUNS, default 30)
 #
 #   Benchmarks/run-transfer.sh                    # all three, RUNS=3 each (medians)
 #   RUNS=1 SIZE_MB=256 Benchmarks/run-transfer.sh download
 #
-# Builds netreach and netreach-http in release from this checkout (or uses BIN_DIR), and for the
-# small GET also the static release of scripts/build-release.sh (or uses STATIC_BIN_DIR). Needs nginx,
-# curl, python3 and GNU time (/usr/bin/time). Traffic stays on 127.0.0.1. Waits (at most
-# LOAD_WAIT s) for the load average to fall below LOAD_MAX first, and prints it.
+# Builds netreach in release from this checkout (or uses BIN_DIR), and for the small GET also the
+# static release of scripts/build-release.sh (or uses STATIC_BIN_DIR). Needs nginx, curl, python3
+# and GNU time (/usr/bin/time). Traffic stays on 127.0.0.1. Waits (at most LOAD_WAIT s) for the
+# load average to fall below LOAD_MAX first, and prints it.
 # Output: the table on stdout; raw lines in Benchmarks/.build/transfer-runs/<time>-<pid>/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -34,8 +35,8 @@ done
 [ -x /usr/bin/time ] || { echo "run-transfer.sh: needs GNU time (/usr/bin/time, Debian package 'time')" >&2; exit 2; }
 
 if [ -z "${BIN_DIR:-}" ]; then
-    echo "== building netreach and netreach-http (release)" >&2
-    (cd "$root" && timeout 2400 swift build -c release --product netreach-http >&2 && timeout 1200 swift build -c release --product netreach-http-urlsession >&2 && timeout 1200 swift build -c release --product netreach >&2)
+    echo "== building netreach (release)" >&2
+    (cd "$root" && timeout 2400 swift build -c release --product netreach >&2)
     BIN_DIR="$(cd "$root" && swift build -c release --show-bin-path)"
 fi
 # The small GET is also measured on a static build (scripts/build-release.sh): how a start-up-bound
@@ -45,7 +46,6 @@ if [ -z "${STATIC_BIN_DIR:-}" ] && { [ "$what" = all ] || [ "$what" = small ]; }
     (cd "$root" && timeout 2400 scripts/build-release.sh >&2)
     STATIC_BIN_DIR="$(cd "$root" && scripts/build-release.sh --show-bin-path)"
 fi
-http="$BIN_DIR/netreach-http"
 cli="$BIN_DIR/netreach"
 
 nginx_pid=""
@@ -125,8 +125,7 @@ if [ "$what" = all ] || [ "$what" = download ]; then
     echo; echo "download ${size_mb} MiB to a file, medians of $runs"
     echo "| client | seconds | MB/s | peak RSS MB |"; echo "| --- | ---: | ---: | ---: |"
     row "curl -o" curl -sS -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
-    row "netreach-http get -o (asynchttpclient)" "$http" get -q -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
-    row "netreach-http get -o (urlsession)" "$http" get -q --transport urlsession -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
+    row "netreach get -o" "$cli" get -q -o "$out/dl.bin" "http://127.0.0.1:$port/big.bin"
 fi
 
 if [ "$what" = all ] || [ "$what" = upload ]; then
@@ -136,8 +135,7 @@ if [ "$what" = all ] || [ "$what" = upload ]; then
     echo "| client | seconds | MB/s | peak RSS MB |"; echo "| --- | ---: | ---: | ---: |"
     # No "Expect: 100-continue": the sink never answers 100, and curl would wait a second for it.
     row "curl -T" curl -sS -H "Expect:" -T "$out/up.bin" "http://127.0.0.1:$sink_port/up"
-    row "netreach-http get -X PUT -d @file (asynchttpclient)" "$http" get -q -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
-    row "netreach-http get -X PUT -d @file (urlsession)" "$http" get -q --transport urlsession -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
+    row "netreach get -X PUT -d @file" "$cli" get -q -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
     rm -f "$out/up.bin"
 fi
 
@@ -145,13 +143,10 @@ if [ "$what" = all ] || [ "$what" = small ]; then
     echo; echo "one small GET from a fresh process, median of $small_runs interleaved rounds (ms)"
     echo "| client | median ms | ratio to curl | ratio to curl, per round (median) |"; echo "| --- | ---: | ---: | ---: |"
     url="http://127.0.0.1:$port/small.txt"
-    entries=("curl|curl -sS $url" "netreach-http get|$http get -q $url" "netreach get|$cli get -q $url"
-             "netreach-http get --transport urlsession|$http get -q --transport urlsession $url"
-             "static: netreach-http get|$STATIC_BIN_DIR/netreach-http get -q $url"
+    entries=("curl|curl -sS $url" "netreach get|$cli get -q $url"
              "static: netreach get|$STATIC_BIN_DIR/netreach get -q $url"
-             "static: netreach-http get --transport urlsession|$STATIC_BIN_DIR/netreach-http get -q --transport urlsession $url"
-             "(process floor: /bin/true)|/bin/true" "(netreach-http get --help)|$http get --help"
-             "(static: netreach-http get --help)|$STATIC_BIN_DIR/netreach-http get --help")
+             "(process floor: /bin/true)|/bin/true" "(netreach get --help)|$cli get --help"
+             "(static: netreach get --help)|$STATIC_BIN_DIR/netreach get --help")
     # Each round runs every client once, so a slower minute of the machine (a shared VM's
     # neighbours) weighs on all of them alike; each row's median is over its rounds, and the last
     # column is the median of its per-round ratios to curl.

@@ -3,7 +3,7 @@
 // namespace (for /etc/netns/NAME/resolv.conf, as `ip netns exec` does) is refused to a process
 // with threads. So the command re-executes itself with these variables set, and this constructor
 // enters the namespace first thing, while the process has one thread and before the Swift runtime
-// starts any. Linked only into the netreach-http executables.
+// starts any. Linked into the netreach executable (through NetReachCommands).
 #define _GNU_SOURCE
 #include "CNetReachNamespaceEntry.h"
 

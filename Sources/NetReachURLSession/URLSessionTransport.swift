@@ -12,7 +12,7 @@ import FoundationNetworking
 /// Use it in code that already lives on `URLSession` (shared cookies, caches, configuration).
 /// On Linux, FoundationNetworking costs more CPU per request than AsyncHTTPClient (on loopback
 /// here: about twice as much one request at a time, three times at 32 in flight; Benchmarks/RESULTS.md,
-/// section 7), so `netreach get` uses `AsyncHTTPClientTransport` unless given `--transport urlsession`.
+/// section 7), so `netreach get` uses `AsyncHTTPClientTransport`.
 ///
 /// ```swift
 /// let transport = URLSessionTransport()

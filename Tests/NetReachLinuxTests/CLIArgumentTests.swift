@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
-@testable import netreach
-@testable import NetReachObserverCommands
+@testable import NetReachCommands
 import NetReach
-import NetReachCLI
 import Testing
 
 /// What `netreach` accepts on its command line: durations, options given once, and help that
@@ -96,7 +94,7 @@ struct CLIArgumentTests {
     ])
     func aRepeatedSingleValuedOptionIsAUsageError(_ arguments: [String], _ message: String) async {
         do {
-            _ = try await NetreachCommand.asyncParseAsRoot(arguments)
+            _ = try NetreachCommand.parseAsRoot(arguments)
             Issue.record("\(arguments) was accepted")
         } catch {
             #expect(NetreachCommand.exitCode(for: error) == .validationFailure)   // 64
@@ -106,7 +104,7 @@ struct CLIArgumentTests {
 
     @Test func anEmptyNamespaceIsStillAUsageError() async {
         do {
-            _ = try await NetreachCommand.asyncParseAsRoot(["status", "--namespace", ""])
+            _ = try NetreachCommand.parseAsRoot(["status", "--namespace", ""])
             Issue.record("an empty --namespace was accepted")
         } catch {
             #expect(NetreachCommand.exitCode(for: error) == .validationFailure)
@@ -119,7 +117,7 @@ struct CLIArgumentTests {
     @Test(arguments: [["status"], ["watch"], ["wait"]])
     func helpDocumentsExitStatus74AndTheUsageDoesNotSuggestRepeatingOptions(_ command: [String]) async {
         let help = await Self.help(command)
-        #expect(help.contains("  74  the output could not be written"), "\(help)")
+        #expect(help.contains("  74  standard output could not be written"), "\(help)")
         #expect(help.contains("  64  usage error"), "\(help)")
         // The usage block: its first line, and the --internet form's on the next (watch, wait).
         let usage = help.split(separator: "\n", omittingEmptySubsequences: false)
@@ -135,7 +133,7 @@ struct CLIArgumentTests {
                       let name = line.split(separator: " ").first(where: { $0.hasPrefix("--") }) else { return nil }
                 return String(name.trimmingCharacters(in: CharacterSet(charactersIn: ",")))
             }
-            .filter { $0 != "--help" }
+            .filter { $0 != "--help" && $0 != "--version" }
         #expect(!options.isEmpty)
         for option in options {
             #expect(usage.contains("[\(option)") || usage.contains(" \(option) "), "\(option) is missing from \(usage)")
@@ -152,9 +150,8 @@ struct CLIArgumentTests {
 
     @Test func rootHelpListsEveryExitStatus() async {
         let help = await Self.help([])
-        // get's statuses are curl's (5 to 63), listed whole in `get --help` (GetForwardingTests).
-        for code in ["0", "1", "2", "3", "4", "5-63", "64", "69", "74", "130"] {
-            #expect(help.contains("\n  \(code) "), "exit status \(code) is missing: \(help)")
+        for entry in ExitStatusTable.entries {
+            #expect(help.contains("\n  \(entry.status) "), "exit status \(entry.status) is missing: \(help)")
         }
     }
 
@@ -168,7 +165,7 @@ struct CLIArgumentTests {
     // MARK: Helpers
 
     static func wait(_ arguments: [String]) async throws -> WaitCommand {
-        let command = try await NetreachCommand.asyncParseAsRoot(["wait"] + arguments)
+        let command = try NetreachCommand.parseAsRoot(["wait"] + arguments)
         return try #require(command as? WaitCommand)
     }
 

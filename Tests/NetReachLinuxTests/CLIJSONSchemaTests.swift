@@ -2,8 +2,7 @@ import Foundation
 import NetReachTestSupport
 @testable import NetReach
 import NetReachConnectivity
-@testable import netreach
-@testable import NetReachObserverCommands
+@testable import NetReachCommands
 import Testing
 
 /// `Docs/netreach-json.schema.json` describes what `status --json` and `watch --json` print: held
@@ -218,6 +217,39 @@ struct CLIJSONSchemaTests {
             #expect(paths.first?.status == .satisfied && paths.first?.supportsIPv6 == true)
             #expect(paths.last.map(PathStep.init) == .unsatisfied(.linkDown))
         }
+    }
+
+    @Test(.needsNamespaceRoot, arguments: [true, false])
+    func waitJSONConformsWhetherMetOrTimedOut(defaultRoutes: Bool) async throws {
+        try await NetnsLab.withLab(.init(ipv6: true, defaultRoutes: defaultRoutes)) { lab in
+            let wait = try NetreachProcess.start(["wait", "--json", "--timeout", "0", "--namespace", lab.name])
+            defer { wait.kill() }
+            // Met: 0 and the path; not met (no default route): 1, the path all the same, the reason on standard error.
+            #expect(await wait.exitStatus() == (defaultRoutes ? 0 : 1), "standard error: \(wait.standardError)")
+            #expect(wait.outputLines.count == 1, "\(wait.outputLines)")
+            let line = try #require(wait.outputLines.first)
+            try Self.expectConforms(line)
+            #expect(line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)")
+            let path = try JSONDecoder().decode(NetworkPath.self, from: Data(line.utf8))
+            #expect(path.status == (defaultRoutes ? .satisfied : .unsatisfied))
+            if !defaultRoutes { #expect(wait.standardError.contains("timed out"), "\(wait.standardError)") }
+        }
+    }
+
+    @Test func getsErrorLineConformsToItsDefinition() throws {
+        // Nothing listens on the discard port of loopback: refused, exit 7 (curl's number).
+        let finished = try ChildProcess.runBlocking(NetreachProcess.executable().path,
+                                                    ["get", "--json", "--retries", "0", "http://127.0.0.1:9/"])
+        #expect(finished.status == 7, "\(finished.standardError)")
+        let line = try #require(finished.standardOutput.split(separator: "\n").last.map(String.init))
+        guard case .object(let top) = try Self.checker().root, let definitions = top["$defs"] else {
+            Issue.record("the schema has no $defs")
+            return
+        }
+        let errorLine = JSONSchemaChecker(schema: .object(["$ref": .string("#/$defs/getErrorLine"), "$defs": definitions]))
+        let violations = errorLine.violations(of: try JSONValue.parse(line))
+        #expect(violations.isEmpty, "\(line): \(violations)")
+        #expect(line.contains(#""exitStatus":7"#) && line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)")
     }
 
     /// The schema's verdict, and the formats it only annotates: gateways are IP addresses.

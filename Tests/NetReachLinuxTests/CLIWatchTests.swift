@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
-@testable import netreach
-@testable import NetReachObserverCommands
+@testable import NetReachCommands
 import NetReach
-import NetReachCLI
 import Testing
 
 /// `watch`'s loop, fed paths directly: what it prints, and when it stops. No root, no kernel.

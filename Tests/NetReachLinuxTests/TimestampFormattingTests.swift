@@ -1,6 +1,5 @@
 import Foundation
-@testable import netreach
-@testable import NetReachObserverCommands
+@testable import NetReachCommands
 import Testing
 
 /// `watch` timestamps are formatted by hand (no ICU); they must match ISO 8601 with milliseconds, UTC.

@@ -1,7 +1,7 @@
 #ifndef CNETREACH_NAMESPACE_ENTRY_H
 #define CNETREACH_NAMESPACE_ENTRY_H
 
-/// The environment variables that make netreach-http start inside a network namespace (see
+/// The environment variables that make netreach start inside a network namespace (see
 /// namespace_entry.c): the namespace file, and for an `ip netns` name the name, whose
 /// /etc/netns/NAME files are bind-mounted over /etc as `ip netns exec` does.
 #define CNR_NETNS_PATH_VARIABLE "NETREACH_ENTER_NETNS"

@@ -88,11 +88,11 @@ struct ConditionCommandTests {
         let condition = try Conditioner.start(["--upstream", "127.0.0.1:\(nginx.port)", "--fault", "slicer:size=20000,delay=100ms"])
         defer { condition.stop() }
         let scratch = nginx.scratch
-        let slow = try run(helper(), ["get", "-q", "--stall-timeout", "600ms", "--retries", "0", "-o", scratch + "/slow.bin", condition.url("/small.bin")])
+        let slow = try run(netreachPath(), ["get", "-q", "--stall-timeout", "600ms", "--retries", "0", "-o", scratch + "/slow.bin", condition.url("/small.bin")])
         #expect(slow.status == 0, "a transfer that keeps flowing is never cut: \(slow.error)")
         #expect(FileManager.default.contents(atPath: scratch + "/slow.bin") == FileManager.default.contents(atPath: scratch + "/root/small.bin"))
 
-        let limited = try run(helper(), ["get", "--max-time", "800ms", "--retries", "0", "-o", scratch + "/cut.bin", condition.url("/small.bin")])
+        let limited = try run(netreachPath(), ["get", "--max-time", "800ms", "--retries", "0", "-o", scratch + "/cut.bin", condition.url("/small.bin")])
         #expect(limited.status == 28 && limited.error.contains("timed out"), "\(limited.error)")
         let part = (try? FileManager.default.attributesOfItem(atPath: scratch + "/cut.bin.part")[.size] as? Int) ?? 0
         #expect(part > 0 && part < Nginx.smallSize, "the part kept: \(part) bytes")
@@ -113,7 +113,7 @@ struct ConditionCommandTests {
         }
         stall.start()
         let started = Date()
-        let stalled = try run(helper(), ["get", "--stall-timeout", "1s", "--retries", "0", "-o", file, condition.url("/small.bin")])
+        let stalled = try run(netreachPath(), ["get", "--stall-timeout", "1s", "--retries", "0", "-o", file, condition.url("/small.bin")])
         let seconds = Date().timeIntervalSince(started)
         #expect(stalled.status == 28 && stalled.error.contains("timed out"), "\(stalled.error)")
         #expect(seconds >= 1.9 && seconds < 3.2, "ended by the stall timeout, before the transfer could have finished: \(seconds) s")
@@ -121,7 +121,7 @@ struct ConditionCommandTests {
         #expect(part > 0 && part < Nginx.smallSize, "the part kept: \(part) bytes")
 
         #expect(try condition.control("DELETE", "/listeners/1/faults/stall").code == 204)
-        let resumed = try run(helper(), ["get", "-q", "--continue", "-o", file, condition.url("/small.bin")])
+        let resumed = try run(netreachPath(), ["get", "-q", "--continue", "-o", file, condition.url("/small.bin")])
         #expect(resumed.status == 0, "\(resumed.error)")
         let direct = try run("/usr/bin/curl", ["-sS", nginx.url("/small.bin")])
         #expect(FileManager.default.contents(atPath: file) == direct.outputData, "the resumed file is what curl gets")
@@ -146,12 +146,12 @@ struct ConditionCommandTests {
             (["--upstream", "127.0.0.1:80"], "--listen is required"),
         ]
         for (arguments, message) in usage {
-            let result = try run(helper(), ["condition"] + arguments)
+            let result = try run(netreachPath(), ["condition"] + arguments)
             #expect(result.status == 64 && result.error.contains(message), "\(arguments): \(result.status) \(result.error)")
         }
-        let taken = try run(helper(), ["condition", "--listen", "127.0.0.1:\(nginx.port)", "--upstream", "127.0.0.1:80"])
+        let taken = try run(netreachPath(), ["condition", "--listen", "127.0.0.1:\(nginx.port)", "--upstream", "127.0.0.1:80"])
         #expect(taken.status == 3 && taken.error.contains("Address already in use"), "\(taken.error)")
-        let open = try run(helper(), ["condition", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:80", "--control", "0.0.0.0:0"])
+        let open = try run(netreachPath(), ["condition", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:80", "--control", "0.0.0.0:0"])
         #expect(open.status == 3 && open.error.contains("loopback only"), "\(open.error)")
 
         let condition = try Conditioner.start(["--listen", "dead=127.0.0.1:0", "--listen", "live=127.0.0.1:0",
@@ -171,7 +171,7 @@ struct ConditionCommandTests {
     @Test func helpShowsEveryProfileWithItsFigures() async throws { try await offPool { try Self.helpShowsEveryProfileWithItsFiguresBody() } }
 
     private static func helpShowsEveryProfileWithItsFiguresBody() throws {
-        let help = try run(helper(), ["condition", "--help"])
+        let help = try run(netreachPath(), ["condition", "--help"])
         #expect(help.status == 0)
         for line in ["3g                780 kbit/s  100 ms  330 kbit/s  100 ms  0",
                      "very-bad          1 Mbit/s    500 ms  1 Mbit/s    500 ms  10%",
@@ -180,12 +180,10 @@ struct ConditionCommandTests {
         }
         #expect(help.output.split(separator: "\n").allSatisfy { $0.count <= 80 || $0.hasPrefix("USAGE") || $0.hasPrefix(" ") && $0.contains("[--") },
                 "fits 80 columns")
-        let forwarded = try run(NetreachProcess.executable().path, ["condition", "--help"])
-        #expect(forwarded.output == help.output, "netreach condition runs netreach-http condition")
     }
 }
 
-/// A `netreach-http condition` process: its addresses from the ready line, its later lines kept.
+/// A `netreach condition` process: its addresses from the ready line, its later lines kept.
 private final class Conditioner: Sendable {
     let process: ChildProcess
     let control: String
@@ -196,7 +194,7 @@ private final class Conditioner: Sendable {
     static func start(_ arguments: [String]) throws -> Conditioner {
         var arguments = arguments
         if !arguments.contains("--listen") { arguments = ["--listen", "127.0.0.1:0"] + arguments }
-        return try Conditioner(process: ChildProcess(try helper(), ["condition"] + arguments + ["--json"]))
+        return try Conditioner(process: ChildProcess(try netreachPath(), ["condition"] + arguments + ["--json"]))
     }
 
     private init(process: ChildProcess) throws {

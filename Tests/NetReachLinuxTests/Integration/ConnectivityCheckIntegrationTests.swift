@@ -69,10 +69,10 @@ struct ConnectivityCheckIntegrationTests {
             defer { server.stop() }
             let base = "http://\(Self.probeAddress):\(server.port)"
             let redirect = try Self.check(lab, "--probe", "\(base)/portal")
-            #expect(redirect.status == 2, "\(redirect.output)\(redirect.error)")
+            #expect(redirect.status == 80, "\(redirect.output)\(redirect.error)")
             #expect(redirect.output.hasPrefix("portal: sign in at http://\(Self.probeAddress)/login"), "\(redirect.output)")
             let page = try Self.check(lab, "--probe", "\(base)/html", "--json")
-            #expect(page.status == 2)
+            #expect(page.status == 80)
             try CLIJSONSchemaTests.expectConforms(page.output.trimmingCharacters(in: .newlines))
             let object = try #require(try JSONSerialization.jsonObject(with: page.outputData) as? [String: Any])
             #expect(object["status"] as? String == "satisfied", "the path, as status --json prints it")
@@ -83,10 +83,10 @@ struct ConnectivityCheckIntegrationTests {
             #expect(probes.first?["status"] as? Int == 200)
             #expect(probes.first?["verdict"] as? String == "portal")
             let wrongBody = try Self.check(lab, "--probe", "\(base)/online=Some other service is online")
-            #expect(wrongBody.status == 2, "\(wrongBody.output)")
+            #expect(wrongBody.status == 80, "\(wrongBody.output)")
             #expect(wrongBody.output.contains("HTTP 200 with another body"), "\(wrongBody.output)")
             let big = try Self.check(lab, "--probe", "\(base)/big=200")
-            #expect(big.status == 2, "\(big.output)")
+            #expect(big.status == 80, "\(big.output)")
             #expect(big.output.contains("over 102400 bytes"), "\(big.output)")
             // Never followed: nobody asked for /login.
             #expect(!server.received.contains { $0.requestLine.contains("/login") })
@@ -102,14 +102,14 @@ struct ConnectivityCheckIntegrationTests {
             defer { server.stop() }
             let base = "http://\(Self.probeAddress):\(server.port)"
             let closed = try Self.check(lab, "--probe", "\(base)/reset")
-            #expect(closed.status == 3, "\(closed.output)\(closed.error)")
+            #expect(closed.status == 81, "\(closed.output)\(closed.error)")
             #expect(closed.output.hasPrefix("limited"), "\(closed.output)")
             let refused = try Self.check(lab, "--probe", "http://\(Self.probeAddress):9/204")
-            #expect(refused.status == 3, "\(refused.output)")
+            #expect(refused.status == 81, "\(refused.output)")
             #expect(refused.output.contains("Connection refused"), "\(refused.output)")
             let started = ContinuousClock.now
             let held = try Self.check(lab, "--probe", "\(base)/hang", "--probe-timeout", "700ms")
-            #expect(held.status == 3, "\(held.output)")
+            #expect(held.status == 81, "\(held.output)")
             // The server holds the connection for ever: only the 700 ms probe timeout ends it.
             #expect(ContinuousClock.now - started < .seconds(30))
         }
@@ -122,7 +122,7 @@ struct ConnectivityCheckIntegrationTests {
             defer { nginx.stop() }
             let url = "https://\(Self.probeAddress)/generate_204"
             let untrusted = try Self.check(lab, "--probe", url, "--family", "4")
-            #expect(untrusted.status == 2, "\(untrusted.output)\(untrusted.error)")
+            #expect(untrusted.status == 80, "\(untrusted.output)\(untrusted.error)")
             #expect(untrusted.output.hasPrefix("portal (ipv4 portal"), "\(untrusted.output)")
             #expect(untrusted.output.contains("intercepted"), "\(untrusted.output)")
             #expect(nginx.requests().isEmpty, "the handshake failed: no request reached the server")
@@ -200,7 +200,7 @@ struct ConnectivityCheckIntegrationTests {
             let base = "http://\(Self.probeAddress):\(server.port)"
             try await lab.deleteDefaultRoute()
             let local = try Self.check(lab, "--probe", "\(base)/204")
-            #expect(local.status == 3, "\(local.output)")
+            #expect(local.status == 82, "\(local.output)")
             #expect(local.output.hasPrefix("local"), "\(local.output)")
             try await lab.setLink(up: false)
             let none = try Self.check(lab, "--probe", "\(base)/204")
@@ -267,7 +267,7 @@ struct ConnectivityCheckIntegrationTests {
             #expect(noResolver.output.contains("\"transportKind\":\"dnsFailure\"") && noResolver.output.contains("\"attempts\":2"), "\(noResolver.output)")
             let unresolved = try run(try NetreachProcess.executable().path,
                                      ["check", "--namespace", lab.name, "--family", "4", "--probe-timeout", "3s", "--probe", url])
-            #expect(unresolved.status == 3, "\(unresolved.output)\(unresolved.error)")
+            #expect(unresolved.status == 81, "\(unresolved.output)\(unresolved.error)")
             #expect(unresolved.output.hasPrefix("limited"), "\(unresolved.output)")
             #expect(unresolved.output.contains("DNS"), "\(unresolved.output)")
 

@@ -61,7 +61,7 @@ struct ConnectivityWatchIntegrationTests {
     func portalToFullThenQuiet() async throws {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
-            // Through `netreach`: it hands --internet to netreach-http, which enters the namespace.
+            // `netreach` enters the namespace (it runs again inside it) before probing.
             let watch = try NetreachProcess.start(["watch", "--internet", "--probe", probe, "--family", "4", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch shows the portal") { !Self.lines(watch, saying: "portal").isEmpty }

@@ -19,7 +19,7 @@ struct GetDownloadTests {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let ours = nginx.scratch + "/ours.bin", theirs = nginx.scratch + "/theirs.bin"
-        let get = try run(helper(), ["get", "-q", "-o", ours, nginx.url("/file.bin")])
+        let get = try run(netreachPath(), ["get", "-q", "-o", ours, nginx.url("/file.bin")])
         #expect(get.status == 0, "\(get.error)")
         let curl = try run("/usr/bin/curl", ["-sS", "-o", theirs, nginx.url("/file.bin")])
         #expect(curl.status == 0, "\(curl.error)")
@@ -34,13 +34,13 @@ struct GetDownloadTests {
         defer { nginx.stop() }
         let ours = nginx.scratch + "/slow.bin"
         // nginx sends /slow/ at 2 MB/s; a 600 ms limit cuts the 4 MB file part way.
-        let cut = try run(helper(), ["get", "-q", "--retries", "0", "--max-time", "600ms", "-o", ours, nginx.url("/slow/file.bin")])
+        let cut = try run(netreachPath(), ["get", "-q", "--retries", "0", "--max-time", "600ms", "-o", ours, nginx.url("/slow/file.bin")])
         #expect(cut.status == 28, "a transfer cut by --max-time timed out (curl 28): \(cut.status) \(cut.error)")
         #expect(!FileManager.default.fileExists(atPath: ours), "a half download under the final name")
         let part = try FileManager.default.attributesOfItem(atPath: ours + ".part")[.size] as? Int ?? 0
         #expect(part > 0 && part < Nginx.fileSize, "partial: \(part)")
 
-        let resumed = try run(helper(), ["get", "-o", ours, "--continue", nginx.url("/file.bin")])
+        let resumed = try run(netreachPath(), ["get", "-o", ours, "--continue", nginx.url("/file.bin")])
         #expect(resumed.status == 0, "\(resumed.error)")
         #expect(resumed.error.contains("resumed at byte \(part)"), "\(resumed.error)")
         let curl = try run("/usr/bin/curl", ["-sS", nginx.url("/file.bin")])
@@ -58,7 +58,7 @@ struct GetDownloadTests {
         for range in ["bytes=0-99", "bytes=1000-1999", "bytes=-10"] {
             let ours = nginx.scratch + "/range-ours.bin"
             let theirs = nginx.scratch + "/range-curl.bin"
-            let get = try run(helper(), ["get", "-q", "-H", "Range: \(range)", "-o", ours, nginx.url("/file.bin")])
+            let get = try run(netreachPath(), ["get", "-q", "-H", "Range: \(range)", "-o", ours, nginx.url("/file.bin")])
             #expect(get.status == 0, "\(range): \(get.error)")
             let curl = try run("/usr/bin/curl", ["-sS", "-H", "Range: \(range)", "-o", theirs, nginx.url("/file.bin")])
             #expect(curl.status == 0, "\(curl.error)")
@@ -67,7 +67,7 @@ struct GetDownloadTests {
             #expect(saved.count < Nginx.fileSize)
         }
         // Two ranges of their own: a usage error.
-        let both = try run(helper(), ["get", "-H", "Range: bytes=0-9", "--continue", "-o", nginx.scratch + "/x", nginx.url("/file.bin")])
+        let both = try run(netreachPath(), ["get", "-H", "Range: bytes=0-9", "--continue", "-o", nginx.scratch + "/x", nginx.url("/file.bin")])
         #expect(both.status == 64, "\(both.error)")
     }
 
@@ -76,7 +76,7 @@ struct GetDownloadTests {
     private static func headPrintsTheHeaderFieldsAsCurlDoesBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
-        let ours = try run(helper(), ["get", "-q", "-I", nginx.url("/file.bin")])
+        let ours = try run(netreachPath(), ["get", "-q", "-I", nginx.url("/file.bin")])
         #expect(ours.status == 0, "\(ours.error)")
         let curl = try run("/usr/bin/curl", ["-sS", "-I", nginx.url("/file.bin")])
         #expect(ours.output.hasPrefix("HTTP 200 OK\r\n") && ours.output.hasSuffix("\r\n\r\n"), "\(ours.output)")
@@ -87,7 +87,7 @@ struct GetDownloadTests {
         #expect(fields(ours.output) == fields(curl.output), "ours: \(ours.output) curl: \(curl.output)")
         let log = (try? String(contentsOfFile: nginx.scratch + "/access.log", encoding: .utf8)) ?? ""
         #expect(log.contains("\"HEAD /file.bin HTTP/1.1\" 200"), "\(log)")
-        let conflicting = try run(helper(), ["get", "-I", "-d", "x", nginx.url("/file.bin")])
+        let conflicting = try run(netreachPath(), ["get", "-I", "-d", "x", nginx.url("/file.bin")])
         #expect(conflicting.status == 64, "\(conflicting.error)")
     }
 
@@ -98,10 +98,10 @@ struct GetDownloadTests {
         defer { nginx.stop() }
         let file = nginx.scratch + "/keep.txt"
         try Data("precious\n".utf8).write(to: URL(fileURLWithPath: file))
-        let missing = try run(helper(), ["get", "-q", "--retries", "0", "-o", file, nginx.url("/missing")])
+        let missing = try run(netreachPath(), ["get", "-q", "--retries", "0", "-o", file, nginx.url("/missing")])
         #expect(missing.status == 22, "\(missing.error)")
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious\n")
-        let asked = try run(helper(), ["get", "-q", "--retries", "0", "--write-error-body", "-o", file, nginx.url("/missing")])
+        let asked = try run(netreachPath(), ["get", "-q", "--retries", "0", "--write-error-body", "-o", file, nginx.url("/missing")])
         #expect(asked.status == 22)
         #expect(try String(contentsOfFile: file, encoding: .utf8).contains("404"))
     }
@@ -111,19 +111,19 @@ struct GetDownloadTests {
     private static func aFailureSaysHowManyAttemptsWereMadeBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
-        let missing = try run(helper(), ["get", "--retries", "0", nginx.url("/missing")])
+        let missing = try run(netreachPath(), ["get", "--retries", "0", nginx.url("/missing")])
         #expect(missing.status == 22)
         #expect(missing.error.contains("HTTP 404") && missing.error.contains("(1 attempt, after"), "\(missing.error)")
         // Nothing listens on nginx's port once it has stopped: refused (curl 7), provably unsent,
         // retried only when asked (curl's --retry-connrefused).
         let port = nginx.port
         nginx.stop()
-        let refused = try run(helper(), ["get", "--retries", "2", "--json", "http://127.0.0.1:\(port)/"])
+        let refused = try run(netreachPath(), ["get", "--retries", "2", "--json", "http://127.0.0.1:\(port)/"])
         #expect(refused.status == 7, "\(refused.error)")
         #expect(refused.output.contains("\"attempts\":1"), "\(refused.output)")
         #expect(refused.output.contains("\"exitStatus\":7") && refused.output.contains("\"transportKind\":\"cannotConnect\""), "\(refused.output)")
         #expect(refused.output.contains("cannot connect to 127.0.0.1:\(port): Connection refused"), "\(refused.output)")
-        let asked = try run(helper(), ["get", "--retries", "2", "--retry-connrefused", "--json", "http://127.0.0.1:\(port)/"])
+        let asked = try run(netreachPath(), ["get", "--retries", "2", "--retry-connrefused", "--json", "http://127.0.0.1:\(port)/"])
         #expect(asked.status == 7, "\(asked.error)")
         #expect(asked.output.contains("\"attempts\":3"), "\(asked.output)")
     }
@@ -136,14 +136,14 @@ struct GetDownloadTests {
         let url = nginx.tlsURL("/file.bin")
         let cert = nginx.scratch + "/server.pem"
         let ours = nginx.scratch + "/tls-ours.bin"
-        let trusted = try run(helper(), ["get", "-q", "--cacert", cert, "-o", ours, url])
+        let trusted = try run(netreachPath(), ["get", "-q", "--cacert", cert, "-o", ours, url])
         #expect(trusted.status == 0, "\(trusted.error)")
         let curl = try run("/usr/bin/curl", ["-sS", "--cacert", cert, url])
         #expect(curl.status == 0, "\(curl.error)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == curl.outputData)
 
         // Without it: a refused certificate that names the host, exit 60 as curl, nothing saved.
-        let untrusted = try run(helper(), ["get", "-q", "--retries", "0", "-o", nginx.scratch + "/untrusted.bin", url])
+        let untrusted = try run(netreachPath(), ["get", "-q", "--retries", "0", "-o", nginx.scratch + "/untrusted.bin", url])
         #expect(untrusted.status == 60, "\(untrusted.error)")
         #expect(untrusted.error.contains("not trusted"), "\(untrusted.error)")
         #expect(untrusted.error.contains("TLS") && untrusted.error.contains("127.0.0.1"), "\(untrusted.error)")
@@ -152,21 +152,22 @@ struct GetDownloadTests {
         // The certificate names the address 127.0.0.1 only: by the name localhost it is refused,
         // as curl refuses it (60), although the connection goes to that very address.
         let byName = "https://localhost:\(nginx.tlsPort)/file.bin"
-        let mismatch = try run(helper(), ["get", "-q", "--retries", "0", "--cacert", cert, byName])
+        let mismatch = try run(netreachPath(), ["get", "-q", "--retries", "0", "--cacert", cert, byName])
         let curlByName = try run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "--cacert", cert, byName])
         #expect(mismatch.status == 60 && curlByName.status == 60, "ours \(mismatch.status) \(mismatch.error); curl \(curlByName.status)")
         #expect(mismatch.error.contains("another host name") && mismatch.error.contains("localhost"), "\(mismatch.error)")
 
         // --insecure works, and says what it costs.
-        let insecure = try run(helper(), ["get", "-q", "--insecure", "-o", nginx.scratch + "/insecure.bin", url])
+        let insecure = try run(netreachPath(), ["get", "-q", "--insecure", "-o", nginx.scratch + "/insecure.bin", url])
         #expect(insecure.status == 0, "\(insecure.error)")
         #expect(insecure.error.contains("warning: --insecure"), "\(insecure.error)")
 
-        // URLSession on Linux cannot take a CA: a usage error, not a silently ignored option.
-        let unsupported = try run(helper(), ["get", "--transport", "urlsession", "--cacert", cert, url])
+        // The command line has one HTTP client: --transport is gone (the URLSession transport is
+        // the library's; TLSTransportTests holds it to refusing a CA it cannot take).
+        let unsupported = try run(netreachPath(), ["get", "--transport", "urlsession", "--cacert", cert, url])
         #expect(unsupported.status == 64, "\(unsupported.error)")
-        #expect(unsupported.error.contains("--cacert"), "\(unsupported.error)")
-        let missing = try run(helper(), ["get", "--cacert", "/nonexistent/ca.pem", url])
+        #expect(unsupported.error.contains("--transport"), "\(unsupported.error)")
+        let missing = try run(netreachPath(), ["get", "--cacert", "/nonexistent/ca.pem", url])
         #expect(missing.status == 64 && missing.error.contains("/nonexistent/ca.pem"), "\(missing.error)")
     }
 
@@ -178,7 +179,7 @@ struct GetDownloadTests {
         let file = nginx.scratch + "/owned.bin"
         try Data("old".utf8).write(to: URL(fileURLWithPath: file))
         #expect(chown(file, 1234, 5678) == 0 && chmod(file, 0o600) == 0)
-        let get = try run(helper(), ["get", "-q", "-o", file, nginx.url("/file.bin")])
+        let get = try run(netreachPath(), ["get", "-q", "-o", file, nginx.url("/file.bin")])
         #expect(get.status == 0, "\(get.error)")
         var status = stat()
         #expect(stat(file, &status) == 0)
@@ -205,7 +206,7 @@ struct GetDownloadTests {
             ls "$d"
             """
         let result = try run("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, "sh",
-                                                  helper(), nginx.url("/file.bin")])
+                                                  netreachPath(), nginx.url("/file.bin")])
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("null:0:character special file"), "\(result.output)")
         #expect(result.output.contains("full:23:character special file"), "\(result.output)")
@@ -331,9 +332,9 @@ func canConnect(port: Int) -> Bool {
 
 // MARK: - Running commands
 
-/// The `netreach-http` executable next to `netreach`.
-func helper() throws -> String {
-    try NetreachProcess.executable().deletingLastPathComponent().appendingPathComponent("netreach-http").path
+/// The `netreach` executable the tests run.
+func netreachPath() throws -> String {
+    try NetreachProcess.executable().path
 }
 
 struct RunResult {

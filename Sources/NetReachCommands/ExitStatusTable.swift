@@ -1,0 +1,108 @@
+import ArgumentParser
+
+/// Every exit status of `netreach`, each with one meaning and the commands that can exit with it:
+/// the one table the root `--help`, each command's `--help`, the README and the JSON schema show.
+///
+/// ```swift
+/// print(ExitStatusTable.help(for: "wait"))   // EXIT STATUS, then 0, 1, 2, 64, 74 as wait uses them
+/// ExitStatusTable.entry(for: 60)?.meaning    // "the server's certificate was refused (...)"
+/// ```
+package enum ExitStatusTable {
+    /// One status: its number, what it means, and the commands that exit with it (empty: every
+    /// command).
+    package struct Entry: Sendable, Equatable {
+        package let status: Int32
+        package let meaning: String
+        package let commands: [String]
+
+        init(_ code: ExitCode, _ meaning: String, _ commands: [String] = []) {
+            self.status = code.rawValue
+            self.meaning = meaning
+            self.commands = commands
+        }
+
+        /// Whether `command` (a subcommand's name) can exit with this status.
+        package func applies(to command: String) -> Bool { commands.isEmpty || commands.contains(command) }
+    }
+
+    /// The subcommands, as the table names them.
+    package static let commandNames = ["status", "watch", "wait", "get", "check", "condition"]
+
+    /// The table, by status. `get`'s 5–63 are curl's numbers for the same failure, so scripts that
+    /// branch on curl's statuses keep working.
+    package static let entries: [Entry] = [
+        Entry(.success, "success (status, wait, check: the answer is yes; watch, condition: stopped by SIGINT or SIGTERM; get: a 2xx response)"),
+        Entry(CLIExitCode.timedOut, "timed out: the path did not meet the requirements within --timeout", ["wait"]),
+        Entry(CLIExitCode.monitorUnavailable, "the system cannot be observed: no such namespace, no permission to enter it, netlink refused, or the watched namespace went away", ["status", "watch", "wait", "check"]),
+        Entry(CLIExitCode.cannotListen, "an address to listen on cannot be used (in use, not an address here, --control not on loopback)", ["condition"]),
+        Entry(CLIExitCode.notConnected, "not connected: no usable network path (get: or waiting for one passed --max-time; check: none)", ["get", "check"]),
+        Entry(CLIExitCode.proxyFailed, "the proxy could not be used (not resolved, not reachable, refused)", ["get"]),
+        Entry(CLIExitCode.hostNotResolved, "the host name did not resolve", ["get"]),
+        Entry(CLIExitCode.cannotConnect, "could not connect (refused, host or network unreachable)", ["get"]),
+        Entry(CLIExitCode.invalidResponse, "the answer was not HTTP", ["get"]),
+        Entry(CLIExitCode.unsuccessfulStatus, "another status than 2xx (its body to standard output; an --output file is kept)", ["get"]),
+        Entry(CLIExitCode.cannotWrite, "--output could not be written", ["get"]),
+        Entry(CLIExitCode.cannotRead, "--data @FILE could not be read", ["get"]),
+        Entry(CLIExitCode.requestTimedOut, "timed out connecting, or by --stall-timeout or --max-time", ["get"]),
+        Entry(CLIExitCode.tlsHandshakeFailed, "the TLS handshake failed (no common protocol, client certificate refused)", ["get"]),
+        Entry(CLIExitCode.redirectRefused, "a redirect was not followed (too many, or https to http)", ["get"]),
+        Entry(CLIExitCode.connectionLost, "the connection broke, or another transport failure", ["get"]),
+        Entry(CLIExitCode.certificateRefused, "the server's certificate was refused (untrusted, expired, not yet valid, another name)", ["get"]),
+        Entry(CLIExitCode.badContentEncoding, "the body does not decode as its Content-Encoding says", ["get"]),
+        Entry(CLIExitCode.bodyTooLarge, "the body passed the size limit", ["get"]),
+        Entry(ExitCode.validationFailure, "usage error: an unknown option, an invalid value, an option given twice, not an http(s) URL, check without a probe"),
+        Entry(CLIExitCode.internalError, "an internal error of netreach (a defect: please report it)"),
+        Entry(CLIExitCode.outputFailed, "standard output could not be written (closed, full, its reader gone): what was lost is never status 0"),
+        Entry(CLIExitCode.portal, "portal: something answered in the probes' place (the login URL is printed when known)", ["check"]),
+        Entry(CLIExitCode.limited, "limited: a route to the internet, but no answer through it", ["check"]),
+        Entry(CLIExitCode.local, "local: no route beyond the local network", ["check"]),
+        Entry(CLIExitCode.noVerdict, "no verdict: no probe can be sent over the path's families", ["check"]),
+        Entry(CLIExitCode.interrupted, "interrupted by SIGINT or SIGTERM", ["get"]),
+    ]
+
+    /// The entry for `status`, if netreach exits with it.
+    package static func entry(for status: Int32) -> Entry? { entries.first { $0.status == status } }
+
+    /// The table as `--help` shows it, wrapped to 78 columns (swift-argument-parser wraps again at 80): every status for the root command
+    /// (`command` nil, each with the commands that use it), or those `command` can exit with.
+    package static func help(for command: String?) -> String {
+        var lines = [command == "get" ? "EXIT STATUS (curl's numbers where curl has the same failure)" : "EXIT STATUS"]
+        for entry in entries where command.map(entry.applies(to:)) ?? true {
+            var text = entry.meaning
+            if command == nil, !entry.commands.isEmpty { text = entry.commands.joined(separator: ", ") + ": " + text }
+            let number = String(entry.status)
+            let lead = "  " + number + String(repeating: " ", count: max(1, 4 - number.count))
+            lines += wrap(text, first: lead, rest: String(repeating: " ", count: lead.count), width: 78)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The table as the README shows it (a Markdown table); a test holds the README to it.
+    package static var markdown: String {
+        var lines = ["| exit status | commands | meaning |", "| --- | --- | --- |"]
+        for entry in entries {
+            let commands = entry.commands.isEmpty ? "all" : entry.commands.map { "`\($0)`" }.joined(separator: ", ")
+            lines.append("| \(entry.status) | \(commands) | \(entry.meaning) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `text` in lines of at most `width` columns, the first starting with `first`, the others
+    /// with `rest`; a word longer than a line stays whole.
+    static func wrap(_ text: String, first: String, rest: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = first
+        var lineHasWord = false
+        for word in text.split(separator: " ") {
+            if lineHasWord && line.count + 1 + word.count > width {
+                lines.append(line)
+                line = rest
+                lineHasWord = false
+            }
+            line += (lineHasWord ? " " : "") + word
+            lineHasWord = true
+        }
+        lines.append(line)
+        return lines
+    }
+}

@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import NetReachHTTP
+
+/// How `netreach get` connects, with curl's option names: TLS trust and client certificates,
+/// proxies, the connect timeout. Included in a command with `@OptionGroup var connection: ConnectionOptions`;
+/// the command then asks ``makeTransport(_:)`` for its transport, made by the executable's
+/// ``Capabilities/makeTransport``.
+///
+/// Content codings need no option: both transports send `Accept-Encoding: deflate, gzip` and decode
+/// a gzip or deflate body (up to 1 GiB decoded) by default; `--compressed` is accepted, for
+/// people and scripts that type it for curl, and changes nothing.
+///
+/// ```swift
+/// struct GetCommand: NetreachSubcommand {
+///     @OptionGroup var connection: ConnectionOptions
+///     func run(_ capabilities: Capabilities) async throws {
+///         let transport = try connection.makeTransport(capabilities.makeTransport)
+///     }
+/// }
+/// ```
+struct ConnectionOptions: ParsableArguments {
+    @Option(name: .customLong("cacert"),
+            help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (like curl --cacert). Without it, SSL_CERT_FILE and SSL_CERT_DIR are honoured.", valueName: "file"))
+    var caCertificateFile: String?
+
+    @Option(name: .customLong("capath"),
+            help: ArgumentHelp("Trust the CA certificates in this directory, named by subject hash as 'openssl rehash' leaves them (like curl --capath).", valueName: "dir"))
+    var caCertificateDirectory: String?
+
+    @Option(name: .customLong("cert"),
+            help: ArgumentHelp("Present this client certificate (PEM; the chain after it) when the server asks for one. The key is read from --key, or from this file.", valueName: "file"))
+    var clientCertificate: String?
+
+    @Option(name: .customLong("key"),
+            help: ArgumentHelp("The private key (unencrypted PEM) of the --cert client certificate.", valueName: "file"))
+    var clientKey: String?
+
+    @Flag(name: [.customShort("k"), .customLong("insecure")],
+          help: "Accept any server certificate, for any host name. The traffic is encrypted but anyone on the way can read and change it; a warning is printed.")
+    var insecure = false
+
+    @Option(name: .customLong("proxy"),
+            help: ArgumentHelp("Send requests through this http proxy, http://[user:password@]host[:port] (port 1080 if none). '' sends directly, whatever the environment says. Default: http_proxy / https_proxy / all_proxy, as curl reads them (HTTP_PROXY in upper case is ignored).", valueName: "url"))
+    var proxy: String?
+
+    @Option(name: .customLong("noproxy"),
+            help: ArgumentHelp("Hosts to reach directly, comma-separated: names (their subdomains too), IP addresses, CIDR blocks, or '*' for all. Default: no_proxy / NO_PROXY.", valueName: "list"))
+    var noProxy: String?
+
+    @Option(name: .customLong("connect-timeout"), parsing: .unconditional,
+            help: ArgumentHelp("The longest making a connection (and the TLS handshake) may take: 5s, 500ms, 1m, or seconds. Default: limited only by the request timeout.", valueName: "duration"),
+            transform: { try WaitDuration(parsing: $0) })
+    var connectTimeout: WaitDuration?
+
+    @Flag(name: .customLong("compressed"),
+          help: "Accepted for curl's sake: responses are always asked for and decoded with gzip or deflate.")
+    var compressed = false
+
+    func validate() throws {
+        for (option, path, directory) in [("--cacert", caCertificateFile, false), ("--capath", caCertificateDirectory, true),
+                                          ("--cert", clientCertificate, false), ("--key", clientKey, false)] {
+            guard let path else { continue }
+            try Self.check(path, option: option, directory: directory)
+        }
+        if clientKey != nil && clientCertificate == nil {
+            throw ValidationError("--key needs --cert: it is the private key of the client certificate.")
+        }
+        if let proxy, !proxy.isEmpty {
+            guard let url = URL(string: proxy.contains("://") ? proxy : "http://" + proxy),
+                  url.host?.isEmpty == false, url.scheme?.lowercased() == "http" else {
+                throw ValidationError("--proxy '\(proxy)' is not an http proxy URL such as http://proxy.example:3128.")
+            }
+        }
+        if let connectTimeout, connectTimeout.isZero {
+            throw ValidationError("--connect-timeout must be more than 0.")
+        }
+    }
+
+    /// The settings the options say, read against `environment` for what they leave unset.
+    func settings(environment: [String: String] = ProcessInfo.processInfo.environment) -> TransportSettings {
+        var tls = TLSSettings()
+        tls.trustRoots = TLSSettings.TrustRoots(file: caCertificateFile, directory: caCertificateDirectory)
+        tls.clientIdentity = clientCertificate.map { TLSSettings.ClientIdentity(certificateChainFile: $0, privateKeyFile: clientKey) }
+        tls.verifiesCertificates = !insecure
+
+        var proxySettings = ProxySettings.environment(environment)
+        if let proxy {
+            if proxy.isEmpty {
+                proxySettings = .none
+            } else {
+                let url = URL(string: proxy.contains("://") ? proxy : "http://" + proxy)
+                proxySettings.http = url
+                proxySettings.https = url
+            }
+        }
+        if let noProxy { proxySettings.noProxy = ProxySettings.parseList(noProxy) }
+        return TransportSettings(tls: tls, proxy: proxySettings, connectTimeout: connectTimeout?.duration)
+    }
+
+    /// The transport `make` makes with these options, after printing the `--insecure` warning.
+    ///
+    /// - Throws: `ValidationError` (exit status 64) naming the option when the file it names cannot
+    ///   be used, or the setting cannot be honoured.
+    func makeTransport(_ make: (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport) throws -> any HTTPTransport {
+        if insecure {
+            StandardStream.complain("warning: --insecure: the server's certificate is not checked; anyone on the way can read and change this exchange")
+        }
+        do throws(TransportSettingsError) {
+            return try make(settings())
+        } catch {
+            throw ValidationError(explain(error))
+        }
+    }
+
+    /// A settings error in the words of the options that caused it.
+    private func explain(_ error: TransportSettingsError) -> String {
+        switch error.kind {
+        case .unsupported:
+            var given: [String] = []
+            if caCertificateFile != nil { given.append("--cacert") }
+            if caCertificateDirectory != nil { given.append("--capath") }
+            if clientCertificate != nil { given.append("--cert") }
+            if insecure { given.append("--insecure") }
+            if proxy != nil { given.append("--proxy") }
+            if noProxy != nil { given.append("--noproxy") }
+            if connectTimeout != nil { given.append("--connect-timeout") }
+            let options = given.isEmpty ? "the environment's settings" : given.joined(separator: ", ")
+            return "the HTTP client cannot honour \(options): \(error.detail)."
+        case .unreadableFile, .invalidCredentials, .invalidProxy:
+            return "\(error.detail)."
+        }
+    }
+
+    private static func check(_ path: String, option: String, directory: Bool) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ValidationError("\(option) \(path): no such \(directory ? "directory" : "file").")
+        }
+        guard isDirectory.boolValue == directory else {
+            throw ValidationError("\(option) \(path): \(directory ? "not a directory" : "a directory, not a file").")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ValidationError("\(option) \(path): cannot be read.")
+        }
+    }
+}

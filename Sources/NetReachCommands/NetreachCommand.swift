@@ -1,0 +1,70 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The `netreach` command: the network path as `PathMonitor` sees it, from the shell, and HTTP
+/// that waits for it. Every subcommand is a ``NetreachSubcommand``.
+package struct NetreachCommand: ParsableCommand {
+    /// The version `--version` prints and the JSON output carries (`"version"`).
+    package static let version = "0.22.0"
+
+    package static let configuration = CommandConfiguration(
+        commandName: "netreach",
+        abstract: "Show, follow and wait for the network path, like Apple's NWPathMonitor.",
+        discussion: """
+            netreach reads the kernel's links, addresses and routes (rtnetlink) and resolv.conf. \
+            status, watch and wait only observe: they send no traffic anywhere. get sends the one \
+            request you give it (and its retries); check, and watch and wait with --internet, send \
+            only the probes you name; condition relays the connections you make through it.
+
+            With --json every command prints JSON described by the JSON Schema \
+            Docs/netreach-json.schema.json in the netreach sources.
+
+            \(CLIExitCode.table)
+            """,
+        version: version,
+        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommand.self, CheckCommand.self, ConditionCommand.self]
+    )
+
+    package init() {}
+
+    /// Parses `arguments` (without the program's name) and runs the command with `capabilities`,
+    /// as `ParsableCommand.main` would, except that help and error messages go through
+    /// ``StandardStream`` too (`netreach --help >/dev/full` is ``CLIExitCode/outputFailed``, not a
+    /// silent 0) and an error that is not an exit status is ``CLIExitCode/internalError``.
+    /// Returns the status to exit with.
+    ///
+    /// ```swift
+    /// exit(await NetreachCommand.run(["status", "--json"], capabilities: capabilities).rawValue)
+    /// ```
+    package static func run(_ arguments: [String], capabilities: Capabilities) async -> ExitCode {
+        do {
+            var command = try parseAsRoot(arguments)
+            if let subcommand = command as? any NetreachSubcommand {
+                try await subcommand.run(capabilities)
+            } else {
+                try command.run()   // the root alone: its help
+            }
+            return .success
+        } catch {
+            var status = exitCode(for: error)
+            if status == .failure && !(error is ExitCode) { status = CLIExitCode.internalError }
+            let message = fullMessage(for: error)
+            guard !message.isEmpty else { return status }
+            if status == .success {
+                // Help, the version or a completion script was asked for: it is the output.
+                do {
+                    try StandardStream.output.writeLine(message)
+                } catch {
+                    return CommandOutput.failed(error)
+                }
+            } else {
+                try? StandardStream.error.writeLine(message)
+            }
+            return status
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import NetReach
+import NetReachConnectivity
+
+/// How `status`, `watch` and `wait` print a ``NetworkPath``, in one place so they always agree.
+///
+/// The human forms are meant to be grepped and cut, so they are stable: words in a fixed order,
+/// no colour, no localisation, timestamps in UTC.
+package enum PathFormatting {
+    /// One line: `satisfied eth0(wiredEthernet) ipv4 ipv6 dns gw 192.0.2.1` or
+    /// `unsatisfied (no default route)`. Interfaces and gateways are comma-separated, preferred
+    /// first; `expensive` and `constrained` appear only when true.
+    static func line(_ path: NetworkPath) -> String {
+        guard path.status == .satisfied else {
+            return "\(path.status) (\(path.unsatisfiedReason?.description ?? "unknown"))"
+        }
+        var words = ["satisfied"]
+        if !path.availableInterfaces.isEmpty {
+            words.append(path.availableInterfaces.map(\.description).joined(separator: ","))
+        }
+        words += flagWords(path)
+        if !path.gateways.isEmpty {
+            words += ["gw", path.gateways.map(\.description).joined(separator: ",")]
+        }
+        if path.isMultipath { words.append("multipath") }
+        return words.joined(separator: " ")
+    }
+
+    /// ``line(_:)`` prefixed with an ISO-8601 UTC timestamp with milliseconds:
+    /// `2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1`.
+    static func timestampedLine(_ path: NetworkPath, at date: Date) -> String {
+        "\(timestamp(date)) \(line(path))"
+    }
+
+    /// The path's line, then the connectivity verdict (`watch --internet`, `wait --internet`):
+    /// `satisfied eth0(wiredEthernet) ipv4 gw 192.0.2.1; internet full (ipv4 full, ipv6 local)`.
+    static func line(_ verdict: Connectivity) -> String {
+        "\(line(verdict.path)); internet \(ConnectivityReport.summary(verdict))"
+    }
+
+    /// ``line(_:)-(Connectivity)`` prefixed with a timestamp, as ``timestampedLine(_:at:)-(NetworkPath,_)``.
+    static func timestampedLine(_ verdict: Connectivity, at date: Date) -> String {
+        "\(timestamp(date)) \(line(verdict))"
+    }
+
+    /// `key: value` lines for `status`, one property per line, every key always present
+    /// (`none`, `yes`/`no`), so `awk '/^dns:/ {print $2}'` works whatever the state.
+    static func block(_ path: NetworkPath) -> String {
+        let interfaces = path.availableInterfaces.map(\.description).joined(separator: " ")
+        let gateways = path.gateways.map(\.description).joined(separator: " ")
+        let rows: [(String, String)] = [
+            ("status", path.status.description),
+            ("reason", path.unsatisfiedReason?.description ?? "none"),
+            ("interfaces", interfaces.isEmpty ? "none" : interfaces),
+            ("ipv4", yesNo(path.supportsIPv4)),
+            ("ipv6", yesNo(path.supportsIPv6)),
+            ("dns", yesNo(path.supportsDNS)),
+            ("expensive", yesNo(path.isExpensive)),
+            ("constrained", yesNo(path.isConstrained)),
+            ("multipath", yesNo(path.isMultipath)),
+            ("gateways", gateways.isEmpty ? "none" : gateways),
+        ]
+        let width = rows.map(\.0.count).max()! + 1
+        return rows.map { key, value in
+            (key + ":").padding(toLength: width, withPad: " ", startingAt: 0) + " " + value
+        }.joined(separator: "\n")
+    }
+
+    /// One JSON object on one line: the path's own `Codable` form, keys sorted, plus `version`
+    /// (netreach's) and `timestamp` (ISO-8601 UTC with milliseconds) when `date` is given. Every key is present;
+    /// `unsatisfiedReason` is `null` when the path is satisfied. `Docs/netreach-json.schema.json`
+    /// describes the object (and `CLIJSONSchemaTests` holds this output to it).
+    static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
+        encode(TimestampedPath(path: path, timestamp: date.map(timestamp)))
+    }
+
+    /// ``json(_:at:)-(NetworkPath,_)`` for the verdict's path, with a `connectivity` key: the
+    /// verdict and its evidence (`check --json`, `watch --internet --json`).
+    package static func json(_ verdict: Connectivity, at date: Date) -> String {
+        encode(TimestampedPath(path: verdict.path, timestamp: timestamp(date),
+                               connectivity: ConnectivityReport.Report(verdict)))
+    }
+
+    private static func encode(_ value: TimestampedPath) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            let data = try encoder.encode(value)
+            return String(decoding: data, as: UTF8.self)
+        } catch {
+            // Only strings, finite numbers (latencies are measured durations) and booleans: encoding cannot fail.
+            preconditionFailure("cannot encode a NetworkPath as JSON: \(error)")
+        }
+    }
+
+    /// `2026-11-22T19:40:01.123Z`. Formatted with gmtime_r rather than a Foundation format style,
+    /// which brings in ICU: a long-running `watch` stays several megabytes smaller.
+    static func timestamp(_ date: Date) -> String {
+        // Nearest millisecond: truncating would turn float noise (-0.001 s is -1.0000000000000009 ms)
+        // into a wrong last digit.
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var seconds = time_t(milliseconds.quotient(dividingBy: 1000))
+        var fields = tm()
+        gmtime_r(&seconds, &fields)
+        func padded(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        let date = "\(padded(fields.tm_year + 1900, 4))-\(padded(fields.tm_mon + 1, 2))-\(padded(fields.tm_mday, 2))"
+        let time = "\(padded(fields.tm_hour, 2)):\(padded(fields.tm_min, 2)):\(padded(fields.tm_sec, 2))"
+        return "\(date)T\(time).\(padded(Int32(milliseconds.remainder(dividingBy: 1000)), 3))Z"
+    }
+
+    /// The words for the path's true flags, in the order they are printed.
+    static func flagWords(_ path: NetworkPath) -> [String] {
+        [("ipv4", path.supportsIPv4), ("ipv6", path.supportsIPv6), ("dns", path.supportsDNS),
+         ("expensive", path.isExpensive), ("constrained", path.isConstrained)]
+            .filter(\.1).map(\.0)
+    }
+
+    private static func yesNo(_ value: Bool) -> String { value ? "yes" : "no" }
+}
+
+/// A path's JSON with `timestamp` and `version` (netreach's) beside its own keys (flat, so
+/// `jq .status` works on both `status --json` and `watch --json` lines).
+private struct TimestampedPath: Encodable {
+    var path: NetworkPath
+    var timestamp: String?
+    var connectivity: ConnectivityReport.Report?
+
+    private enum CodingKeys: String, CodingKey { case timestamp, connectivity, version }
+
+    func encode(to encoder: any Encoder) throws {
+        try path.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(NetreachCommand.version, forKey: .version)
+        try container.encodeIfPresent(timestamp, forKey: .timestamp)
+        try container.encodeIfPresent(connectivity, forKey: .connectivity)
+    }
+}
+
+private extension Int64 {
+    /// Floor division and a non-negative remainder, so dates before 1970 format correctly too.
+    func quotient(dividingBy divisor: Int64) -> Int64 { (self - remainder(dividingBy: divisor)) / divisor }
+    func remainder(dividingBy divisor: Int64) -> Int64 { ((self % divisor) + divisor) % divisor }
+}

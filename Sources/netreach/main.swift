@@ -1,0 +1,19 @@
+import ArgumentParser
+import NetReachAsyncHTTPClient
+import NetReachCommands
+import NetReachHTTP
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// `netreach`: every command in one executable. What the commands may use from outside themselves
+// is decided here and handed to them: AsyncHTTPClient for `get` and the probes, and entering a
+// namespace by running again inside it (NamespaceEntry).
+StandardDescriptors.prepare()
+let capabilities = Capabilities(
+    makeTransport: { settings throws(TransportSettingsError) in try AsyncHTTPClientTransport(settings: settings) },
+    makeProber: { AsyncHTTPClientProber() },
+    enterNamespace: { namespace throws(ExitCode) in try NamespaceEntry.enter(namespace) })
+exit(await NetreachCommand.run(Array(CommandLine.arguments.dropFirst()), capabilities: capabilities).rawValue)
