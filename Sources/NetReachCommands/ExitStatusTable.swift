@@ -31,7 +31,7 @@ package enum ExitStatusTable {
     /// The table, by status. `get`'s 5–63 are curl's numbers for the same failure, so scripts that
     /// branch on curl's statuses keep working.
     package static let entries: [Entry] = [
-        Entry(.success, "success (status, wait, check: the answer is yes; watch, condition: stopped by SIGINT or SIGTERM; get: a 2xx response)"),
+        Entry(.success, "success (status: the path was read; wait: the requirements were met; check: full; get: a 2xx response; watch, condition: stopped by SIGINT or SIGTERM)"),
         Entry(CLIExitCode.timedOut, "timed out: the path did not meet the requirements within --timeout", ["wait"]),
         Entry(CLIExitCode.monitorUnavailable, "the system cannot be observed: no such namespace, no permission to enter it, netlink refused, or the watched namespace went away", ["status", "watch", "wait", "check"]),
         Entry(CLIExitCode.cannotListen, "an address to listen on cannot be used (in use, not an address here, --control not on loopback)", ["condition"]),

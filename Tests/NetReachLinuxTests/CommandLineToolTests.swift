@@ -7,7 +7,14 @@ import Testing
 /// scripts and help that fits 80 columns. Runs the built executable; no root needed.
 @Suite("netreach, the one tool", .offPool)
 struct CommandLineToolTests {
-    static let commands = ["status", "watch", "wait", "get", "check", "condition"]
+    static let commands = ExitStatusTable.commandNames
+
+    @Test func theTableNamesEverySubcommand() {
+        let names = NetreachCommand.configuration.subcommands.map { $0.configuration.commandName ?? "" }
+        #expect(names == ExitStatusTable.commandNames)
+        let named = Set(ExitStatusTable.entries.flatMap(\.commands))
+        #expect(named.isSubset(of: Set(names)), "the table names a command that does not exist: \(named)")
+    }
 
     @Test func everyCommandIsInTheOneExecutable() throws {
         let help = try Self.run(["--help"])

@@ -137,7 +137,15 @@ struct GetCommand: NetreachSubcommand {
     @OptionGroup(title: "TLS, proxies and connecting")
     var connection: ConnectionOptions
 
+    // Gone with the second and third executables (issue 22); kept hidden so that a script that
+    // still says --transport hears why, rather than "'urlsession' is not a URL".
+    @Option(help: .hidden)
+    var transport: String?
+
     func validate() throws {
+        if let transport {
+            throw ValidationError("--transport \(transport): netreach get has one HTTP client, AsyncHTTPClient; --transport is no longer an option (the URLSession transport is the NetReachURLSession library's).")
+        }
         _ = try target
         _ = try httpMethod
         _ = try headerFields
