@@ -1,0 +1,291 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+import NIOSSL
+import NetReach
+import NetReachHTTP
+import OpenAPIRuntime
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Clients made from settings
+
+/// The clients of one transport made from ``NetReachHTTP/TransportSettings``: one per route
+/// (direct, through the http proxy, through the https proxy), since AsyncHTTPClient sets a proxy
+/// per client, and for https with verification one per route and host, since the certificate's
+/// name is checked against the URL's host ([`ServerIdentity`](x-source-tag://ServerIdentity))
+/// and AsyncHTTPClient tells a connection's initialiser nothing about the host.
+///
+/// Per-host clients are kept for the ``hostClientLimit`` hosts used last; one that falls out is
+/// shut down once no transfer holds it. Shuts its other clients down when released (every
+/// transfer holds it until it ends), unless it is the process-wide default.
+final class ClientSet: Sendable {
+    let direct: HTTPClient
+    /// https through the proxy without verification (with it, a per-host client).
+    private let viaHTTPSProxy: HTTPClient?
+    private let httpProxy: HTTPClient.Configuration.Proxy?
+    private let httpsProxy: HTTPClient.Configuration.Proxy?
+    private let proxy: ProxySettings
+    private let shutsDownOnDeinit: Bool
+    /// The configuration every client starts from (no proxy).
+    private let base: HTTPClient.Configuration
+    private let verifiesCertificates: Bool
+    /// Per route and host, most recently used last.
+    private let hostClients = Locked<[HostClient]>([])
+    /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
+    private let inspectors = Locked<[String: OwnedClient]>([:])
+
+    /// How many per-host clients are kept.
+    static let hostClientLimit = 32
+
+    init(settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true,
+         dnsOverride: [String: String] = [:]) throws(TransportSettingsError) {
+        try settings.checkFiles(environment: environment)
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.dnsOverride = dnsOverride
+        configuration.tlsConfiguration = try Self.makeTLSConfiguration(settings.tls, environment: environment)
+        Self.applyCommonSettings(to: &configuration, maximumDecodedBodySize: settings.maximumDecodedBodySize)
+        if let connectTimeout = settings.connectTimeout {
+            configuration.timeout.connect = TimeAmount(connectTimeout)
+        }
+        let httpProxy = try settings.proxy.http.map(Self.makeProxy)
+        let httpsProxy = try settings.proxy.https.map(Self.makeProxy)
+
+        func makeClient(_ proxy: HTTPClient.Configuration.Proxy?) -> HTTPClient {
+            var configuration = configuration
+            configuration.proxy = proxy
+            return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        }
+        var directConfiguration = configuration
+        if httpProxy != nil {
+            // Plain http through the proxy goes on direct connections to it, in absolute form.
+            directConfiguration.http1_1ConnectionDebugInitializer = AbsoluteFormProxy.connectionSetup()
+        }
+        direct = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: directConfiguration)
+        viaHTTPSProxy = httpsProxy.map(makeClient)
+        self.httpProxy = httpProxy
+        self.httpsProxy = httpsProxy
+        proxy = settings.proxy
+        base = configuration
+        verifiesCertificates = settings.tls.verifiesCertificates
+        self.shutsDownOnDeinit = shutsDownOnDeinit
+    }
+
+    deinit {
+        guard shutsDownOnDeinit else { return }
+        // The callback form keeps each client alive until it has shut down.
+        for client in [direct, viaHTTPSProxy].compactMap({ $0 }) {
+            client.shutdown { _ in }
+        }
+    }
+
+    /// The proxy `request` goes through, if any (`nil`: direct).
+    func route(for request: HTTPRequest) -> HTTPClient.Configuration.Proxy? {
+        let scheme = request.scheme?.lowercased() ?? "http"
+        guard proxy.proxy(forScheme: scheme, host: AsyncHTTPClientTransport.host(of: request.authority ?? "")) != nil else {
+            return nil
+        }
+        switch scheme {
+        case "http": return httpProxy
+        case "https": return httpsProxy
+        default: return nil
+        }
+    }
+
+    /// The client for `request`'s scheme and host, and what the transfer must hold until it ends:
+    /// through its proxy unless ``ProxySettings`` says direct; for https with verification, the
+    /// client of that route and host.
+    func client(for request: HTTPRequest) -> (HTTPClient, holder: AnyObject & Sendable) {
+        let scheme = request.scheme?.lowercased() ?? "http"
+        let route = route(for: request)
+        guard scheme == "https", verifiesCertificates else {
+            switch (scheme, route) {
+            case ("https", _?): return (viaHTTPSProxy ?? direct, self)
+            // Plain http through a proxy too: a direct connection to it, the request in absolute form.
+            default: return (direct, self)
+            }
+        }
+        let identity = ServerIdentity(host: AsyncHTTPClientTransport.host(of: request.authority ?? ""))
+        let holder = hostClients.withLock { clients -> HostClient in
+            if let index = clients.firstIndex(where: { $0.identity == identity && $0.route == route }) {
+                let found = clients.remove(at: index)
+                clients.append(found)
+                return found
+            }
+            var configuration = base
+            configuration.proxy = route
+            // The chain is verified by NIOSSL, the name here, against the URL's host only.
+            configuration.tlsConfiguration?.certificateVerification = .noHostnameVerification
+            configuration.http1_1ConnectionDebugInitializer = identity.connectionCheck()
+            configuration.http2ConnectionDebugInitializer = identity.connectionCheck()
+            let made = HostClient(identity: identity, route: route, client: OwnedClient(configuration))
+            clients.append(made)
+            if clients.count > Self.hostClientLimit { clients.removeFirst() }
+            return made
+        }
+        return (holder.client.client, HolderPair(holder, self))
+    }
+
+    /// Why the certificate of `request`'s server did not verify: expired, not valid yet, or not
+    /// trusted, read on a connection of its own that verifies nothing and sends nothing (over the
+    /// same route), or `nil` if that connection did not get as far as a certificate.
+    func diagnoseRefusedCertificate(_ request: HTTPRequest, deadline: NIODeadline) async -> TLSFailureReason? {
+        guard let scheme = request.scheme, let authority = request.authority else { return nil }
+        let route = route(for: request)
+        let key = route.map { "\($0.host):\($0.port)" } ?? ""
+        let inspector = inspectors.withLock { inspectors -> OwnedClient in
+            if let found = inspectors[key] { return found }
+            var configuration = base
+            configuration.proxy = route
+            configuration.tlsConfiguration?.certificateVerification = .none
+            configuration.http1_1ConnectionDebugInitializer = CertificateDates.connectionProbe()
+            configuration.http2ConnectionDebugInitializer = CertificateDates.connectionProbe()
+            let made = OwnedClient(configuration)
+            inspectors[key] = made
+            return made
+        }
+        var probe = HTTPClientRequest(url: "\(scheme)://\(authority)/")
+        probe.method = .HEAD
+        do {
+            _ = try await inspector.client.execute(probe, deadline: deadline)
+        } catch let dates as CertificateDates {
+            return dates.reason()
+        } catch {
+            return nil
+        }
+        return nil
+    }
+
+    /// What every client this module makes has in common: refused connections fail at once,
+    /// redirects are responses, and gzip/deflate decode to a size limit, not a ratio.
+    static func applyCommonSettings(to configuration: inout HTTPClient.Configuration, maximumDecodedBodySize: Int64) {
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .enabled(limit: .size(Int(clamping: maximumDecodedBodySize)))
+    }
+
+    private static func makeTLSConfiguration(_ settings: TLSSettings, environment: [String: String]) throws(TransportSettingsError) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        let roots = settings.trustRoots.resolved(in: environment)
+        let fromEnvironment = settings.trustRoots.isDefault
+        if let file = roots.file {
+            // Looked at now to report a file that is not PEM, but parsed by BoringSSL only when the
+            // first https connection is made (a system bundle takes a while in a debug build), and
+            // by path, which takes a bundle with duplicates where adding them one by one fails.
+            try checkHoldsPEMCertificates(file, what: fromEnvironment ? "SSL_CERT_FILE" : "the trust roots file")
+        }
+        // A directory must be the main root: NIOSSL refuses one among the additional roots.
+        switch (roots.file, roots.directory) {
+        case (let file?, let directory?):
+            tls.trustRoots = .file(directory)
+            tls.additionalTrustRoots = [.file(file)]
+        case (let file?, nil):
+            tls.trustRoots = .file(file)
+        case (nil, let directory?):
+            tls.trustRoots = .file(directory)
+        case (nil, nil):
+            break
+        }
+        if let identity = settings.clientIdentity {
+            let chain = try loadCertificates(identity.certificateChainFile, what: "the client certificate")
+            tls.certificateChain = chain.map { .certificate($0) }
+            do {
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: identity.privateKeyFile, format: .pem))
+            } catch {
+                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) holds no unencrypted PEM private key")
+            }
+            do {
+                // A context made once here reports a key that does not match its certificate now,
+                // not on the first request.
+                _ = try NIOSSLContext(configuration: tls)
+            } catch {
+                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) does not match the certificate \(identity.certificateChainFile)")
+            }
+        }
+        if !settings.verifiesCertificates {
+            tls.certificateVerification = .none
+        }
+        return tls
+    }
+
+    private static func checkHoldsPEMCertificates(_ path: String, what: String) throws(TransportSettingsError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
+        }
+        guard data.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+        }
+    }
+
+    private static func loadCertificates(_ path: String, what: String) throws(TransportSettingsError) -> [NIOSSLCertificate] {
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) is not a PEM certificate file")
+        }
+        guard !certificates.isEmpty else {
+            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+        }
+        return certificates
+    }
+
+    /// An AsyncHTTPClient proxy from `http://[user:password@]host[:port]` (port 1080 by default, as curl).
+    private static func makeProxy(_ url: URL) throws(TransportSettingsError) -> HTTPClient.Configuration.Proxy {
+        guard (url.scheme?.lowercased() ?? "http") == "http" else {
+            throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString): AsyncHTTPClientTransport speaks to http:// proxies only")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString) has no host")
+        }
+        let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let authorization = url.user.map { HTTPClient.Authorization.basic(username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "") }
+        return .server(host: bareHost, port: url.port ?? 1080, authorization: authorization)
+    }
+}
+
+/// A client this module made, shut down when the last holder lets go of it.
+final class OwnedClient: Sendable {
+    let client: HTTPClient
+
+    init(_ configuration: HTTPClient.Configuration) {
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    deinit {
+        // The callback form keeps the client alive until it has shut down.
+        client.shutdown { _ in }
+    }
+}
+
+/// The https client of one route and host (its connections check the certificate's name).
+final class HostClient: Sendable {
+    let identity: ServerIdentity
+    let route: HTTPClient.Configuration.Proxy?
+    let client: OwnedClient
+
+    init(identity: ServerIdentity, route: HTTPClient.Configuration.Proxy?, client: OwnedClient) {
+        self.identity = identity
+        self.route = route
+        self.client = client
+    }
+}
+
+/// Two objects a transfer holds until it ends.
+final class HolderPair: Sendable {
+    let first: AnyObject & Sendable
+    let second: AnyObject & Sendable
+
+    init(_ first: AnyObject & Sendable, _ second: AnyObject & Sendable) {
+        self.first = first
+        self.second = second
+    }
+}
