@@ -86,6 +86,13 @@ struct JSONSchemaChecker {
         violations(of: instance, against: root, at: "$")
     }
 
+    /// Every way `instance` violates the schema's `$defs/name` (a JSON line of `get` or
+    /// `condition`); references inside it resolve against the whole schema.
+    func violations(of instance: JSONValue, definition name: String) -> [String] {
+        guard let schema = resolve("#/$defs/\(name)") else { return ["$: the schema has no $defs/\(name)"] }
+        return violations(of: instance, against: schema, at: "$")
+    }
+
     private func violations(of instance: JSONValue, against schema: JSONValue, at path: String) -> [String] {
         if case .bool(let allowed) = schema { return allowed ? [] : ["\(path): no value is allowed here"] }
         guard case .object(let keywords) = schema else { return ["\(path): the schema is not an object"] }

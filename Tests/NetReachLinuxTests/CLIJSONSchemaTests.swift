@@ -236,20 +236,33 @@ struct CLIJSONSchemaTests {
         }
     }
 
+    @Test(arguments: [
+        ("conditionLine", #"{"event":"connection","listener":"1","upstream":{},"downstream":{},"isOpen":false,"version":"0.22.0"}"#, "$: id is missing"),
+        ("conditionLine", #"{"event":"stopped","connections":1,"extra":1,"version":"0.22.0"}"#, "$.extra: "),
+        ("conditionLine", #"{"event":"ready","control":"127.0.0.1:1","version":"0.22.0"}"#, "$: listeners is missing"),
+        ("getWaitingLine", #"{"event":"waiting","method":"GET","url":"http://x/","reason":"r","version":"0.22.0"}"#, "$: path is missing"),
+        ("getResponseLine", #"{"event":"response","status":99,"reasonPhrase":"","url":"u","headers":{},"attempts":1,"waitedSeconds":0,"elapsedSeconds":0,"bodyBytes":0,"version":"0.22.0"}"#, "$.status: "),
+    ])
+    func theLineDefinitionsRejectWhatTheyForbid(_ definition: String, _ line: String, _ expected: String) throws {
+        let violations = try Self.checker().violations(of: JSONValue.parse(line), definition: definition)
+        #expect(violations.contains { $0.hasPrefix(expected) }, "\(violations)")
+    }
+
     @Test func getsErrorLineConformsToItsDefinition() throws {
         // Nothing listens on the discard port of loopback: refused, exit 7 (curl's number).
         let finished = try ChildProcess.runBlocking(NetreachProcess.executable().path,
                                                     ["get", "--json", "--retries", "0", "http://127.0.0.1:9/"])
         #expect(finished.status == 7, "\(finished.standardError)")
         let line = try #require(finished.standardOutput.split(separator: "\n").last.map(String.init))
-        guard case .object(let top) = try Self.checker().root, let definitions = top["$defs"] else {
-            Issue.record("the schema has no $defs")
-            return
-        }
-        let errorLine = JSONSchemaChecker(schema: .object(["$ref": .string("#/$defs/getErrorLine"), "$defs": definitions]))
-        let violations = errorLine.violations(of: try JSONValue.parse(line))
-        #expect(violations.isEmpty, "\(line): \(violations)")
+        try Self.expectConforms(line, definition: "getErrorLine")
         #expect(line.contains(#""exitStatus":7"#) && line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)")
+    }
+
+    /// The schema's verdict on one JSON line of `get` or `condition`, held to `$defs/definition`.
+    static func expectConforms(_ line: String, definition: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let violations = try checker().violations(of: JSONValue.parse(line), definition: definition)
+        #expect(violations.isEmpty, "\(line): \(violations)", sourceLocation: sourceLocation)
+        #expect(line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)", sourceLocation: sourceLocation)
     }
 
     /// The schema's verdict, and the formats it only annotates: gateways are IP addresses.

@@ -238,6 +238,10 @@ private final class Conditioner: Sendable {
             process.kill()
             status = process.waitBlocking(timeout: .seconds(10))
         }
+        // Every line is one the schema describes ($defs/conditionLine).
+        for line in process.outputLines {
+            #expect((try? CLIJSONSchemaTests.expectConforms(line, definition: "conditionLine")) != nil, "\(line)")
+        }
         let events = process.outputLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         return (status ?? -1, events, process.standardError)
     }

@@ -61,6 +61,9 @@ struct WaitingForConnectivityTests {
             #expect(status == 0, "standard error: \(get.standardError)")
             let lines = get.outputLines
             #expect(lines.filter { $0.contains("\"event\":\"waiting\"") }.count == 1, "one waiting event per wait: \(lines)")
+            for line in lines {
+                try CLIJSONSchemaTests.expectConforms(line, definition: line.contains(#""event":"waiting""#) ? "getWaitingLine" : "getResponseLine")
+            }
             let response = lines.last.flatMap(Self.jsonObject)
             #expect(response?["event"] as? String == "response", "\(lines)")
             #expect(response?["status"] as? Int == 200)
