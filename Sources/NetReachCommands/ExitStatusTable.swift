@@ -25,8 +25,11 @@ package enum ExitStatusTable {
         package func applies(to command: String) -> Bool { commands.isEmpty || commands.contains(command) }
     }
 
-    /// The subcommands, as the table names them.
-    package static let commandNames = ["status", "watch", "wait", "get", "check", "condition"]
+    /// The subcommands, as the table names them: `netreach`'s own list, so a new command needs
+    /// no second entry here.
+    package static var commandNames: [String] {
+        NetreachCommand.configuration.subcommands.compactMap { $0.configuration.commandName }
+    }
 
     /// The table, by status. `get`'s 5–63 are curl's numbers for the same failure, so scripts that
     /// branch on curl's statuses keep working.

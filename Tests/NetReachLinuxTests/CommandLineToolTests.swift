@@ -111,8 +111,8 @@ struct CommandLineToolTests {
         #expect(bad.error.contains("--no-such-flag"))
     }
 
-    private static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let finished = try ChildProcess.runBlocking(NetreachProcess.executable().path, arguments)
-        return (finished.status, finished.standardOutput, finished.standardError)
+    /// `netreach arguments…`, with the suites' own `run` (GetDownloadTests.swift).
+    private static func run(_ arguments: [String]) throws -> RunResult {
+        try NetReachLinuxTests.run(netreachPath(), arguments)
     }
 }
