@@ -41,26 +41,32 @@ let package = Package(
         .target(name: "CNetReachLinux"),
         // `--namespace` of the commands that probe: `netreach` enters it before the Swift runtime starts.
         .target(name: "CNetReachNamespaceEntry"),
+        // The one layer over system calls (EINTR and EAGAIN handled once), the one lock type and
+        // the one executor for blocking work; every target above uses these. Not a product.
         .target(
-            name: "NetReach",
+            name: "NetReachSystem",
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
         ),
+        .target(
+            name: "NetReach",
+            dependencies: ["NetReachSystem", .target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
+        ),
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
-        .target(name: "NetReachConnectivity", dependencies: ["NetReach"]),
-        .target(name: "NetReachNetwork", dependencies: ["NetReach"]),
+        .target(name: "NetReachConnectivity", dependencies: ["NetReach", "NetReachSystem"]),
+        .target(name: "NetReachNetwork", dependencies: ["NetReach", "NetReachSystem"]),
         .target(
             name: "NetReachConditioner",
             dependencies: [
+                "NetReachSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),   // the control API
             ]
         ),
         .target(
             name: "NetReachHTTP",
             dependencies: [
-                "NetReach",
+                "NetReach", "NetReachSystem",
                 // sync_file_range(2), which Glibc's module leaves out: OutputFile starts writeback early.
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -73,7 +79,7 @@ let package = Package(
         .target(
             name: "NetReachURLSession",
             dependencies: [
-                "NetReachHTTP",
+                "NetReachHTTP", "NetReachSystem",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
@@ -81,7 +87,7 @@ let package = Package(
         .target(
             name: "NetReachAsyncHTTPClient",
             dependencies: [
-                "NetReachHTTP",
+                "NetReachHTTP", "NetReachSystem",
                 // AsyncHTTPClientProber: connectivity probes over one family, on this client.
                 "NetReachConnectivity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -100,7 +106,7 @@ let package = Package(
         .target(
             name: "NetReachCommands",
             dependencies: [
-                "NetReach", "NetReachHTTP", "NetReachConnectivity", "NetReachConditioner",
+                "NetReach", "NetReachSystem", "NetReachHTTP", "NetReachConnectivity", "NetReachConditioner",
                 // `--namespace` of the commands that probe: entered before the Swift runtime starts.
                 .target(name: "CNetReachNamespaceEntry", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -122,11 +128,18 @@ let package = Package(
         // concurrency pool (BlockingWorkExecutor, the .offPool trait). Not a product.
         .target(name: "CNetReachTestSupport", path: "Tests/CNetReachTestSupport"),
         .target(name: "NetReachTestSupport", dependencies: ["CNetReachTestSupport"], path: "Tests/NetReachTestSupport"),
-        .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachTesting"]),
+        .testTarget(
+            name: "NetReachSystemTests",
+            dependencies: [
+                "NetReachSystem", "NetReachTestSupport",
+                .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
+            ]
+        ),
+        .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachSystem", "NetReachTesting"]),
         .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner", "NetReachTestSupport"]),
         // PortedPatterns/ is compiled by both: here in the Swift 6 mode, and through a symbolic link
         // by the Swift 5 target below (ported code comes in both modes).
-        .testTarget(name: "NetReachNetworkTests", dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"]),
+        .testTarget(name: "NetReachNetworkTests", dependencies: ["NetReachNetwork", "NetReach", "NetReachSystem", "NetReachTesting"]),
         .testTarget(
             name: "NetReachNetworkSwift5Tests",
             dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"],
@@ -135,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "NetReachConnectivityTests",
             dependencies: [
-                "NetReachConnectivity", "NetReach", "NetReachTesting",
+                "NetReachConnectivity", "NetReach", "NetReachSystem", "NetReachTesting",
                 .product(name: "Clocks", package: "swift-clocks"),
             ]
         ),
@@ -143,7 +156,7 @@ let package = Package(
             name: "NetReachHTTPTests",
             dependencies: [
                 "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting", "NetReachConnectivity",
-                "NetReachTestSupport",
+                "NetReachSystem", "NetReachTestSupport",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
@@ -157,6 +170,7 @@ let package = Package(
             name: "NetReachLinuxTests",
             dependencies: [
                 "NetReach",
+                "NetReachSystem",
                 "NetReachConnectivity",
                 "NetReachNetwork",   // NWPathMonitor read from many threads while a real route flaps
                 "NetReachCommands",

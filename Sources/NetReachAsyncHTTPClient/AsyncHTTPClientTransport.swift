@@ -8,6 +8,7 @@ import NIOPosix
 import NIOSSL
 import NetReach
 import NetReachHTTP
+import NetReachSystem
 import OpenAPIRuntime
 
 #if canImport(Glibc)
@@ -345,27 +346,27 @@ private struct RequestChunks: AsyncSequence, Sendable {
 }
 
 /// The outcome of one exchange: the response head (with its body), or the first failure, and what
-/// to do when it fails.
-///
-/// `@unchecked Sendable`: `failed` and `failureAction` are only touched while `lock` (an `NSLock`,
-/// which TSan understands) is held; callbacks run outside it.
-private final class Exchange: @unchecked Sendable {
-    private let lock = NSLock()
+/// to do when it fails. Callbacks run outside the lock.
+private final class Exchange: Sendable {
+    private struct State {
+        var failed: TransportError?
+        var failureAction: (@Sendable (TransportError) -> Void)?
+    }
+
+    private let state = Locked(State())
     private let promise = ResponseHeadPromise()
-    private var failed: TransportError?
-    private var failureAction: (@Sendable (TransportError) -> Void)?
 
     /// The first failure, if there was one.
-    var failure: TransportError? { lock.withLock { failed } }
+    var failure: TransportError? { state.withLock { $0.failed } }
 
     func head(_ head: HTTPResponse, body: HTTPBody) { settle(.success((head, body))) }
 
     /// Records `error` (the first failure wins) and stops the transfer, whether or not the head came.
     func fail(_ error: TransportError) {
-        let action: (@Sendable (TransportError) -> Void)? = lock.withLock {
-            guard failed == nil else { return nil }
-            failed = error
-            return failureAction
+        let action = state.withLock { state -> (@Sendable (TransportError) -> Void)? in
+            guard state.failed == nil else { return nil }
+            state.failed = error
+            return state.failureAction
         }
         settle(.failure(error))
         action?(error)
@@ -373,9 +374,9 @@ private final class Exchange: @unchecked Sendable {
 
     /// What to do on the first failure (runs at once if it already happened).
     func onFailure(_ action: @escaping @Sendable (TransportError) -> Void) {
-        let already: TransportError? = lock.withLock {
-            failureAction = action
-            return failed
+        let already = state.withLock { state -> TransportError? in
+            state.failureAction = action
+            return state.failed
         }
         if let already { action(already) }
     }

@@ -8,12 +8,14 @@ import NIOPosix
 import NIOSSL
 import NetReach
 import NetReachHTTP
+import NetReachSystem
 import OpenAPIRuntime
 
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import NetReachSystem
 #endif
 
 // MARK: - Clients made from settings

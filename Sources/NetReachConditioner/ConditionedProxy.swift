@@ -1,5 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
+import NetReachSystem
 import NIOCore
 import NIOPosix
 
@@ -32,7 +32,7 @@ public final class ConditionedProxy: Sendable {
     private let group: any EventLoopGroup
     private let ownsGroup: Bool
     /// The listening socket; `nil` while the listener is down.
-    private let listener: NIOLockedValueBox<(any Channel)?>
+    private let listener: Locked<(any Channel)?>
     private let state: ProxyState
 
     private init(host: String, port: Int, upstreamHost: String, upstreamPort: Int, group: any EventLoopGroup,
@@ -43,7 +43,7 @@ public final class ConditionedProxy: Sendable {
         self.upstreamPort = upstreamPort
         self.group = group
         self.ownsGroup = ownsGroup
-        self.listener = NIOLockedValueBox(listener)
+        self.listener = Locked(listener)
         self.state = state
     }
 
@@ -109,13 +109,13 @@ public final class ConditionedProxy: Sendable {
     }
 
     /// Whether the listener accepts connections (it is not down).
-    public var isListening: Bool { listener.withLockedValue { $0 != nil } }
+    public var isListening: Bool { listener.withLock { $0 != nil } }
 
     /// Takes the listener down: stops listening (a client's connect is refused) and closes every
     /// open connection, as toxiproxy does when a proxy is disabled. Conditions, faults and
     /// statistics stay. Does nothing if it is down already.
     public func takeDown() async {
-        let channel = listener.withLockedValue { channel in
+        let channel = listener.withLock { channel in
             defer { channel = nil }
             return channel
         }
@@ -131,7 +131,7 @@ public final class ConditionedProxy: Sendable {
         do {
             let channel = try await Self.bind(host: host, port: port, group: group, upstreamHost: upstreamHost,
                                               upstreamPort: upstreamPort, state: state)
-            let raced = listener.withLockedValue { current -> Bool in
+            let raced = listener.withLock { current -> Bool in
                 if current != nil { return true }
                 current = channel
                 return false
@@ -280,27 +280,27 @@ final class ProxyState: Sendable {
         var lastID = 0
     }
 
-    private let contents: NIOLockedValueBox<Contents>
+    private let contents: Locked<Contents>
     private let connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?
     /// The listener's link, each direction's wire shared by its connections.
     let wires = (upstream: LinkWire(), downstream: LinkWire())
 
     init(conditions: LinkConditions, faults: [NamedFault], connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?) {
-        contents = NIOLockedValueBox(Contents(settings: Settings(conditions: conditions, faults: faults)))
+        contents = Locked(Contents(settings: Settings(conditions: conditions, faults: faults)))
         self.connectionFinished = connectionFinished
     }
 
-    var current: Settings { contents.withLockedValue { $0.settings } }
+    var current: Settings { contents.withLock { $0.settings } }
 
-    func nextID() -> Int { contents.withLockedValue { $0.lastID += 1; return $0.lastID } }
+    func nextID() -> Int { contents.withLock { $0.lastID += 1; return $0.lastID } }
 
     func register(_ connection: ConditionedConnection, channel: any Channel) {
         let open = Open(eventLoop: connection.eventLoop, connection: NIOLoopBound(connection, eventLoop: connection.eventLoop), channel: channel)
-        contents.withLockedValue { $0.open[connection.id] = open }
+        contents.withLock { $0.open[connection.id] = open }
     }
 
     func finished(_ statistics: ConnectionStatistics) {
-        contents.withLockedValue {
+        contents.withLock {
             $0.open[statistics.id] = nil
             $0.finished.append(statistics)
         }
@@ -314,7 +314,7 @@ final class ProxyState: Sendable {
     /// Changes the settings under the lock (nothing changes if `body` throws), then passes them to
     /// every open connection on its event loop.
     func changeThrowing<Failure: Error>(_ body: (inout Settings) throws(Failure) -> Void) throws(Failure) {
-        let outcome: Result<(Settings, [Open]), Failure> = contents.withLockedValue { contents in
+        let outcome: Result<(Settings, [Open]), Failure> = contents.withLock { contents in
             var changed = contents.settings
             do throws(Failure) { try body(&changed) } catch { return .failure(error) }
             contents.settings = changed
@@ -329,7 +329,7 @@ final class ProxyState: Sendable {
     }
 
     func statistics() async -> [ConnectionStatistics] {
-        let (finished, open) = contents.withLockedValue { ($0.finished, Array($0.open.values)) }
+        let (finished, open) = contents.withLock { ($0.finished, Array($0.open.values)) }
         var all = finished
         for connection in open {
             if let snapshot = try? await connection.eventLoop.submit({ connection.connection.value.snapshot() }).get() {
@@ -340,7 +340,7 @@ final class ProxyState: Sendable {
     }
 
     func closeAll() async {
-        let open = contents.withLockedValue { Array($0.open.values) }
+        let open = contents.withLock { Array($0.open.values) }
         for connection in open { try? await connection.channel.close() }
     }
 }

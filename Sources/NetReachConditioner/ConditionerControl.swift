@@ -1,5 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
+import NetReachSystem
 import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -1,5 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
+import NetReachSystem
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -30,16 +30,16 @@ package struct ControlRoutes: Sendable {
 
     private let listeners: [ConditionedListener]
     /// The profile each listener was last set to (none once given explicit conditions).
-    private let profiles: NIOLockedValueBox<[String: LinkProfile]>
+    private let profiles: Locked<[String: LinkProfile]>
 
     package init(listeners: [ConditionedListener], profiles: [String: LinkProfile] = [:]) {
         self.listeners = listeners
-        self.profiles = NIOLockedValueBox(profiles)
+        self.profiles = Locked(profiles)
     }
 
     /// Sets the profile `name` shows (the command line's `--profile`).
     package func recordProfile(_ profile: LinkProfile?, for name: String) {
-        profiles.withLockedValue { $0[name] = profile }
+        profiles.withLock { $0[name] = profile }
     }
 
     package func respond(method: HTTPMethod, uri: String, body: Data) async -> ControlResponse {
@@ -167,7 +167,7 @@ package struct ControlRoutes: Sendable {
         let proxy = listener.proxy
         return ListenerView(name: listener.name, listen: ConditionedProxy.address(proxy.host, proxy.port),
                             upstream: ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort), listening: proxy.isListening,
-                            profile: profiles.withLockedValue { $0[listener.name] }?.name,
+                            profile: profiles.withLock { $0[listener.name] }?.name,
                             conditions: proxy.conditions, faults: proxy.faults)
     }
 

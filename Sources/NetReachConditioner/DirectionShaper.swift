@@ -1,3 +1,5 @@
+import NetReachSystem
+
 /// The schedule of one direction of a conditioned link: for bytes read at a time, when each part
 /// of them is delivered. A pure value (the relay that owns the sockets only follows its answers),
 /// tested with tables.

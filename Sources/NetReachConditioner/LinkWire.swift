@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import NetReachSystem
 import NIOCore
 
 /// The wire of one direction of a link: the bytes of every connection that uses it are
@@ -15,12 +15,12 @@ import NIOCore
 /// ```
 final class LinkWire: Sendable {
     /// When the wire has serialised everything given to it so far.
-    private let freeAt = NIOLockedValueBox(NIODeadline.uptimeNanoseconds(0))
+    private let freeAt = Locked(NIODeadline.uptimeNanoseconds(0))
 
     /// Puts `count` bytes on the wire after what is on it already (at once when it is idle) and
     /// returns when their last byte has left.
     func reserve(_ count: Int, bandwidth: Int, now: NIODeadline) -> NIODeadline {
-        freeAt.withLockedValue { free in
+        freeAt.withLock { free in
             let start = max(now, free)
             free = start + TimeAmount(DirectionShaper.transmissionTime(count, bandwidth: bandwidth))
             return free

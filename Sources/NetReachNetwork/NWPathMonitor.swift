@@ -3,6 +3,7 @@
 // Foundation: Network does not re-export it.
 @_exported import Dispatch
 import NetReach
+import NetReachSystem
 
 /// Watches the network path, as Network.framework's `NWPathMonitor`, backed by NetReach's
 /// ``NetReach/PathMonitor``: code written for Apple platforms compiles on Linux by changing its

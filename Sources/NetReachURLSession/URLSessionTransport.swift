@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NetReachHTTP
+import NetReachSystem
 import OpenAPIRuntime
 
 #if canImport(FoundationNetworking)
@@ -362,22 +363,21 @@ package struct SendableURLRequest: @unchecked Sendable {
 
 /// Sessions for one transfer each, reused one after another so connections are kept alive.
 ///
-/// `@unchecked Sendable`: `idle` is only touched while `lock` is held.
+/// `@unchecked Sendable`: `configuration` is only read (URLSessionConfiguration is not Sendable).
 private final class SessionPool: @unchecked Sendable {
     let configuration: URLSessionConfiguration
-    private let lock = NSLock()
-    private var idle: [PooledSession] = []
+    private let idle = Locked<[PooledSession]>([])
     /// Idle sessions kept beyond this are invalidated.
     private let keep = 8
 
     init(configuration: URLSessionConfiguration) { self.configuration = configuration }
 
     func checkout() -> PooledSession {
-        lock.withLock { idle.popLast() } ?? PooledSession(configuration: configuration)
+        idle.withLock { $0.popLast() } ?? PooledSession(configuration: configuration)
     }
 
     func checkin(_ session: PooledSession) {
-        let kept = lock.withLock { () -> Bool in
+        let kept = idle.withLock { idle -> Bool in
             guard idle.count < keep else { return false }
             idle.append(session)
             return true
@@ -388,13 +388,12 @@ private final class SessionPool: @unchecked Sendable {
 
 /// One `URLSession` whose delegate feeds the body channel of the one transfer it runs at a time.
 ///
-/// `@unchecked Sendable`: `transfer` and `done` are only touched while `lock` is held; `session` is
-/// set once in `init`. The session keeps this delegate alive until ``invalidate()``.
+/// `@unchecked Sendable`: `session` is set once in `init`; the rest is in `running`. The session
+/// keeps this delegate alive until ``invalidate()``.
 private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    private let lock = NSLock()
     private var session: URLSession!
-    private var transfer: Transfer?
-    private var done: (@Sendable () -> Void)?
+    /// The transfer under way and what runs when it completed.
+    private let running = Locked<(transfer: Transfer?, done: (@Sendable () -> Void)?)>((nil, nil))
 
     init(configuration: URLSessionConfiguration) {
         super.init()
@@ -407,10 +406,7 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
 
     /// Starts `request` for `transfer`; `done` runs when the task completed.
     func start(_ request: URLRequest, transfer: Transfer, done: @escaping @Sendable () -> Void) -> URLSessionDataTask {
-        lock.withLock {
-            self.transfer = transfer
-            self.done = done
-        }
+        running.withLock { $0 = (transfer, done) }
         let task = session.dataTask(with: request)
         task.resume()
         return task
@@ -418,7 +414,7 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
 
     func invalidate() { session.finishTasksAndInvalidate() }
 
-    private var current: Transfer? { lock.withLock { transfer } }
+    private var current: Transfer? { running.withLock { $0.transfer } }
 
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
@@ -447,12 +443,9 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (transfer, done) = lock.withLock { () -> (Transfer?, (@Sendable () -> Void)?) in
-            defer {
-                self.transfer = nil
-                self.done = nil
-            }
-            return (self.transfer, self.done)
+        let (transfer, done) = running.withLock { running in
+            defer { running = (nil, nil) }
+            return running
         }
         if let error {
             transfer?.fail(URLSessionTransport.classify(error, host: transfer?.host ?? ""))
@@ -467,15 +460,13 @@ private final class PooledSession: NSObject, URLSessionDataDelegate, @unchecked 
 /// its consumer, and the first failure.
 ///
 /// `@unchecked Sendable`: `channel` and `watchdog` are set before the task starts and never after;
-/// `failed` and `task` are only touched while `lock` is held (the head waits in `promise`).
+/// `failed` and `task` are in `state` (the head waits in `promise`).
 private final class Transfer: @unchecked Sendable {
     var channel: BodyChannel!
     var watchdog: StallWatchdog!
     private let method: HTTPRequest.Method
-    private let lock = NSLock()
+    private let state = Locked<(failed: Bool, task: URLSessionDataTask?)>((false, nil))
     private let promise = ResponseHeadPromise()
-    private var failed = false
-    private var task: URLSessionDataTask?
     /// The host, for error details.
     let host: String
     private let maximumDecodedBodySize: Int64
@@ -504,9 +495,9 @@ private final class Transfer: @unchecked Sendable {
 
     /// The task to cancel on failure (at once if the transfer already failed).
     func attach(_ task: URLSessionDataTask) {
-        let cancel = lock.withLock { () -> Bool in
-            self.task = task
-            return failed
+        let cancel = state.withLock { state -> Bool in
+            state.task = task
+            return state.failed
         }
         if cancel { task.cancel() }
     }
@@ -535,9 +526,9 @@ private final class Transfer: @unchecked Sendable {
     }
 
     func fail(_ error: TransportError) {
-        let (first, task) = lock.withLock { () -> (Bool, URLSessionDataTask?) in
-            defer { failed = true }
-            return (!failed, self.task)
+        let (first, task) = state.withLock { state -> (Bool, URLSessionDataTask?) in
+            defer { state.failed = true }
+            return (!state.failed, state.task)
         }
         let headArrived = promise.deliveredHead
         guard first else { return }

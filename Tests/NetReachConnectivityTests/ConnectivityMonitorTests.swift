@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 @testable import NetReach
 import NetReachConnectivity
+import NetReachSystem
 import NetReachTesting
 import Testing
 

@@ -4,6 +4,7 @@ import Foundation
 @testable import NetReach
 import NetReachConnectivity
 @testable import NetReachHTTP
+import NetReachSystem
 import NetReachTesting
 import Testing
 

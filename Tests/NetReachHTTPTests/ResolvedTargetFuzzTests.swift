@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 import NetReachTestSupport
 @testable import NetReachHTTP
 import Testing
@@ -6,7 +7,7 @@ import Testing
 /// Random and mutated URLs through ``ResolvedTarget/resolve(_:queryItems:base:)``: nothing crashes,
 /// and whatever resolves can be sent as it reads (see ``OriginInvariant``).
 ///
-/// Deterministic: every shard draws from a SplitMix64 seeded from `NETREACH_FUZZ_SEED` (hex; or the fixed
+/// Deterministic: every shard draws from a SeededRandom seeded from `NETREACH_FUZZ_SEED` (hex; or the fixed
 /// default) and its shard number, so a failure reproduces. A failure reports the seed, the shard and
 /// the input. A crash cannot report anything, so to find the input that crashed, run again with
 /// `NETREACH_FUZZ_TRACE=1`, which prints every input before it is tried. `NETREACH_FUZZ_ITERATIONS`
@@ -29,7 +30,7 @@ struct ResolvedTargetFuzzTests {
     @Test(arguments: shards)
     func randomAndMutatedURLsResolveToOneSendableOrigin(_ shard: Int) {
         let seed = Self.seed
-        var random = SplitMix64(seed: seed &+ UInt64(shard) &* 0x9E37_79B9_7F4A_7C15)
+        var random = SeededRandom(seed: seed &+ UInt64(shard) &* 0x9E37_79B9_7F4A_7C15)
         var failures = 0
         var resolved = 0
         let bases = FuzzCorpus.bases.map { ResolvedTarget.Base(URL(string: $0)!) }
@@ -123,7 +124,7 @@ struct ResolvedTargetFuzzTests {
     }
 
     @Test func theIPv6ReaderAgreesWithInetPton() {
-        var random = SplitMix64(seed: Self.seed)
+        var random = SeededRandom(seed: Self.seed)
         let pieces = ["::", ":", "0", "1", "ff", "FFFF", "12345", "db8", ".", "1.2.3.4", "255", "256", "01", "0.0.0.0", "g", ""]
         var mismatches: [String] = []
         var valid = 0
@@ -141,7 +142,7 @@ struct ResolvedTargetFuzzTests {
     @Test func splitMix64IsTheReferenceGenerator() {
         // The reference sequence for seed 1234567 (Vigna's splitmix64.c): failures reproduce only
         // if the generator is exactly this one.
-        var random = SplitMix64(seed: 1_234_567)
+        var random = SeededRandom(seed: 1_234_567)
         #expect((0..<3).map { _ in random.next() } == [6_457_827_717_110_365_317, 3_203_168_211_198_807_973, 9_817_491_932_198_370_423])
     }
 }
@@ -245,22 +246,6 @@ enum OriginInvariant {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014; Vigna's reference code): a tiny, fast generator whose
-/// whole state is one seed, so a fuzz run can be repeated exactly from the seed it printed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The seeds the fuzzer mutates: URLs and paths that have broken URL handling somewhere, and the
 /// fragments it splices into them.
 enum FuzzCorpus {
@@ -299,27 +284,27 @@ enum FuzzCorpus {
         "user:pw@", "a", "Z", "http://", "https://", "HTTP://", "ws://", "host.test",
     ]
 
-    static func mutatedURL(_ random: inout SplitMix64) -> String {
+    static func mutatedURL(_ random: inout SeededRandom) -> String {
         mutate(pick(urls, &random), from: urls, &random)
     }
 
-    static func mutatedPath(_ random: inout SplitMix64) -> String {
+    static func mutatedPath(_ random: inout SeededRandom) -> String {
         mutate(pick(paths, &random), from: paths, &random)
     }
 
-    static func queryItems(_ random: inout SplitMix64) -> [URLQueryItem] {
+    static func queryItems(_ random: inout SeededRandom) -> [URLQueryItem] {
         (0..<Int(random.next() % 3)).map { _ in
             URLQueryItem(name: pick(pieces, &random) + pick(pieces, &random), value: random.next() % 4 == 0 ? nil : pick(pieces, &random))
         }
     }
 
-    private static func pick<Element>(_ elements: [Element], _ random: inout SplitMix64) -> Element {
+    private static func pick<Element>(_ elements: [Element], _ random: inout SeededRandom) -> Element {
         elements[Int(random.next() % UInt64(elements.count))]
     }
 
     /// Zero to four edits: insert a piece, delete a run, replace a scalar with a piece, splice in the
     /// tail of another seed, or repeat a run; one time in eight, a string of pieces alone.
-    private static func mutate(_ seed: String, from seeds: [String], _ random: inout SplitMix64) -> String {
+    private static func mutate(_ seed: String, from seeds: [String], _ random: inout SeededRandom) -> String {
         if random.next() % 8 == 0 {
             return (0..<(1 + Int(random.next() % 8))).map { _ in pick(pieces, &random) }.joined()
         }

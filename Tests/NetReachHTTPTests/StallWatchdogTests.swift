@@ -1,6 +1,7 @@
 import Foundation
 @testable import NetReach
 @testable import NetReachHTTP
+import NetReachSystem
 import Testing
 
 /// The transports' stall and deadline timer: it fires once, for the right reason, and a stopped

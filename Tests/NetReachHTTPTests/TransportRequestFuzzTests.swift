@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 import NetReachTestSupport
 import HTTPTypes
 @testable import NetReachAsyncHTTPClient
@@ -15,7 +16,7 @@ struct TransportRequestFuzzTests {
                               "X Y", "X:Y", "", "Transfer-Encoding", "Content-Length", "Connection"]
 
     @Test func buildingRequestsNeverCrashesAndKeepsTheOrigin() throws {
-        var random = SplitMix64(seed: 0x5EED_0F_7A_A5)
+        var random = SeededRandom(seed: 0x5EED_0F_7A_A5)
         let iterations = Int(ProcessInfo.processInfo.environment["NETREACH_FUZZ_ITERATIONS"] ?? "") ?? 20_000
         let watchdog = StallWatchdog(stall: .seconds(3600), deadline: nil) { _ in }
         defer { watchdog.stop() }

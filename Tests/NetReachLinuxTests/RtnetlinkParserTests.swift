@@ -1,5 +1,6 @@
 #if os(Linux)
 import Foundation
+import NetReachSystem
 import NetReachTestSupport
 import Glibc
 @testable import NetReach
@@ -447,7 +448,7 @@ struct RtnetlinkParserBadInputTests {
     /// bounds — debug builds check every unsafe load) with results that are either messages or
     /// typed errors at offsets inside the buffer.
     @Test(.offPool) func twentyThousandRandomBuffersNeverCrashTheParser() throws {
-        var random = SplitMix64(seed: 0x5eed_2026)
+        var random = SeededRandom(seed: 0x5eed_2026)
         let corpus = try Self.validMessages()
         let knownTypes: [UInt16] = [NL.error, NL.done, NL.newLink, NL.deleteLink, NL.newAddress, NL.deleteAddress,
                                     NL.newRoute, NL.deleteRoute]
@@ -520,32 +521,6 @@ private extension NetlinkParseError {
         case .truncatedHeader(let offset, _), .badLength(let offset, _, _): offset
         default: nil
         }
-    }
-}
-
-/// SplitMix64: a tiny seeded generator, so the fuzz test is the same on every run.
-private struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-
-    mutating func bytes(count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var index = 0
-        while index < count {
-            let word = next()
-            for shift in stride(from: 0, to: 64, by: 8) where index < count {
-                bytes[index] = UInt8(truncatingIfNeeded: word >> UInt64(shift))
-                index += 1
-            }
-        }
-        return bytes
     }
 }
 

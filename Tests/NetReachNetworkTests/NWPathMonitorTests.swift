@@ -1,6 +1,7 @@
 import Dispatch
 import NetReach
 import NetReachNetwork
+import NetReachSystem
 import NetReachTesting
 import Testing
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import NetReach
 import NetReachNetwork
+import NetReachSystem
 import NetReachTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import NetReach
+import NetReachSystem
 import NetReachTesting
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import NetReach
+import NetReachSystem
 import Testing
 
 /// The one test in the process that replaces the diagnostics handler (it is process-wide).

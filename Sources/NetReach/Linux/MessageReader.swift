@@ -1,5 +1,6 @@
 #if os(Linux)
 import CNetReachLinux
+import NetReachSystem
 import Foundation
 import Glibc
 
@@ -40,7 +41,16 @@ struct MessageReader {
     /// its end, none is due).
     private var recheckStage = MessageReader.recheckDelays.count
     static let recheckDelays: [Duration] = [.milliseconds(20), .milliseconds(200)]
-    static let dumpTimeout: Int32 = 5000
+    static let dumpTimeout: Duration = .seconds(5)
+
+    /// Waits up to ``dumpTimeout`` for `descriptor` to be readable; false when the time ran out.
+    private static func waitReadable(_ descriptor: Int32) throws(PathMonitorError) -> Bool {
+        do throws(SystemError) {
+            return try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: dumpTimeout) != 0
+        } catch {
+            throw .netlinkFailed(operation: "poll", errno: error.code)
+        }
+    }
     static let resyncAttempts = 5
     /// `rta_expires` counts clock ticks (USER_HZ).
     private static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
@@ -247,10 +257,9 @@ struct MessageReader {
                 continue
             case .wouldBlock:
                 // The kernel answers inside `send`; waiting is only for the unexpected.
-                var fds = [pollfd(fd: requests.fd, events: Int16(POLLIN), revents: 0)]
-                let ready = poll(&fds, 1, Self.dumpTimeout)
-                if ready < 0 && errno == EINTR { continue }
-                guard ready > 0 else { throw .dumpFailed("no answer to \(what) within \(Self.dumpTimeout) ms") }
+                guard try Self.waitReadable(requests.fd) else {
+                    throw .dumpFailed("no answer to \(what) within \(Self.dumpTimeout)")
+                }
             }
         }
     }
@@ -302,10 +311,9 @@ struct MessageReader {
         let sequence = try socket.requestDump(dump)
         var consistent = true
         while true {
-            var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 1, Self.dumpTimeout)
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { throw .dumpFailed("no answer from the kernel within \(Self.dumpTimeout) ms") }
+            guard try Self.waitReadable(socket.fd) else {
+                throw .dumpFailed("no answer from the kernel within \(Self.dumpTimeout)")
+            }
             switch try socket.receive(into: buffer) {
             case .wouldBlock: continue
             case .overrun: consistent = false   // keep reading: a new dump cannot start before this one ends

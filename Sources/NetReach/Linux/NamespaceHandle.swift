@@ -1,5 +1,6 @@
 #if os(Linux)
 import CNetReachLinux
+import NetReachSystem
 import Glibc
 
 /// An observed network namespace, opened once for the monitor's whole life: every socket is made
@@ -41,8 +42,7 @@ final class NamespaceHandle {
         var status = stat()
         identity = fstat(fd, &status) == 0 ? FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) : nil
         if pid != nil {
-            var check = [pollfd(fd: pidFD, events: Int16(POLLIN), revents: 0)]
-            if pidFD >= 0 && poll(&check, 1, 0) > 0 {
+            if pidFD >= 0, (try? SystemCall.poll(pidFD, events: Int16(POLLIN), timeout: .zero)) ?? 0 != 0 {
                 // The process had exited before its namespace file was opened: not the one asked for.
                 close(fd)
                 close(pidFD)
@@ -74,7 +74,7 @@ final class NamespaceHandle {
     func isGone() -> Bool {
         if Self.processID(in: path) != nil { return true }   // a pidfd is readable only once its process exited
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while buffer.withUnsafeMutableBytes({ read(watchFD, $0.baseAddress, $0.count) }) > 0 {}
+        while (buffer.withUnsafeMutableBytes { try? SystemCall.read(watchFD, into: $0) } ?? 0) > 0 {}
         var status = stat()
         guard stat(path, &status) == 0 else { return true }
         return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) != identity

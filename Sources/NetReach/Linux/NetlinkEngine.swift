@@ -1,5 +1,6 @@
 #if os(Linux)
 import CNetReachLinux
+import NetReachSystem
 import Foundation
 import Glibc
 
@@ -40,20 +41,12 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// Asks the thread to look routes up again (the destinations changed); it publishes if the
     /// answers differ.
-    func requestRefresh() {
-        var one: UInt64 = 1
-        _ = write(refreshFD, &one, MemoryLayout<UInt64>.size)
-    }
+    func requestRefresh() { SystemCall.signal(eventDescriptor: refreshFD) }
 
     /// Starts the engine's thread; it reads the initial state, then follows changes.
     func launch() {
-        let thread = Thread { [self] in
-            // Named from inside: Foundation's Thread.name does not reach the kernel here. Linux
-            // keeps 15 characters, so `top -H` and /proc show this one whole.
-            _ = cnr_set_thread_name("netreach-nl")
-            run()
-        }
-        thread.start()
+        // 15 characters, as Linux keeps: `top -H` and /proc show this name whole.
+        BlockingWork.start(named: "netreach-nl") { [self] in run() }
     }
 
     /// Blocks until the initial state has been published, or throws why it could not be read.
@@ -66,10 +59,7 @@ final class NetlinkEngine: @unchecked Sendable {
     }
 
     /// Asks the thread to finish; it closes its socket and watches on the way out.
-    func stop() {
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
-    }
+    func stop() { SystemCall.signal(eventDescriptor: wakeFD) }
 
     private func signalReady(_ result: Result<Void, PathMonitorError>) {
         readiness.lock()
@@ -130,15 +120,14 @@ final class NetlinkEngine: @unchecked Sendable {
             pollfd(fd: refreshFD, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            for index in fds.indices { fds[index].revents = 0 }
             // Only a failed resync or a route due to expire sets a timeout; otherwise poll sleeps
             // until something happens.
             let wakeAt = [reader.nextExpiry, reader.recheckAt].compactMap { $0 }.min()
-            let ready = poll(&fds, nfds_t(fds.count), Self.pollTimeout(resyncPending: resyncPending, expiry: wakeAt))
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 {
+            do throws(SystemError) {
+                _ = try SystemCall.poll(&fds, timeout: Self.pollTimeout(resyncPending: resyncPending, expiry: wakeAt))
+            } catch {
                 // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
-                NetReachDiagnostics.log("netlink poll failed, re-reading the kernel state in 1 s: \(errnoDescription(errno))")
+                NetReachDiagnostics.log("netlink poll failed, re-reading the kernel state in 1 s: \(error)")
                 resyncPending = true
                 continue
             }
@@ -154,8 +143,7 @@ final class NetlinkEngine: @unchecked Sendable {
             if let expiry = reader.nextExpiry, ContinuousClock.now >= expiry { reader.lookupsStale = true }
             if let recheck = reader.recheckAt, ContinuousClock.now >= recheck { reader.lookupsStale = true }
             if fds[4].revents != 0 {
-                var count: UInt64 = 0
-                _ = read(refreshFD, &count, MemoryLayout<UInt64>.size)
+                SystemCall.clear(eventDescriptor: refreshFD)
                 reader.lookupsStale = true
             }
             if fds[1].revents != 0 || resyncPending || reader.lookupsStale {
@@ -182,15 +170,15 @@ final class NetlinkEngine: @unchecked Sendable {
         }
     }
 
-    /// Milliseconds for `poll`: -1 (sleep until something happens) unless a failed resync is to be
+    /// How long `poll` waits: until something happens (`nil`) unless a failed resync is to be
     /// retried in a second or a route the kernel uses expires sooner.
-    static func pollTimeout(resyncPending: Bool, expiry: ContinuousClock.Instant?) -> Int32 {
+    static func pollTimeout(resyncPending: Bool, expiry: ContinuousClock.Instant?) -> Duration? {
         // A resync asks the lookups again anyway; an expiry already past must not turn its
         // one-second back-off into a busy loop.
-        if resyncPending { return 1000 }
-        guard let expiry else { return -1 }
-        let (seconds, attoseconds) = (expiry - .now).components
-        return Int32(max(0, min(Int64(Int32.max), seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)))
+        if resyncPending { return .seconds(1) }
+        guard let expiry else { return nil }
+        // A millisecond past the expiry: SystemCall.poll rounds up, so the wake-up finds it due.
+        return max(.zero, expiry - .now + .milliseconds(1))
     }
 }
 #endif

@@ -144,7 +144,7 @@ struct NetlinkSocket: ~Copyable {
                 }
             }
             if sent == length { return }
-            if sent < 0 && errno == EINTR { continue }
+            if sent < 0 && errno == EINTR { continue }   // sendto: not a read or write, its own retry
             throw .netlinkFailed(operation: "send", errno: sent < 0 ? errno : EIO)
         }
     }

@@ -1,5 +1,6 @@
 #if os(Linux)
 import CNetReachLinux
+import NetReachSystem
 import Glibc
 
 /// Reads nameservers from resolv.conf the way glibc's resolver does (`res_init`).
@@ -81,9 +82,10 @@ func readFile(_ path: String, limit: Int) -> [UInt8]? {
     var bytes = [UInt8](repeating: 0, count: limit)
     var total = 0
     while total < limit {
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, limit - total) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { break }
+        let count = bytes.withUnsafeMutableBytes { buffer in
+            try? SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
+        }
+        guard let count, count > 0 else { break }
         total += count
     }
     return Array(bytes.prefix(total))

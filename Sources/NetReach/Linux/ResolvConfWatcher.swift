@@ -1,5 +1,6 @@
 #if os(Linux)
 import CNetReachLinux   // inotify (IN_NONBLOCK, IN_CLOEXEC): not in the Glibc module
+import NetReachSystem
 import Glibc
 
 /// Watches every file of a ``NameserverSource`` through inotify on directories, so it survives
@@ -29,9 +30,8 @@ struct ResolvConfWatcher: ~Copyable {
         var relevant = false
         var buffer = [UInt8](repeating: 0, count: 8192)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+            let count = buffer.withUnsafeMutableBytes { try? SystemCall.read(fd, into: $0) }
+            guard let count, count > 0 else { break }
             buffer.withUnsafeBytes { raw in
                 var offset = 0
                 // struct inotify_event { s32 wd; u32 mask; u32 cookie; u32 len; char name[len]; }

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 #if os(Linux)
 // SOCK_STREAM and the addrinfo constants come through the kernel-headers module: Glibc alone does
 // not reliably make them visible to every file.
@@ -54,11 +55,10 @@ package enum HostResolver {
     ) -> Result<[IPAddress], HostResolutionError> {
         let outcome = Locked<Result<[IPAddress], HostResolutionError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
+        BlockingWork.start(named: "netreach-dns") {
             outcome.withLock { $0 = lookUp(host) }
             done.signal()
         }
-        thread.start()
         // Saturated at a day: DispatchTime arithmetic on `.seconds(Int64.max)` would trap.
         let seconds = min(max(0, timeout.components.seconds), 86_400)
         let milliseconds = Int(seconds * 1000 + max(0, timeout.components.attoseconds) / 1_000_000_000_000_000)

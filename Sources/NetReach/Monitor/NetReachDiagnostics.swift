@@ -1,3 +1,4 @@
+import NetReachSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachSystem
 
 /// Watches the network path and tells you the moment it changes: the Linux counterpart of
 /// Network.framework's `NWPathMonitor`, with the same vocabulary and stronger guarantees.
@@ -61,12 +62,12 @@ public final class PathMonitor: Sendable {
     /// Resolves host names: the system resolver, or a stand-in in tests (which must never ask DNS).
     private let resolve: @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
     private let state = Locked(State())
-    /// Who is told when a request over this path got an answer (a ConnectivityMonitor of this
-    /// monitor): keyed by a number, so each can leave.
-    private let exchangeListeners = Locked<(next: UInt64, listeners: [UInt64: @Sendable () -> Void])>((0, [:]))
+    /// Evidence about this path from its users, for its other users (a request that got an
+    /// answer, for a connectivity judge of the same path); the monitor only carries it.
+    package let evidence = PathEvidence()
     /// Held while a path is computed and emitted, so paths from the source and from a finished
     /// re-resolution reach the handler in the order they were computed.
-    private let evaluation = NSLock()
+    private let evaluation = Locked(())
 
     private enum Phase { case idle, starting, running, cancelled }
 
@@ -310,33 +311,6 @@ public final class PathMonitor: Sendable {
         for stream in streams { stream.finish() }
     }
 
-    /// A request over this monitor's path just got an answer its caller accepts (NetworkService
-    /// calls this): evidence that the network works, for whoever listens (a ConnectivityMonitor
-    /// of this monitor postpones its next probe).
-    package func reportSuccessfulExchange() {
-        let listeners = exchangeListeners.withLock { Array($0.listeners.values) }
-        for listener in listeners { listener() }
-    }
-
-    /// Whether anyone listens to ``reportSuccessfulExchange()``: a service asks before working out
-    /// whether a request is evidence at all.
-    package var hasExchangeListeners: Bool { exchangeListeners.withLock { !$0.listeners.isEmpty } }
-
-    /// Calls `listener` after each ``reportSuccessfulExchange()`` until removed; returns its key.
-    package func addExchangeListener(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
-        exchangeListeners.withLock { state in
-            let key = state.next
-            state.next += 1
-            state.listeners[key] = listener
-            return key
-        }
-    }
-
-    /// Stops calling the listener added under `key`.
-    package func removeExchangeListener(_ key: UInt64) {
-        _ = exchangeListeners.withLock { $0.listeners.removeValue(forKey: key) }
-    }
-
     /// Every path from now on, starting with the current one (once the monitor has started).
     /// Any number of tasks can iterate at once, each with its own sequence; ending iteration
     /// releases it. The sequence finishes when the monitor is cancelled.
@@ -376,22 +350,23 @@ public final class PathMonitor: Sendable {
 
     /// Called by the source, one snapshot at a time.
     private func receive(_ snapshot: SystemSnapshot) {
-        evaluation.lock()
-        let resolveAgain = state.withLock { state -> Bool in
-            if let failure = snapshot.observationFailure { state.failure = failure }
-            state.lastSnapshot = snapshot
-            guard case .host = destination else { return false }
-            // The first snapshot is the network the name was resolved on at start.
-            guard let resolvedOn = state.resolvedOn else {
-                state.resolvedOn = ResolutionContext(snapshot)
-                return false
+        let resolveAgain = evaluation.withLock { _ in
+            let resolveAgain = state.withLock { state -> Bool in
+                if let failure = snapshot.observationFailure { state.failure = failure }
+                state.lastSnapshot = snapshot
+                guard case .host = destination else { return false }
+                // The first snapshot is the network the name was resolved on at start.
+                guard let resolvedOn = state.resolvedOn else {
+                    state.resolvedOn = ResolutionContext(snapshot)
+                    return false
+                }
+                guard resolvedOn != ResolutionContext(snapshot), !state.isResolving else { return false }
+                state.isResolving = true
+                return true
             }
-            guard resolvedOn != ResolutionContext(snapshot), !state.isResolving else { return false }
-            state.isResolving = true
-            return true
+            emit(path(for: snapshot))
+            return resolveAgain
         }
-        emit(path(for: snapshot))
-        evaluation.unlock()
         if resolveAgain { resolveInBackground(on: snapshot) }
     }
 
@@ -436,26 +411,27 @@ public final class PathMonitor: Sendable {
     private func resolveInBackground(on snapshot: SystemSnapshot) {
         guard case .host(let host) = destination else { return }
         let context = ResolutionContext(snapshot)
-        Thread { [weak self] in
+        BlockingWork.start(named: "netreach-resolve") { [weak self] in
             guard let self else { return }
             let result = self.resolve(host, self.resolutionTimeout)
             let addresses = (try? result.get()) ?? []
             let changed = self.state.withLock { $0.destinationAddresses != addresses }
             // Registered before the switch, so the snapshot evaluated below already has the answers.
             let routes = changed && !addresses.isEmpty ? self.source.lookUpRoutes(to: addresses) : nil
-            self.evaluation.lock()
-            let (previous, latest, cancelled) = self.state.withLock { state -> (PathSubscription?, SystemSnapshot?, Bool) in
-                state.isResolving = false
-                state.resolvedOn = context
-                if case .failure(let error) = result { state.resolutionFailure = error } else { state.resolutionFailure = nil }
-                guard changed, state.phase != .cancelled else { return (nil, state.lastSnapshot, state.phase == .cancelled) }
-                let previous = state.destinationRoutes
-                state.destinationAddresses = addresses
-                state.destinationRoutes = routes
-                return (previous, state.lastSnapshot, false)
+            let (previous, cancelled) = self.evaluation.withLock { _ in
+                let (previous, latest, cancelled) = self.state.withLock { state -> (PathSubscription?, SystemSnapshot?, Bool) in
+                    state.isResolving = false
+                    state.resolvedOn = context
+                    if case .failure(let error) = result { state.resolutionFailure = error } else { state.resolutionFailure = nil }
+                    guard changed, state.phase != .cancelled else { return (nil, state.lastSnapshot, state.phase == .cancelled) }
+                    let previous = state.destinationRoutes
+                    state.destinationAddresses = addresses
+                    state.destinationRoutes = routes
+                    return (previous, state.lastSnapshot, false)
+                }
+                if let latest, changed, !cancelled { self.emit(self.path(for: latest)) }
+                return (previous, cancelled)
             }
-            if let latest, changed, !cancelled { self.emit(self.path(for: latest)) }
-            self.evaluation.unlock()
             previous?.cancel()
             if cancelled { routes?.cancel() }
             // The network may have changed again while the resolver ran.
@@ -466,7 +442,7 @@ public final class PathMonitor: Sendable {
                 return latest
             }
             if let again { self.resolveInBackground(on: again) }
-        }.start()
+        }
     }
 
     /// A started monitor of the path to `destination`, through this monitor's source, with its

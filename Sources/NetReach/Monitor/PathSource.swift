@@ -1,3 +1,5 @@
+import NetReachSystem
+
 /// Where a ``PathMonitor`` gets the system's network state from.
 ///
 /// The Linux kernel is one source (``SystemPathSource``); a simulated network for tests

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 
 /// The operating system as a ``PathSource``: on Linux, rtnetlink (links, addresses, routes, rules and
 /// nexthops of both families, and the kernel's own route lookups), an inotify watch on resolv.conf
@@ -114,8 +115,8 @@ public final class SystemPathSource: PathSource {
     private let delivered = NSCondition()
 
     private let state = Locked(State())
-    /// Serializes deliveries, so a subscriber's first snapshot never overtakes a later one.
-    private let deliveryLock = NSLock()
+    /// Held while snapshots are handed out, so a subscriber's first snapshot never overtakes a later one.
+    private let deliveries = Locked(())
 
     /// Creates a source of its own (not shared with other monitors).
     public init(configuration: Configuration = Configuration()) {
@@ -151,16 +152,17 @@ public final class SystemPathSource: PathSource {
             release(engine: engine)
             throw error
         }
-        deliveryLock.lock()
-        defer { deliveryLock.unlock() }
-        let (id, latest) = state.withLock { state in
-            let id = state.nextID
-            state.nextID += 1
-            // An engine that failed meanwhile has nothing more to send: its failure is the last word.
-            if state.engine === engine { state.subscribers[id] = receiver }
-            return (id, state.latest)
+        let id = deliveries.withLock { _ in
+            let (id, latest) = state.withLock { state in
+                let id = state.nextID
+                state.nextID += 1
+                // An engine that failed meanwhile has nothing more to send: its failure is the last word.
+                if state.engine === engine { state.subscribers[id] = receiver }
+                return (id, state.latest)
+            }
+            receiver(latest)
+            return id
         }
-        receiver(latest)
         return PathSubscription { [weak self] in self?.unsubscribe(id, engine: engine) }
         #else
         throw .unsupportedPlatform
@@ -213,8 +215,14 @@ public final class SystemPathSource: PathSource {
 
     #if os(Linux)
     private func deliver(_ snapshot: SystemSnapshot, from engine: NetlinkEngine) {
-        deliveryLock.lock()
-        defer { deliveryLock.unlock() }
+        deliveries.withLock { _ in deliverInOrder(snapshot, from: engine) }
+        delivered.lock()
+        delivered.broadcast()
+        delivered.unlock()
+    }
+
+    /// `deliver`'s work, while `deliveries` is held.
+    private func deliverInOrder(_ snapshot: SystemSnapshot, from engine: NetlinkEngine) {
         let receivers = state.withLock { state -> [@Sendable (SystemSnapshot) -> Void] in
             // A stopped (or detached) engine may finish a batch after a new one started: its late
             // snapshot is older than the new engine's and must reach no one.
@@ -232,9 +240,6 @@ public final class SystemPathSource: PathSource {
             return receivers
         }
         for receiver in receivers { receiver(snapshot) }
-        delivered.lock()
-        delivered.broadcast()
-        delivered.unlock()
     }
 
     private func unsubscribe(_ id: UInt64, engine: NetlinkEngine) {

@@ -5,7 +5,6 @@ import HTTPTypes
 import NetReach
 import NetReachHTTP
 import OpenAPIRuntime
-import Synchronization
 
 /// `netreach get URL`: the connectivity-aware HTTP layer from the shell. Waits for the network
 /// when asked, retries only when that is safe, and says what happened in one line.

@@ -1,7 +1,7 @@
 import Foundation
 import NetReach
 import NetReachHTTP
-import Synchronization
+import NetReachSystem
 
 /// What `get` tells the person or program that ran it: waiting events, progress, and the outcome,
 /// as human lines on standard error or as JSON lines on standard output.
@@ -13,7 +13,7 @@ final class GetReport: Sendable {
     private let quiet: Bool
     private let monitor: PathMonitor
     private let decorates: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         /// The spinner's task while a wait is shown.

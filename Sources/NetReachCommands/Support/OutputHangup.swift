@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NetReachSystem
 
 /// Notices when nobody reads standard output any more, without writing to it.
 ///
@@ -17,18 +18,8 @@ package enum OutputHangup {
     /// Calls `action` once, on a thread of its own, when standard output has no reader any more.
     /// The thread sleeps in poll(2) (no wakeups) and lives until then, or until the process exits.
     package static func whenReaderIsGone(_ action: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Action(action)).toOpaque()
-        var thread = pthread_t()
-        let started = pthread_create(&thread, nil, { context in
-            let action = Unmanaged<Action>.fromOpaque(context!).takeRetainedValue()
-            if OutputHangup.waitForHangup(of: StandardStream.output.fileDescriptor) { action.run() }
-            return nil
-        }, box)
-        if started == 0 {
-            pthread_detach(thread)
-        } else {
-            // No thread, no watch: a failed write still ends the command, just later.
-            Unmanaged<Action>.fromOpaque(box).release()
+        BlockingWork.start(named: "netreach-hangup") {
+            if waitForHangup(of: StandardStream.output.fileDescriptor) { action() }
         }
     }
 
@@ -36,18 +27,8 @@ package enum OutputHangup {
     /// fails for another reason than a signal.
     static func waitForHangup(of descriptor: Int32) -> Bool {
         // No events asked for: poll still reports the error and hang-up conditions, and only them.
-        var watched = pollfd(fd: descriptor, events: 0, revents: 0)
-        while true {
-            let ready = poll(&watched, 1, -1)
-            // With no events asked for, a ready descriptor is a hung-up one; anything else would be
-            // a kernel surprise, better ignored than spun on.
-            if ready > 0 { return watched.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 }
-            if ready < 0, errno != EINTR { return false }
-        }
-    }
-
-    private final class Action: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        // With no events asked for, a ready descriptor is a hung-up one.
+        guard let events = try? SystemCall.poll(descriptor, events: 0, timeout: nil) else { return false }
+        return events & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
     }
 }

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NetReachSystem
 
 /// Writes whole lines straight to a file descriptor, unbuffered.
 ///
@@ -61,29 +62,13 @@ package enum StandardStream: Sendable {
     /// Writes bytes as they are: a response body. Throws, having written a prefix at most, when the
     /// stream refuses the rest.
     package func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) throws(WriteError) {
-        let bytes = Array(bytes)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                systemWrite(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written > 0 {
-                offset += written
-                continue
-            }
-            let code = written == 0 ? EIO : errno   // 0 for a non-empty write: no progress, ever
-            switch code {
-            case EINTR:
-                continue
-            case EAGAIN, EWOULDBLOCK:
-                // A descriptor someone made non-blocking (a shared pipe): wait until it takes more.
-                // With the reader gone, poll reports POLLERR and the next write fails with EPIPE.
-                var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&descriptor, 1, -1)
-            default:
-                throw WriteError(stream: self, errno: code)
-            }
+        // A descriptor someone made non-blocking (a shared pipe) is waited for; with the reader
+        // gone the write fails with EPIPE.
+        let descriptor = fileDescriptor
+        let result = Array(bytes).withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in try SystemCall.writeAll(descriptor, buffer) }
         }
+        do throws(SystemError) { try result.get() } catch { throw WriteError(stream: self, errno: error.code) }
     }
 
     /// Whether this stream is a terminal (spinners and progress bars only make sense there).
@@ -94,9 +79,4 @@ package enum StandardStream: Sendable {
     package static func complain(_ message: String) {
         try? StandardStream.error.writeLine("netreach: \(message)")
     }
-}
-
-/// write(2), under a name the methods above do not shadow.
-private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, bytes, count)
 }

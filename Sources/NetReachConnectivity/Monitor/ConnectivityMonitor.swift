@@ -1,5 +1,6 @@
 import Dispatch
 import NetReach
+import NetReachSystem
 
 /// Whether the internet really answers, overall and per family, judged by probes you configure,
 /// with the same delivery contract as ``NetReach/PathMonitor``: a handler on the start queue, any
@@ -47,7 +48,7 @@ public final class ConnectivityMonitor: Sendable {
         var nextStreamID: UInt64 = 0
         var engine: ConnectivityEngine?
         var following: Task<Void, Never>?
-        var exchangeListener: UInt64?
+        var exchangeListener: PathSubscription?
     }
 
     private enum Phase { case idle, running, cancelled }
@@ -79,7 +80,7 @@ public final class ConnectivityMonitor: Sendable {
         let (engine, following, streams, listener) = state.withLock {
             ($0.engine, $0.following, $0.streams.values.map(\.continuation), $0.exchangeListener)
         }
-        if let listener { pathMonitor.removeExchangeListener(listener) }
+        listener?.cancel()
         following?.cancel()
         if let engine { Task { await engine.stop() } }
         for stream in streams { stream.finish() }
@@ -120,7 +121,7 @@ public final class ConnectivityMonitor: Sendable {
         }
         // A request through NetworkService over this path counts as a passing round.
         let elapsed = self.elapsed
-        let listener = pathMonitor.addExchangeListener { lastEvidence.withLock { $0 = elapsed() } }
+        let listener = pathMonitor.evidence.listen { _ in lastEvidence.withLock { $0 = elapsed() } }
         let cancelledMeanwhile = state.withLock { state -> Bool in
             guard state.phase == .running else { return true }
             state.engine = engine
@@ -130,7 +131,7 @@ public final class ConnectivityMonitor: Sendable {
         }
         if cancelledMeanwhile {
             following.cancel()
-            pathMonitor.removeExchangeListener(listener)
+            listener.cancel()
             Task { await engine.stop() }
         }
     }
@@ -139,13 +140,13 @@ public final class ConnectivityMonitor: Sendable {
     /// is delivered. Safe from any thread, idempotent.
     public func cancel() {
         let (engine, following, streams, listener) = state.withLock { state
-            -> (ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation], UInt64?) in
+            -> (ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation], PathSubscription?) in
             guard state.phase != .cancelled else { return (nil, nil, [], nil) }
             state.phase = .cancelled
             defer { state.engine = nil; state.following = nil; state.streams = [:]; state.exchangeListener = nil }
             return (state.engine, state.following, state.streams.values.map(\.continuation), state.exchangeListener)
         }
-        if let listener { pathMonitor.removeExchangeListener(listener) }
+        listener?.cancel()
         following?.cancel()
         if let engine { Task { await engine.stop() } }
         for stream in streams { stream.finish() }

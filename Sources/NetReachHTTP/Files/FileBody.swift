@@ -7,7 +7,7 @@ import Darwin
 #endif
 import Foundation
 import OpenAPIRuntime
-import Synchronization
+import NetReachSystem
 
 /// Why a file cannot be a request body: its path and the reason, as a person reads it.
 package struct FileBodyError: Error, Sendable, CustomStringConvertible {
@@ -70,7 +70,7 @@ package enum FileBody {
         }
     }
 
-    private static let registry = Mutex<[ObjectIdentifier: Registration]>([:])
+    private static let registry = Locked<[ObjectIdentifier: Registration]>([:])
 
     /// A single-pass body read from `descriptor` (standard input) until end of file; its length
     /// is unknown, and it cannot be sent twice.
@@ -143,11 +143,10 @@ package enum FileBody {
     }
 }
 
-/// One `read(2)`, retried on EINTR; 0 at end of file.
+/// One `read(2)`; 0 at end of file.
 private func readSome(_ descriptor: Int32, into buffer: inout [UInt8], path: String) throws(FileBodyError) -> Int {
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count >= 0 { return count }
-        if errno != EINTR { throw FileBodyError(path: path, reason: String(cString: strerror(errno))) }
+    let result = buffer.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try SystemCall.read(descriptor, into: raw) } }
+    do throws(SystemError) { return try result.get() } catch {
+        throw FileBodyError(path: path, reason: String(cString: strerror(error.code)))
     }
 }

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import NetReachSystem
 #if os(Linux)
 import CNetReachLinux
 #endif
@@ -78,9 +79,8 @@ import CNetReachLinux
 /// }
 /// ```
 package final class OutputFile: @unchecked Sendable {
-    // @unchecked: the `let`s are set in init and never change; `state`, the only `var`, is read
-    // and written only inside `locked`, which holds `lock` (deinit too, through `abandon`).
-    // NSLock rather than Mutex, which ThreadSanitizer cannot see (as `Locked` in NetReach).
+    // @unchecked: the `let`s are set in init and never change; `state` is a `Locked`, read and
+    // written only inside `locked` (deinit too, through `abandon`).
 
     /// Where the bytes of an ``OutputFile`` go.
     package enum Destination: Sendable, Hashable {
@@ -117,14 +117,13 @@ package final class OutputFile: @unchecked Sendable {
     /// for (measured on a 1 GiB download: the fsync alone took 0.44 s without this).
     static let writebackStep: Int64 = 8 << 20
 
-    private let lock = NSLock()
-    private var state: State
+    private let state: Locked<State>
 
     private init(path: String, destination: Destination, descriptor: Int32, resumeOffset: Int64, resume: Bool) {
         self.path = path
         self.destination = destination
         self.keepsPartialWhenDropped = resume
-        self.state = State(descriptor: descriptor, resumeOffset: resumeOffset, writebackFrom: resumeOffset)
+        self.state = Locked(State(descriptor: descriptor, resumeOffset: resumeOffset, writebackFrom: resumeOffset))
     }
 
     deinit {
@@ -347,9 +346,14 @@ package final class OutputFile: @unchecked Sendable {
         // right after abandoning it. A writer that really holds the file holds it for the whole
         // download, so a short grace before calling it busy changes nothing for that case.
         var busySince: ContinuousClock.Instant?
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
+        while true {
+            let code: Int32
+            do throws(SystemError) {
+                try SystemCall.retryingInterrupts { flock(descriptor, LOCK_EX | LOCK_NB) }
+                break
+            } catch {
+                code = error.code
+            }
             if code == EWOULDBLOCK {
                 let now = ContinuousClock.now
                 if now - (busySince ?? now) < .milliseconds(200) {
@@ -388,13 +392,11 @@ package final class OutputFile: @unchecked Sendable {
         defer { buffer.deallocate() }
         var copied: Int64 = 0
         while true {
-            let count = read(source, buffer.baseAddress, buffer.count)
-            if count == 0 { return copied }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                throw OutputFileError(path: path, reason: .system(.copy, file: final, errno: code))
+            let count: Int
+            do throws(SystemError) { count = try SystemCall.read(source, into: buffer) } catch {
+                throw OutputFileError(path: path, reason: .system(.copy, file: final, errno: error.code))
             }
+            if count == 0 { return copied }
             try writeAll(descriptor, UnsafeRawBufferPointer(rebasing: buffer[..<count]),
                          counting: &copied, operation: .copy, file: partial, path: path)
         }
@@ -402,12 +404,9 @@ package final class OutputFile: @unchecked Sendable {
 
     private static func openRetryingInterrupts(_ target: String, _ flags: Int32,
                                                path: String) throws(OutputFileError) -> Int32 {
-        while true {
-            let descriptor = systemOpen(target, flags)
-            if descriptor >= 0 { return descriptor }
-            let code = errno
-            if code == EINTR { continue }   // a signal while a FIFO waited for its reader
-            throw OutputFileError(path: path, reason: .system(.open, file: target, errno: code))
+        // EINTR: a signal while a FIFO waited for its reader.
+        do throws(SystemError) { return try SystemCall.retryingInterrupts { systemOpen(target, flags) } } catch {
+            throw OutputFileError(path: path, reason: .system(.open, file: target, errno: error.code))
         }
     }
 
@@ -493,10 +492,10 @@ package final class OutputFile: @unchecked Sendable {
                 if state.written == 0 { return }
                 throw OutputFileError(path: path, reason: .cannotRestart)
             }
-            while ftruncate(state.descriptor, 0) != 0 {
-                let code = errno
-                if code == EINTR { continue }
-                let error = OutputFileError(path: path, reason: .system(.truncate, file: writtenFile, errno: code))
+            do throws(SystemError) {
+                try SystemCall.retryingInterrupts { ftruncate(state.descriptor, 0) }
+            } catch {
+                let error = OutputFileError(path: path, reason: .system(.truncate, file: writtenFile, errno: error.code))
                 state.failure = error
                 throw error
             }
@@ -564,11 +563,11 @@ package final class OutputFile: @unchecked Sendable {
         } else if errno != ENOENT {
             throw OutputFileError(path: path, reason: .system(.replace, file: final, errno: errno))
         }
-        while fsync(descriptor) != 0 {
-            let code = errno
-            if code == EINTR { continue }
+        do throws(SystemError) {
+            try SystemCall.retryingInterrupts { fsync(descriptor) }
+        } catch {
             // Bytes the kernel could not write back are lost: the body has a hole.
-            let error = OutputFileError(path: path, reason: .system(.sync, file: partial, errno: code))
+            let error = OutputFileError(path: path, reason: .system(.sync, file: partial, errno: error.code))
             failure = error
             throw error
         }
@@ -614,35 +613,20 @@ package final class OutputFile: @unchecked Sendable {
     private func locked<Result, Failure: Error>(
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&state)
+        try state.withLock(body)
     }
 
-    /// Writes all of `bytes`, adding each step to `counter`.
+    /// Writes all of `bytes` (a FIFO or terminal someone made non-blocking is waited for), adding
+    /// what got through to `counter`, also when it fails.
     private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, counting counter: inout Int64,
                                  operation: OutputFileError.Operation, file: String,
                                  path: String) throws(OutputFileError) {
-        guard let base = bytes.baseAddress else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let count = systemWrite(descriptor, base + offset, bytes.count - offset)
-            if count > 0 {
-                offset += count
-                counter += Int64(count)
-                continue
-            }
-            let code = count == 0 ? EIO : errno   // 0 for a non-empty write: no progress, ever
-            switch code {
-            case EINTR:
-                continue
-            case EAGAIN, EWOULDBLOCK:
-                // A FIFO or terminal someone made non-blocking: wait until it takes more.
-                var watched = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&watched, 1, -1)
-            default:
-                throw OutputFileError(path: path, reason: .system(operation, file: file, errno: code))
-            }
+        var written = 0
+        defer { counter += Int64(written) }
+        do throws(SystemError) {
+            try SystemCall.writeAll(descriptor, bytes, written: &written)
+        } catch {
+            throw OutputFileError(path: path, reason: .system(operation, file: file, errno: error.code))
         }
     }
 
@@ -659,11 +643,6 @@ package final class OutputFile: @unchecked Sendable {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
-}
-
-/// write(2), under a name `OutputFile.write` does not shadow.
-private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, bytes, count)
 }
 
 /// open(2), under a name `OutputFile.open` does not shadow.

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 import HTTPTypes
 import OpenAPIRuntime
 
@@ -205,38 +206,40 @@ public struct DownloadResponse: Sendable {
 }
 
 /// A download's progress across attempts.
-///
-/// `@unchecked Sendable`: every `var` is only touched while `lock` is held.
-private final class DownloadState: @unchecked Sendable {
+private final class DownloadState: Sendable {
     struct Snapshot {
         var present: Int64
         var resumedAt: [Int64]
         var restarts: Int
     }
 
-    private let lock = NSLock()
-    private var present: Int64
-    private var validator: Validator?
-    private var total: Int64?
-    private var resumedAt: [Int64] = []
-    private var restarts = 0
-    /// A partial file from an earlier call: asked for without `If-Range` (its validator is gone).
-    private var trustedWithoutValidator: Bool
-
-    init(present: Int64, validator: Validator?, trustedWithoutValidator: Bool) {
-        self.present = present
-        self.validator = validator
-        self.trustedWithoutValidator = trustedWithoutValidator && present > 0
+    private struct State {
+        var present: Int64
+        var validator: Validator?
+        var total: Int64?
+        var resumedAt: [Int64] = []
+        var restarts = 0
+        /// A partial file from an earlier call: asked for without `If-Range` (its validator is gone).
+        var trustedWithoutValidator: Bool
     }
 
-    var snapshot: Snapshot { lock.withLock { Snapshot(present: present, resumedAt: resumedAt, restarts: restarts) } }
+    private let state: Locked<State>
+
+    init(present: Int64, validator: Validator?, trustedWithoutValidator: Bool) {
+        state = Locked(State(present: present, validator: validator,
+                             trustedWithoutValidator: trustedWithoutValidator && present > 0))
+    }
+
+    var snapshot: Snapshot {
+        state.withLock { Snapshot(present: $0.present, resumedAt: $0.resumedAt, restarts: $0.restarts) }
+    }
 
     /// The `Range` (and `If-Range`) for the next attempt, or `nil` to ask for the whole body.
     func rangeRequest() -> (range: String, ifRange: String?)? {
-        lock.withLock {
-            guard present > 0 else { return nil }
-            if let validator { return ("bytes=\(present)-", validator.value) }
-            return trustedWithoutValidator ? ("bytes=\(present)-", nil) : nil
+        state.withLock { state in
+            guard state.present > 0 else { return nil }
+            if let validator = state.validator { return ("bytes=\(state.present)-", validator.value) }
+            return state.trustedWithoutValidator ? ("bytes=\(state.present)-", nil) : nil
         }
     }
 
@@ -244,27 +247,27 @@ private final class DownloadState: @unchecked Sendable {
     func isWholeAccording(to response: HTTPResponse) -> Bool {
         guard let value = response.headerFields[.contentRange], value.hasPrefix("bytes */"),
               let total = Int64(value.dropFirst("bytes */".count)) else { return false }
-        return lock.withLock { present > 0 && total == present }
+        return state.withLock { $0.present > 0 && total == $0.present }
     }
 
     func remember(validator: Validator?, total: Int64?, replacing: Bool) {
-        lock.withLock {
-            if replacing || self.validator == nil { self.validator = validator }
-            self.total = total
-            trustedWithoutValidator = false
+        state.withLock { state in
+            if replacing || state.validator == nil { state.validator = validator }
+            state.total = total
+            state.trustedWithoutValidator = false
         }
     }
 
-    func resumed(at offset: Int64) { lock.withLock { resumedAt.append(offset) } }
+    func resumed(at offset: Int64) { state.withLock { $0.resumedAt.append(offset) } }
 
     func restarted() {
-        lock.withLock {
-            restarts += 1
-            present = 0
+        state.withLock { state in
+            state.restarts += 1
+            state.present = 0
         }
     }
 
-    func wrote(_ count: Int) { lock.withLock { present += Int64(count) } }
+    func wrote(_ count: Int) { state.withLock { $0.present += Int64(count) } }
 }
 
 /// What `If-Range` may carry (RFC 9110 §13.1.5): a strong entity tag, or a `Last-Modified` date.

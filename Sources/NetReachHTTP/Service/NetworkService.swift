@@ -1,4 +1,5 @@
 import Dispatch
+import NetReachSystem
 import Foundation
 import HTTPTypes
 import Logging
@@ -105,7 +106,7 @@ public final class NetworkService: Sendable {
     private func pathMonitor(for url: URL) async -> PathMonitor? {
         // A monitor given unstarted is started now, when a path is first needed.
         if let monitor, monitor.isIdle {
-            _ = await Self.onThreadOfItsOwn { monitor.startIfIdle(queue: Self.lazyStartQueue) }
+            _ = await BlockingWork.run(named: "netreach-start") { monitor.startIfIdle(queue: Self.lazyStartQueue) }
         }
         // A monitor that is not observing (cancelled, failed) explains nothing, and neither would
         // one made from it.
@@ -115,7 +116,7 @@ public final class NetworkService: Sendable {
         if case .host(let name) = destination, name != "localhost" { return monitor }
         if let existing = destinationMonitors.existing(for: destination) { return existing }
         // Starting one resolves `localhost` and waits for the source's first answer.
-        let made = await Self.onThreadOfItsOwn { monitor.monitoring(destination) }
+        let made = await BlockingWork.run(named: "netreach-start") { monitor.monitoring(destination) }
         return destinationMonitors.keep(made, for: destination)
     }
 
@@ -127,14 +128,6 @@ public final class NetworkService: Sendable {
         return false
     }
 
-    /// Runs blocking work (reading the system's state, resolving a name) on a thread of its own
-    /// rather than on the concurrency pool, and returns its result.
-    static func onThreadOfItsOwn<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: work()) }.start()
-        }
-    }
-
     /// Where a monitor the service starts itself delivers its paths.
     private static let lazyStartQueue = DispatchQueue(label: "NetReach.NetworkService.monitor")
 
@@ -144,7 +137,7 @@ public final class NetworkService: Sendable {
     static func observedPath(_ monitor: PathMonitor?) async -> NetworkPath? {
         guard let monitor else { return nil }
         if monitor.isIdle {
-            _ = await onThreadOfItsOwn { monitor.startIfIdle(queue: lazyStartQueue) }
+            _ = await BlockingWork.run(named: "netreach-start") { monitor.startIfIdle(queue: lazyStartQueue) }
         }
         return monitor.currentPath
     }
@@ -310,8 +303,8 @@ public final class NetworkService: Sendable {
                     // An answer over the internet path is evidence that it works (a connectivity
                     // monitor of the same path monitor postpones its probes); one to a local
                     // address or localhost says nothing about the internet.
-                    if let monitor = self.monitor, monitor.hasExchangeListeners, Self.isJudgedByInternetPath(url) {
-                        monitor.reportSuccessfulExchange()
+                    if let evidence = self.monitor?.evidence, evidence.isHeard, Self.isJudgedByInternetPath(url) {
+                        evidence.report(.exchangeSucceeded)
                     }
                     return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
                                                    waited: waited, policy: policy, monitor: monitor))
@@ -579,45 +572,48 @@ extension HTTPField.Name {
 /// The service's per-destination monitors, keyed by destination; at most `limit`, so a client
 /// that talks to ever new addresses cannot grow them without bound (the least recently used is let go, and
 /// stops once no request holds it).
-private final class DestinationMonitors: @unchecked Sendable {
-    // @unchecked: `monitors` and `order` are only touched while `lock` is held.
-    private let lock = NSLock()
-    private var monitors: [PathDestination: PathMonitor] = [:]
-    private var order: [PathDestination] = []
+private final class DestinationMonitors: Sendable {
+    private struct State {
+        var monitors: [PathDestination: PathMonitor] = [:]
+        /// Least recently used first.
+        var order: [PathDestination] = []
+    }
+
+    private let state = Locked(State())
     private let limit = 32
 
     /// The monitor kept for `destination`, now the most recently used.
     func existing(for destination: PathDestination) -> PathMonitor? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let monitor = monitors[destination] else { return nil }
-        if let position = order.firstIndex(of: destination) { order.append(order.remove(at: position)) }
-        return monitor
+        state.withLock { state in
+            guard let monitor = state.monitors[destination] else { return nil }
+            if let position = state.order.firstIndex(of: destination) {
+                state.order.append(state.order.remove(at: position))
+            }
+            return monitor
+        }
     }
 
     /// Keeps `made` for `destination`, unless another request kept one first (then that one).
     func keep(_ made: PathMonitor, for destination: PathDestination) -> PathMonitor {
-        lock.lock()
-        if let raced = monitors[destination] {
-            lock.unlock()
-            made.cancel()
-            return raced
+        let raced = state.withLock { state -> PathMonitor? in
+            if let raced = state.monitors[destination] { return raced }
+            state.monitors[destination] = made
+            state.order.append(destination)
+            // The least recently used is dropped, not cancelled: a request may still be waiting
+            // on it; it stops when released.
+            if state.order.count > limit { state.monitors.removeValue(forKey: state.order.removeFirst()) }
+            return nil
         }
-        monitors[destination] = made
-        order.append(destination)
-        // The least recently used is dropped, not cancelled: a request may still be waiting on it;
-        // it stops when released.
-        if order.count > limit { monitors.removeValue(forKey: order.removeFirst()) }
-        lock.unlock()
-        return made
+        guard let raced else { return made }
+        made.cancel()
+        return raced
     }
 
     func cancelAll() {
-        lock.lock()
-        let all = Array(monitors.values)
-        monitors = [:]
-        order = []
-        lock.unlock()
+        let all = state.withLock { state -> [PathMonitor] in
+            defer { state = State() }
+            return Array(state.monitors.values)
+        }
         for monitor in all { monitor.cancel() }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 
 /// Hands each ``WaitingEvent`` to the service's callback and to every `waitingEvents` sequence.
 final class WaitingBroadcast: Sendable {
@@ -20,21 +21,18 @@ final class WaitingBroadcast: Sendable {
     }
 }
 
-/// The continuations of live `waitingEvents` sequences, behind a lock TSan understands.
-private final class ProtectedStreams: @unchecked Sendable {
-    // @unchecked: `streams` and `nextID` are only touched while `lock` is held.
-    private let lock = NSLock()
-    private var streams: [UInt64: AsyncStream<WaitingEvent>.Continuation] = [:]
-    private var nextID: UInt64 = 0
+/// The continuations of live `waitingEvents` sequences.
+private final class ProtectedStreams: Sendable {
+    private let state = Locked((streams: [UInt64: AsyncStream<WaitingEvent>.Continuation](), nextID: UInt64(0)))
 
     func add(_ continuation: AsyncStream<WaitingEvent>.Continuation) -> UInt64 {
-        lock.withLock {
-            defer { nextID += 1 }
-            streams[nextID] = continuation
-            return nextID
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            state.streams[state.nextID] = continuation
+            return state.nextID
         }
     }
 
-    func remove(_ id: UInt64) { lock.withLock { _ = streams.removeValue(forKey: id) } }
-    var all: [AsyncStream<WaitingEvent>.Continuation] { lock.withLock { Array(streams.values) } }
+    func remove(_ id: UInt64) { state.withLock { _ = $0.streams.removeValue(forKey: id) } }
+    var all: [AsyncStream<WaitingEvent>.Continuation] { state.withLock { Array($0.streams.values) } }
 }

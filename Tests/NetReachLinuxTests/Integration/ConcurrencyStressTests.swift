@@ -4,6 +4,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import NetReachSystem
 #endif
 
 /// The concurrency contract (PathMonitor's guarantees): `currentPath` may be read from any thread at any time. CI runs

@@ -4,6 +4,7 @@ import NetReachTestSupport
 import Glibc
 #endif
 @testable import NetReach
+import NetReachSystem
 import Testing
 
 /// `netreach watch --internet` and `wait --internet` over time, in a lab namespace whose probe

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import NetReachSystem
 #endif
 
 // MARK: Root gating

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 #if canImport(Glibc)
 import Glibc
+import NetReachSystem
 #endif
 
 /// The lifecycle traps of other monitors and PathMonitor's concurrency contract against the kernel source: `cancel()` is

@@ -3,6 +3,7 @@ import Foundation
 @testable import NetReach
 #if canImport(Glibc)
 import Glibc
+import NetReachSystem
 #endif
 
 /// A minimal HTTP/1.1 server whose listening socket lives in another network namespace: it answers

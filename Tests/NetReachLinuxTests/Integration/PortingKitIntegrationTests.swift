@@ -3,6 +3,7 @@ import Foundation
 import NetReachTestSupport
 import NetReach
 import NetReachNetwork
+import NetReachSystem
 import Testing
 
 /// `NWPathMonitor` (the porting kit) on the kernel, in a lab namespace: what Apple-platform code

@@ -4,6 +4,7 @@ import NetReachTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
+import NetReachSystem
 #endif
 
 /// `waitsForConnectivity` against a real kernel: `netreach get` runs inside the lab namespace (its

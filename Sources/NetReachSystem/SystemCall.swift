@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An errno value a system call failed with.
+///
+/// ```swift
+/// do throws(SystemError) { _ = try SystemCall.read(descriptor, into: buffer) }
+/// catch { print(error) }   // "No such file or directory (errno 2)"
+/// ```
+package struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let code: Int32
+
+    package init(_ code: Int32) { self.code = code }
+
+    /// The current thread's errno.
+    package static var current: SystemError { SystemError(errno) }
+
+    package var description: String { "\(String(cString: strerror(code))) (errno \(code))" }
+}
+
+/// The package's one layer over the system calls that can be interrupted or refused for now:
+/// `EINTR` is retried here, once, and `EAGAIN` on a write waits here, once, for every caller
+/// (the path engine, the resolv.conf watcher, output files, the command line).
+///
+/// Callers keep their own error types: each call throws a ``SystemError`` they wrap with what
+/// they know (the path, the operation).
+package enum SystemCall {
+    /// Calls `body` again for as long as it fails with `EINTR`; its result when not negative,
+    /// otherwise the errno it failed with.
+    ///
+    /// ```swift
+    /// let descriptor = try SystemCall.retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
+    /// ```
+    @discardableResult
+    package static func retryingInterrupts<Result: BinaryInteger>(_ body: () -> Result) throws(SystemError) -> Result {
+        while true {
+            let result = body()
+            if result >= 0 { return result }
+            let code = errno
+            if code != EINTR { throw SystemError(code) }
+        }
+    }
+
+    /// One read(2) into `buffer`, retried on `EINTR`: the bytes read, 0 at end of file.
+    /// A non-blocking descriptor with nothing to read throws `EAGAIN`.
+    package static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        try retryingInterrupts { systemRead(descriptor, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Writes all of `bytes`: partial writes are continued, `EINTR` retried, and `EAGAIN` (a
+    /// descriptor somebody made non-blocking, such as a shared pipe) waits until it takes more.
+    /// `written` grows by each step, so after a failure it says how much got through.
+    ///
+    /// ```swift
+    /// var written = 0
+    /// try bytes.withUnsafeBytes { try SystemCall.writeAll(1, $0, written: &written) }
+    /// ```
+    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
+                                 written: inout Int) throws(SystemError) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let count = systemWrite(descriptor, base + offset, bytes.count - offset)
+            if count > 0 {
+                offset += count
+                written += count
+                continue
+            }
+            let code = count == 0 ? EIO : errno   // 0 for a non-empty write: no progress, ever
+            switch code {
+            case EINTR:
+                continue
+            case EAGAIN, EWOULDBLOCK:
+                // With the reader gone poll reports POLLERR, and the next write fails (EPIPE).
+                _ = try poll(descriptor, events: Int16(POLLOUT), timeout: nil)
+            default:
+                throw SystemError(code)
+            }
+        }
+    }
+
+    /// `writeAll(_:_:written:)` for callers that do not count.
+    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        var written = 0
+        try writeAll(descriptor, bytes, written: &written)
+    }
+
+    /// poll(2) over `descriptors`, waiting at most `timeout` (`nil`: until something happens).
+    /// An `EINTR` polls again for the time that is left. Returns how many descriptors have
+    /// events (0 when the time ran out); each one's `revents` says which.
+    ///
+    /// ```swift
+    /// var watched = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+    /// if try SystemCall.poll(&watched, timeout: .seconds(1)) > 0 { ... }
+    /// ```
+    package static func poll(_ descriptors: inout [pollfd], timeout: Duration?) throws(SystemError) -> Int {
+        let deadline = timeout.map { ContinuousClock.now + max($0, .zero) }
+        while true {
+            for index in descriptors.indices { descriptors[index].revents = 0 }
+            let milliseconds = deadline.map { Self.milliseconds(until: $0) } ?? -1
+            let ready = systemPoll(&descriptors, nfds_t(descriptors.count), milliseconds)
+            if ready >= 0 { return Int(ready) }
+            let code = errno
+            if code != EINTR { throw SystemError(code) }
+        }
+    }
+
+    /// poll(2) on one descriptor: the events it has (`revents`, 0 when the time ran out).
+    package static func poll(_ descriptor: Int32, events: Int16, timeout: Duration?) throws(SystemError) -> Int16 {
+        var watched = [pollfd(fd: descriptor, events: events, revents: 0)]
+        _ = try poll(&watched, timeout: timeout)
+        return watched[0].revents
+    }
+
+    /// Adds one to an eventfd(2) counter, waking whoever polls it. Cannot fail but for a bad
+    /// descriptor (then nobody is polling it), so nothing is thrown.
+    package static func signal(eventDescriptor descriptor: Int32) {
+        var one: UInt64 = 1
+        _ = try? retryingInterrupts { systemWrite(descriptor, &one, MemoryLayout<UInt64>.size) }
+    }
+
+    /// Reads an eventfd(2) counter back to zero (non-blocking descriptors: nothing to read is fine).
+    package static func clear(eventDescriptor descriptor: Int32) {
+        var count: UInt64 = 0
+        _ = try? retryingInterrupts { systemRead(descriptor, &count, MemoryLayout<UInt64>.size) }
+    }
+
+    /// Whole milliseconds from now until `deadline`, rounded up (a wait never ends early), at
+    /// least 0 and at most a day (poll takes an Int32).
+    static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
+        let left = deadline - .now
+        guard left > .zero else { return 0 }
+        let (seconds, attoseconds) = left.components
+        if seconds >= 86_400 { return 86_400_000 }
+        return Int32(seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+}
+
+// The system calls under names `SystemCall`'s own methods do not shadow.
+private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
+
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
+}
+
+private func systemPoll(_ descriptors: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32) -> Int32 {
+    poll(descriptors, count, timeout)
+}

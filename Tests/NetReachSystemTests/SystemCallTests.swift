@@ -1,0 +1,216 @@
+import CNetReachLinux   // eventfd
+import Foundation
+import Glibc
+@testable import NetReachSystem
+import NetReachTestSupport
+import Synchronization
+import Testing
+
+/// How many SIGUSR2 the handler below caught: proof that a call was really interrupted.
+private let caughtSignals = Atomic<Int>(0)
+
+/// Catches SIGUSR2 without SA_RESTART, so a blocked system call it lands in fails with EINTR.
+private func installInterruptingHandler() {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = { _ in caughtSignals.add(1, ordering: .relaxed) }
+    action.sa_flags = 0
+    sigemptyset(&action.sa_mask)
+    sigaction(SIGUSR2, &action, nil)
+}
+
+/// Starts `body` on a thread of its own and returns that thread's id (to send it signals) and a
+/// semaphore signalled when `body` returned.
+private func startThread(_ body: @escaping @Sendable () -> Void) -> (thread: pthread_t, done: DispatchSemaphore) {
+    let id = Locked<pthread_t?>(nil)
+    let started = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    BlockingWork.start(named: "nr-test") {
+        // Threads may inherit a mask that blocks it (the test runner's); this one must take it.
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        sigaddset(&unblocked, SIGUSR2)
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+        id.withLock { $0 = pthread_self() }
+        started.signal()
+        body()
+        done.signal()
+    }
+    started.wait()
+    return (id.withLock { $0! }, done)
+}
+
+/// Sends SIGUSR2 to `thread` every 10 ms until `done` is signalled (at most 10 s).
+private func interrupt(_ thread: pthread_t, until done: DispatchSemaphore) -> Bool {
+    for _ in 0..<1000 {
+        pthread_kill(thread, SIGUSR2)
+        if done.wait(timeout: .now() + .milliseconds(10)) == .success { return true }
+    }
+    return false
+}
+
+@Suite("One system-call layer: EINTR, EAGAIN and partial writes handled once", .offPool, .serialized)
+struct SystemCallTests {
+    init() { installInterruptingHandler() }
+
+    @Test("A read that signals keep interrupting still returns the bytes")
+    func readRetriesInterrupts() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let before = caughtSignals.load(ordering: .relaxed)
+        let result = Locked<Result<Int, SystemError>?>(nil)
+        let reader = ends[0]
+        let (thread, done) = startThread {
+            var byte: UInt8 = 0
+            let outcome = withUnsafeMutableBytes(of: &byte) { buffer in
+                Result { () throws(SystemError) in try SystemCall.read(reader, into: buffer) }
+            }
+            result.withLock { $0 = outcome }
+        }
+        // Interrupt the blocked read for a while, then give it its byte.
+        for _ in 0..<10 {
+            pthread_kill(thread, SIGUSR2)
+            usleep(10_000)
+        }
+        var byte: UInt8 = 42
+        #expect(write(ends[1], &byte, 1) == 1)
+        #expect(interrupt(thread, until: done))
+        #expect(try result.withLock { $0 }?.get() == 1)
+        #expect(caughtSignals.load(ordering: .relaxed) > before)
+    }
+
+    @Test("An interrupted poll waits out the rest of its time, no less")
+    func pollWaitsOutInterrupts() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let reader = ends[0]
+        let before = caughtSignals.load(ordering: .relaxed)
+        let outcome = Locked<(ready: Int, waited: Duration)?>(nil)
+        let (thread, done) = startThread {
+            let start = ContinuousClock.now
+            let ready = (try? SystemCall.poll(reader, events: Int16(POLLIN), timeout: .milliseconds(300))).map(Int.init) ?? -1
+            outcome.withLock { $0 = (ready, ContinuousClock.now - start) }
+        }
+        #expect(interrupt(thread, until: done))
+        let (ready, waited) = try #require(outcome.withLock { $0 })
+        #expect(ready == 0, "nothing was written: the time ran out")
+        #expect(waited >= .milliseconds(300), "ended early after a signal: \(waited)")
+        #expect(caughtSignals.load(ordering: .relaxed) > before)
+    }
+
+    @Test("A non-blocking pipe that fills up is waited for, and every byte arrives in order")
+    func writeAllWaitsOnFullPipe() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let writer = ends[1]
+        #expect(fcntl(writer, F_SETFL, fcntl(writer, F_GETFL) | O_NONBLOCK) == 0)
+        // 1 MiB through a 64 KiB pipe: write(2) must say EAGAIN many times.
+        let sent = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let received = Locked<[UInt8]>([])
+        let reader = ends[0]
+        let (_, done) = startThread {
+            usleep(50_000)   // let the writer find the pipe full first
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { try? SystemCall.read(reader, into: $0) } ?? 0
+                if count == 0 { return }
+                received.withLock { $0 += buffer[..<count] }
+            }
+        }
+        var written = 0
+        let result = sent.withUnsafeBytes { bytes in
+            Result { () throws(SystemError) in try SystemCall.writeAll(writer, bytes, written: &written) }
+        }
+        try result.get()
+        close(writer)
+        #expect(done.wait(timeout: .now() + .seconds(30)) == .success)
+        #expect(written == sent.count)
+        #expect(received.withLock { $0 } == sent)
+    }
+
+    @Test("A write to a pipe whose reader has gone throws EPIPE, counting nothing")
+    func writeAllReportsBrokenPipe() {
+        signal(SIGPIPE, SIG_IGN)
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        close(ends[0])
+        defer { close(ends[1]) }
+        var written = 0
+        let bytes = [UInt8](repeating: 1, count: 10)
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(SystemError) in try SystemCall.writeAll(ends[1], buffer, written: &written) }
+        }
+        #expect(throws: SystemError(EPIPE)) { try result.get() }
+        #expect(written == 0)
+        #expect(SystemError(EPIPE).description.contains("errno 32"))
+    }
+
+    @Test("A call that fails for another reason than EINTR throws its errno at once")
+    func otherErrorsAreThrown() {
+        #expect(throws: SystemError(EBADF)) { try SystemCall.retryingInterrupts { close(-1) } }
+        var byte: UInt8 = 0
+        let result = withUnsafeMutableBytes(of: &byte) { buffer in
+            Result { () throws(SystemError) in try SystemCall.read(-1, into: buffer) }
+        }
+        #expect(throws: SystemError(EBADF)) { try result.get() }
+    }
+
+    @Test("Poll's milliseconds round up and saturate, so a wait never ends early or overflows")
+    func millisecondsRoundUp() {
+        let now = ContinuousClock.now
+        #expect(SystemCall.milliseconds(until: now - .seconds(1)) == 0)
+        #expect(SystemCall.milliseconds(until: now + .seconds(400_000)) == 86_400_000)
+        let soon = SystemCall.milliseconds(until: ContinuousClock.now + .microseconds(1500))
+        #expect(soon == 2 || soon == 1, "1.5 ms ahead is 2 ms, or 1 ms if 0.5 ms passed meanwhile: \(soon)")
+    }
+
+    @Test("An eventfd signalled twice is read back to zero at once")
+    func eventDescriptor() throws {
+        let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        SystemCall.signal(eventDescriptor: descriptor)
+        SystemCall.signal(eventDescriptor: descriptor)
+        #expect(try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: .zero) & Int16(POLLIN) != 0)
+        SystemCall.clear(eventDescriptor: descriptor)
+        #expect(try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: .zero) == 0)
+    }
+}
+
+@Suite("One lock, one executor for blocking work", .offPool)
+struct LockAndExecutorTests {
+    struct Refused: Error, Equatable {}
+
+    @Test("Locked passes a typed error through, and the value stays as it was left")
+    func lockedRethrowsTyped() {
+        let value = Locked(1)
+        #expect(throws: Refused()) {
+            try value.withLock { (number) throws(Refused) in
+                number = 2
+                throw Refused()
+            }
+        }
+        #expect(value.withLock { $0 } == 2)
+    }
+
+    @Test("Locked serializes increments from many threads")
+    func lockedCounts() async {
+        let counter = Locked(0)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask { await BlockingWork.run(named: "nr-count") { for _ in 0..<10_000 { counter.withLock { $0 += 1 } } } }
+            }
+        }
+        #expect(counter.withLock { $0 } == 80_000)
+    }
+
+    @Test("A blocking job runs on a thread the kernel knows by its name")
+    func threadIsNamed() async throws {
+        let comm = await BlockingWork.run(named: "netreach-test-named-thread") { () -> String in
+            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        }
+        #expect(comm == "netreach-test-n\n", "Linux keeps 15 bytes of a thread's name")
+    }
+}
