@@ -1,5 +1,4 @@
 import Foundation
-import NetReachSystem
 import NIOCore
 import NIOHTTP1
 import NIOPosix
