@@ -124,10 +124,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // What the test targets share: running programs (ChildProcess) and blocking work off the
-        // concurrency pool (BlockingWorkExecutor, the .offPool trait). Not a product.
+        // What the test targets share: running programs (ChildProcess), blocking work off the
+        // concurrency pool (BlockingWorkExecutor, the .offPool trait) and the network-namespace lab
+        // (NetnsLab, the .needsNamespaceRoot gate, a server inside a namespace, tun devices). Not a product.
         .target(name: "CNetReachTestSupport", path: "Tests/CNetReachTestSupport"),
-        .target(name: "NetReachTestSupport", dependencies: ["CNetReachTestSupport"], path: "Tests/NetReachTestSupport"),
+        .target(
+            name: "NetReachTestSupport",
+            dependencies: [
+                "CNetReachTestSupport", "NetReach", "NetReachSystem",
+                .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
+            ],
+            path: "Tests/NetReachTestSupport"
+        ),
+        // One test target per library target, named after it.
         .testTarget(
             name: "NetReachSystemTests",
             dependencies: [
@@ -135,11 +144,24 @@ let package = Package(
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
             ]
         ),
-        .testTarget(name: "NetReachTests", dependencies: ["NetReach", "NetReachSystem", "NetReachTesting"]),
-        .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner", "NetReachTestSupport"]),
+        // The path engine: pure evaluation, the netlink parser on captured and handmade bytes
+        // (Linux/), and the monitor against the kernel in namespace labs (Integration/).
+        .testTarget(
+            name: "NetReachTests",
+            dependencies: [
+                "NetReach", "NetReachSystem", "NetReachTesting", "NetReachTestSupport",
+                .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
+            ],
+            // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
+            exclude: ["Linux/Fixtures"]
+        ),
+        .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner", "NetReachSystem", "NetReachTestSupport"]),
         // PortedPatterns/ is compiled by both: here in the Swift 6 mode, and through a symbolic link
         // by the Swift 5 target below (ported code comes in both modes).
-        .testTarget(name: "NetReachNetworkTests", dependencies: ["NetReachNetwork", "NetReach", "NetReachSystem", "NetReachTesting"]),
+        .testTarget(
+            name: "NetReachNetworkTests",
+            dependencies: ["NetReachNetwork", "NetReach", "NetReachSystem", "NetReachTesting", "NetReachTestSupport"]
+        ),
         .testTarget(
             name: "NetReachNetworkSwift5Tests",
             dependencies: ["NetReachNetwork", "NetReach", "NetReachTesting"],
@@ -152,6 +174,8 @@ let package = Package(
                 .product(name: "Clocks", package: "swift-clocks"),
             ]
         ),
+        // The HTTP service, output files, and the transport conformance suite, which runs the same
+        // cases on both transports (NetReachURLSession, NetReachAsyncHTTPClient).
         .testTarget(
             name: "NetReachHTTPTests",
             dependencies: [
@@ -166,20 +190,15 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Every command: parsing and help in process, and the built `netreach` run against namespace
+        // labs, nginx and curl (Integration/).
         .testTarget(
-            name: "NetReachLinuxTests",
+            name: "NetReachCommandsTests",
             dependencies: [
-                "NetReach",
-                "NetReachSystem",
-                "NetReachConnectivity",
-                "NetReachNetwork",   // NWPathMonitor read from many threads while a real route flaps
-                "NetReachCommands",
-                "NetReachTestSupport",
+                "NetReachCommands", "NetReach", "NetReachSystem", "NetReachConnectivity", "NetReachTestSupport",
                 "netreach",   // built before the tests run: the command tests execute it
-                .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
-            ],
-            // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
-            exclude: ["Fixtures"]
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // README and DocC snippets, extracted by scripts/extract-snippets.py: building them is the check.
         .testTarget(

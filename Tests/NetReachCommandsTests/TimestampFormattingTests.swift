@@ -1,5 +1,6 @@
 import Foundation
 @testable import NetReachCommands
+import NetReachTestSupport
 import Testing
 
 /// `watch` timestamps are formatted by hand (no ICU); they must match ISO 8601 with milliseconds, UTC.

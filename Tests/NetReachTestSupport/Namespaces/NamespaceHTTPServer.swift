@@ -1,10 +1,10 @@
 import CNetReachLinux
 import Foundation
-@testable import NetReach
+import NetReach
 #if canImport(Glibc)
 import Glibc
-import NetReachSystem
 #endif
+import NetReachSystem
 
 /// A minimal HTTP/1.1 server whose listening socket lives in another network namespace: it answers
 /// every request with `200 ok` and `Connection: close` (or what `reply` says for its request line),
@@ -19,17 +19,17 @@ import NetReachSystem
 /// defer { server.stop() }
 /// // http://10.123.1.1:\(server.port)/ from inside the lab
 /// ```
-final class NamespaceHTTPServer: Sendable {
+package final class NamespaceHTTPServer: Sendable {
     /// A request as the server saw it.
-    struct Arrival: Sendable {
+    package struct Arrival: Sendable {
         /// The request line, e.g. `GET /hello HTTP/1.1`.
-        var requestLine: String
+        package var requestLine: String
         /// When its head was complete.
-        var at: ContinuousClock.Instant
+        package var at: ContinuousClock.Instant
     }
 
     /// What to do with a request.
-    enum Reply: Sendable {
+    package enum Reply: Sendable {
         /// Send these bytes (a whole response), then close.
         case bytes([UInt8])
         /// Send nothing and hold the connection open until the server stops.
@@ -38,14 +38,14 @@ final class NamespaceHTTPServer: Sendable {
         case close
 
         /// A response with `status`, `headers` and `body`, `Connection: close`.
-        static func response(_ status: String, headers: [String] = [], body: String = "") -> Reply {
+        package static func response(_ status: String, headers: [String] = [], body: String = "") -> Reply {
             let head = (["HTTP/1.1 \(status)", "Content-Length: \(body.utf8.count)", "Connection: close"] + headers)
                 .joined(separator: "\r\n")
             return .bytes(Array((head + "\r\n\r\n" + body).utf8))
         }
     }
 
-    let port: UInt16
+    package let port: UInt16
     private let listener: Int32
     private let arrivals = Locked([Arrival]())
     private let stopped = Locked(false)
@@ -53,7 +53,7 @@ final class NamespaceHTTPServer: Sendable {
 
     /// Listens on `address` (IPv4) in the `ip netns` namespace `namespace`, on a free port;
     /// `reply` decides each answer from the request line (`200 ok` by default).
-    init(namespace: String, address: String,
+    package init(namespace: String, address: String,
          reply: @escaping @Sendable (String) -> Reply = { _ in .response("200 OK", body: "ok\n") }) throws {
         self.reply = reply
         let listener = try Self.listen(inNamespace: "/var/run/netns/\(namespace)", address: address)
@@ -69,10 +69,10 @@ final class NamespaceHTTPServer: Sendable {
     }
 
     /// Every request received so far, in order.
-    var received: [Arrival] { arrivals.withLock { $0 } }
+    package var received: [Arrival] { arrivals.withLock { $0 } }
 
     /// Stops serving (within 100 ms) and closes the socket.
-    func stop() { stopped.withLock { $0 = true } }
+    package func stop() { stopped.withLock { $0 = true } }
 
     private var isStopped: Bool { stopped.withLock { $0 } }
 

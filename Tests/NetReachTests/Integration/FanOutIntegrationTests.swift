@@ -1,4 +1,5 @@
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// Monitors of one namespace share one netlink engine; each monitor and each `paths` consumer must

@@ -1,5 +1,6 @@
 import Foundation
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// Data flow (Docs/Architecture.md): a burst beyond the socket buffer is an overrun (ENOBUFS) that costs a full

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 @testable import NetReachCommands
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// `watch`'s loop, fed paths directly: what it prints, and when it stops. No root, no kernel.

@@ -22,7 +22,7 @@ struct ResolvConfIntegrationTests {
 
     @Test func supportsDNSFollowsWritesRenamesAndSymlinkSwaps() async throws {
         try await NetnsLab.withLab { lab in
-            try lab.writeResolvConf("# written by NetReachLinuxTests\nsearch lab.invalid\n")
+            try lab.writeResolvConf("# written by NetReachTests\nsearch lab.invalid\n")
             let monitor = Self.startedMonitor(in: lab)
             defer { monitor.cancel() }
             let log = PathLog.consuming(monitor.paths)

@@ -1,5 +1,6 @@
 #if os(Linux)
 @testable import NetReach
+import NetReachTestSupport
 import Testing
 
 // Fixtures, as `ip link` / `ip addr` / `ip route` would show them.

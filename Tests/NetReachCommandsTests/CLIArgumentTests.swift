@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 @testable import NetReachCommands
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// What `netreach` accepts on its command line: durations, options given once, and help that

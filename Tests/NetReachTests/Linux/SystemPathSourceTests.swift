@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import NetReach
+import NetReachTestSupport
 import Testing
 
 /// The system source on this machine's own namespace: needs no root (netlink dumps and

@@ -2,6 +2,7 @@
 import CNetReachLinux
 import Glibc
 @testable import NetReach
+import NetReachTestSupport
 import Testing
 
 /// Route lookups as bytes: the request `ip route get` sends, and the kernel's answers read back,

@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 import NetReachSystem
+import NetReachTestSupport
 #endif
 
 /// The concurrency contract (PathMonitor's guarantees): `currentPath` may be read from any thread at any time. CI runs

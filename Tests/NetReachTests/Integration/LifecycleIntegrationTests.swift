@@ -5,6 +5,7 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 import NetReachSystem
+import NetReachTestSupport
 #endif
 
 /// The lifecycle traps of other monitors and PathMonitor's concurrency contract against the kernel source: `cancel()` is

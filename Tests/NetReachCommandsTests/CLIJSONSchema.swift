@@ -1,4 +1,5 @@
 import Foundation
+import NetReachTestSupport
 
 /// A JSON value, decoded without Foundation's number/boolean ambiguity (`JSONSerialization` gives
 /// `NSNumber` for both `1` and `true`).

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// The kernel changes LinuxPathSemantics.md names, made in a real namespace and watched

@@ -7,9 +7,9 @@ import Testing
 import Glibc
 #endif
 
-/// `PathMonitor(destination:)` in a namespace, against `ip route get DESTINATION`; and the HTTP
-/// layer judging a request by its own destination. Destinations are documentation addresses,
-/// only looked up; the one HTTP request goes to the lab's own loopback.
+/// `PathMonitor(destination:)` in a namespace, against `ip route get DESTINATION`. Destinations
+/// are documentation addresses, only looked up. (`status --to` and `get` judged by their own
+/// destination: DestinationCommandTests.)
 @Suite("Per-destination paths in a network namespace (integration)", .needsNamespaceRoot)
 struct DestinationIntegrationTests {
     private static let destination = "198.51.100.7"
@@ -55,54 +55,6 @@ struct DestinationIntegrationTests {
             #expect(gateway.currentPath.gateways.isEmpty)
             #expect(remote.currentPath.unsatisfiedReason == .noDefaultRoute)
             if case .error = try await lab.routeGet(to: Self.destination) {} else { Issue.record("ip route get found a route") }
-        }
-    }
-
-    /// Runs `netreach ARGUMENTS` inside the lab (`ip netns exec`), whose resolv.conf names only a
-    /// nameserver on the lab's own loopback, where nothing listens: a name that is not in
-    /// /etc/hosts fails at once, and no query can leave the lab.
-    private static func netreachInLab(_ lab: NetnsLab, _ arguments: [String]) async throws -> (status: Int32?, output: [String], error: String) {
-        defer { EtcNetns.remove(for: lab) }
-        try EtcNetns.writeResolvConf("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", for: lab)
-        let process = try NetreachProcess.start(arguments, inNamespace: lab.name)
-        defer { process.kill() }
-        let status = await process.exitStatus(timeout: .seconds(30))
-        return (status, process.outputLines, process.standardError)
-    }
-
-    @Test func theCLIFollowsADestinationGivenAsAName() async throws {
-        try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
-            let (status, output, error) = try await Self.netreachInLab(lab, ["status", "--json", "--to", "localhost"])
-            #expect(status == 0, "\(error)")
-            let path = output.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            #expect(path?["status"] as? String == "satisfied", "\(output)")
-            let interfaces = path?["availableInterfaces"] as? [[String: Any]]
-            #expect(interfaces?.first?["type"] as? String == "loopback", "\(output)")
-        }
-    }
-
-    @Test func aNameThatDoesNotResolveIsSaidAndIsDestinationUnresolved() async throws {
-        try await NetnsLab.withLab { lab in
-            let (status, output, error) = try await Self.netreachInLab(lab, ["status", "--json", "--to", "no-such-host.invalid"])
-            #expect(status == 0, "status reports the path, whatever it is: \(error)")
-            #expect(output.first?.contains("\"unsatisfiedReason\":\"destinationUnresolved\"") == true, "\(output)")
-            #expect(error.contains("cannot resolve the destination: no-such-host.invalid"), "\(error)")
-        }
-    }
-
-    @Test func aRequestToLoopbackInANamespaceWithOnlyLoIsNotHeldBack() async throws {
-        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, defaultRoutes: false)) { lab in
-            try await lab.ip("link", "del", NetnsLab.interface)   // nothing left but lo
-            let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
-            defer { server.stop() }
-            let get = try NetreachProcess.start(
-                ["get", "--wait-for-connectivity", "--json", "--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
-                inNamespace: lab.name)
-            defer { get.kill() }
-            let status = await get.exitStatus(timeout: .seconds(30))
-            #expect(status == 0, "standard error: \(get.standardError)")
-            #expect(!get.outputLines.contains { $0.contains("\"event\":\"waiting\"") }, "\(get.outputLines)")
-            #expect(server.received.map(\.requestLine) == ["GET /hello HTTP/1.1"])
         }
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
-import NetReachTestSupport
-@testable import NetReach
+import NetReach
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,50 +17,56 @@ import Glibc
 ///     try await lab.deleteDefaultRoute()
 /// }
 /// ```
-struct NetnsLab: Sendable {
-    enum Family: String, Sendable, CustomStringConvertible {
+package struct NetnsLab: Sendable {
+    package enum Family: String, Sendable, CustomStringConvertible {
         case ipv4, ipv6
-        var description: String { rawValue }
-        var flag: String { self == .ipv4 ? "-4" : "-6" }
+        package var description: String { rawValue }
+        package var flag: String { self == .ipv4 ? "-4" : "-6" }
     }
 
     /// What the lab looks like when the test body starts.
-    struct Setup: Sendable {
+    package struct Setup: Sendable {
         /// Give `veth0` the IPv4 address 10.123.0.2/24.
-        var ipv4 = true
+        package var ipv4 = true
         /// Give `veth0` the IPv6 address 2001:db8:123::2/64 (`nodad`: usable at once).
-        var ipv6 = false
+        package var ipv6 = false
         /// Add a default route for each configured family.
-        var defaultRoutes = true
+        package var defaultRoutes = true
+
+        package init(ipv4: Bool = true, ipv6: Bool = false, defaultRoutes: Bool = true) {
+            self.ipv4 = ipv4
+            self.ipv6 = ipv6
+            self.defaultRoutes = defaultRoutes
+        }
     }
 
-    static let interface = "veth0"
-    static let peerInterface = "veth1"
-    static let ipv4Address = "10.123.0.2/24"
-    static let ipv4Gateway = "10.123.0.1"
-    static let ipv6Address = "2001:db8:123::2/64"
-    static let ipv6Gateway = "2001:db8:123::1"
+    package static let interface = "veth0"
+    package static let peerInterface = "veth1"
+    package static let ipv4Address = "10.123.0.2/24"
+    package static let ipv4Gateway = "10.123.0.1"
+    package static let ipv6Address = "2001:db8:123::2/64"
+    package static let ipv6Gateway = "2001:db8:123::1"
 
     /// The monitored namespace's `ip netns` name.
-    let name: String
+    package let name: String
     /// The namespace holding the peer end of the veth pair.
-    let peerName: String
+    package let peerName: String
     /// A private temporary directory (resolv.conf files, batch files).
-    let directory: String
+    package let directory: String
 
     /// The monitored namespace.
-    var namespace: NetworkNamespace { .named(name) }
+    package var namespace: NetworkNamespace { .named(name) }
     /// The lab's own resolv.conf (not created until a test writes it).
-    var resolvConfPath: String { directory + "/resolv.conf" }
+    package var resolvConfPath: String { directory + "/resolv.conf" }
 
-    static func gateway(_ family: Family) -> String { family == .ipv4 ? ipv4Gateway : ipv6Gateway }
-    static func address(_ family: Family) -> String { family == .ipv4 ? ipv4Address : ipv6Address }
+    package static func gateway(_ family: Family) -> String { family == .ipv4 ? ipv4Gateway : ipv6Gateway }
+    package static func address(_ family: Family) -> String { family == .ipv4 ? ipv4Address : ipv6Address }
 
     // MARK: Life cycle
 
     /// Runs `body` with a fresh lab and deletes the lab afterwards, whether `body` returns, throws or
     /// records failures.
-    static func withLab<Result>(
+    package static func withLab<Result>(
         _ setup: Setup = Setup(), _ body: (NetnsLab) async throws -> Result
     ) async throws -> Result {
         let lab = try await create(setup)
@@ -103,7 +108,7 @@ struct NetnsLab: Sendable {
     }
 
     /// Deletes both namespaces (which destroys the veth pair) and the temporary directory.
-    func destroy() async {
+    package func destroy() async {
         for namespace in [name, peerName] {
             do {
                 try await LabCommand.ip(["netns", "del", namespace])
@@ -119,25 +124,25 @@ struct NetnsLab: Sendable {
 
     /// Runs `ip -n <lab> ARGUMENTS...`.
     @discardableResult
-    func ip(_ arguments: String...) async throws -> String {
+    package func ip(_ arguments: String...) async throws -> String {
         try await LabCommand.ip(["-n", name] + arguments)
     }
 
     /// Runs `ip -n <peer namespace> ARGUMENTS...`.
     @discardableResult
-    func peerIP(_ arguments: String...) async throws -> String {
+    package func peerIP(_ arguments: String...) async throws -> String {
         try await LabCommand.ip(["-n", peerName] + arguments)
     }
 
-    func addDefaultRoute(_ family: Family = .ipv4) async throws {
+    package func addDefaultRoute(_ family: Family = .ipv4) async throws {
         try await ip(family.flag, "route", "add", "default", "via", Self.gateway(family), "dev", Self.interface)
     }
 
-    func deleteDefaultRoute(_ family: Family = .ipv4) async throws {
+    package func deleteDefaultRoute(_ family: Family = .ipv4) async throws {
         try await ip(family.flag, "route", "del", "default", "via", Self.gateway(family), "dev", Self.interface)
     }
 
-    func addAddress(_ family: Family) async throws {
+    package func addAddress(_ family: Family) async throws {
         if family == .ipv4 {
             try await ip("addr", "add", Self.ipv4Address, "dev", Self.interface)
         } else {
@@ -145,29 +150,29 @@ struct NetnsLab: Sendable {
         }
     }
 
-    func deleteAddress(_ family: Family) async throws {
+    package func deleteAddress(_ family: Family) async throws {
         try await ip("addr", "del", Self.address(family), "dev", Self.interface)
     }
 
     /// Sets `veth0` administratively up or down; waits for carrier after `up`.
-    func setLink(up: Bool) async throws {
+    package func setLink(up: Bool) async throws {
         try await ip("link", "set", Self.interface, up ? "up" : "down")
         if up { try await waitForCarrier() }
     }
 
     /// Sets the peer `veth1` up or down: for `veth0` that is carrier gained or lost.
-    func setPeer(up: Bool) async throws {
+    package func setPeer(up: Bool) async throws {
         try await peerIP("link", "set", Self.peerInterface, up ? "up" : "down")
     }
 
     /// Whether the kernel has a default route of `family` in the lab's main table.
-    func hasDefaultRoute(_ family: Family = .ipv4) async throws -> Bool {
+    package func hasDefaultRoute(_ family: Family = .ipv4) async throws -> Bool {
         let output = try await ip(family.flag, "route", "show", "default")
         return !output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
     }
 
     /// Runs many `ip` commands (one per line, without the leading `ip`) in one `ip -batch` process.
-    func batch(_ lines: [String]) async throws {
+    package func batch(_ lines: [String]) async throws {
         let file = directory + "/batch-\(UInt32.random(in: 0 ... .max)).txt"
         try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: false, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
@@ -176,7 +181,7 @@ struct NetnsLab: Sendable {
 
     /// Waits (bounded) until `veth0` is up with carrier (`state UP`), as after `ip link set up`
     /// the link briefly shows NO-CARRIER.
-    func waitForCarrier(timeout: Duration = .seconds(15)) async throws {
+    package func waitForCarrier(timeout: Duration = .seconds(15)) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {
             let line = try await ip("-o", "link", "show", "dev", Self.interface)
@@ -191,12 +196,12 @@ struct NetnsLab: Sendable {
     // MARK: resolv.conf
 
     /// Writes the lab's resolv.conf in place (an IN_CLOSE_WRITE on the file).
-    func writeResolvConf(_ text: String) throws {
+    package func writeResolvConf(_ text: String) throws {
         try text.write(toFile: resolvConfPath, atomically: false, encoding: .utf8)
     }
 
     /// Replaces the lab's resolv.conf the way tools do: write a temporary file, then rename over it.
-    func replaceResolvConf(_ text: String) throws {
+    package func replaceResolvConf(_ text: String) throws {
         let temporary = directory + "/.resolv.conf.tmp"
         try text.write(toFile: temporary, atomically: false, encoding: .utf8)
         try Self.check(rename(temporary, resolvConfPath), "rename \(temporary) \(resolvConfPath)")
@@ -205,7 +210,7 @@ struct NetnsLab: Sendable {
     /// Writes `text` to `<lab>/<subdirectory>/resolv.conf` and atomically replaces the lab's
     /// resolv.conf with a symlink to it (as systemd-resolved's stub link does). Returns the target.
     @discardableResult
-    func replaceResolvConfWithSymlink(toNewFileIn subdirectory: String, containing text: String) throws -> String {
+    package func replaceResolvConfWithSymlink(toNewFileIn subdirectory: String, containing text: String) throws -> String {
         let targetDirectory = directory + "/" + subdirectory
         try FileManager.default.createDirectory(atPath: targetDirectory, withIntermediateDirectories: true)
         let target = targetDirectory + "/resolv.conf"
@@ -222,13 +227,13 @@ struct NetnsLab: Sendable {
     }
 }
 
-enum LabError: Error, CustomStringConvertible {
+package enum LabError: Error, CustomStringConvertible {
     case notRoot
     case commandFailed(arguments: [String], status: Int32, standardError: String)
     case timedOut(String)
     case systemCall(String, String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .notRoot:
             "not root: namespace tests need root (they run, and so fail, because CI=true is set)"
@@ -243,25 +248,25 @@ enum LabError: Error, CustomStringConvertible {
 }
 
 /// Runs programs (``ChildProcess``) off the Swift concurrency pool, checking the exit status.
-enum LabCommand {
-    static let ipExecutable: String = {
+package enum LabCommand {
+    package static let ipExecutable: String = {
         let candidates = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
     }()
 
     /// Runs `ip ARGUMENTS...`; returns standard output, throws with standard error on failure.
     @discardableResult
-    static func ip(_ arguments: [String]) async throws -> String {
+    package static func ip(_ arguments: [String]) async throws -> String {
         try await run(ipExecutable, arguments)
     }
 
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String]) async throws -> String {
+    package static func run(_ executable: String, _ arguments: [String]) async throws -> String {
         try await offPool { try runBlocking(executable, arguments) }
     }
 
     /// Runs a program to completion on the calling thread.
-    static func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
+    package static func runBlocking(_ executable: String, _ arguments: [String]) throws -> String {
         let finished = try ChildProcess.runBlocking(executable, arguments)
         guard finished.status == 0 else {
             throw LabError.commandFailed(

@@ -113,6 +113,6 @@ struct CommandLineToolTests {
 
     /// `netreach arguments…`, with the suites' own `run` (GetDownloadTests.swift).
     private static func run(_ arguments: [String]) throws -> RunResult {
-        try NetReachLinuxTests.run(netreachPath(), arguments)
+        try NetReachCommandsTests.run(netreachPath(), arguments)
     }
 }

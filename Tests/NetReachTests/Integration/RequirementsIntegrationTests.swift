@@ -1,4 +1,5 @@
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// `requiredInterfaceType` / `prohibitedInterfaceTypes` against a namespace whose only interface is

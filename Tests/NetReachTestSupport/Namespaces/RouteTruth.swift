@@ -1,6 +1,5 @@
 import Foundation
-import NetReachTestSupport
-@testable import NetReach
+import NetReach
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +12,7 @@ import Glibc
 /// from SOURCE` shows the route that socket's packets take. A lookup without the source (`ip route
 /// get ADDRESS`) is not the reference: the kernel routes a connection with its source, so `ip rule
 /// from ADDR` and IPv6 source-specific routes apply to it and not to such a lookup.
-enum RouteTruth: Equatable, CustomStringConvertible {
+package enum RouteTruth: Equatable, CustomStringConvertible {
     case route(device: String, gateway: IPAddress?, source: IPAddress?, linkdown: Bool)
     /// The kernel refused or found nothing: what `connect` or `ip` said ("Network is unreachable").
     case error(String)
@@ -21,18 +20,18 @@ enum RouteTruth: Equatable, CustomStringConvertible {
     /// An address that stands for "the internet" in the labs: no lab routes it apart from the rest
     /// (the monitor's own lookup addresses are not used, so a test may route those apart). Never
     /// contacted.
-    static func lookupAddress(_ family: NetnsLab.Family) -> String {
+    package static func lookupAddress(_ family: NetnsLab.Family) -> String {
         family == .ipv4 ? "203.0.113.77" : "2001:db8:ffff::77"
     }
 
     /// Whether traffic of this family can leave: a route out of a link with carrier and a source
     /// address that is not link-local (the monitor's rule for "supports the family").
-    var isUsable: Bool {
+    package var isUsable: Bool {
         guard case .route(_, _, let source, let linkdown) = self, let source else { return false }
         return !linkdown && !source.isLinkLocal
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case .route(let device, let gateway, let source, let linkdown):
             "dev \(device)" + (gateway.map { " via \($0)" } ?? "") + (source.map { " src \($0)" } ?? " no src")
@@ -45,7 +44,7 @@ enum RouteTruth: Equatable, CustomStringConvertible {
 extension NetnsLab {
     /// What a program in the lab gets for a connection to the family's internet address (bound to
     /// `oif` when given).
-    func routeGet(_ family: Family, oif: String? = nil) async throws -> RouteTruth {
+    package func routeGet(_ family: Family, oif: String? = nil) async throws -> RouteTruth {
         try await routeGet(to: RouteTruth.lookupAddress(family), oif: oif)
     }
 
@@ -54,7 +53,7 @@ extension NetnsLab {
     /// `SO_BINDTODEVICE`): the source `ip route get ADDRESS oif DEVICE` picks, then the same lookup
     /// from it. The answer says nothing of carrier (no `linkdown` flag), so the device's `ip link`
     /// flags are read too.
-    func routeGet(to address: String, oif: String? = nil) async throws -> RouteTruth {
+    package func routeGet(to address: String, oif: String? = nil) async throws -> RouteTruth {
         let family: Family = address.contains(":") ? .ipv6 : .ipv4
         let source: String
         if let oif {
@@ -81,7 +80,7 @@ extension NetnsLab {
     }
 
     /// The source address a connected UDP socket to `address` gets in the lab, or `connect`'s error.
-    func connectedSource(_ address: String) async throws -> Result<String, ConnectError> {
+    package func connectedSource(_ address: String) async throws -> Result<String, ConnectError> {
         let script = """
             import socket, sys
             family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
@@ -98,17 +97,17 @@ extension NetnsLab {
         return .failure(ConnectError(message: output.split(separator: " ", maxSplits: 2).dropFirst(2).first.map(String.init) ?? output))
     }
 
-    struct ConnectError: Error {
-        var message: String
+    package struct ConnectError: Error {
+        package var message: String
     }
 
     private struct RouteEntry: Decodable {
-        var dev: String
-        var gateway: String?
-        var via: Via?
-        var prefsrc: String?
-        var table: String?
-        struct Via: Decodable { var host: String }
+        package var dev: String
+        package var gateway: String?
+        package var via: Via?
+        package var prefsrc: String?
+        package var table: String?
+        package struct Via: Decodable { var host: String }
     }
 
     private enum RouteAnswer {
@@ -141,18 +140,18 @@ extension NetnsLab {
 
     /// Writes a network sysctl of the lab (`/proc/sys/net/...` as seen from inside it; no
     /// `sysctl` binary needed).
-    func setSysctl(_ path: String, _ value: String) async throws {
+    package func setSysctl(_ path: String, _ value: String) async throws {
         try await LabCommand.ip(["netns", "exec", name, "sh", "-c", "echo \(value) > /proc/sys/\(path)"])
     }
 
     /// The kernel's answers for both families.
-    func routeTruth() async throws -> [Family: RouteTruth] {
+    package func routeTruth() async throws -> [Family: RouteTruth] {
         [.ipv4: try await routeGet(.ipv4), .ipv6: try await routeGet(.ipv6)]
     }
 
     /// Adds a second uplink: `veth2` here (with `address`), its peer `veth3` up in the peer
     /// namespace, and waits for carrier.
-    func addUplink(_ device: String = "veth2", peer: String = "veth3", address: String = "10.124.0.2/24") async throws {
+    package func addUplink(_ device: String = "veth2", peer: String = "veth3", address: String = "10.124.0.2/24") async throws {
         try await ip("link", "add", device, "type", "veth", "peer", "name", peer, "netns", peerName)
         try await ip("addr", "add", address, "dev", device)
         try await peerIP("link", "set", peer, "up")
@@ -166,7 +165,7 @@ extension NetnsLab {
 }
 
 /// Whether a path says what the kernel says; `nil` when it does, else what differs.
-func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteTruth]) -> String? {
+package func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteTruth]) -> String? {
     var problems: [String] = []
     for family in [NetnsLab.Family.ipv4, .ipv6] {
         guard let answer = truth[family] else { continue }
@@ -190,7 +189,7 @@ func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteTruth]) -
 /// Asks `ip route get` in the lab, then waits (bounded) until the monitor's current path agrees,
 /// and checks that a brand-new monitor's first path agrees too. Returns the kernel's answers.
 @discardableResult
-func expectAgreement(
+package func expectAgreement(
     _ monitor: PathMonitor, in lab: NetnsLab, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> [NetnsLab.Family: RouteTruth] {
     let truth = try await lab.routeTruth()
@@ -204,43 +203,4 @@ func expectAgreement(
         Issue.record("fresh monitor: \(problem)", sourceLocation: sourceLocation)
     }
     return truth
-}
-
-/// A tun device held open in a lab namespace, as a VPN client holds its tunnel: it has carrier
-/// while this object's helper process runs (no wireguard module here; a tun is what a userspace
-/// WireGuard or OpenVPN uses). Nothing reads or writes packets on it.
-final class TunDevice: Sendable {
-    private let helper: ChildProcess
-
-    /// Opens `/dev/net/tun` inside the lab's namespace (`ip netns exec`) with TUNSETIFF and keeps it
-    /// open until ``close()``; then brings the device up with `address` (an `ip addr` argument).
-    static func open(_ name: String, in lab: NetnsLab, address: String? = nil) async throws -> TunDevice {
-        let script = """
-            import fcntl, os, struct, sys, time
-            fd = os.open("/dev/net/tun", os.O_RDWR)
-            fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))
-            print("ready", flush=True)
-            while True: time.sleep(3600)
-            """
-        let helper = try ChildProcess(LabCommand.ipExecutable, ["netns", "exec", lab.name, "python3", "-c", script, name])
-        let device = TunDevice(helper: helper)
-        let line = await helper.nextLine(timeout: .seconds(30))
-        guard line == "ready" else {
-            device.close()
-            throw LabError.systemCall("open tun \(name) in \(lab.name)", "helper said: \(line ?? "nothing") \(helper.standardError)")
-        }
-        try await lab.ip("link", "set", name, "up")
-        if let address { try await lab.ip("addr", "add", address, "dev", name) }
-        return device
-    }
-
-    private init(helper: ChildProcess) {
-        self.helper = helper
-    }
-
-    /// Closes the tunnel: the helper exits and the kernel deletes the device.
-    func close() {
-        helper.kill()
-        _ = helper.waitBlocking(timeout: .seconds(10))
-    }
 }

@@ -2,6 +2,7 @@
 import CNetReachLinux
 import Glibc
 @testable import NetReach
+import NetReachTestSupport
 
 /// Builds rtnetlink buffers by hand, the way the kernel lays them out: each message is a
 /// `nlmsghdr`, a fixed body (`ifinfomsg`, `ifaddrmsg`, `rtmsg`, ...) and `rtattr`s, every part
