@@ -126,13 +126,18 @@ let package = Package(
         ),
         // What the test targets share: running programs (ChildProcess), blocking work off the
         // concurrency pool (BlockingWorkExecutor, the .offPool trait) and the network-namespace lab
-        // (NetnsLab, the .needsNamespaceRoot gate, a server inside a namespace, tun devices). Not a product.
+        // (NetnsLab, the .needsNamespaceRoot gate, a server inside a namespace, tun devices), and the servers
+        // HTTP suites talk to (a fault-injecting one, nginx, tinyproxy, test certificates). Not a product.
         .target(name: "CNetReachTestSupport", path: "Tests/CNetReachTestSupport"),
         .target(
             name: "NetReachTestSupport",
             dependencies: [
                 "CNetReachTestSupport", "NetReach", "NetReachSystem",
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
+                // FaultInjectingServer: an HTTP server that misbehaves on purpose, on SwiftNIO.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tests/NetReachTestSupport"
         ),
@@ -188,6 +193,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // What only AsyncHTTPClient does: its prober, decoding limits (its conformance is in NetReachHTTPTests).
+        .testTarget(
+            name: "NetReachAsyncHTTPClientTests",
+            dependencies: [
+                "NetReachAsyncHTTPClient", "NetReachHTTP", "NetReachConnectivity", "NetReach", "NetReachTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]
         ),
         // Every command: parsing and help in process, and the built `netreach` run against namespace

@@ -4,6 +4,7 @@ import HTTPTypes
 import OpenAPIRuntime
 import NetReach
 import NetReachHTTP
+import NetReachTestSupport
 import NetReachTesting
 import Synchronization
 import Testing

@@ -238,20 +238,6 @@ private func settings(_ tls: TLSSettings) -> TransportSettings {
     TransportSettings(tls: tls, proxy: .environment([:]))
 }
 
-/// Makes certificates, starts nginx with them, runs `body`, and stops and removes everything.
-func withNginx(_ body: (NginxServer, TestCertificates) async throws -> Void) async throws {
-    let certificates = try await TestCertificates.make()
-    defer { certificates.remove() }
-    let nginx = try await NginxServer.start(certificates: certificates)
-    do {
-        try await body(nginx, certificates)
-    } catch {
-        await nginx.stop()
-        throw error
-    }
-    await nginx.stop()
-}
-
 /// GETs `url`; returns the status and the body as text.
 func get(_ transport: any HTTPTransport, _ url: String, headers: HTTPFields = [:]) async throws -> (status: Int, body: String) {
     let (status, data) = try await getData(transport, url, headers: headers)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NetReachAsyncHTTPClient
 import NetReachHTTP
+import NetReachTestSupport
 import NetReachURLSession
 import OpenAPIRuntime
 import Testing

@@ -245,8 +245,8 @@ struct Nginx {
             guard made.status == 0 else { throw NginxError(log: "openssl: \(made.error)") }
         }
         for attempt in 0..<5 {
-            let port = try freePort()
-            let tlsPort = tls ? try freePort() : 0
+            let port = try ExternalServer.freePort()
+            let tlsPort = tls ? try ExternalServer.freePort() : 0
             let tlsServer = tls ? """
                     server {
                         listen 127.0.0.1:\(tlsPort) ssl;
@@ -281,7 +281,8 @@ struct Nginx {
             // Ready when it accepts a connection (bounded: 10 s).
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline && process.isRunning {
-                if canConnect(port: port) && (!tls || canConnect(port: tlsPort)) {
+                if ExternalServer.canConnect(host: "127.0.0.1", port: port)
+                    && (!tls || ExternalServer.canConnect(host: "127.0.0.1", port: tlsPort)) {
                     return Nginx(scratch: scratch, port: port, tlsPort: tlsPort, process: process)
                 }
                 usleep(20_000)
@@ -304,30 +305,6 @@ struct Nginx {
 struct NginxError: Error, CustomStringConvertible {
     var log: String
     var description: String { "nginx did not start: \(log)" }
-}
-
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-func canConnect(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    } == 0
 }
 
 // MARK: - Running commands

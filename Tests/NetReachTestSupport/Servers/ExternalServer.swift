@@ -1,5 +1,4 @@
 import Foundation
-import NetReachTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -13,10 +12,10 @@ import Glibc
 /// let server = try await ExternalServer.start(executable: nginx, arguments: ["-c", conf], ports: [port])
 /// defer { server.stop() }
 /// ```
-final class ExternalServer: Sendable {
+package final class ExternalServer: Sendable {
     private let process: ChildProcess
     /// What the program wrote on standard output and standard error, for failure messages.
-    let logFile: URL
+    package let logFile: URL
 
     private init(process: ChildProcess, logFile: URL) {
         self.process = process
@@ -24,7 +23,7 @@ final class ExternalServer: Sendable {
     }
 
     /// Starts `executable` and waits (up to 10 s) until every port in `ports` on `host` accepts.
-    static func start(executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]) async throws -> ExternalServer {
+    package static func start(executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]) async throws -> ExternalServer {
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try ChildProcess(executable, arguments, output: .file(logFile.path), error: .file(logFile.path))
         let server = ExternalServer(process: process, logFile: logFile)
@@ -45,7 +44,7 @@ final class ExternalServer: Sendable {
 
     /// Terminates the program (SIGTERM, then SIGKILL after 1 s) and waits for it, on a thread of
     /// its own: the tests' cooperative threads (two here) must never block.
-    func stop() async {
+    package func stop() async {
         await offPool { self.stopNow() }
     }
 
@@ -61,7 +60,7 @@ final class ExternalServer: Sendable {
     /// A port on 127.0.0.1 that nothing listens on now, below the kernel's ephemeral range
     /// (32768 and up): other tests take "a closed port" from that range and expect nothing to
     /// answer there, which a server started here must never break.
-    static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         for _ in 0..<200 {
             let port = Int.random(in: 20_000..<32_000)
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -80,7 +79,7 @@ final class ExternalServer: Sendable {
     }
 
     /// `true` when a TCP connection to `host:port` is accepted.
-    static func canConnect(host: String, port: Int) -> Bool {
+    package static func canConnect(host: String, port: Int) -> Bool {
         let isV6 = host.contains(":")
         let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
@@ -104,7 +103,7 @@ final class ExternalServer: Sendable {
     }
 
     /// The full path of `name` in `PATH` (or /usr/sbin, where Debian puts nginx), or `nil`.
-    static func tool(_ name: String) -> String? {
+    package static func tool(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         for directory in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/bin", "/sbin"] {
             let candidate = directory + "/" + name
@@ -115,12 +114,12 @@ final class ExternalServer: Sendable {
 
     /// Whether the tests that need `tools` should run: when all are installed, and always under CI
     /// (where a missing tool must fail the run, not skip it: scripts/test.sh installs them).
-    static func available(_ tools: String...) -> Bool {
+    package static func available(_ tools: String...) -> Bool {
         ProcessInfo.processInfo.environment["CI"] == "true" || tools.allSatisfy { tool($0) != nil }
     }
 
     /// The path of `name`, or a failure saying how to install it.
-    static func require(_ name: String) throws -> String {
+    package static func require(_ name: String) throws -> String {
         guard let path = tool(name) else {
             throw ExternalServerError.missingTool("\(name) is not installed: apt-get install -y nginx tinyproxy openssl")
         }
@@ -128,12 +127,12 @@ final class ExternalServer: Sendable {
     }
 }
 
-enum ExternalServerError: Error, CustomStringConvertible {
+package enum ExternalServerError: Error, CustomStringConvertible {
     case missingTool(String)
     case didNotStart(String)
     case commandFailed(String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .missingTool(let text), .didNotStart(let text), .commandFailed(let text): text
         }
@@ -141,21 +140,21 @@ enum ExternalServerError: Error, CustomStringConvertible {
 }
 
 /// A fresh directory under the system's temporary directory, removed by `remove()`.
-struct TemporaryDirectory {
-    let url: URL
+package struct TemporaryDirectory {
+    package let url: URL
 
-    init(_ prefix: String) throws {
+    package init(_ prefix: String) throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    package func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
-    func remove() { try? FileManager.default.removeItem(at: url) }
+    package func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
 /// Runs a command to its end; throws with its output if it fails.
-func runCommand(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws {
+package func runCommand(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws {
     let finished = try ChildProcess.runBlocking(executable, arguments, directory: directory?.path)
     guard finished.status == 0 else {
         throw ExternalServerError.commandFailed("\(executable) \(arguments.joined(separator: " ")) failed: \(finished.standardOutput)\(finished.standardError)")

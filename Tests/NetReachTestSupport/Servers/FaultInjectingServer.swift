@@ -42,11 +42,11 @@ import Glibc
 /// let (_, response) = try await session.data(from: server.url("/retry-after?seconds=1&times=1"))
 /// #expect(server.received(path: "/retry-after").count == 1)
 /// ```
-final class FaultInjectingServer: Sendable {
+package final class FaultInjectingServer: Sendable {
     /// The port the server listens on.
-    let port: Int
+    package let port: Int
     /// The address it listens on: `127.0.0.1`, or `::1`.
-    let host: String
+    package let host: String
 
     private let group: MultiThreadedEventLoopGroup
     private let serverChannel: any Channel
@@ -61,7 +61,7 @@ final class FaultInjectingServer: Sendable {
     }
 
     /// Binds `host` (127.0.0.1 by default; `::1` for IPv6) on an ephemeral port and starts serving.
-    static func start(host: String = "127.0.0.1") async throws -> FaultInjectingServer {
+    package static func start(host: String = "127.0.0.1") async throws -> FaultInjectingServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = FaultServerState()
         do {
@@ -91,29 +91,29 @@ final class FaultInjectingServer: Sendable {
     }
 
     /// `http://127.0.0.1:<port><pathAndQuery>` (or `http://[::1]:...`); `pathAndQuery` starts with `/`.
-    func url(_ pathAndQuery: String) -> URL {
+    package func url(_ pathAndQuery: String) -> URL {
         URL(string: "http://\(authority)\(pathAndQuery)")!
     }
 
     /// `127.0.0.1:<port>`, or `[::1]:<port>`.
-    var authority: String {
+    package var authority: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// Every request whose head was read, in arrival order, fault paths included. A request's body
     /// is filled in once it has been read completely; it stays empty if the fault hit first.
-    var received: [ReceivedRequest] {
+    package var received: [ReceivedRequest] {
         state.received
     }
 
     /// The requests to `path` (compared without the query string), in arrival order.
-    func received(path: String) -> [ReceivedRequest] {
+    package func received(path: String) -> [ReceivedRequest] {
         state.received.filter { $0.path == path }
     }
 
     /// Stops listening, closes every open connection and stops the server's thread. Calling it
     /// again does nothing.
-    func shutdown() async throws {
+    package func shutdown() async throws {
         guard state.beginShutdown() else { return }
         try? await serverChannel.close()
         // Shutting the group down closes the accepted connections and cancels pending delays.
@@ -121,7 +121,7 @@ final class FaultInjectingServer: Sendable {
     }
 
     /// The body `/big?bytes=N` sends: byte `i` is `UInt8(i % 256)`.
-    static func bigBody(count: Int) -> Data {
+    package static func bigBody(count: Int) -> Data {
         var body = Data(capacity: count)
         while body.count < count {
             body.append(contentsOf: bigBodyCycle.prefix(count - body.count))
@@ -134,7 +134,7 @@ final class FaultInjectingServer: Sendable {
     /// then back-references of 258 bytes at distance 1, 13 bits each. Up to 8 MiB the trailer is
     /// right (CRC-32 and size), so the stream decodes cleanly; past that its CRC is left zero, as
     /// computing it would take seconds: a client with a limit stops long before it.
-    static func gzipBomb(decodedBytes: Int) -> Data {
+    package static func gzipBomb(decodedBytes: Int) -> Data {
         let matches = max(0, (decodedBytes - 1 + 257) / 258)
         let decoded = 1 + matches * 258
         // Header bits, the literal and the first 5 bits of the first match fill 2 bytes; from
@@ -191,11 +191,11 @@ final class FaultInjectingServer: Sendable {
     /// Deflate's bit order: fields least significant bit first (Huffman codes are written here
     /// already reversed). Bits gather in a word and leave a byte at a time: the bomb has millions.
     private struct BitWriter {
-        var bytes: [UInt8] = []
+        package var bytes: [UInt8] = []
         private var word: UInt64 = 0
         private var count = 0
 
-        mutating func write(_ value: UInt64, count bits: Int) {
+        package mutating func write(_ value: UInt64, count bits: Int) {
             word |= value << UInt64(count)
             count += bits
             while count >= 8 {
@@ -205,7 +205,7 @@ final class FaultInjectingServer: Sendable {
             }
         }
 
-        mutating func flush() {
+        package mutating func flush() {
             if count > 0 { bytes.append(UInt8(truncatingIfNeeded: word)) }
             word = 0
             count = 0
@@ -214,26 +214,26 @@ final class FaultInjectingServer: Sendable {
 
     /// One period of ``bigBody(count:)``; appended whole, because building a megabyte a byte at a
     /// time took seconds in a debug build.
-    static let bigBodyCycle: [UInt8] = (0..<256).map { UInt8($0) }
+    package static let bigBodyCycle: [UInt8] = (0..<256).map { UInt8($0) }
 }
 
 /// One request as the server read it.
-struct ReceivedRequest: Sendable, Equatable {
+package struct ReceivedRequest: Sendable, Equatable {
     /// "GET", "POST", ...
-    var method: String
+    package var method: String
     /// The request target's path, without the query.
-    var path: String
+    package var path: String
     /// The raw query string (after `?`), or `nil` if the target had no `?`.
-    var query: String?
+    package var query: String?
     /// Header fields with lowercased names; when a name repeats, the last value wins.
-    var headers: [String: String]
+    package var headers: [String: String]
     /// The whole body read; empty if the fault hit before the body was read.
-    var body: Data
+    package var body: Data
     /// The value of the `Idempotency-Key` header, if any.
-    var idempotencyKey: String?
+    package var idempotencyKey: String?
 }
 
-enum FaultServerError: Error {
+package enum FaultServerError: Error {
     case noLocalPort
 }
 
@@ -245,24 +245,24 @@ private final class FaultServerState: @unchecked Sendable {
     private var counters: [String: Int] = [:]
     private var isShutDown = false
 
-    var received: [ReceivedRequest] {
+    package var received: [ReceivedRequest] {
         lock.withLock { requests }
     }
 
     /// Logs a request whose head was read; returns its index for ``setBody(_:at:)``.
-    func record(_ request: ReceivedRequest) -> Int {
+    package func record(_ request: ReceivedRequest) -> Int {
         lock.withLock {
             requests.append(request)
             return requests.count - 1
         }
     }
 
-    func setBody(_ body: Data, at index: Int) {
+    package func setBody(_ body: Data, at index: Int) {
         lock.withLock { requests[index].body = body }
     }
 
     /// Counts one more request for `key` and returns how many came before it.
-    func nextAttempt(for key: String) -> Int {
+    package func nextAttempt(for key: String) -> Int {
         lock.withLock {
             let previous = counters[key, default: 0]
             counters[key] = previous + 1
@@ -271,7 +271,7 @@ private final class FaultServerState: @unchecked Sendable {
     }
 
     /// `true` the first time only.
-    func beginShutdown() -> Bool {
+    package func beginShutdown() -> Bool {
         lock.withLock {
             defer { isShutDown = true }
             return !isShutDown
@@ -281,10 +281,10 @@ private final class FaultServerState: @unchecked Sendable {
 
 /// One per connection; runs on the server's event loop only.
 private final class FaultHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+    package typealias InboundIn = HTTPServerRequestPart
+    package typealias OutboundOut = HTTPServerResponsePart
 
-    static let encoderName = "fault-server-encoder"
+    package static let encoderName = "fault-server-encoder"
 
     private let state: FaultServerState
     private var head: HTTPRequestHead?
@@ -293,11 +293,11 @@ private final class FaultHandler: ChannelInboundHandler {
     /// Set once a fault has closed (or is about to close) the connection: later parts are ignored.
     private var finished = false
 
-    init(state: FaultServerState) {
+    package init(state: FaultServerState) {
         self.state = state
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !finished else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
@@ -337,7 +337,7 @@ private final class FaultHandler: ChannelInboundHandler {
         }
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A client that breaks the protocol or vanishes just loses its connection.
         finished = true
         context.close(promise: nil)
@@ -612,7 +612,7 @@ private final class FaultHandler: ChannelInboundHandler {
 
     /// An IMF-fixdate (RFC 9110 §5.6.7), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`, `seconds` after now
     /// rounded up to the next whole second, so the delay it names is never shorter than asked.
-    static func imfFixdate(secondsFromNow seconds: Int) -> String {
+    package static func imfFixdate(secondsFromNow seconds: Int) -> String {
         let target = (Date().timeIntervalSince1970 + Double(seconds)).rounded(.up)
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

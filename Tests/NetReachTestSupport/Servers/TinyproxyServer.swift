@@ -10,8 +10,8 @@ import Foundation
 /// // ... send through http://127.0.0.1:\(proxy.port) ...
 /// #expect(proxy.log().contains { $0.contains("127.0.0.1:\(server.port)") })
 /// ```
-final class TinyproxyServer: Sendable {
-    let port: Int
+package final class TinyproxyServer: Sendable {
+    package let port: Int
     private let directory: TemporaryDirectory
     private let process: ExternalServer
 
@@ -22,12 +22,12 @@ final class TinyproxyServer: Sendable {
     }
 
     /// The proxy's URL, `http://127.0.0.1:PORT`.
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    package var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Starts tinyproxy. `connectPorts` are the ports `CONNECT` may reach: Debian's stock
     /// configuration (443 and 563) unless a test needs tunnels to its own servers (`[]`: any port);
     /// `basicAuth` makes it ask for credentials (407).
-    static func start(connectPorts: [Int] = [443, 563], basicAuth: (user: String, password: String)? = nil) async throws -> TinyproxyServer {
+    package static func start(connectPorts: [Int] = [443, 563], basicAuth: (user: String, password: String)? = nil) async throws -> TinyproxyServer {
         let tinyproxy = try ExternalServer.require("tinyproxy")
         let directory = try TemporaryDirectory("netreach-tinyproxy")
         let port = try ExternalServer.freePort()
@@ -57,7 +57,7 @@ final class TinyproxyServer: Sendable {
 
     /// The `Request` lines of the log: `GET http://127.0.0.1:8080/ok HTTP/1.1` or
     /// `CONNECT 127.0.0.1:8080 HTTP/1.1`.
-    func requests() -> [String] {
+    package func requests() -> [String] {
         let data = (try? Data(contentsOf: directory.url.appendingPathComponent("tinyproxy.log"))) ?? Data()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
             guard let range = line.range(of: "): ") , line.contains("Request (file descriptor") else { return nil }
@@ -66,7 +66,7 @@ final class TinyproxyServer: Sendable {
     }
 
     /// Terminates tinyproxy and removes its directory.
-    func stop() async {
+    package func stop() async {
         await process.stop()
         directory.remove()
     }

@@ -1,5 +1,4 @@
 import Foundation
-import NetReachTestSupport
 
 /// nginx on 127.0.0.1, started by a test with a configuration in a temporary directory, one
 /// `server` per behaviour the TLS and decoding tests need:
@@ -22,21 +21,21 @@ import NetReachTestSupport
 /// let nginx = try await NginxServer.start(certificates: certificates)
 /// // ... and at the end: await nginx.stop()
 /// ```
-final class NginxServer: Sendable {
-    let trusted: Int
-    let wrongHost: Int
-    let expired: Int
-    let mutual: Int
-    let plain: Int
-    let notYetValid: Int
-    let addressOnly: Int
-    let nameOnly: Int
+package final class NginxServer: Sendable {
+    package let trusted: Int
+    package let wrongHost: Int
+    package let expired: Int
+    package let mutual: Int
+    package let plain: Int
+    package let notYetValid: Int
+    package let addressOnly: Int
+    package let nameOnly: Int
     private let directory: TemporaryDirectory
     private let process: ExternalServer
 
     /// An RFC 8908 captive-portal API on the trusted server: `/captive` (406 unless asked for
     /// `application/captive+json`), `/not-captive`, and `/captive-number` (`"captive": 1`, not a boolean).
-    static let captivePortalAPI = #"""
+    package static let captivePortalAPI = #"""
         location = /captive {
             default_type application/captive+json;
             if ($http_accept != "application/captive+json") { return 406; }
@@ -47,7 +46,7 @@ final class NginxServer: Sendable {
         """#
 
     /// The JSON `/data.json` serves (about 5 MB).
-    let json: Data
+    package let json: Data
 
     private init(ports: [Int], directory: TemporaryDirectory, process: ExternalServer, json: Data) {
         (trusted, wrongHost, expired, mutual, plain) = (ports[0], ports[1], ports[2], ports[3], ports[4])
@@ -57,7 +56,7 @@ final class NginxServer: Sendable {
         self.json = json
     }
 
-    static func start(certificates: TestCertificates) async throws -> NginxServer {
+    package static func start(certificates: TestCertificates) async throws -> NginxServer {
         let nginx = try ExternalServer.require("nginx")
         let directory = try TemporaryDirectory("netreach-nginx")
         var ports: [Int] = []
@@ -124,14 +123,28 @@ final class NginxServer: Sendable {
     }
 
     /// The access log's lines so far (nginx writes each when the request is done).
-    func accessLog() -> [String] {
+    package func accessLog() -> [String] {
         let text = (try? String(contentsOfFile: directory.path("access.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").map(String.init)
     }
 
     /// Terminates nginx and removes its directory.
-    func stop() async {
+    package func stop() async {
         await process.stop()
         directory.remove()
     }
+}
+
+/// Makes certificates, starts nginx with them, runs `body`, and stops and removes everything.
+package func withNginx(_ body: (NginxServer, TestCertificates) async throws -> Void) async throws {
+    let certificates = try await TestCertificates.make()
+    defer { certificates.remove() }
+    let nginx = try await NginxServer.start(certificates: certificates)
+    do {
+        try await body(nginx, certificates)
+    } catch {
+        await nginx.stop()
+        throw error
+    }
+    await nginx.stop()
 }

@@ -1,5 +1,4 @@
 import Foundation
-import NetReachTestSupport
 
 /// A throwaway certificate authority and the certificates the TLS tests need, made with the
 /// `openssl` command in a temporary directory (EC P-256 keys: quick to make).
@@ -21,15 +20,15 @@ import NetReachTestSupport
 /// defer { certificates.remove() }
 /// settings.tls.trustRoots = .file(certificates.path("ca.pem"))
 /// ```
-struct TestCertificates {
-    let directory: TemporaryDirectory
+package struct TestCertificates {
+    package let directory: TemporaryDirectory
 
-    func path(_ name: String) -> String { directory.path(name) }
+    package func path(_ name: String) -> String { directory.path(name) }
 
-    func remove() { directory.remove() }
+    package func remove() { directory.remove() }
 
     /// Makes the files, on a Dispatch thread (running `openssl` blocks).
-    static func make() async throws -> TestCertificates {
+    package static func make() async throws -> TestCertificates {
         try await offPool { try makeNow() }
     }
 
