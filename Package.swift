@@ -60,7 +60,7 @@ let package = Package(
                 "NetReachSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),   // the control API
+                .product(name: "NIOHTTP1", package: "swift-nio"), // the control API
             ]
         ),
         .target(
@@ -113,7 +113,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),   // condition's event loop
+                .product(name: "NIOPosix", package: "swift-nio"), // condition's event loop
             ]
         ),
         // `main` alone: decides the Capabilities (AsyncHTTPClient for HTTP and probes) and runs.
@@ -160,7 +160,9 @@ let package = Package(
             // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
             exclude: ["Linux/Fixtures"]
         ),
-        .testTarget(name: "NetReachConditionerTests", dependencies: ["NetReachConditioner", "NetReachSystem", "NetReachTestSupport"]),
+        .testTarget(
+            name: "NetReachConditionerTests",
+            dependencies: ["NetReachConditioner", "NetReachSystem", "NetReachTestSupport"]),
         // PortedPatterns/ is compiled by both: here in the Swift 6 mode, and through a symbolic link
         // by the Swift 5 target below (ported code comes in both modes).
         .testTarget(
@@ -184,7 +186,8 @@ let package = Package(
         .testTarget(
             name: "NetReachHTTPTests",
             dependencies: [
-                "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting", "NetReachConnectivity",
+                "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient", "NetReachTesting",
+                "NetReachConnectivity",
                 "NetReachSystem", "NetReachTestSupport",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -210,7 +213,7 @@ let package = Package(
             name: "NetReachCommandsTests",
             dependencies: [
                 "NetReachCommands", "NetReach", "NetReachSystem", "NetReachConnectivity", "NetReachTestSupport",
-                "netreach",   // built before the tests run: the command tests execute it
+                "netreach", // built before the tests run: the command tests execute it
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -223,7 +226,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),   // ChoosingATransport imports it
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), // ChoosingATransport imports it
             ]
         ),
     ],

@@ -7,6 +7,7 @@
 #   through tinyproxy).
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
+# - Fails if a Swift source is not formatted as .swift-format says (scripts/format.sh fixes it).
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
 # - Runs `swift test`: unit suites always; the network-namespace suites when root (they skip with a
 #   message otherwise, and must run, not skip, when CI=true).
@@ -54,6 +55,12 @@ if [ "$snippets" = 1 ]; then
     exit 1
 elif [ "$snippets" != 0 ]; then
     echo "error: scripts/extract-snippets.py could not run, or could not read a document (above)" >&2
+    exit 1
+fi
+
+echo "== swift-format (.swift-format; scripts/format.sh formats, this checks)"
+if ! scripts/format.sh --check; then
+    echo "error: sources are not formatted (above): run scripts/format.sh and commit" >&2
     exit 1
 fi
 

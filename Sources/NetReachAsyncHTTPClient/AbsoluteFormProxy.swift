@@ -22,8 +22,10 @@ enum AbsoluteFormProxy {
     /// `request`, readdressed to `proxy`: the same method, headers and body, the URL's path on the
     /// proxy's authority, `Host` the target's (unless the request sets one), and
     /// `Proxy-Authorization` from the proxy's credentials.
-    static func request(_ request: HTTPClientRequest, scheme: String, authority: String, path: String,
-                        proxy: HTTPClient.Configuration.Proxy) -> HTTPClientRequest {
+    static func request(
+        _ request: HTTPClientRequest, scheme: String, authority: String, path: String,
+        proxy: HTTPClient.Configuration.Proxy
+    ) -> HTTPClientRequest {
         var readdressed = request
         let proxyHost = proxy.host.contains(":") ? "[\(proxy.host)]" : proxy.host
         readdressed.url = "http://\(proxyHost):\(proxy.port)\(path)"

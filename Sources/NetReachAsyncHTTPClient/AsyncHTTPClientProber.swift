@@ -27,7 +27,8 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
         self.settings = settings
     }
 
-    public func probe(_ probe: ConnectivityProbe, over family: IPAddress.Family, timeout: Duration) async -> ProbeResult {
+    public func probe(_ probe: ConnectivityProbe, over family: IPAddress.Family, timeout: Duration) async -> ProbeResult
+    {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + timeout
@@ -57,23 +58,25 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
         var request = head
         request.headerFields[.cacheControl] = "no-cache"
         do {
-            let (response, body) = try await transport.send(request, body: nil,
-                                                            options: TransportOptions(stallTimeout: timeout, deadline: deadline))
+            let (response, body) = try await transport.send(
+                request, body: nil,
+                options: TransportOptions(stallTimeout: timeout, deadline: deadline))
             var prefix: [UInt8] = []
             var length = 0
             do {
                 for try await chunk in body {
                     length += chunk.count
                     if prefix.count < 4096 { prefix += chunk.prefix(4096 - prefix.count) }
-                    if length > ConnectivityProbe.maximumBodySize { break }   // a portal's page: enough read
+                    if length > ConnectivityProbe.maximumBodySize { break } // a portal's page: enough read
                 }
             } catch {
                 // A body cut short still says what answered; its length so far is the evidence.
             }
-            let verdict = ProbeJudge.judge(probe, status: response.status.code,
-                                           location: response.headerFields[.location],
-                                           networkManagerStatus: response.headerFields[HTTPField.Name("X-NetworkManager-Status")!],
-                                           bodyPrefix: prefix, bodyLength: length)
+            let verdict = ProbeJudge.judge(
+                probe, status: response.status.code,
+                location: response.headerFields[.location],
+                networkManagerStatus: response.headerFields[HTTPField.Name("X-NetworkManager-Status")!],
+                bodyPrefix: prefix, bodyLength: length)
             return result(response.status.code, verdict)
         } catch {
             if error.kind == .tlsFailure { return result(nil, .intercepted(error.detail)) }
@@ -93,8 +96,9 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
         request.headerFields[.cacheControl] = "no-cache"
         do {
             let transport = try AsyncHTTPClientTransport(settings: settings, dnsOverride: [:])
-            let (response, body) = try await transport.send(request, body: nil,
-                                                            options: TransportOptions(stallTimeout: timeout, deadline: start + timeout))
+            let (response, body) = try await transport.send(
+                request, body: nil,
+                options: TransportOptions(stallTimeout: timeout, deadline: start + timeout))
             var bytes: [UInt8] = []
             for try await chunk in body {
                 bytes += chunk
@@ -113,8 +117,11 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
     }
 
     /// `getaddrinfo` for one family, on a thread of its own (it blocks).
-    private static func resolve(_ host: String, family: IPAddress.Family, timeout: Duration) async
-        -> Result<[IPAddress], HostResolutionError> {
+    private static func resolve(
+        _ host: String, family: IPAddress.Family, timeout: Duration
+    ) async
+        -> Result<[IPAddress], HostResolutionError>
+    {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(returning: HostResolver.resolve(host, family: family, timeout: timeout))

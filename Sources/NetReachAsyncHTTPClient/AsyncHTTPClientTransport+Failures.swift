@@ -32,7 +32,9 @@ extension AsyncHTTPClientTransport {
             host = AsyncHTTPClientTransport.host(of: authority)
             let defaultPort = request.scheme?.lowercased() == "https" ? 443 : 80
             var port = defaultPort
-            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]"), let parsed = Int(authority[authority.index(after: colon)...]) {
+            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]"),
+                let parsed = Int(authority[authority.index(after: colon)...])
+            {
                 port = parsed
             }
             self.port = port
@@ -85,27 +87,37 @@ extension AsyncHTTPClientTransport {
             }
         case let error as ChannelError:
             switch error {
-            case .connectTimeout: return TransportError(.connectTimeout, "no connection to \(destination.connectionEnd) within the connect timeout")
+            case .connectTimeout:
+                return TransportError(
+                    .connectTimeout, "no connection to \(destination.connectionEnd) within the connect timeout")
             case .connectPending where destination.proxy != nil, .writeHostUnreachable where destination.proxy != nil:
                 return TransportError(.proxyFailure, "cannot connect to \(destination.proxyName): host unreachable")
-            case .connectPending, .writeHostUnreachable: return TransportError(.cannotConnect, "cannot connect to \(target): host unreachable")
+            case .connectPending, .writeHostUnreachable:
+                return TransportError(.cannotConnect, "cannot connect to \(target): host unreachable")
             case .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed, .eof:
-                return TransportError(.connectionLost, "\(target) closed the connection before the response was complete")
+                return TransportError(
+                    .connectionLost, "\(target) closed the connection before the response was complete")
             default: return TransportError(.other, "the request to \(target) failed: \(error)")
             }
         case let error as HTTPParserError:
             // The connection closed before the message was complete: a body cut short, not garbage.
             if case .invalidEOFState = error {
-                return TransportError(.connectionLost, "\(target) closed the connection before the response was complete")
+                return TransportError(
+                    .connectionLost, "\(target) closed the connection before the response was complete")
             }
             return TransportError(.invalidResponse, "the answer from \(target) is not valid HTTP (\(error))")
         case let error as NIOHTTPDecompression.DecompressionError:
             if error == .limit {
-                return TransportError(.decodedBodyTooLarge, "the decoded body of the response from \(target) passed the limit (TransportSettings.maximumDecodedBodySize)")
+                return TransportError(
+                    .decodedBodyTooLarge,
+                    "the decoded body of the response from \(target) passed the limit (TransportSettings.maximumDecodedBodySize)"
+                )
             }
-            return TransportError(.badContentEncoding, "the body from \(target) does not decode as its Content-Encoding says (\(error))")
+            return TransportError(
+                .badContentEncoding, "the body from \(target) does not decode as its Content-Encoding says (\(error))")
         case is NIOHTTPDecompression.ExtraDecompressionError:
-            return TransportError(.badContentEncoding, "the body from \(target) does not decode as its Content-Encoding says")
+            return TransportError(
+                .badContentEncoding, "the body from \(target) does not decode as its Content-Encoding says")
         case let error as SocketAddressError.UnknownHost:
             return nameFailure(error.host, code: error.errorCode, description: error.errorDescription, to: destination)
         case is SocketAddressError:
@@ -124,9 +136,11 @@ extension AsyncHTTPClientTransport {
             return TransportError(.cancelled, "the request to \(target) was cancelled")
         case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout, .socksHandshakeTimeout:
             // The request was still queued: no connection carried it.
-            return TransportError(.connectTimeout, "no connection to \(destination.connectionEnd) within the connect timeout")
+            return TransportError(
+                .connectTimeout, "no connection to \(destination.connectionEnd) within the connect timeout")
         case .httpProxyHandshakeTimeout:
-            return TransportError(.proxyFailure, "\(destination.proxyName) did not open a tunnel to \(target) within the connect timeout")
+            return TransportError(
+                .proxyFailure, "\(destination.proxyName) did not open a tunnel to \(target) within the connect timeout")
         case .deadlineExceeded, .readTimeout, .writeTimeout:
             // AHC reports a deadline hit before any connection with the connection's error (or
             // `connectTimeout`), but a bare `deadlineExceeded` can also mean "sent, no answer".
@@ -134,7 +148,8 @@ extension AsyncHTTPClientTransport {
         case .remoteConnectionClosed, .uncleanShutdown:
             return TransportError(.connectionLost, "\(target) closed the connection before the response was complete")
         case .proxyAuthenticationRequired:
-            return TransportError(.proxyFailure, "\(destination.proxyName) asks for authentication (407) to open a tunnel to \(target)")
+            return TransportError(
+                .proxyFailure, "\(destination.proxyName) asks for authentication (407) to open a tunnel to \(target)")
         case .invalidProxyResponse:
             // The proxy answered CONNECT with something other than 2xx: nothing went through it.
             return TransportError(.proxyFailure, "\(destination.proxyName) refused to open a tunnel to \(target)")
@@ -160,21 +175,26 @@ extension AsyncHTTPClientTransport {
         let name = toProxy ? destination.proxyName : destination.hostPort
         if error.connectionErrors.isEmpty {
             if let lookup = (error.dnsAAAAError ?? error.dnsAError) as? SocketAddressError.UnknownHost {
-                return nameFailure(lookup.host, code: lookup.errorCode, description: lookup.errorDescription, to: destination)
+                return nameFailure(
+                    lookup.host, code: lookup.errorCode, description: lookup.errorDescription, to: destination)
             }
-            return TransportError(toProxy ? .proxyFailure : .dnsFailure, "cannot resolve \(toProxy ? name : error.host)")
+            return TransportError(
+                toProxy ? .proxyFailure : .dnsFailure, "cannot resolve \(toProxy ? name : error.host)")
         }
         var reasons: [String] = []
         for failure in error.connectionErrors {
             let reason = (failure.error as? IOError).map { systemMessage($0.errnoCode) } ?? "\(failure.error)"
             if !reasons.contains(reason) { reasons.append(reason) }
         }
-        return TransportError(toProxy ? .proxyFailure : .cannotConnect, "cannot connect to \(name): \(reasons.joined(separator: "; "))")
+        return TransportError(
+            toProxy ? .proxyFailure : .cannotConnect, "cannot connect to \(name): \(reasons.joined(separator: "; "))")
     }
 
     /// A failed lookup of `host`: the name does not exist (or has no address), or the resolver
     /// could not answer now (`EAI_AGAIN`); for the proxy's name, a proxy failure.
-    private static func nameFailure(_ host: String, code: Int, description: String, to destination: Destination) -> TransportError {
+    private static func nameFailure(
+        _ host: String, code: Int, description: String, to destination: Destination
+    ) -> TransportError {
         if destination.proxy != nil {
             return TransportError(.proxyFailure, "cannot resolve \(destination.proxyName): \(description)")
         }

@@ -138,8 +138,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
 
     /// As ``init(settings:)``, connecting to the addresses `dnsOverride` gives for its host names
     /// (TLS still names and checks the host): how a connectivity probe is sent over one family.
-    package init(settings: TransportSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
-                 dnsOverride: [String: String]) throws(TransportSettingsError) {
+    package init(
+        settings: TransportSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+        dnsOverride: [String: String]
+    ) throws(TransportSettingsError) {
         let clients = try ClientSet(settings: settings, environment: environment, dnsOverride: dnsOverride)
         self.client = clients.direct
         self.routing = .owned(clients)
@@ -160,14 +162,18 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// ```
     public static let defaultClient: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
-        ClientSet.applyCommonSettings(to: &configuration, maximumDecodedBodySize: TransportSettings.defaultMaximumDecodedBodySize)
+        ClientSet.applyCommonSettings(
+            to: &configuration, maximumDecodedBodySize: TransportSettings.defaultMaximumDecodedBodySize)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
     /// The clients of ``init()``, made once from the environment.
     private static let defaultClients: Result<ClientSet, TransportSettingsError> = {
         do throws(TransportSettingsError) {
-            return .success(try ClientSet(settings: TransportSettings(), environment: ProcessInfo.processInfo.environment, shutsDownOnDeinit: false))
+            return .success(
+                try ClientSet(
+                    settings: TransportSettings(), environment: ProcessInfo.processInfo.environment,
+                    shutsDownOnDeinit: false))
         } catch {
             return .failure(error)
         }
@@ -214,8 +220,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         let route = owner?.route(for: request)
         let destination = Destination(request, proxy: route)
         if let route, request.scheme?.lowercased() == "http" {
-            clientRequest = AbsoluteFormProxy.request(clientRequest, scheme: "http", authority: request.authority ?? "",
-                                                      path: request.path ?? "/", proxy: route)
+            clientRequest = AbsoluteFormProxy.request(
+                clientRequest, scheme: "http", authority: request.authority ?? "",
+                path: request.path ?? "/", proxy: route)
         }
         let channel = BodyChannel(watchdog: watchdog)
         // AHC's own deadline would also cut a body that keeps flowing; the watchdog times stalls and
@@ -228,7 +235,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 let response = try await client.execute(clientRequest, deadline: deadline)
                 watchdog.touch()
                 let head = try Self.makeResponse(response)
-                exchange.head(head, body: HTTPBody(channel: channel, length: Self.bodyLength(response, method: request.method)))
+                exchange.head(
+                    head, body: HTTPBody(channel: channel, length: Self.bodyLength(response, method: request.method)))
                 for try await buffer in response.body {
                     watchdog.touch()
                     guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
@@ -239,7 +247,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             } catch {
                 var failure = exchange.failure ?? Self.classify(error, to: destination)
                 if failure.tlsFailureReason == .verificationFailed, let owner,
-                   let reason = await owner.diagnoseRefusedCertificate(request, deadline: min(deadline, .now() + .seconds(10)))
+                    let reason = await owner.diagnoseRefusedCertificate(
+                        request, deadline: min(deadline, .now() + .seconds(10)))
                 {
                     failure = TransportError(tlsFailure: reason, host: host)
                 }

@@ -48,8 +48,10 @@ final class ClientSet: Sendable {
     /// How many per-host clients are kept.
     static let hostClientLimit = 32
 
-    init(settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true,
-         dnsOverride: [String: String] = [:]) throws(TransportSettingsError) {
+    init(
+        settings: TransportSettings, environment: [String: String], shutsDownOnDeinit: Bool = true,
+        dnsOverride: [String: String] = [:]
+    ) throws(TransportSettingsError) {
         try settings.checkFiles(environment: environment)
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.dnsOverride = dnsOverride
@@ -92,7 +94,8 @@ final class ClientSet: Sendable {
     /// The proxy `request` goes through, if any (`nil`: direct).
     func route(for request: HTTPRequest) -> HTTPClient.Configuration.Proxy? {
         let scheme = request.scheme?.lowercased() ?? "http"
-        guard proxy.proxy(forScheme: scheme, host: AsyncHTTPClientTransport.host(of: request.authority ?? "")) != nil else {
+        guard proxy.proxy(forScheme: scheme, host: AsyncHTTPClientTransport.host(of: request.authority ?? "")) != nil
+        else {
             return nil
         }
         switch scheme {
@@ -174,7 +177,9 @@ final class ClientSet: Sendable {
         configuration.decompression = .enabled(limit: .size(Int(clamping: maximumDecodedBodySize)))
     }
 
-    private static func makeTLSConfiguration(_ settings: TLSSettings, environment: [String: String]) throws(TransportSettingsError) -> TLSConfiguration {
+    private static func makeTLSConfiguration(
+        _ settings: TLSSettings, environment: [String: String]
+    ) throws(TransportSettingsError) -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         let roots = settings.trustRoots.resolved(in: environment)
         let fromEnvironment = settings.trustRoots.isDefault
@@ -202,14 +207,19 @@ final class ClientSet: Sendable {
             do {
                 tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: identity.privateKeyFile, format: .pem))
             } catch {
-                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) holds no unencrypted PEM private key")
+                throw TransportSettingsError(
+                    .invalidCredentials,
+                    "the client private key \(identity.privateKeyFile) holds no unencrypted PEM private key")
             }
             do {
                 // A context made once here reports a key that does not match its certificate now,
                 // not on the first request.
                 _ = try NIOSSLContext(configuration: tls)
             } catch {
-                throw TransportSettingsError(.invalidCredentials, "the client private key \(identity.privateKeyFile) does not match the certificate \(identity.certificateChainFile)")
+                throw TransportSettingsError(
+                    .invalidCredentials,
+                    "the client private key \(identity.privateKeyFile) does not match the certificate \(identity.certificateChainFile)"
+                )
             }
         }
         if !settings.verifiesCertificates {
@@ -227,7 +237,9 @@ final class ClientSet: Sendable {
         }
     }
 
-    private static func loadCertificates(_ path: String, what: String) throws(TransportSettingsError) -> [NIOSSLCertificate] {
+    private static func loadCertificates(
+        _ path: String, what: String
+    ) throws(TransportSettingsError) -> [NIOSSLCertificate] {
         let certificates: [NIOSSLCertificate]
         do {
             certificates = try NIOSSLCertificate.fromPEMFile(path)
@@ -243,13 +255,17 @@ final class ClientSet: Sendable {
     /// An AsyncHTTPClient proxy from `http://[user:password@]host[:port]` (port 1080 by default, as curl).
     private static func makeProxy(_ url: URL) throws(TransportSettingsError) -> HTTPClient.Configuration.Proxy {
         guard (url.scheme?.lowercased() ?? "http") == "http" else {
-            throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString): AsyncHTTPClientTransport speaks to http:// proxies only")
+            throw TransportSettingsError(
+                .invalidProxy, "proxy \(url.absoluteString): AsyncHTTPClientTransport speaks to http:// proxies only")
         }
         guard let host = url.host, !host.isEmpty else {
             throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString) has no host")
         }
         let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        let authorization = url.user.map { HTTPClient.Authorization.basic(username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "") }
+        let authorization = url.user.map {
+            HTTPClient.Authorization.basic(
+                username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "")
+        }
         return .server(host: bareHost, port: url.port ?? 1080, authorization: authorization)
     }
 }

@@ -75,8 +75,8 @@ struct ServerIdentity: Sendable, Hashable {
         let suffix = pattern.dropFirst(2)
         // A wildcard needs two labels after it, and stands for one whole label: never for a dot.
         guard suffix.split(separator: ".", omittingEmptySubsequences: false).count >= 2,
-              !suffix.contains("*"),
-              let dot = name.firstIndex(of: "."), dot != name.startIndex
+            !suffix.contains("*"),
+            let dot = name.firstIndex(of: "."), dot != name.startIndex
         else { return false }
         return name[name.index(after: dot)...] == suffix
     }

@@ -25,9 +25,11 @@ package struct Capabilities: Sendable {
     /// commands that send probes), or throws the status to exit with after saying why.
     package var enterNamespace: @Sendable (String) throws(ExitCode) -> Void
 
-    package init(makeTransport: @escaping @Sendable (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport,
-                 makeProber: @escaping @Sendable () -> any ConnectivityProber,
-                 enterNamespace: @escaping @Sendable (String) throws(ExitCode) -> Void) {
+    package init(
+        makeTransport: @escaping @Sendable (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport,
+        makeProber: @escaping @Sendable () -> any ConnectivityProber,
+        enterNamespace: @escaping @Sendable (String) throws(ExitCode) -> Void
+    ) {
         self.makeTransport = makeTransport
         self.makeProber = makeProber
         self.enterNamespace = enterNamespace

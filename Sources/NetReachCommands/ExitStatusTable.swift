@@ -34,29 +34,54 @@ package enum ExitStatusTable {
     /// The table, by status. `get`'s 5–63 are curl's numbers for the same failure, so scripts that
     /// branch on curl's statuses keep working.
     package static let entries: [Entry] = [
-        Entry(.success, "success (status: the path was read; wait: the requirements were met; check: full; get: a 2xx response; watch, condition: stopped by SIGINT or SIGTERM)"),
+        Entry(
+            .success,
+            "success (status: the path was read; wait: the requirements were met; check: full; get: a 2xx response; watch, condition: stopped by SIGINT or SIGTERM)"
+        ),
         Entry(CLIExitCode.timedOut, "timed out: the path did not meet the requirements within --timeout", ["wait"]),
-        Entry(CLIExitCode.monitorUnavailable, "the system cannot be observed: no such namespace, no permission to enter it, netlink refused, or the watched namespace went away", ["status", "watch", "wait", "check"]),
-        Entry(CLIExitCode.cannotListen, "an address to listen on cannot be used (in use, not an address here, --control not on loopback)", ["condition"]),
-        Entry(CLIExitCode.notConnected, "not connected: no usable network path (get: or waiting for one passed --max-time; check: none)", ["get", "check"]),
+        Entry(
+            CLIExitCode.monitorUnavailable,
+            "the system cannot be observed: no such namespace, no permission to enter it, netlink refused, or the watched namespace went away",
+            ["status", "watch", "wait", "check"]),
+        Entry(
+            CLIExitCode.cannotListen,
+            "an address to listen on cannot be used (in use, not an address here, --control not on loopback)",
+            ["condition"]),
+        Entry(
+            CLIExitCode.notConnected,
+            "not connected: no usable network path (get: or waiting for one passed --max-time; check: none)",
+            ["get", "check"]),
         Entry(CLIExitCode.proxyFailed, "the proxy could not be used (not resolved, not reachable, refused)", ["get"]),
         Entry(CLIExitCode.hostNotResolved, "the host name did not resolve", ["get"]),
         Entry(CLIExitCode.cannotConnect, "could not connect (refused, host or network unreachable)", ["get"]),
         Entry(CLIExitCode.invalidResponse, "the answer was not HTTP", ["get"]),
-        Entry(CLIExitCode.unsuccessfulStatus, "another status than 2xx (its body to standard output; an --output file is kept)", ["get"]),
+        Entry(
+            CLIExitCode.unsuccessfulStatus,
+            "another status than 2xx (its body to standard output; an --output file is kept)", ["get"]),
         Entry(CLIExitCode.cannotWrite, "--output could not be written", ["get"]),
         Entry(CLIExitCode.cannotRead, "--data @FILE could not be read", ["get"]),
         Entry(CLIExitCode.requestTimedOut, "timed out connecting, or by --stall-timeout or --max-time", ["get"]),
-        Entry(CLIExitCode.tlsHandshakeFailed, "the TLS handshake failed (no common protocol, client certificate refused)", ["get"]),
+        Entry(
+            CLIExitCode.tlsHandshakeFailed, "the TLS handshake failed (no common protocol, client certificate refused)",
+            ["get"]),
         Entry(CLIExitCode.redirectRefused, "a redirect was not followed (too many, or https to http)", ["get"]),
         Entry(CLIExitCode.connectionLost, "the connection broke, or another transport failure", ["get"]),
-        Entry(CLIExitCode.certificateRefused, "the server's certificate was refused (untrusted, expired, not yet valid, another name)", ["get"]),
+        Entry(
+            CLIExitCode.certificateRefused,
+            "the server's certificate was refused (untrusted, expired, not yet valid, another name)", ["get"]),
         Entry(CLIExitCode.badContentEncoding, "the body does not decode as its Content-Encoding says", ["get"]),
         Entry(CLIExitCode.bodyTooLarge, "the body passed the size limit", ["get"]),
-        Entry(ExitCode.validationFailure, "usage error: an unknown option, an invalid value, an option given twice, not an http(s) URL, check without a probe"),
+        Entry(
+            ExitCode.validationFailure,
+            "usage error: an unknown option, an invalid value, an option given twice, not an http(s) URL, check without a probe"
+        ),
         Entry(CLIExitCode.internalError, "an internal error of netreach (a defect: please report it)"),
-        Entry(CLIExitCode.outputFailed, "standard output could not be written (closed, full, its reader gone): what was lost is never status 0"),
-        Entry(CLIExitCode.portal, "portal: something answered in the probes' place (the login URL is printed when known)", ["check"]),
+        Entry(
+            CLIExitCode.outputFailed,
+            "standard output could not be written (closed, full, its reader gone): what was lost is never status 0"),
+        Entry(
+            CLIExitCode.portal, "portal: something answered in the probes' place (the login URL is printed when known)",
+            ["check"]),
         Entry(CLIExitCode.limited, "limited: a route to the internet, but no answer through it", ["check"]),
         Entry(CLIExitCode.local, "local: no route beyond the local network", ["check"]),
         Entry(CLIExitCode.noVerdict, "no verdict: no probe can be sent over the path's families", ["check"]),

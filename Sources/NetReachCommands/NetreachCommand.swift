@@ -1,4 +1,5 @@
 import ArgumentParser
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -26,7 +27,10 @@ package struct NetreachCommand: ParsableCommand {
             \(CLIExitCode.table)
             """,
         version: version,
-        subcommands: [StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommand.self, CheckCommand.self, ConditionCommand.self]
+        subcommands: [
+            StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommand.self, CheckCommand.self,
+            ConditionCommand.self,
+        ]
     )
 
     package init() {}
@@ -46,7 +50,7 @@ package struct NetreachCommand: ParsableCommand {
             if let subcommand = command as? any NetreachSubcommand {
                 try await subcommand.run(capabilities)
             } else {
-                try command.run()   // the root alone: its help
+                try command.run() // the root alone: its help
             }
             return .success
         } catch {

@@ -1,4 +1,5 @@
 import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -69,9 +70,11 @@ final class ConditionedConnection {
     private var finished = false
     private let onFinish: (ConnectionStatistics) -> Void
 
-    init(id: Int, eventLoop: any EventLoop, conditions: LinkConditions, faults: [NamedFault],
-         wires: (upstream: LinkWire, downstream: LinkWire) = (LinkWire(), LinkWire()),
-         onFinish: @escaping (ConnectionStatistics) -> Void) {
+    init(
+        id: Int, eventLoop: any EventLoop, conditions: LinkConditions, faults: [NamedFault],
+        wires: (upstream: LinkWire, downstream: LinkWire) = (LinkWire(), LinkWire()),
+        onFinish: @escaping (ConnectionStatistics) -> Void
+    ) {
         self.id = id
         self.eventLoop = eventLoop
         start = .now()
@@ -79,8 +82,12 @@ final class ConditionedConnection {
         sharedWires = wires
         bandwidthPerConnection = conditions.bandwidthPerConnection
         let roundTrip = conditions.upstream.delay + conditions.downstream.delay
-        upstream = Direction(shaper: DirectionShaper(conditions.upstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2))
-        downstream = Direction(shaper: DirectionShaper(conditions.downstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2 &+ 1))
+        upstream = Direction(
+            shaper: DirectionShaper(
+                conditions.upstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2))
+        downstream = Direction(
+            shaper: DirectionShaper(
+                conditions.downstream, roundTripDelay: roundTrip, seed: conditions.seed &+ UInt64(id) &* 2 &+ 1))
         self.onFinish = onFinish
     }
 
@@ -167,7 +174,9 @@ final class ConditionedConnection {
         let count = buffer.readableBytes
         self[direction].statistics.bytesScheduled += count
         guard let destination = side == .client ? server : client else { return }
-        if self[direction].shaper.isTransparent && slicer(direction) == nil && self[direction].isEmpty && !holds(direction) {
+        if self[direction].shaper.isTransparent && slicer(direction) == nil && self[direction].isEmpty
+            && !holds(direction)
+        {
             if count > 0 {
                 destination.write(buffer)
                 self[direction].statistics.delivered(count, delay: .zero)
@@ -229,7 +238,9 @@ final class ConditionedConnection {
     }
 
     /// Queues `buffer`'s bytes for delivery as `parts` say (cut again by a slicer fault).
-    private func enqueue(_ parts: [DirectionShaper.Part], of buffer: ByteBuffer, readAt: NIODeadline, in direction: LinkDirection) {
+    private func enqueue(
+        _ parts: [DirectionShaper.Part], of buffer: ByteBuffer, readAt: NIODeadline, in direction: LinkDirection
+    ) {
         var parts = parts
         if let slicer = slicer(direction) {
             var lastSliceAt = self[direction].lastSliceAt
@@ -327,19 +338,21 @@ final class ConditionedConnection {
             switch named.fault {
             case .resetPeer(let after):
                 let deadline = start + TimeAmount(after)
-                faultTimers.append(eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
-                    // Both sides get the RST: the first one's close must not pass on as a FIN.
-                    resetting = true
-                    client?.reset()
-                    server?.reset()
-                })
+                faultTimers.append(
+                    eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+                        // Both sides get the RST: the first one's close must not pass on as a FIN.
+                        resetting = true
+                        client?.reset()
+                        server?.reset()
+                    })
             case .timeout(let after?) where after > .zero:
                 let since = timeoutSince[named.name] ?? .now()
                 timeoutSince[named.name] = since
-                faultTimers.append(eventLoop.assumeIsolated().scheduleTask(deadline: since + TimeAmount(after)) { [self] in
-                    client?.close()
-                    server?.close()
-                })
+                faultTimers.append(
+                    eventLoop.assumeIsolated().scheduleTask(deadline: since + TimeAmount(after)) { [self] in
+                        client?.close()
+                        server?.close()
+                    })
             default:
                 break
             }
@@ -376,7 +389,9 @@ final class ConditionedConnection {
 
     private func slicer(_ direction: LinkDirection) -> (average: Int, variation: Int, delay: Duration)? {
         for fault in acting(direction) {
-            if case .slicer(let average, let variation, let delay) = fault { return (max(1, average), max(0, variation), delay) }
+            if case .slicer(let average, let variation, let delay) = fault {
+                return (max(1, average), max(0, variation), delay)
+            }
         }
         return nil
     }
@@ -388,8 +403,10 @@ final class ConditionedConnection {
     /// Cuts each part into slices of `average` ± `variation` bytes, `delay` apart.
     /// A read's slices follow the previous read's (`after`, updated), as toxiproxy's slicer sends
     /// one chunk's slices before the next chunk's: a slicer limits the rate however data is read.
-    static func slice(_ parts: [DirectionShaper.Part], _ slicer: (average: Int, variation: Int, delay: Duration),
-                      after lastSliceAt: inout Duration?, random: inout DirectionShaper) -> [DirectionShaper.Part] {
+    static func slice(
+        _ parts: [DirectionShaper.Part], _ slicer: (average: Int, variation: Int, delay: Duration),
+        after lastSliceAt: inout Duration?, random: inout DirectionShaper
+    ) -> [DirectionShaper.Part] {
         var out: [DirectionShaper.Part] = []
         var at = lastSliceAt.map { $0 + slicer.delay } ?? .zero
         for part in parts {

@@ -1,7 +1,7 @@
 import Foundation
-import NetReachSystem
 import NIOCore
 import NIOPosix
+import NetReachSystem
 
 /// A TCP proxy that makes a link bad on purpose: the root-free stand-in for `tc netem`, in the
 /// manner of Apple's Network Link Conditioner and Shopify's toxiproxy. Start one in front of a
@@ -35,8 +35,10 @@ public final class ConditionedProxy: Sendable {
     private let listener: Locked<(any Channel)?>
     private let state: ProxyState
 
-    private init(host: String, port: Int, upstreamHost: String, upstreamPort: Int, group: any EventLoopGroup,
-                 ownsGroup: Bool, listener: any Channel, state: ProxyState) {
+    private init(
+        host: String, port: Int, upstreamHost: String, upstreamPort: Int, group: any EventLoopGroup,
+        ownsGroup: Bool, listener: any Channel, state: ProxyState
+    ) {
         self.host = host
         self.port = port
         self.upstreamHost = upstreamHost
@@ -67,19 +69,23 @@ public final class ConditionedProxy: Sendable {
         let group = group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let state = ProxyState(conditions: conditions, faults: faults, connectionFinished: connectionFinished)
         do {
-            let listener = try await bind(host: host, port: port, group: group, upstreamHost: upstreamHost,
-                                          upstreamPort: upstreamPort, state: state)
+            let listener = try await bind(
+                host: host, port: port, group: group, upstreamHost: upstreamHost,
+                upstreamPort: upstreamPort, state: state)
             let bound = listener.localAddress?.port ?? port
-            return ConditionedProxy(host: host, port: bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort,
-                                    group: group, ownsGroup: ownsGroup, listener: listener, state: state)
+            return ConditionedProxy(
+                host: host, port: bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort,
+                group: group, ownsGroup: ownsGroup, listener: listener, state: state)
         } catch {
             if ownsGroup { try? await group.shutdownGracefully() }
             throw .cannotListen("\(host):\(port)", Self.reason(error))
         }
     }
 
-    private static func bind(host: String, port: Int, group: any EventLoopGroup, upstreamHost: String,
-                             upstreamPort: Int, state: ProxyState) async throws -> any Channel {
+    private static func bind(
+        host: String, port: Int, group: any EventLoopGroup, upstreamHost: String,
+        upstreamPort: Int, state: ProxyState
+    ) async throws -> any Channel {
         try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
@@ -129,8 +135,9 @@ public final class ConditionedProxy: Sendable {
     public func bringUp() async throws(ConditionerError) {
         guard !isListening else { return }
         do {
-            let channel = try await Self.bind(host: host, port: port, group: group, upstreamHost: upstreamHost,
-                                              upstreamPort: upstreamPort, state: state)
+            let channel = try await Self.bind(
+                host: host, port: port, group: group, upstreamHost: upstreamHost,
+                upstreamPort: upstreamPort, state: state)
             let raced = listener.withLock { current -> Bool in
                 if current != nil { return true }
                 current = channel
@@ -158,8 +165,10 @@ public final class ConditionedProxy: Sendable {
     /// Adds a fault under `name`, acting on `directions`. Throws
     /// ``ConditionerError/duplicateFault(_:)`` if that name is taken,
     /// ``ConditionerError/invalidFault(_:)`` for values out of range.
-    public func addFault(_ fault: LinkFault, directions: Set<LinkDirection> = Set(LinkDirection.allCases),
-                         name: String) throws(ConditionerError) {
+    public func addFault(
+        _ fault: LinkFault, directions: Set<LinkDirection> = Set(LinkDirection.allCases),
+        name: String
+    ) throws(ConditionerError) {
         try addFault(NamedFault(name: name, fault: fault, directions: directions))
     }
 
@@ -192,11 +201,15 @@ public final class ConditionedProxy: Sendable {
     }
 
     /// Sets up one accepted client: its handler now, the upstream connection on the same loop.
-    private static func accept(_ channel: any Channel, upstreamHost: String, upstreamPort: Int, state: ProxyState) throws {
+    private static func accept(
+        _ channel: any Channel, upstreamHost: String, upstreamPort: Int, state: ProxyState
+    ) throws {
         let settings = state.current
         let id = state.nextID()
-        let connection = ConditionedConnection(id: id, eventLoop: channel.eventLoop, conditions: settings.conditions,
-                                               faults: settings.faults, wires: state.wires) { statistics in state.finished(statistics) }
+        let connection = ConditionedConnection(
+            id: id, eventLoop: channel.eventLoop, conditions: settings.conditions,
+            faults: settings.faults, wires: state.wires
+        ) { statistics in state.finished(statistics) }
         let clientHandler = RelayHandler(side: .client, connection: connection)
         try channel.pipeline.syncOperations.addHandler(clientHandler)
         connection.attach(client: clientHandler)
@@ -223,7 +236,8 @@ public final class ConditionedProxy: Sendable {
             .channelInitializer { upstream in
                 upstream.eventLoop.makeCompletedFuture {
                     // It attaches itself to the connection once the upstream is connected.
-                    try upstream.pipeline.syncOperations.addHandler(RelayHandler(side: .server, connection: bound.value))
+                    try upstream.pipeline.syncOperations.addHandler(
+                        RelayHandler(side: .server, connection: bound.value))
                 }
             }
             .connect(host: upstreamHost, port: upstreamPort)
@@ -285,17 +299,27 @@ final class ProxyState: Sendable {
     /// The listener's link, each direction's wire shared by its connections.
     let wires = (upstream: LinkWire(), downstream: LinkWire())
 
-    init(conditions: LinkConditions, faults: [NamedFault], connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?) {
+    init(
+        conditions: LinkConditions, faults: [NamedFault],
+        connectionFinished: (@Sendable (ConnectionStatistics) -> Void)?
+    ) {
         contents = Locked(Contents(settings: Settings(conditions: conditions, faults: faults)))
         self.connectionFinished = connectionFinished
     }
 
     var current: Settings { contents.withLock { $0.settings } }
 
-    func nextID() -> Int { contents.withLock { $0.lastID += 1; return $0.lastID } }
+    func nextID() -> Int {
+        contents.withLock {
+            $0.lastID += 1
+            return $0.lastID
+        }
+    }
 
     func register(_ connection: ConditionedConnection, channel: any Channel) {
-        let open = Open(eventLoop: connection.eventLoop, connection: NIOLoopBound(connection, eventLoop: connection.eventLoop), channel: channel)
+        let open = Open(
+            eventLoop: connection.eventLoop, connection: NIOLoopBound(connection, eventLoop: connection.eventLoop),
+            channel: channel)
         contents.withLock { $0.open[connection.id] = open }
     }
 

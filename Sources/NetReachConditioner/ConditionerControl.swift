@@ -59,16 +59,21 @@ public final class ConditionerControl: Sendable {
     /// Serves the control API for `listeners` on `host:port` (port 0: a free one). The API has no
     /// authentication, so `host` must be a loopback address; anything else throws
     /// ``ConditionerError/cannotListen(_:_:)``, as does a port in use.
-    public static func start(host: String = "127.0.0.1", port: Int = 0, listeners: [ConditionedListener],
-                             group: (any EventLoopGroup)? = nil) async throws(ConditionerError) -> ConditionerControl {
+    public static func start(
+        host: String = "127.0.0.1", port: Int = 0, listeners: [ConditionedListener],
+        group: (any EventLoopGroup)? = nil
+    ) async throws(ConditionerError) -> ConditionerControl {
         try await start(host: host, port: port, routes: ControlRoutes(listeners: listeners), group: group)
     }
 
     /// Serves `routes` (which may know the listeners' profiles) as ``start(host:port:listeners:group:)`` does.
-    package static func start(host: String, port: Int, routes: ControlRoutes,
-                              group: (any EventLoopGroup)?) async throws(ConditionerError) -> ConditionerControl {
+    package static func start(
+        host: String, port: Int, routes: ControlRoutes,
+        group: (any EventLoopGroup)?
+    ) async throws(ConditionerError) -> ConditionerControl {
         guard isLoopback(host) else {
-            throw .cannotListen("\(host):\(port)", "the control API has no authentication, so it listens on loopback only")
+            throw .cannotListen(
+                "\(host):\(port)", "the control API has no authentication, so it listens on loopback only")
         }
         guard (0...65535).contains(port) else { throw .cannotListen("\(host):\(port)", "not a port") }
         let ownsGroup = group == nil
@@ -82,8 +87,9 @@ public final class ConditionerControl: Sendable {
                     }
                 }
                 .bind(host: host, port: port).get()
-            return ConditionerControl(host: host, port: channel.localAddress?.port ?? port, channel: channel,
-                                      group: group, ownsGroup: ownsGroup)
+            return ConditionerControl(
+                host: host, port: channel.localAddress?.port ?? port, channel: channel,
+                group: group, ownsGroup: ownsGroup)
         } catch {
             if ownsGroup { try? await group.shutdownGracefully() }
             throw .cannotListen("\(host):\(port)", ConditionedProxy.reason(error))

@@ -33,7 +33,9 @@ final class ControlHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             self.head = nil
             let keepAlive = head.isKeepAlive && !tooLarge
             if tooLarge {
-                write(.error(.payloadTooLarge, "a request body is at most 64 KiB"), head: head, keepAlive: false, context: context)
+                write(
+                    .error(.payloadTooLarge, "a request body is at most 64 KiB"), head: head, keepAlive: false,
+                    context: context)
                 return
             }
             let routes = routes
@@ -54,15 +56,21 @@ final class ControlHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.close(promise: nil)
     }
 
-    private func write(_ response: ControlResponse, head: HTTPRequestHead, keepAlive: Bool, context: ChannelHandlerContext) {
+    private func write(
+        _ response: ControlResponse, head: HTTPRequestHead, keepAlive: Bool, context: ChannelHandlerContext
+    ) {
         var headers = HTTPHeaders()
         if !response.body.isEmpty { headers.add(name: "Content-Type", value: "application/json") }
         headers.add(name: "Content-Length", value: "\(response.body.count)")
         if let allow = response.allow { headers.add(name: "Allow", value: allow) }
         if !keepAlive { headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: response.status, headers: headers))),
+            promise: nil)
         if !response.body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))),
+                promise: nil)
         }
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if !keepAlive {

@@ -1,8 +1,8 @@
 import Foundation
-import NetReachSystem
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NetReachSystem
 
 /// A control response: a status and a JSON body (none for 204).
 package struct ControlResponse: Sendable, Equatable {
@@ -52,21 +52,32 @@ package struct ControlRoutes: Sendable {
         if parts == ["stats"] {
             guard method == .GET else { return onlyGET }
             var all: [ListenerStatistics] = []
-            for listener in listeners { all.append(ListenerStatistics(name: listener.name, connections: await listener.proxy.statistics())) }
+            for listener in listeners {
+                all.append(ListenerStatistics(name: listener.name, connections: await listener.proxy.statistics()))
+            }
             return .json(.ok, ["listeners": all])
         }
         guard parts[0] == "listeners" else { return .error(.notFound, "no such path: \(path) (see GET /listeners)") }
         guard let listener = listeners.first(where: { $0.name == parts[1] }) else {
-            return .error(.notFound, "no listener is named \(parts[1]) (listeners: \(listeners.map(\.name).joined(separator: ", ")))")
+            return .error(
+                .notFound,
+                "no listener is named \(parts[1]) (listeners: \(listeners.map(\.name).joined(separator: ", ")))")
         }
-        return await respond(method: method, listener: listener, rest: Array(parts.dropFirst(2)), path: path, body: body)
+        return await respond(
+            method: method, listener: listener, rest: Array(parts.dropFirst(2)), path: path, body: body)
     }
 
-    private func respond(method: HTTPMethod, listener: ConditionedListener, rest: [String], path: String,
-                         body: Data) async -> ControlResponse {
+    private func respond(
+        method: HTTPMethod, listener: ConditionedListener, rest: [String], path: String,
+        body: Data
+    ) async -> ControlResponse {
         func only(_ allowed: HTTPMethod...) -> ControlResponse? {
-            allowed.contains(method) ? nil : .error(.methodNotAllowed, "\(method.rawValue) \(path): only \(allowed.map(\.rawValue).joined(separator: ", "))",
-                                                    allow: allowed.map(\.rawValue).joined(separator: ", "))
+            allowed.contains(method)
+                ? nil
+                : .error(
+                    .methodNotAllowed,
+                    "\(method.rawValue) \(path): only \(allowed.map(\.rawValue).joined(separator: ", "))",
+                    allow: allowed.map(\.rawValue).joined(separator: ", "))
         }
         switch rest.first {
         case nil:
@@ -113,17 +124,25 @@ package struct ControlRoutes: Sendable {
         }
         do {
             if let name = object["profile"] {
-                guard object.count == 1 else { return .error(.badRequest, "a profile comes alone: {\"profile\": NAME}") }
+                guard object.count == 1 else {
+                    return .error(.badRequest, "a profile comes alone: {\"profile\": NAME}")
+                }
                 guard let name = name as? String, let profile = LinkProfile(name: name) else {
-                    return .error(.badRequest, "unknown profile \(name) (profiles: \(LinkProfile.allCases.map(\.name).joined(separator: ", ")))")
+                    return .error(
+                        .badRequest,
+                        "unknown profile \(name) (profiles: \(LinkProfile.allCases.map(\.name).joined(separator: ", ")))"
+                    )
                 }
                 try listener.proxy.setConditions(profile.conditions)
                 recordProfile(profile, for: listener.name)
             } else {
-                if let unknown = Self.unknownKey(object, allowed: Self.conditionKeys) { return .error(.badRequest, unknown) }
+                if let unknown = Self.unknownKey(object, allowed: Self.conditionKeys) {
+                    return .error(.badRequest, unknown)
+                }
                 for direction in ["upstream", "downstream"] {
                     if let nested = object[direction] as? [String: Any],
-                       let unknown = Self.unknownKey(nested, allowed: Self.directionKeys, in: direction) {
+                        let unknown = Self.unknownKey(nested, allowed: Self.directionKeys, in: direction)
+                    {
                         return .error(.badRequest, unknown)
                     }
                 }
@@ -142,7 +161,8 @@ package struct ControlRoutes: Sendable {
             return .error(.badRequest, "not a JSON object: expected a fault: {\"name\": ..., \"type\": ..., ...}")
         }
         if let type = object["type"] as? String, let keys = Self.faultKeys[type],
-           let unknown = Self.unknownKey(object, allowed: keys.union(["name", "direction", "type"])) {
+            let unknown = Self.unknownKey(object, allowed: keys.union(["name", "direction", "type"]))
+        {
             return .error(.badRequest, "\(unknown) for a \(type) fault")
         }
         let named: NamedFault
@@ -152,7 +172,8 @@ package struct ControlRoutes: Sendable {
             return .error(.badRequest, Self.describe(error, expected: "a fault: {\"name\": ..., \"type\": ..., ...}"))
         }
         guard Self.isName(named.name) else {
-            return .error(.badRequest, "a fault's name is letters, digits, '.', '_' and '-' (is \(named.name.debugDescription))")
+            return .error(
+                .badRequest, "a fault's name is letters, digits, '.', '_' and '-' (is \(named.name.debugDescription))")
         }
         do throws(ConditionerError) {
             try listener.proxy.addFault(named)
@@ -165,13 +186,16 @@ package struct ControlRoutes: Sendable {
 
     private func view(_ listener: ConditionedListener) -> ListenerView {
         let proxy = listener.proxy
-        return ListenerView(name: listener.name, listen: ConditionedProxy.address(proxy.host, proxy.port),
-                            upstream: ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort), listening: proxy.isListening,
-                            profile: profiles.withLock { $0[listener.name] }?.name,
-                            conditions: proxy.conditions, faults: proxy.faults)
+        return ListenerView(
+            name: listener.name, listen: ConditionedProxy.address(proxy.host, proxy.port),
+            upstream: ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort), listening: proxy.isListening,
+            profile: profiles.withLock { $0[listener.name] }?.name,
+            conditions: proxy.conditions, faults: proxy.faults)
     }
 
-    static let conditionKeys: Set<String> = ["upstream", "downstream", "connectDelayMilliseconds", "seed", "bandwidthPerConnection"]
+    static let conditionKeys: Set<String> = [
+        "upstream", "downstream", "connectDelayMilliseconds", "seed", "bandwidthPerConnection",
+    ]
     static let directionKeys: Set<String> = ["bandwidth", "delayMilliseconds", "jitterMilliseconds", "loss"]
     static let faultKeys: [String: Set<String>] = [
         "reset_peer": ["afterMilliseconds"], "timeout": ["afterMilliseconds"], "slow_close": ["delayMilliseconds"],
@@ -189,7 +213,9 @@ package struct ControlRoutes: Sendable {
     /// Whether `name` can be a listener's or fault's name in a path.
     package static func isName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0))
+            }
     }
 
     /// A decoding or validation error in a sentence.

@@ -40,7 +40,8 @@ public struct DirectionConditions: Sendable, Hashable {
     public func validate(_ direction: String = "") throws(ConditionerError) {
         let prefix = direction.isEmpty ? "" : "\(direction) "
         if let bandwidth, bandwidth < 1 {
-            throw .invalidConditions("\(prefix)bandwidth must be at least 1 byte/s (is \(bandwidth)); loss 100% carries nothing")
+            throw .invalidConditions(
+                "\(prefix)bandwidth must be at least 1 byte/s (is \(bandwidth)); loss 100% carries nothing")
         }
         if delay < .zero { throw .invalidConditions("\(prefix)delay must not be negative") }
         if jitter < .zero { throw .invalidConditions("\(prefix)jitter must not be negative") }
@@ -72,8 +73,10 @@ public struct LinkConditions: Sendable, Hashable {
     public var bandwidthPerConnection: Bool
 
     /// Conditions for both directions.
-    public init(upstream: DirectionConditions = .none, downstream: DirectionConditions = .none,
-                connectDelay: Duration = .zero, seed: UInt64 = 1, bandwidthPerConnection: Bool = false) {
+    public init(
+        upstream: DirectionConditions = .none, downstream: DirectionConditions = .none,
+        connectDelay: Duration = .zero, seed: UInt64 = 1, bandwidthPerConnection: Bool = false
+    ) {
         self.upstream = upstream
         self.downstream = downstream
         self.connectDelay = connectDelay
@@ -155,7 +158,8 @@ extension KeyedDecodingContainer {
     func decodeMilliseconds(_ key: Key) throws -> Duration? {
         guard let value = try decodeIfPresent(Double.self, forKey: key) else { return nil }
         guard let duration = Duration(milliseconds: value) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "not a number of milliseconds: \(value)")
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self, debugDescription: "not a number of milliseconds: \(value)")
         }
         return duration
     }

@@ -108,9 +108,10 @@ extension LinkFault: Codable {
         case "limit_data":
             self = .limitData(bytes: try container.decode(Int.self, forKey: .bytes))
         case "slicer":
-            self = .slicer(averageSize: try container.decode(Int.self, forKey: .averageSize),
-                           sizeVariation: try container.decodeIfPresent(Int.self, forKey: .sizeVariation) ?? 0,
-                           delay: try container.decodeMilliseconds(.delayMilliseconds) ?? .zero)
+            self = .slicer(
+                averageSize: try container.decode(Int.self, forKey: .averageSize),
+                sizeVariation: try container.decodeIfPresent(Int.self, forKey: .sizeVariation) ?? 0,
+                delay: try container.decodeMilliseconds(.delayMilliseconds) ?? .zero)
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: container,
@@ -151,8 +152,9 @@ extension NamedFault: Codable {
         case "upstream": directions = [.upstream]
         case "downstream": directions = [.downstream]
         case let other:
-            throw DecodingError.dataCorruptedError(forKey: .direction, in: container,
-                                                   debugDescription: "unknown direction \(other) (upstream, downstream, both)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .direction, in: container,
+                debugDescription: "unknown direction \(other) (upstream, downstream, both)")
         }
         fault = try LinkFault(from: decoder)
     }

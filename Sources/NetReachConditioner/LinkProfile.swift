@@ -72,21 +72,25 @@ public enum LinkProfile: String, Sendable, Hashable, CaseIterable, Codable {
     }
 
     private static func link(down: Int, downDelay: Int, up: Int, upDelay: Int, loss: Double = 0) -> LinkConditions {
-        LinkConditions(upstream: .init(bandwidth: up, delay: .milliseconds(upDelay), loss: loss),
-                       downstream: .init(bandwidth: down, delay: .milliseconds(downDelay), loss: loss))
+        LinkConditions(
+            upstream: .init(bandwidth: up, delay: .milliseconds(upDelay), loss: loss),
+            downstream: .init(bandwidth: down, delay: .milliseconds(downDelay), loss: loss))
     }
 
     /// Every profile's figures as a Markdown table: the one in the documentation and (as plain
     /// text) in `netreach condition --help`. A test keeps the documentation's copy equal to it.
     public static var table: String {
-        var lines = ["| Profile | Apple's name | Down | Down delay | Up | Up delay | Loss | Other |",
-                     "|---|---|---|---|---|---|---|---|"]
+        var lines = [
+            "| Profile | Apple's name | Down | Down delay | Up | Up delay | Loss | Other |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for profile in allCases {
             let c = profile.conditions
             let other = c.connectDelay > .zero ? "\(Self.milliseconds(c.connectDelay)) before each connection" : ""
-            lines.append("| `\(profile.name)` | \(profile.appleName) | \(Self.rate(c.downstream.bandwidth)) | "
-                + "\(Self.milliseconds(c.downstream.delay)) | \(Self.rate(c.upstream.bandwidth)) | "
-                + "\(Self.milliseconds(c.upstream.delay)) | \(Self.percent(c.downstream.loss)) | \(other) |")
+            lines.append(
+                "| `\(profile.name)` | \(profile.appleName) | \(Self.rate(c.downstream.bandwidth)) | "
+                    + "\(Self.milliseconds(c.downstream.delay)) | \(Self.rate(c.upstream.bandwidth)) | "
+                    + "\(Self.milliseconds(c.upstream.delay)) | \(Self.percent(c.downstream.loss)) | \(other) |")
         }
         return lines.joined(separator: "\n")
     }

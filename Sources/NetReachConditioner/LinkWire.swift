@@ -1,5 +1,5 @@
-import NetReachSystem
 import NIOCore
+import NetReachSystem
 
 /// The wire of one direction of a link: the bytes of every connection that uses it are
 /// serialised one slice after another at the link's bandwidth, as a bottleneck serialises

@@ -1,5 +1,6 @@
 import Foundation
 import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -71,7 +72,8 @@ public enum NWEndpoint: Sendable, Hashable, CustomDebugStringConvertible {
     }
 
     /// A port number.
-    public struct Port: Sendable, Hashable, CustomDebugStringConvertible, ExpressibleByIntegerLiteral, RawRepresentable {
+    public struct Port: Sendable, Hashable, CustomDebugStringConvertible, ExpressibleByIntegerLiteral, RawRepresentable
+    {
         /// The number.
         public let rawValue: UInt16
 

@@ -104,25 +104,28 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
         gateways: [NWEndpoint] = [],
         linkQuality: LinkQuality = .unknown
     ) {
-        self.init(status: status, unsatisfiedReason: unsatisfiedReason, linuxUnsatisfiedReason: nil,
-                  availableInterfaces: availableInterfaces, isExpensive: isExpensive, isConstrained: isConstrained,
-                  supportsIPv4: supportsIPv4, supportsIPv6: supportsIPv6, supportsDNS: supportsDNS, gateways: gateways,
-                  linkQuality: linkQuality)
+        self.init(
+            status: status, unsatisfiedReason: unsatisfiedReason, linuxUnsatisfiedReason: nil,
+            availableInterfaces: availableInterfaces, isExpensive: isExpensive, isConstrained: isConstrained,
+            supportsIPv4: supportsIPv4, supportsIPv6: supportsIPv6, supportsDNS: supportsDNS, gateways: gateways,
+            linkQuality: linkQuality)
     }
 
     /// The path NetReach evaluated, in Network.framework's terms.
     public init(_ path: NetworkPath) {
-        let status: Status = switch path.status {
-        case .satisfied: .satisfied
-        case .unsatisfied: .unsatisfied
-        case .requiresConnection: .requiresConnection
-        }
-        self.init(status: status, unsatisfiedReason: .notAvailable,
-                  linuxUnsatisfiedReason: path.status == .satisfied ? nil : path.unsatisfiedReason,
-                  availableInterfaces: path.availableInterfaces.map(NWInterface.init),
-                  isExpensive: path.isExpensive, isConstrained: path.isConstrained,
-                  supportsIPv4: path.supportsIPv4, supportsIPv6: path.supportsIPv6, supportsDNS: path.supportsDNS,
-                  gateways: path.gateways.map(NWEndpoint.init(gateway:)), linkQuality: .unknown)
+        let status: Status =
+            switch path.status {
+            case .satisfied: .satisfied
+            case .unsatisfied: .unsatisfied
+            case .requiresConnection: .requiresConnection
+            }
+        self.init(
+            status: status, unsatisfiedReason: .notAvailable,
+            linuxUnsatisfiedReason: path.status == .satisfied ? nil : path.unsatisfiedReason,
+            availableInterfaces: path.availableInterfaces.map(NWInterface.init),
+            isExpensive: path.isExpensive, isConstrained: path.isConstrained,
+            supportsIPv4: path.supportsIPv4, supportsIPv6: path.supportsIPv6, supportsDNS: path.supportsDNS,
+            gateways: path.gateways.map(NWEndpoint.init(gateway:)), linkQuality: .unknown)
     }
 
     private init(
@@ -163,8 +166,12 @@ public struct NWPath: Sendable, Equatable, CustomDebugStringConvertible {
         var details: [String] = []
         switch status {
         case .satisfied:
-            if !availableInterfaces.isEmpty { details.append("interface: " + availableInterfaces.map(\.name).joined(separator: ", ")) }
-            if !gateways.isEmpty { details.append("gateways: " + gateways.map(\.debugDescription).joined(separator: ", ")) }
+            if !availableInterfaces.isEmpty {
+                details.append("interface: " + availableInterfaces.map(\.name).joined(separator: ", "))
+            }
+            if !gateways.isEmpty {
+                details.append("gateways: " + gateways.map(\.debugDescription).joined(separator: ", "))
+            }
             if supportsIPv4 { details.append("ipv4") }
             if supportsIPv6 { details.append("ipv6") }
             if supportsDNS { details.append("dns") }

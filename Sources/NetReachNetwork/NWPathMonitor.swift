@@ -65,10 +65,13 @@ public final class NWPathMonitor: Sendable, CustomDebugStringConvertible {
     }
 
     /// A monitor fed by another source of paths, such as `SimulatedNetwork` in tests.
-    public convenience init(source: any PathSource, requiredInterfaceType: NWInterface.InterfaceType? = nil,
-                            prohibitedInterfaceTypes: [NWInterface.InterfaceType] = []) {
-        let requirements = PathRequirements(requiredInterfaceType: requiredInterfaceType?.netReachType,
-                                            prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes.map(\.netReachType)))
+    public convenience init(
+        source: any PathSource, requiredInterfaceType: NWInterface.InterfaceType? = nil,
+        prohibitedInterfaceTypes: [NWInterface.InterfaceType] = []
+    ) {
+        let requirements = PathRequirements(
+            requiredInterfaceType: requiredInterfaceType?.netReachType,
+            prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes.map(\.netReachType)))
         self.init(pathMonitor: PathMonitor(requirements: requirements, source: source))
     }
 

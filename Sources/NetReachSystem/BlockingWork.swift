@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
 #if os(Linux)
 import CNetReachLinux
 #endif
@@ -36,8 +37,10 @@ package enum BlockingWork {
 
     /// Runs `work` on a thread of its own and returns its result, without holding a thread of
     /// the concurrency pool while it blocks.
-    package static func run<Result: Sendable>(named name: String,
-                                              _ work: @escaping @Sendable () -> Result) async -> Result {
+    package static func run<Result: Sendable>(
+        named name: String,
+        _ work: @escaping @Sendable () -> Result
+    ) async -> Result {
         await withCheckedContinuation { continuation in
             start(named: name) { continuation.resume(returning: work()) }
         }

@@ -48,7 +48,8 @@ package enum SystemCall {
 
     /// One read(2) into `buffer`, retried on `EINTR`: the bytes read, 0 at end of file.
     /// A non-blocking descriptor with nothing to read throws `EAGAIN`.
-    package static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+    package static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int
+    {
         try retryingInterrupts { systemRead(descriptor, buffer.baseAddress, buffer.count) }
     }
 
@@ -60,8 +61,10 @@ package enum SystemCall {
     /// var written = 0
     /// try bytes.withUnsafeBytes { try SystemCall.writeAll(1, $0, written: &written) }
     /// ```
-    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
-                                 written: inout Int) throws(SystemError) {
+    package static func writeAll(
+        _ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
+        written: inout Int
+    ) throws(SystemError) {
         guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
@@ -71,7 +74,7 @@ package enum SystemCall {
                 written += count
                 continue
             }
-            let code = count == 0 ? EIO : errno   // 0 for a non-empty write: no progress, ever
+            let code = count == 0 ? EIO : errno // 0 for a non-empty write: no progress, ever
             switch code {
             case EINTR:
                 continue

@@ -53,7 +53,9 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
     /// Number of live subscriptions (monitors started and not cancelled).
     public var subscriberCount: Int { lock.withLock { subscribers.count } }
 
-    public func subscribe(_ receiver: @escaping @Sendable (SystemSnapshot) -> Void) throws(PathMonitorError) -> PathSubscription {
+    public func subscribe(
+        _ receiver: @escaping @Sendable (SystemSnapshot) -> Void
+    ) throws(PathMonitorError) -> PathSubscription {
         lock.lock()
         defer { lock.unlock() }
         if let failure { throw failure }
@@ -78,7 +80,8 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
     /// - Returns: its interface index.
     @discardableResult
     public func addInterface(
-        _ name: String, type: InterfaceType = .wiredEthernet, ipv4: Bool = true, ipv6: Bool = false, metric: UInt32 = 100
+        _ name: String, type: InterfaceType = .wiredEthernet, ipv4: Bool = true, ipv6: Bool = false,
+        metric: UInt32 = 100
     ) -> Int {
         var index = 0
         update { snapshot in
@@ -86,13 +89,16 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
             snapshot.links[index] = Self.link(index: index, name: name, type: type)
             let octet = UInt8(truncatingIfNeeded: index)
             if ipv4 {
-                snapshot.upsertAddress(.init(interfaceIndex: index, address: IPAddress(bytes: [192, 0, 2, octet])!, prefixLength: 24))
-                snapshot.defaultRoutes.insert(.init(interfaceIndex: index, gateway: IPAddress("192.0.2.1")!, metric: metric))
+                snapshot.upsertAddress(
+                    .init(interfaceIndex: index, address: IPAddress(bytes: [192, 0, 2, octet])!, prefixLength: 24))
+                snapshot.defaultRoutes.insert(
+                    .init(interfaceIndex: index, gateway: IPAddress("192.0.2.1")!, metric: metric))
             }
             if ipv6 && type != .loopback {
                 let address = IPAddress(bytes: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [octet])!
                 snapshot.upsertAddress(.init(interfaceIndex: index, address: address, prefixLength: 64))
-                snapshot.defaultRoutes.insert(.init(family: .ipv6, interfaceIndex: index, gateway: IPAddress("2001:db8::1")!, metric: metric))
+                snapshot.defaultRoutes.insert(
+                    .init(family: .ipv6, interfaceIndex: index, gateway: IPAddress("2001:db8::1")!, metric: metric))
             }
         }
         return index
@@ -103,7 +109,8 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
     public func addLoopback() {
         update { snapshot in
             snapshot.links[1] = Self.link(index: 1, name: "lo", type: .loopback)
-            snapshot.upsertAddress(.init(interfaceIndex: 1, address: IPAddress("127.0.0.1")!, prefixLength: 8, scope: 254))
+            snapshot.upsertAddress(
+                .init(interfaceIndex: 1, address: IPAddress("127.0.0.1")!, prefixLength: 8, scope: 254))
             snapshot.upsertAddress(.init(interfaceIndex: 1, address: IPAddress("::1")!, prefixLength: 128, scope: 254))
         }
     }
@@ -182,7 +189,8 @@ public final class SimulatedNetwork: PathSource, @unchecked Sendable {
         case .wifi: .init(index: index, name: name, deviceType: "wlan", isWireless: true)
         case .cellular: .init(index: index, name: name, hardwareType: 0xFFFE, deviceType: "wwan")
         case .wiredEthernet: .init(index: index, name: name)
-        case .loopback: .init(index: index, name: name, isLoopback: true, hardwareType: SystemSnapshot.Link.loopbackHardwareType)
+        case .loopback:
+            .init(index: index, name: name, isLoopback: true, hardwareType: SystemSnapshot.Link.loopbackHardwareType)
         case .other: .init(index: index, name: name, hardwareType: 0xFFFE, kind: "tun")
         }
     }

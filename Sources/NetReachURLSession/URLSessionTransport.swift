@@ -113,24 +113,32 @@ public struct URLSessionTransport: HTTPTransport {
 
     /// The CA bundles FoundationNetworking and libcurl look for (swift-corelibs-foundation's
     /// `EasyHandle.setCARootBundlePath()` list), resolved.
-    private static let systemTrustFiles: Set<String> = Set([
-        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/usr/share/ssl/certs/ca-bundle.crt",
-        "/usr/local/share/certs/ca-root-nss.crt", "/etc/ssl/cert.pem",
-    ].map(canonical))
+    private static let systemTrustFiles: Set<String> = Set(
+        [
+            "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+            "/usr/share/ssl/certs/ca-bundle.crt",
+            "/usr/local/share/certs/ca-root-nss.crt", "/etc/ssl/cert.pem",
+        ].map(canonical))
 
     private static func canonical(_ path: String) -> String {
         URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
     }
 
     /// Throws for the first setting FoundationNetworking on Linux cannot honour.
-    package static func check(_ settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
+    package static func check(
+        _ settings: TransportSettings, environment: [String: String]
+    ) throws(TransportSettingsError) {
         func unsupported(_ what: String, _ why: String) -> TransportSettingsError {
-            TransportSettingsError(.unsupported, "URLSessionTransport cannot \(what): \(why); use AsyncHTTPClientTransport")
+            TransportSettingsError(
+                .unsupported, "URLSessionTransport cannot \(what): \(why); use AsyncHTTPClientTransport")
         }
-        let why = "FoundationNetworking on Linux trusts only libcurl's built-in CA bundle and offers no hook to change it"
+        let why =
+            "FoundationNetworking on Linux trusts only libcurl's built-in CA bundle and offers no hook to change it"
         let roots = settings.tls.trustRoots.resolved(in: environment)
         if !settings.tls.trustRoots.isDefault {
-            throw unsupported("use custom trust roots (\([roots.file, roots.directory].compactMap { $0 }.joined(separator: ", ")))", why)
+            throw unsupported(
+                "use custom trust roots (\([roots.file, roots.directory].compactMap { $0 }.joined(separator: ", ")))",
+                why)
         }
         // The environment may name the system's own store (many images set SSL_CERT_FILE so):
         // that is what libcurl uses anyway.
@@ -141,16 +149,24 @@ public struct URLSessionTransport: HTTPTransport {
             throw unsupported("honour SSL_CERT_DIR=\(directory)", why)
         }
         if settings.tls.clientIdentity != nil {
-            throw unsupported("present a client certificate", "FoundationNetworking on Linux has no client certificate support")
+            throw unsupported(
+                "present a client certificate", "FoundationNetworking on Linux has no client certificate support")
         }
         if !settings.tls.verifiesCertificates {
-            throw unsupported("turn certificate verification off", "FoundationNetworking on Linux never asks its delegate about server trust")
+            throw unsupported(
+                "turn certificate verification off",
+                "FoundationNetworking on Linux never asks its delegate about server trust")
         }
         if settings.connectTimeout != nil {
-            throw unsupported("limit connecting separately", "FoundationNetworking on Linux has no connect timeout (the stall timeout covers connecting)")
+            throw unsupported(
+                "limit connecting separately",
+                "FoundationNetworking on Linux has no connect timeout (the stall timeout covers connecting)")
         }
         if settings.proxy != ProxySettings.environment(environment) {
-            throw unsupported("use a proxy other than the environment's", "FoundationNetworking's libcurl reads http_proxy, https_proxy, all_proxy and no_proxy itself and ignores connectionProxyDictionary")
+            throw unsupported(
+                "use a proxy other than the environment's",
+                "FoundationNetworking's libcurl reads http_proxy, https_proxy, all_proxy and no_proxy itself and ignores connectionProxyDictionary"
+            )
         }
     }
 
@@ -187,14 +203,17 @@ public struct URLSessionTransport: HTTPTransport {
         var bytes: Data?
         var file: String?
         if let body, let path = FileBody.path(of: body) {
-            file = path   // streamed from the file by FoundationNetworking itself, in constant memory
+            file = path // streamed from the file by FoundationNetworking itself, in constant memory
         } else if let body {
             do {
                 bytes = try await Data(collecting: body, upTo: Self.maximumRequestBodySize)
             } catch let error as TransportError {
                 throw error
             } catch {
-                throw TransportError(.invalidRequest, "the request body could not be read (over \(Self.maximumRequestBodySize) bytes, or failed): \(error)")
+                throw TransportError(
+                    .invalidRequest,
+                    "the request body could not be read (over \(Self.maximumRequestBodySize) bytes, or failed): \(error)"
+                )
             }
         }
         var urlRequest = try Self.makeURLRequest(request, body: bytes, stallTimeout: options.stallTimeout)
@@ -208,7 +227,9 @@ public struct URLSessionTransport: HTTPTransport {
             value.httpBodyStream = stream
             urlRequest = SendableURLRequest(value: value)
         }
-        let transfer = Transfer(method: request.method, host: Self.host(of: request.authority ?? ""), maximumDecodedBodySize: maximumDecodedBodySize)
+        let transfer = Transfer(
+            method: request.method, host: Self.host(of: request.authority ?? ""),
+            maximumDecodedBodySize: maximumDecodedBodySize)
         let session = pool.checkout()
         let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in
             transfer.fail(error)
@@ -234,7 +255,9 @@ public struct URLSessionTransport: HTTPTransport {
 
     // MARK: Conversions
 
-    package static func makeURLRequest(_ request: HTTPRequest, body: Data?, stallTimeout: Duration) throws(TransportError) -> SendableURLRequest {
+    package static func makeURLRequest(
+        _ request: HTTPRequest, body: Data?, stallTimeout: Duration
+    ) throws(TransportError) -> SendableURLRequest {
         guard let scheme = request.scheme, let authority = request.authority else {
             throw TransportError(.invalidRequest, "request has no scheme or authority: \(request)")
         }
@@ -286,7 +309,9 @@ public struct URLSessionTransport: HTTPTransport {
         }
         var response = HTTPResponse(status: .init(code: httpResponse.statusCode))
         for (name, value) in httpResponse.allHeaderFields {
-            guard let name = (name as? String).flatMap({ HTTPField.Name($0) }), let value = value as? String else { continue }
+            guard let name = (name as? String).flatMap({ HTTPField.Name($0) }), let value = value as? String else {
+                continue
+            }
             response.headerFields.append(HTTPField(name: name, value: value))
         }
         return response
@@ -316,7 +341,10 @@ public struct URLSessionTransport: HTTPTransport {
             if urlError.code == .badURL, host.contains(":") {
                 // swift-corelibs-foundation's EasyHandle.set(url:) compares URL.host ("::1") with
                 // libcurl's host ("[::1]") and refuses the URL before connecting.
-                return TransportError(.invalidRequest, "FoundationNetworking cannot send to an IPv6 address literal ([\(host)]); nothing was sent: use a host name or AsyncHTTPClientTransport")
+                return TransportError(
+                    .invalidRequest,
+                    "FoundationNetworking cannot send to an IPv6 address literal ([\(host)]); nothing was sent: use a host name or AsyncHTTPClientTransport"
+                )
             }
         }
         if error is CancellationError {
@@ -487,7 +515,11 @@ private final class Transfer: @unchecked Sendable {
         let total = decoded + Int64(count)
         self.decoded = total
         guard total <= maximumDecodedBodySize else {
-            fail(TransportError(.decodedBodyTooLarge, "the decoded body of the response from \(host) passed the limit of \(maximumDecodedBodySize) bytes (TransportSettings.maximumDecodedBodySize)"))
+            fail(
+                TransportError(
+                    .decodedBodyTooLarge,
+                    "the decoded body of the response from \(host) passed the limit of \(maximumDecodedBodySize) bytes (TransportSettings.maximumDecodedBodySize)"
+                ))
             return false
         }
         return true
@@ -562,14 +594,18 @@ extension TLSFailureReason {
                 self = .expired
             } else if text.contains("not yet valid") {
                 self = .notYetValid
-            } else if text.contains("issuer") || text.contains("self-signed") || text.contains("self signed") || text.contains("untrusted") {
+            } else if text.contains("issuer") || text.contains("self-signed") || text.contains("self signed")
+                || text.contains("untrusted")
+            {
                 self = .untrusted
             } else {
                 self = .verificationFailed
             }
             return
         }
-        if text.hasPrefix("ssl: no alternative certificate subject name") || text.contains("does not match target host name") {
+        if text.hasPrefix("ssl: no alternative certificate subject name")
+            || text.contains("does not match target host name")
+        {
             self = .hostnameMismatch
             return
         }
@@ -582,7 +618,8 @@ extension TLSFailureReason {
             self = .other("the connection broke during the handshake")
         } else if text.contains("wrong version number") {
             self = .protocolMismatch("the server did not answer with TLS")
-        } else if text.contains("protocol version") || text.contains("handshake failure") || text.contains("no shared cipher")
+        } else if text.contains("protocol version") || text.contains("handshake failure")
+            || text.contains("no shared cipher")
             || text.contains("unsupported protocol")
         {
             self = .protocolMismatch(Self.shortReason(message))
@@ -596,7 +633,9 @@ extension TLSFailureReason {
         var text = Substring(message)
         if let comma = text.range(of: ", errno") { text = text[..<comma.lowerBound] }
         if let range = text.range(of: "SSL routines::") { return String(text[range.upperBound...]) }
-        if let colon = text.lastIndex(of: ":") { return text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+        if let colon = text.lastIndex(of: ":") {
+            return text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
         return String(text)
     }
 }

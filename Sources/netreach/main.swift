@@ -2,6 +2,7 @@ import ArgumentParser
 import NetReachAsyncHTTPClient
 import NetReachCommands
 import NetReachHTTP
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

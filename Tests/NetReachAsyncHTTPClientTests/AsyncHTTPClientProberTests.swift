@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
-import NetReachTestSupport
 import NetReach
 import NetReachAsyncHTTPClient
 import NetReachConnectivity
 import NetReachHTTP
+import NetReachTestSupport
 import Testing
 
 /// Probes sent by AsyncHTTPClientProber to servers on loopback, each answer judged as
@@ -19,12 +19,15 @@ struct AsyncHTTPClientProberTests {
 
     /// A prober that trusts the test CA (and still no proxy).
     static func prober(trusting certificates: TestCertificates) -> AsyncHTTPClientProber {
-        AsyncHTTPClientProber(settings: TransportSettings(
-            tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
+        AsyncHTTPClientProber(
+            settings: TransportSettings(
+                tls: TLSSettings(trustRoots: .file(certificates.path("ca.pem"))), proxy: .environment([:])))
     }
 
-    static func probe(_ url: String, _ expectation: ConnectivityProbe.Expectation = .noContent,
-                      family: IPAddress.Family = .ipv4, timeout: Duration = Self.patience) async throws -> ProbeResult {
+    static func probe(
+        _ url: String, _ expectation: ConnectivityProbe.Expectation = .noContent,
+        family: IPAddress.Family = .ipv4, timeout: Duration = Self.patience
+    ) async throws -> ProbeResult {
         let probe = ConnectivityProbe(try #require(URL(string: url)), expecting: expectation)
         return await prober.probe(probe, over: family, timeout: timeout)
     }
@@ -33,7 +36,8 @@ struct AsyncHTTPClientProberTests {
     func noContentPasses() async throws {
         for host in ["127.0.0.1", "::1"] {
             let server = try await FaultInjectingServer.start(host: host)
-            let result = try await Self.probe("http://\(server.authority)/status/204", family: host == "::1" ? .ipv6 : .ipv4)
+            let result = try await Self.probe(
+                "http://\(server.authority)/status/204", family: host == "::1" ? .ipv6 : .ipv4)
             #expect(result.verdict == .passed, "\(result)")
             #expect(result.status == 204)
             #expect(result.family == (host == "::1" ? .ipv6 : .ipv4))
@@ -57,9 +61,13 @@ struct AsyncHTTPClientProberTests {
     func redirectIsAPortal() async throws {
         let server = try await FaultInjectingServer.start()
         defer { Task { try await server.shutdown() } }
-        let result = try await Self.probe("http://\(server.authority)/redirect?status=302&to=http%3A%2F%2F127.0.0.1%3A9%2Flogin")
-        #expect(result.verdict == .portal(loginURL: URL(string: "http://127.0.0.1:9/login"),
-                                          evidence: "HTTP 302 redirect to http://127.0.0.1:9/login"), "\(result)")
+        let result = try await Self.probe(
+            "http://\(server.authority)/redirect?status=302&to=http%3A%2F%2F127.0.0.1%3A9%2Flogin")
+        #expect(
+            result.verdict
+                == .portal(
+                    loginURL: URL(string: "http://127.0.0.1:9/login"),
+                    evidence: "HTTP 302 redirect to http://127.0.0.1:9/login"), "\(result)")
         #expect(result.status == 302)
         #expect(server.received(path: "/ok").isEmpty)
     }
@@ -68,8 +76,9 @@ struct AsyncHTTPClientProberTests {
     func bodies() async throws {
         let server = try await FaultInjectingServer.start()
         defer { Task { try await server.shutdown() } }
-        #expect(try await Self.probe("http://\(server.authority)/ok").verdict
-                    == .portal(loginURL: nil, evidence: "HTTP 200 where 204 was expected"))
+        #expect(
+            try await Self.probe("http://\(server.authority)/ok").verdict
+                == .portal(loginURL: nil, evidence: "HTTP 200 where 204 was expected"))
         #expect(try await Self.probe("http://\(server.authority)/ok", .bodyPrefix("ok")).verdict == .passed)
         let big = try await Self.probe("http://\(server.authority)/big?bytes=204800", .status(200))
         guard case .portal(nil, let evidence) = big.verdict else {
@@ -84,19 +93,29 @@ struct AsyncHTTPClientProberTests {
         let server = try await FaultInjectingServer.start()
         let authority = server.authority
         let closed = try await Self.probe("http://\(authority)/close-before-response")
-        guard case .failed = closed.verdict else { Issue.record("closed: \(closed)"); return }
+        guard case .failed = closed.verdict else {
+            Issue.record("closed: \(closed)")
+            return
+        }
         let held = try await Self.probe("http://\(authority)/slow-headers?ms=10000", timeout: .milliseconds(300))
-        guard case .failed = held.verdict else { Issue.record("held: \(held)"); return }
+        guard case .failed = held.verdict else {
+            Issue.record("held: \(held)")
+            return
+        }
         #expect(held.latency < .seconds(3), "\(held)")
         try await server.shutdown()
         let refused = try await Self.probe("http://\(authority)/status/204")
-        guard case .failed(let detail) = refused.verdict else { Issue.record("refused: \(refused)"); return }
+        guard case .failed(let detail) = refused.verdict else {
+            Issue.record("refused: \(refused)")
+            return
+        }
         #expect(refused.status == nil)
         #expect(!detail.isEmpty)
     }
 
-    @Test("An https probe whose certificate is not trusted is intercepted, not offline",
-          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    @Test(
+        "An https probe whose certificate is not trusted is intercepted, not offline",
+        .enabled(if: ExternalServer.available("nginx", "openssl")))
     func untrustedCertificateIsIntercepted() async throws {
         try await withNginx { nginx, certificates in
             let untrusted = try await Self.probe("https://127.0.0.1:\(nginx.trusted)/generate_204", .status(200))
@@ -107,43 +126,57 @@ struct AsyncHTTPClientProberTests {
             #expect(detail.contains("127.0.0.1"), "\(detail)")
             // With the CA trusted, the same probe reaches nginx.
             let trusting = Self.prober(trusting: certificates)
-            let probe = ConnectivityProbe(URL(string: "https://127.0.0.1:\(nginx.trusted)/generate_204")!, expecting: .status(200))
+            let probe = ConnectivityProbe(
+                URL(string: "https://127.0.0.1:\(nginx.trusted)/generate_204")!, expecting: .status(200))
             let trusted = await trusting.probe(probe, over: .ipv4, timeout: Self.patience)
             #expect(trusted.status != nil, "\(trusted)")
         }
     }
 
-    @Test("An https probe checks the certificate against the probe URL's host, not the address it connected to",
-          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    @Test(
+        "An https probe checks the certificate against the probe URL's host, not the address it connected to",
+        .enabled(if: ExternalServer.available("nginx", "openssl")))
     func probeChecksTheURLsHost() async throws {
         try await withNginx { nginx, certificates in
             let trusting = Self.prober(trusting: certificates)
             // The probe connects to 127.0.0.1 either way; only the URL's host differs.
-            let byName = ConnectivityProbe(URL(string: "https://localhost:\(nginx.addressOnly)/generate_204")!, expecting: .status(200))
+            let byName = ConnectivityProbe(
+                URL(string: "https://localhost:\(nginx.addressOnly)/generate_204")!, expecting: .status(200))
             let result = await trusting.probe(byName, over: .ipv4, timeout: Self.patience)
             guard case .intercepted(let detail) = result.verdict else {
                 Issue.record("an address-only certificate for a name should be intercepted: \(result)")
                 return
             }
             #expect(detail.contains("another host name") && detail.contains("localhost"), "\(detail)")
-            let byAddress = ConnectivityProbe(URL(string: "https://127.0.0.1:\(nginx.addressOnly)/generate_204")!, expecting: .status(200))
+            let byAddress = ConnectivityProbe(
+                URL(string: "https://127.0.0.1:\(nginx.addressOnly)/generate_204")!, expecting: .status(200))
             #expect(await trusting.probe(byAddress, over: .ipv4, timeout: Self.patience).verdict == .passed)
         }
     }
 
-    @Test("RFC 8908: the API's answer, asked for as application/captive+json over trusted https only",
-          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    @Test(
+        "RFC 8908: the API's answer, asked for as application/captive+json over trusted https only",
+        .enabled(if: ExternalServer.available("nginx", "openssl")))
     func captivePortalAPI() async throws {
         try await withNginx { nginx, certificates in
             let trusting = Self.prober(trusting: certificates)
             let base = "https://127.0.0.1:\(nginx.trusted)"
-            guard case .answered(let captive, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/captive")!, timeout: Self.patience) else {
+            guard
+                case .answered(let captive, _) = await trusting.captivePortalStatus(
+                    at: URL(string: "\(base)/captive")!, timeout: Self.patience)
+            else {
                 Issue.record("the API was not answered")
                 return
             }
-            #expect(captive == CaptivePortalAPI.Status(isCaptive: true, userPortalURL: URL(string: "https://login.test/portal"), secondsRemaining: 30),
-                    "an http venue-info-url is left out")
-            guard case .answered(let free, _) = await trusting.captivePortalStatus(at: URL(string: "\(base)/not-captive")!, timeout: Self.patience) else {
+            #expect(
+                captive
+                    == CaptivePortalAPI.Status(
+                        isCaptive: true, userPortalURL: URL(string: "https://login.test/portal"), secondsRemaining: 30),
+                "an http venue-info-url is left out")
+            guard
+                case .answered(let free, _) = await trusting.captivePortalStatus(
+                    at: URL(string: "\(base)/not-captive")!, timeout: Self.patience)
+            else {
                 Issue.record("the API was not answered")
                 return
             }
@@ -151,7 +184,7 @@ struct AsyncHTTPClientProberTests {
             let failures: [(String, AsyncHTTPClientProber, String)] = [
                 ("\(base)/captive-number", trusting, "\"captive\" has the wrong type"),
                 ("\(base)/other", trusting, "not JSON"),
-                ("\(base)/captive", Self.prober, "127.0.0.1"),   // not trusted: a TLS failure
+                ("\(base)/captive", Self.prober, "127.0.0.1"), // not trusted: a TLS failure
                 ("http://127.0.0.1:\(nginx.plain)/captive", trusting, "not https"),
             ]
             for (url, prober, reason) in failures {
@@ -165,8 +198,9 @@ struct AsyncHTTPClientProberTests {
         }
     }
 
-    @Test("RFC 8908 end to end: networkd announced an API that says captive; the monitor says portal with its login page, and sends no probe",
-          .enabled(if: ExternalServer.available("nginx", "openssl")))
+    @Test(
+        "RFC 8908 end to end: networkd announced an API that says captive; the monitor says portal with its login page, and sends no probe",
+        .enabled(if: ExternalServer.available("nginx", "openssl")))
     func captivePortalAPIIsAuthoritative() async throws {
         let server = try await FaultInjectingServer.start()
         defer { Task { try await server.shutdown() } }
@@ -175,11 +209,13 @@ struct AsyncHTTPClientProberTests {
         defer { paths.cancel() }
         guard paths.currentPath.supportsIPv4, let interface = paths.currentPath.primaryInterface else { return }
         try await withNginx { nginx, certificates in
-            let links = FileManager.default.temporaryDirectory.appendingPathComponent("netreach-links-\(UUID().uuidString)")
+            let links = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "netreach-links-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: links) }
             // As systemd-networkd writes it.
-            try "# This is private data. Do not parse.\nADMIN_STATE=configured\nOPER_STATE=routable\nCAPTIVE_PORTAL=https://127.0.0.1:\(nginx.trusted)/captive\n"
+            try
+                "# This is private data. Do not parse.\nADMIN_STATE=configured\nOPER_STATE=routable\nCAPTIVE_PORTAL=https://127.0.0.1:\(nginx.trusted)/captive\n"
                 .write(to: links.appendingPathComponent("\(interface.index)"), atomically: true, encoding: .utf8)
             var configuration = ConnectivityMonitor.Configuration(
                 probes: [ConnectivityProbe(URL(string: "http://\(server.authority)/status/204")!)])
@@ -195,7 +231,9 @@ struct AsyncHTTPClientProberTests {
                 break
             }
             #expect(level == .portal(loginURL: URL(string: "https://login.test/portal")), "\(monitor.current)")
-            #expect(monitor.current.ipv4.evidence.first?.verdict.description.contains("RFC 8908") == true, "\(monitor.current)")
+            #expect(
+                monitor.current.ipv4.evidence.first?.verdict.description.contains("RFC 8908") == true,
+                "\(monitor.current)")
             #expect(server.received(path: "/status/204").isEmpty, "the network's word stands: no probe")
         }
     }

@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
-@testable import NetReachCommands
 import NetReach
 import NetReachTestSupport
 import Testing
+
+@testable import NetReachCommands
 
 /// What `netreach` accepts on its command line: durations, options given once, and help that
 /// documents the exit statuses and the JSON schema. Parsing only: no root, no network.
@@ -69,7 +70,8 @@ struct CLIArgumentTests {
 
     @Test func theWaitMessageOffersInfinityAndTheGetMessageDoesNot() {
         #expect(Self.message { _ = try WaitTimeout(parsing: "inf") }.hasSuffix("a number of seconds, or infinity."))
-        #expect(Self.message { _ = try WaitDuration(parsing: "inf") }.hasSuffix("1m30s, 2m500ms, or a number of seconds."))
+        #expect(
+            Self.message { _ = try WaitDuration(parsing: "inf") }.hasSuffix("1m30s, 2m500ms, or a number of seconds."))
     }
 
     @Test func waitParsesTheTimeoutWithItsDefault() async throws {
@@ -88,9 +90,15 @@ struct CLIArgumentTests {
         (["wait", "--timeout", "1s", "--timeout", "2s"], "--timeout was given 2 times (1s, 2s)"),
         (["wait", "--timeout=1s", "--timeout", "1s"], "--timeout was given 2 times (1s, 1s)"),
         (["wait", "--timeout", "infinity", "--timeout", "0"], "--timeout was given 2 times (infinity, 0s)"),
-        (["wait", "--interface-type", "wifi", "--interface-type", "cellular"], "--interface-type was given 2 times (wifi, cellular)"),
+        (
+            ["wait", "--interface-type", "wifi", "--interface-type", "cellular"],
+            "--interface-type was given 2 times (wifi, cellular)"
+        ),
         (["wait", "--namespace", "a", "--namespace", "b"], "--namespace was given 2 times (a, b)"),
-        (["status", "--namespace", "a", "--namespace", "b", "--namespace", "c"], "--namespace was given 3 times (a, b, c)"),
+        (
+            ["status", "--namespace", "a", "--namespace", "b", "--namespace", "c"],
+            "--namespace was given 3 times (a, b, c)"
+        ),
         (["watch", "--json", "--namespace", "a", "--namespace", "a"], "--namespace was given 2 times (a, a)"),
     ])
     func aRepeatedSingleValuedOptionIsAUsageError(_ arguments: [String], _ message: String) async {
@@ -98,7 +106,7 @@ struct CLIArgumentTests {
             _ = try NetreachCommand.parseAsRoot(arguments)
             Issue.record("\(arguments) was accepted")
         } catch {
-            #expect(NetreachCommand.exitCode(for: error) == .validationFailure)   // 64
+            #expect(NetreachCommand.exitCode(for: error) == .validationFailure) // 64
             #expect(NetreachCommand.message(for: error) == message + "; give it once.")
         }
     }
@@ -131,7 +139,8 @@ struct CLIArgumentTests {
             .compactMap { line -> String? in
                 // An option's own line starts with it; continuation lines start with words.
                 guard line.drop(while: { $0 == " " }).hasPrefix("-"),
-                      let name = line.split(separator: " ").first(where: { $0.hasPrefix("--") }) else { return nil }
+                    let name = line.split(separator: " ").first(where: { $0.hasPrefix("--") })
+                else { return nil }
                 return String(name.trimmingCharacters(in: CharacterSet(charactersIn: ",")))
             }
             .filter { $0 != "--help" && $0 != "--version" }

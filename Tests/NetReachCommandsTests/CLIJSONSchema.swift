@@ -73,7 +73,9 @@ struct JSONSchemaChecker {
     let root: JSONValue
 
     /// Keywords that carry no assertion.
-    private static let annotations: Set<String> = ["$schema", "$id", "title", "description", "$defs", "format", "$comment"]
+    private static let annotations: Set<String> = [
+        "$schema", "$id", "title", "description", "$defs", "format", "$comment",
+    ]
 
     init(schema: JSONValue) { root = schema }
 
@@ -104,14 +106,17 @@ struct JSONSchemaChecker {
         return found
     }
 
-    private func check(_ keyword: String, _ value: JSONValue, keywords: [String: JSONValue],
-                       instance: JSONValue, at path: String) -> [String] {
+    private func check(
+        _ keyword: String, _ value: JSONValue, keywords: [String: JSONValue],
+        instance: JSONValue, at path: String
+    ) -> [String] {
         switch (keyword, value) {
         case ("type", .string(let name)):
             return instance.typeNames.contains(name) ? [] : ["\(path): \(instance) is not of type \(name)"]
         case ("type", .array(let names)):
             let allowed = names.compactMap { if case .string(let name) = $0 { name } else { nil } }
-            return instance.typeNames.isDisjoint(with: allowed) ? ["\(path): \(instance) is none of the types \(allowed)"] : []
+            return instance.typeNames.isDisjoint(with: allowed)
+                ? ["\(path): \(instance) is none of the types \(allowed)"] : []
         case ("enum", .array(let allowed)):
             return allowed.contains(instance) ? [] : ["\(path): \(instance) is not one of \(value)"]
         case ("const", _):
@@ -145,16 +150,18 @@ struct JSONSchemaChecker {
             guard case .string(let text) = instance else { return [] }
             return text.unicodeScalars.count >= bound ? [] : ["\(path): \(instance) is shorter than \(bound)"]
         case ("minimum", _):
-            let bound: Double? = switch value {
-            case .integer(let number): Double(number)
-            case .number(let number): number
-            default: nil
-            }
-            let number: Double? = switch instance {
-            case .integer(let number): Double(number)
-            case .number(let number): number
-            default: nil
-            }
+            let bound: Double? =
+                switch value {
+                case .integer(let number): Double(number)
+                case .number(let number): number
+                default: nil
+                }
+            let number: Double? =
+                switch instance {
+                case .integer(let number): Double(number)
+                case .number(let number): number
+                default: nil
+                }
             guard let bound else { return ["\(path): minimum is not a number"] }
             guard let number else { return [] }
             return number >= bound ? [] : ["\(path): \(instance) is less than \(bound)"]
@@ -164,7 +171,8 @@ struct JSONSchemaChecker {
                 return ["\(path): the pattern \(pattern) does not compile"]
             }
             let range = NSRange(text.startIndex..., in: text)
-            return expression.firstMatch(in: text, range: range) == nil ? ["\(path): \(instance) does not match \(pattern)"] : []
+            return expression.firstMatch(in: text, range: range) == nil
+                ? ["\(path): \(instance) does not match \(pattern)"] : []
         case ("$ref", .string(let reference)):
             guard let target = resolve(reference) else { return ["\(path): cannot resolve \(reference)"] }
             return violations(of: instance, against: target, at: path)
@@ -172,13 +180,14 @@ struct JSONSchemaChecker {
             return schemas.flatMap { violations(of: instance, against: $0, at: path) }
         case ("anyOf", .array(let schemas)):
             let failures = schemas.map { violations(of: instance, against: $0, at: path) }
-            return failures.contains { $0.isEmpty } ? [] : ["\(path): \(instance) matches none of anyOf: \(failures.flatMap { $0 })"]
+            return failures.contains { $0.isEmpty }
+                ? [] : ["\(path): \(instance) matches none of anyOf: \(failures.flatMap { $0 })"]
         case ("if", _):
             let holds = violations(of: instance, against: value, at: path).isEmpty
             guard let branch = keywords[holds ? "then" : "else"] else { return [] }
             return violations(of: instance, against: branch, at: path)
         case ("then", _), ("else", _):
-            return []   // applied by "if"
+            return [] // applied by "if"
         default:
             return ["\(path): the checker does not implement \(keyword): \(value)"]
         }

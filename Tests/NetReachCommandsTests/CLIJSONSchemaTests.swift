@@ -1,9 +1,10 @@
 import Foundation
-import NetReachTestSupport
-@testable import NetReach
 import NetReachConnectivity
-@testable import NetReachCommands
+import NetReachTestSupport
 import Testing
+
+@testable import NetReach
+@testable import NetReachCommands
 
 /// `Docs/netreach-json.schema.json` describes what `status --json` and `watch --json` print: held
 /// to the formatter's output for every enum value (no root), and to the real commands' output in
@@ -27,7 +28,8 @@ struct CLIJSONSchemaTests {
     private static func listed(_ reason: UnsatisfiedReason) -> Bool {
         switch reason {
         case .noInterface, .linkDown, .noAddress, .noDefaultRoute, .routeRefused, .excludedByRequirements,
-             .destinationUnresolved, .monitorUnavailable: allReasons.contains(reason)
+            .destinationUnresolved, .monitorUnavailable:
+            allReasons.contains(reason)
         }
     }
 
@@ -47,7 +49,8 @@ struct CLIJSONSchemaTests {
         }
         #expect(top["$schema"] == .string("https://json-schema.org/draft/2020-12/schema"))
         func enumeration(_ name: String) -> [String] {
-            guard case .object(let definition)? = definitions[name], case .array(let values)? = definition["enum"] else { return [] }
+            guard case .object(let definition)? = definitions[name], case .array(let values)? = definition["enum"]
+            else { return [] }
             return values.compactMap { if case .string(let text) = $0 { text } else { nil } }
         }
         #expect(Self.allReasons.allSatisfy(Self.listed) && Self.allStatuses.allSatisfy(Self.listed))
@@ -58,7 +61,8 @@ struct CLIJSONSchemaTests {
 
     @Test func everyKeyIsRequiredAndDeclared() throws {
         guard case .object(let top) = try Self.checker().root,
-              case .array(let required)? = top["required"], case .object(let properties)? = top["properties"] else {
+            case .array(let required)? = top["required"], case .object(let properties)? = top["properties"]
+        else {
             Issue.record("the schema has no required or properties")
             return
         }
@@ -98,11 +102,18 @@ struct CLIJSONSchemaTests {
         let login = URL(string: "http://login.hotel.test/")!
         let results = [
             ProbeResult(probe: probe, family: .ipv4, status: 204, latency: .microseconds(4_321), verdict: .passed),
-            ProbeResult(probe: probe, family: .ipv4, status: 302, latency: .seconds(1), verdict: .portal(loginURL: login, evidence: "HTTP 302 redirect")),
-            ProbeResult(probe: probe, family: .ipv6, status: nil, latency: .zero, verdict: .intercepted("certificate not trusted")),
-            ProbeResult(probe: probe, family: .ipv6, status: nil, latency: .milliseconds(10_000), verdict: .failed("timed out")),
+            ProbeResult(
+                probe: probe, family: .ipv4, status: 302, latency: .seconds(1),
+                verdict: .portal(loginURL: login, evidence: "HTTP 302 redirect")),
+            ProbeResult(
+                probe: probe, family: .ipv6, status: nil, latency: .zero,
+                verdict: .intercepted("certificate not trusted")),
+            ProbeResult(
+                probe: probe, family: .ipv6, status: nil, latency: .milliseconds(10_000), verdict: .failed("timed out")),
         ]
-        let levels: [ConnectivityLevel] = [.unknown, .none, .local, .limited, .portal(loginURL: login), .portal(loginURL: nil), .full]
+        let levels: [ConnectivityLevel] = [
+            .unknown, .none, .local, .limited, .portal(loginURL: login), .portal(loginURL: nil), .full,
+        ]
         return levels.map { level in
             var verdict = Connectivity.unknown
             verdict.path = everyInterfaceType
@@ -125,14 +136,25 @@ struct CLIJSONSchemaTests {
     @Test(arguments: [
         ("an unknown level", #"{"level":"online"}"#, "$.connectivity.level"),
         ("a family without probes", #"{"ipv4":{"level":"full"}}"#, "$.connectivity.ipv4: probes is missing"),
-        ("an unknown probe verdict", #"{"ipv4":{"level":"full","probes":[{"expect":"204","family":"ipv4","latencyMilliseconds":1,"url":"http://a/","verdict":"ok"}]}}"#, "$.connectivity.ipv4.probes[0].verdict"),
-        ("a negative latency", #"{"ipv4":{"level":"full","probes":[{"expect":"204","family":"ipv4","latencyMilliseconds":-1,"url":"http://a/","verdict":"passed"}]}}"#, "$.connectivity.ipv4.probes[0].latencyMilliseconds"),
+        (
+            "an unknown probe verdict",
+            #"{"ipv4":{"level":"full","probes":[{"expect":"204","family":"ipv4","latencyMilliseconds":1,"url":"http://a/","verdict":"ok"}]}}"#,
+            "$.connectivity.ipv4.probes[0].verdict"
+        ),
+        (
+            "a negative latency",
+            #"{"ipv4":{"level":"full","probes":[{"expect":"204","family":"ipv4","latencyMilliseconds":-1,"url":"http://a/","verdict":"passed"}]}}"#,
+            "$.connectivity.ipv4.probes[0].latencyMilliseconds"
+        ),
         ("an unknown key", #"{"captive":true}"#, "$.connectivity.captive"),
     ])
     func theCheckerRejectsABadVerdict(_ what: String, _ change: String, _ expectedPath: String) throws {
-        guard case .object(var members) = try JSONValue.parse(PathFormatting.json(Self.formattedVerdicts.last!, at: Date(timeIntervalSince1970: 0))),
-              case .object(var connectivity)? = members["connectivity"],
-              case .object(let replacements) = try JSONValue.parse(change) else {
+        guard
+            case .object(var members) = try JSONValue.parse(
+                PathFormatting.json(Self.formattedVerdicts.last!, at: Date(timeIntervalSince1970: 0))),
+            case .object(var connectivity)? = members["connectivity"],
+            case .object(let replacements) = try JSONValue.parse(change)
+        else {
             Issue.record("not objects")
             return
         }
@@ -143,7 +165,8 @@ struct CLIJSONSchemaTests {
     }
 
     @Test func withoutATimestampTheObjectIsIncomplete() throws {
-        let violations = try Self.checker().violations(of: JSONValue.parse(PathFormatting.json(Self.everyInterfaceType)))
+        let violations = try Self.checker().violations(
+            of: JSONValue.parse(PathFormatting.json(Self.everyInterfaceType)))
         #expect(violations == ["$: timestamp is missing"])
     }
 
@@ -151,23 +174,43 @@ struct CLIJSONSchemaTests {
     @Test(arguments: [
         ("satisfied with a reason", #"{"unsatisfiedReason":"linkDown"}"#, "$.unsatisfiedReason"),
         ("unsatisfied without one", #"{"status":"unsatisfied","unsatisfiedReason":null}"#, "$.unsatisfiedReason"),
-        ("unsatisfied with interfaces", #"{"status":"unsatisfied","unsatisfiedReason":"linkDown"}"#, "$.availableInterfaces"),
-        ("an unknown reason", #"{"status":"unsatisfied","unsatisfiedReason":"cosmicRays","availableInterfaces":[]}"#, "$.unsatisfiedReason"),
+        (
+            "unsatisfied with interfaces", #"{"status":"unsatisfied","unsatisfiedReason":"linkDown"}"#,
+            "$.availableInterfaces"
+        ),
+        (
+            "an unknown reason", #"{"status":"unsatisfied","unsatisfiedReason":"cosmicRays","availableInterfaces":[]}"#,
+            "$.unsatisfiedReason"
+        ),
         ("an unknown status", #"{"status":"maybe"}"#, "$.status"),
         ("an unknown key", #"{"ssid":"home"}"#, "$.ssid"),
         ("a string flag", #"{"isExpensive":"no"}"#, "$.isExpensive"),
-        ("a fractional index", #"{"availableInterfaces":[{"index":1.5,"name":"eth0","type":"wifi"}]}"#, "$.availableInterfaces[0].index"),
-        ("index zero", #"{"availableInterfaces":[{"index":0,"name":"eth0","type":"wifi"}]}"#, "$.availableInterfaces[0].index"),
-        ("an unknown type", #"{"availableInterfaces":[{"index":1,"name":"eth0","type":"ethernet"}]}"#, "$.availableInterfaces[0].type"),
-        ("an interface without a name", #"{"availableInterfaces":[{"index":1,"type":"wifi"}]}"#, "$.availableInterfaces[0]: name is missing"),
+        (
+            "a fractional index", #"{"availableInterfaces":[{"index":1.5,"name":"eth0","type":"wifi"}]}"#,
+            "$.availableInterfaces[0].index"
+        ),
+        (
+            "index zero", #"{"availableInterfaces":[{"index":0,"name":"eth0","type":"wifi"}]}"#,
+            "$.availableInterfaces[0].index"
+        ),
+        (
+            "an unknown type", #"{"availableInterfaces":[{"index":1,"name":"eth0","type":"ethernet"}]}"#,
+            "$.availableInterfaces[0].type"
+        ),
+        (
+            "an interface without a name", #"{"availableInterfaces":[{"index":1,"type":"wifi"}]}"#,
+            "$.availableInterfaces[0]: name is missing"
+        ),
         ("a local timestamp", #"{"timestamp":"2026-11-22T20:40:01.123+01:00"}"#, "$.timestamp"),
         ("a numeric gateway", #"{"gateways":[3221225985]}"#, "$.gateways[0]"),
     ])
     func theCheckerRejectsWhatTheSchemaForbids(_ what: String, _ change: String, _ expectedPath: String) throws {
         // A valid satisfied line with one interface, then the change's keys replaced.
-        guard case .object(var members) = try JSONValue.parse(
-            PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))),
-            case .object(let replacements) = try JSONValue.parse(change) else {
+        guard
+            case .object(var members) = try JSONValue.parse(
+                PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))),
+            case .object(let replacements) = try JSONValue.parse(change)
+        else {
             Issue.record("not objects")
             return
         }
@@ -177,8 +220,10 @@ struct CLIJSONSchemaTests {
     }
 
     @Test func aMissingKeyIsAViolation() throws {
-        guard case .object(var members) = try JSONValue.parse(
-            PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))) else { return }
+        guard
+            case .object(var members) = try JSONValue.parse(
+                PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0)))
+        else { return }
         members["unsatisfiedReason"] = nil
         #expect(try Self.checker().violations(of: .object(members)) == ["$: unsatisfiedReason is missing"])
     }
@@ -207,7 +252,7 @@ struct CLIJSONSchemaTests {
             let watch = try NetreachProcess.start(["watch", "--json", "--namespace", lab.name])
             defer { watch.kill() }
             await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
-            try await lab.setPeer(up: false)   // carrier lost: unsatisfied (link down)
+            try await lab.setPeer(up: false) // carrier lost: unsatisfied (link down)
             await LabPoll.until("watch prints the change") { watch.outputLines.count >= 2 }
             watch.signal(SIGTERM)
             #expect(await watch.exitStatus() == 0, "standard error: \(watch.standardError)")
@@ -237,11 +282,22 @@ struct CLIJSONSchemaTests {
     }
 
     @Test(arguments: [
-        ("conditionLine", #"{"event":"connection","listener":"1","upstream":{},"downstream":{},"isOpen":false,"version":"0.22.0"}"#, "$: id is missing"),
+        (
+            "conditionLine",
+            #"{"event":"connection","listener":"1","upstream":{},"downstream":{},"isOpen":false,"version":"0.22.0"}"#,
+            "$: id is missing"
+        ),
         ("conditionLine", #"{"event":"stopped","connections":1,"extra":1,"version":"0.22.0"}"#, "$.extra: "),
         ("conditionLine", #"{"event":"ready","control":"127.0.0.1:1","version":"0.22.0"}"#, "$: listeners is missing"),
-        ("getWaitingLine", #"{"event":"waiting","method":"GET","url":"http://x/","reason":"r","version":"0.22.0"}"#, "$: path is missing"),
-        ("getResponseLine", #"{"event":"response","status":99,"reasonPhrase":"","url":"u","headers":{},"attempts":1,"waitedSeconds":0,"elapsedSeconds":0,"bodyBytes":0,"version":"0.22.0"}"#, "$.status: "),
+        (
+            "getWaitingLine", #"{"event":"waiting","method":"GET","url":"http://x/","reason":"r","version":"0.22.0"}"#,
+            "$: path is missing"
+        ),
+        (
+            "getResponseLine",
+            #"{"event":"response","status":99,"reasonPhrase":"","url":"u","headers":{},"attempts":1,"waitedSeconds":0,"elapsedSeconds":0,"bodyBytes":0,"version":"0.22.0"}"#,
+            "$.status: "
+        ),
     ])
     func theLineDefinitionsRejectWhatTheyForbid(_ definition: String, _ line: String, _ expected: String) throws {
         let violations = try Self.checker().violations(of: JSONValue.parse(line), definition: definition)
@@ -250,16 +306,20 @@ struct CLIJSONSchemaTests {
 
     @Test func getsErrorLineConformsToItsDefinition() throws {
         // Nothing listens on the discard port of loopback: refused, exit 7 (curl's number).
-        let finished = try ChildProcess.runBlocking(NetreachProcess.executable().path,
-                                                    ["get", "--json", "--retries", "0", "http://127.0.0.1:9/"])
+        let finished = try ChildProcess.runBlocking(
+            NetreachProcess.executable().path,
+            ["get", "--json", "--retries", "0", "http://127.0.0.1:9/"])
         #expect(finished.status == 7, "\(finished.standardError)")
         let line = try #require(finished.standardOutput.split(separator: "\n").last.map(String.init))
         try Self.expectConforms(line, definition: "getErrorLine")
-        #expect(line.contains(#""exitStatus":7"#) && line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)")
+        #expect(
+            line.contains(#""exitStatus":7"#) && line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)")
     }
 
     /// The schema's verdict on one JSON line of `get` or `condition`, held to `$defs/definition`.
-    static func expectConforms(_ line: String, definition: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectConforms(
+        _ line: String, definition: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let violations = try checker().violations(of: JSONValue.parse(line), definition: definition)
         #expect(violations.isEmpty, "\(line): \(violations)", sourceLocation: sourceLocation)
         #expect(line.contains(#""version":"\#(NetreachCommand.version)""#), "\(line)", sourceLocation: sourceLocation)
@@ -272,7 +332,9 @@ struct CLIJSONSchemaTests {
         #expect(violations.isEmpty, "\(line): \(violations)", sourceLocation: sourceLocation)
         if case .object(let members) = value, case .array(let gateways)? = members["gateways"] {
             for case .string(let gateway) in gateways {
-                #expect(IPAddress(gateway) != nil, "gateway \(gateway) is not an IP address", sourceLocation: sourceLocation)
+                #expect(
+                    IPAddress(gateway) != nil, "gateway \(gateway) is not an IP address", sourceLocation: sourceLocation
+                )
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import NetReachTestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,13 +29,15 @@ struct CLIOutputFailureTests {
     ]
 
     @Test(arguments: printingCommands, brokenOutputs)
-    func anUnwritableOutputExits74AndSaysWhy(_ command: [String], _ output: (ChildProcess.Output, String)) async throws {
+    func anUnwritableOutputExits74AndSaysWhy(_ command: [String], _ output: (ChildProcess.Output, String)) async throws
+    {
         let run = try ChildProcess(NetreachProcess.executable().path, command, output: output.0)
         let status = await run.exitStatus()
         // 141 would be death by SIGPIPE (reset to its default for the child), 0 the old silence.
         #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
-        #expect(run.standardError.contains("netreach: cannot write the output: standard output: "),
-                "standard error: \(run.standardError)")
+        #expect(
+            run.standardError.contains("netreach: cannot write the output: standard output: "),
+            "standard error: \(run.standardError)")
         #expect(run.standardError.contains(output.1), "standard error: \(run.standardError)")
     }
 
@@ -45,13 +48,16 @@ struct CLIOutputFailureTests {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
             let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
             defer { server.stop() }
-            let run = try ChildProcess(LabCommand.ipExecutable,
-                                   ["netns", "exec", lab.name, try NetreachProcess.executable().path, "get"] + flags
-                                    + ["--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
-                                   output: .devFull)
+            let run = try ChildProcess(
+                LabCommand.ipExecutable,
+                ["netns", "exec", lab.name, try NetreachProcess.executable().path, "get"] + flags
+                    + ["--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
+                output: .devFull)
             let status = await run.exitStatus()
             #expect(status == Self.outputFailed, "standard error: \(run.standardError)")
-            #expect(run.standardError.contains("netreach: cannot write the output: standard output: No space"), "\(run.standardError)")
+            #expect(
+                run.standardError.contains("netreach: cannot write the output: standard output: No space"),
+                "\(run.standardError)")
             #expect(!run.standardError.contains("standard output: standard output"), "\(run.standardError)")
             #expect(run.standardError.contains("No space left on device"), "\(run.standardError)")
             #expect(!run.standardError.contains("200 OK"), "no success summary for a lost body: \(run.standardError)")
@@ -59,8 +65,9 @@ struct CLIOutputFailureTests {
     }
 
     @Test func waitQuietWritesNothingSoAFullOutputIsNoError() async throws {
-        let run = try ChildProcess(NetreachProcess.executable().path,
-                               ["wait", "--interface-type", "loopback", "--timeout", "0", "--quiet"], output: .devFull)
+        let run = try ChildProcess(
+            NetreachProcess.executable().path,
+            ["wait", "--interface-type", "loopback", "--timeout", "0", "--quiet"], output: .devFull)
         #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
     }
 
@@ -79,11 +86,13 @@ struct CLIOutputFailureTests {
 
     /// `netreach watch | head -1` as scripts write it: it ends, and with pipefail the pipeline's
     /// status is watch's documented 74.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/bin/bash"), "needs /bin/bash"),
-          arguments: [["watch"], ["watch", "--json"]])
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/bin/bash"), "needs /bin/bash"),
+        arguments: [["watch"], ["watch", "--json"]])
     func watchPipedIntoHeadEndsWithStatus74UnderPipefail(_ command: [String]) async throws {
         let script = #"set -o pipefail; "$0" "$@" | head -n 1"#
-        let run = try ChildProcess("/bin/bash", ["-c", script, NetreachProcess.executable().path] + command, output: .collected)
+        let run = try ChildProcess(
+            "/bin/bash", ["-c", script, NetreachProcess.executable().path] + command, output: .collected)
         let line = await run.nextLine()
         #expect(line?.isEmpty == false, "head printed nothing; standard error: \(run.standardError)")
         #expect(await run.exitStatus() == Self.outputFailed, "standard error: \(run.standardError)")
@@ -98,7 +107,7 @@ struct CLIOutputFailureTests {
         await LabPoll.settle()
         var lines: [String] = []
         while let line = await run.nextLine() {
-            if !line.isEmpty { lines.append(line) }   // the newlines that filled the pipe first
+            if !line.isEmpty { lines.append(line) } // the newlines that filled the pipe first
         }
         #expect(await run.exitStatus() == 0, "standard error: \(run.standardError)")
         #expect(lines.first?.hasPrefix("status:") == true, "\(lines)")

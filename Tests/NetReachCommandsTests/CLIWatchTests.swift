@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
-@testable import NetReachCommands
 import NetReach
 import NetReachTestSupport
 import Testing
+
+@testable import NetReachCommands
 
 /// `watch`'s loop, fed paths directly: what it prints, and when it stops. No root, no kernel.
 @Suite("netreach watch loop")
@@ -23,8 +24,10 @@ struct CLIWatchTests {
 
     /// Runs the loop over `paths` (the stream then stays open, as a live monitor's does, unless
     /// `finishes`), with `write` failing from the `failingWrite`th line on if given.
-    static func follow(_ paths: [NetworkPath], json: Bool = false, finishes: Bool = true,
-                       failingWrite: Int? = nil) async -> Run {
+    static func follow(
+        _ paths: [NetworkPath], json: Bool = false, finishes: Bool = true,
+        failingWrite: Int? = nil
+    ) async -> Run {
         let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self)
         for path in paths { continuation.yield(path) }
         if finishes { continuation.finish() }
@@ -47,11 +50,12 @@ struct CLIWatchTests {
     @Test func printsEveryPathUntilTheSequenceEnds() async {
         let run = await Self.follow([Self.satisfied, .unsatisfied(.noDefaultRoute), Self.satisfied])
         #expect(run.thrown == nil)
-        #expect(run.lines == [
-            "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
-            "2026-11-22T19:40:01.123Z unsatisfied (no default route)",
-            "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
-        ])
+        #expect(
+            run.lines == [
+                "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
+                "2026-11-22T19:40:01.123Z unsatisfied (no default route)",
+                "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
+            ])
         #expect(run.complaints.isEmpty)
     }
 
@@ -60,8 +64,9 @@ struct CLIWatchTests {
     /// (`finishes: false` would hang the loop otherwise).
     @Test(arguments: [false, true])
     func aMonitorThatStopsObservingIsPrintedThenEndsWithStatus2(json: Bool) async throws {
-        let run = await Self.follow([Self.satisfied, .unsatisfied(.monitorUnavailable), Self.satisfied],
-                                    json: json, finishes: false)
+        let run = await Self.follow(
+            [Self.satisfied, .unsatisfied(.monitorUnavailable), Self.satisfied],
+            json: json, finishes: false)
         #expect(run.thrown == CLIExitCode.monitorUnavailable)
         #expect(run.lines.count == 2)
         if json {
@@ -74,8 +79,9 @@ struct CLIWatchTests {
     }
 
     @Test func aFailedWriteEndsTheLoopWithTheWritersStatus() async {
-        let run = await Self.follow([Self.satisfied, .unsatisfied(.linkDown), Self.satisfied],
-                                    finishes: false, failingWrite: 2)
+        let run = await Self.follow(
+            [Self.satisfied, .unsatisfied(.linkDown), Self.satisfied],
+            finishes: false, failingWrite: 2)
         #expect(run.thrown == CLIExitCode.outputFailed)
         #expect(run.lines.count == 1)
     }

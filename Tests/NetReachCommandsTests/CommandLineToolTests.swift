@@ -1,7 +1,8 @@
 import Foundation
-@testable import NetReachCommands
 import NetReachTestSupport
 import Testing
+
+@testable import NetReachCommands
 
 /// `netreach` is one executable with every command, one exit-status table, a version, completion
 /// scripts and help that fits 80 columns. Runs the built executable; no root needed.
@@ -74,7 +75,9 @@ struct CommandLineToolTests {
         let help = try Self.run(["--help"]).output
         for entry in ExitStatusTable.entries {
             let lead = "\n  \(entry.status) "
-            #expect(help.components(separatedBy: lead).count == 2, "status \(entry.status) is not listed exactly once: \(help)")
+            #expect(
+                help.components(separatedBy: lead).count == 2,
+                "status \(entry.status) is not listed exactly once: \(help)")
         }
     }
 
@@ -83,15 +86,19 @@ struct CommandLineToolTests {
         let help = try Self.run([command, "--help"]).output
         for entry in ExitStatusTable.entries {
             let listed = help.contains("\n  \(entry.status) ")
-            #expect(listed == entry.applies(to: command),
-                    "`\(command) --help` \(listed ? "lists" : "lacks") status \(entry.status): \(help)")
+            #expect(
+                listed == entry.applies(to: command),
+                "`\(command) --help` \(listed ? "lists" : "lacks") status \(entry.status): \(help)")
         }
     }
 
     @Test func theReadmeAndTheSchemaShowTheSameTable() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        #expect(readme.contains(ExitStatusTable.markdown), "README's exit-status table differs from ExitStatusTable.markdown:\n\(ExitStatusTable.markdown)")
+        #expect(
+            readme.contains(ExitStatusTable.markdown),
+            "README's exit-status table differs from ExitStatusTable.markdown:\n\(ExitStatusTable.markdown)")
 
         let schemaData = try Data(contentsOf: root.appendingPathComponent("Docs/netreach-json.schema.json"))
         let schema = try #require(try JSONSerialization.jsonObject(with: schemaData) as? [String: Any])
@@ -101,7 +108,9 @@ struct CommandLineToolTests {
         #expect(listed == ExitStatusTable.entries.map { Int($0.status) })
         let description = try #require(exitStatus["description"] as? String)
         for entry in ExitStatusTable.entries {
-            #expect(description.contains("\(entry.status) ") || description.contains("\(entry.status)-"), "the schema does not describe \(entry.status)")
+            #expect(
+                description.contains("\(entry.status) ") || description.contains("\(entry.status)-"),
+                "the schema does not describe \(entry.status)")
         }
     }
 

@@ -1,7 +1,8 @@
 import Foundation
-@testable import NetReachCommands
 import NetReachTestSupport
 import Testing
+
+@testable import NetReachCommands
 
 /// `watch` timestamps are formatted by hand (no ICU); they must match ISO 8601 with milliseconds, UTC.
 @Suite("CLI timestamps")

@@ -1,7 +1,8 @@
 import Foundation
-import NetReachTestSupport
 import NetReachConditioner
+import NetReachTestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +16,9 @@ struct ConditionedProxyTests {
         defer { server.stop() }
         let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
         let payload = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
-        let echoed = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: payload, expect: payload.count) }
+        let echoed = try await offPool {
+            try LoopbackClient.exchange(port: proxy.port, send: payload, expect: payload.count)
+        }
         #expect(echoed == payload)
         try await proxy.stop()
         let statistics = await proxy.statistics()
@@ -28,10 +31,14 @@ struct ConditionedProxyTests {
     func delay() async throws {
         let server = try LoopbackServer(.echo)
         defer { server.stop() }
-        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkConditions(
-            upstream: .init(delay: .milliseconds(40)), downstream: .init(delay: .milliseconds(60))))
+        let proxy = try await ConditionedProxy.start(
+            upstreamHost: "127.0.0.1", upstreamPort: server.port,
+            conditions: LinkConditions(
+                upstream: .init(delay: .milliseconds(40)), downstream: .init(delay: .milliseconds(60))))
         let started = ContinuousClock.now
-        let echoed = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("ping".utf8), expect: 4) }
+        let echoed = try await offPool {
+            try LoopbackClient.exchange(port: proxy.port, send: Array("ping".utf8), expect: 4)
+        }
         #expect(String(decoding: echoed, as: UTF8.self) == "ping")
         #expect(ContinuousClock.now - started >= .milliseconds(100))
         let statistics = await proxy.statistics()
@@ -44,8 +51,10 @@ struct ConditionedProxyTests {
     func bandwidth() async throws {
         let server = try LoopbackServer(.send(512 * 1024))
         defer { server.stop() }
-        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkConditions(
-            downstream: .init(bandwidth: 1_000_000)))
+        let proxy = try await ConditionedProxy.start(
+            upstreamHost: "127.0.0.1", upstreamPort: server.port,
+            conditions: LinkConditions(
+                downstream: .init(bandwidth: 1_000_000)))
         let started = ContinuousClock.now
         let received = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: [], expect: 512 * 1024) }
         #expect(received.count == 512 * 1024)
@@ -53,20 +62,25 @@ struct ConditionedProxyTests {
         try await proxy.stop()
     }
 
-    @Test("A listener is the link: four downloads share its bandwidth, interleaved; with bandwidthPerConnection each has it all")
+    @Test(
+        "A listener is the link: four downloads share its bandwidth, interleaved; with bandwidthPerConnection each has it all"
+    )
     func connectionsShareTheLink() async throws {
         let size = 64 * 1024
         let server = try LoopbackServer(.send(size))
         defer { server.stop() }
         /// Four downloads at once: when the first and the last ended.
         func fourDownloads(_ conditions: LinkConditions) async throws -> (first: Duration, last: Duration) {
-            let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: conditions)
+            let proxy = try await ConditionedProxy.start(
+                upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: conditions)
             let started = ContinuousClock.now
             var ends: [Duration] = []
             try await withThrowingTaskGroup(of: Duration.self) { group in
                 for _ in 0..<4 {
                     group.addTask {
-                        let received = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: [], expect: size) }
+                        let received = try await offPool {
+                            try LoopbackClient.exchange(port: proxy.port, send: [], expect: size)
+                        }
                         #expect(received.count == size)
                         return ContinuousClock.now - started
                     }
@@ -82,7 +96,8 @@ struct ConditionedProxyTests {
         // slice, even the first to finish has shared the link nearly all that time (alone: 0.66 s).
         #expect(shared.last >= .milliseconds(2600), "\(shared)")
         #expect(shared.first >= .milliseconds(1500), "the flows took turns: \(shared)")
-        let separate = try await fourDownloads(LinkConditions(downstream: .init(bandwidth: 100_000), bandwidthPerConnection: true))
+        let separate = try await fourDownloads(
+            LinkConditions(downstream: .init(bandwidth: 100_000), bandwidthPerConnection: true))
         #expect(separate.last >= .milliseconds(650), "\(separate)")
         // Each at the full rate: about four times faster than sharing; one link for all would be
         // 1x. 1.5 lies far from both, and what load adds (fractions of a second) cannot close it.
@@ -95,8 +110,9 @@ struct ConditionedProxyTests {
         let server = try LoopbackServer(.send(size))
         defer { server.stop() }
         // 20 kB/s: the whole body would take 26 s at this rate.
-        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port,
-                                                     conditions: LinkConditions(downstream: .init(bandwidth: 20_000)))
+        let proxy = try await ConditionedProxy.start(
+            upstreamHost: "127.0.0.1", upstreamPort: server.port,
+            conditions: LinkConditions(downstream: .init(bandwidth: 20_000)))
         let client = try LoopbackClient(port: proxy.port)
         defer { client.close() }
         // A few slices in (at least 4 KiB: reads return what has come).
@@ -115,7 +131,8 @@ struct ConditionedProxyTests {
 
     @Test("Bytes a timeout held leave at the link's rate when it is removed, not in one burst")
     func heldBytesLeaveAtTheLinkRate() async throws {
-        let (server, proxy, client, payload) = try await sendWhileHeld(LinkConditions(downstream: .init(bandwidth: 100_000)))
+        let (server, proxy, client, payload) = try await sendWhileHeld(
+            LinkConditions(downstream: .init(bandwidth: 100_000)))
         defer { server.stop() }
         defer { client.close() }
         // Until the echo has been read back by the proxy (held, not delivered).
@@ -156,7 +173,9 @@ struct ConditionedProxyTests {
 
         try proxy.addFault(.timeout(after: .milliseconds(300)), name: "hold")
         let started = ContinuousClock.now
-        let held = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil) }
+        let held = try await offPool {
+            try LoopbackClient.exchange(port: proxy.port, send: Array("hello".utf8), expect: nil)
+        }
         #expect(held.isEmpty, "nothing came back")
         #expect(ContinuousClock.now - started >= .milliseconds(300), "closed when the timeout ran out")
         try await proxy.stop()
@@ -165,16 +184,20 @@ struct ConditionedProxyTests {
     /// An echo server behind a proxy under `conditions`; a client that made one round trip (1 byte
     /// each way), then sent 200,000 bytes while a timeout fault named `stall` holds downstream.
     /// The caller stops the server and closes the client.
-    private func sendWhileHeld(_ conditions: LinkConditions) async throws
-        -> (server: LoopbackServer, proxy: ConditionedProxy, client: LoopbackClient, payload: [UInt8]) {
+    private func sendWhileHeld(
+        _ conditions: LinkConditions
+    ) async throws
+        -> (server: LoopbackServer, proxy: ConditionedProxy, client: LoopbackClient, payload: [UInt8])
+    {
         let server = try LoopbackServer(.echo)
         do {
-            let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: conditions)
+            let proxy = try await ConditionedProxy.start(
+                upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: conditions)
             let client = try LoopbackClient(port: proxy.port)
             do {
                 _ = try await offPool { try client.roundTrip(Array("0".utf8)) }
                 try proxy.addFault(.timeout(after: nil), directions: [.downstream], name: "stall")
-                try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
+                try await Task.sleep(for: .milliseconds(20)) // the change reaches the connection's loop
                 let payload = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
                 #expect(sendAll(client.descriptor, payload))
                 return (server, proxy, client, payload)
@@ -201,7 +224,9 @@ struct ConditionedProxyTests {
         try await proxy.stop()
     }
 
-    @Test("Faults seen from the server's end: reset_peer resets it, limit_data closes it after exactly N bytes, a timeout delivers nothing then closes it, slow_close closes it late")
+    @Test(
+        "Faults seen from the server's end: reset_peer resets it, limit_data closes it after exactly N bytes, a timeout delivers nothing then closes it, slow_close closes it late"
+    )
     func faultsAtTheServer() async throws {
         let server = try LoopbackServer(.record)
         defer { server.stop() }
@@ -225,11 +250,12 @@ struct ConditionedProxyTests {
         defer { cutClient.close() }
         #expect(sendAll(cutClient.descriptor, payload))
         let cut = await offPool { server.waitForRecordings(2) }
-        #expect(cut.count == 2 && cut[1].bytes.count == 1_000 && cut[1].end == .closed, "exactly 1000 bytes, then a close")
+        #expect(
+            cut.count == 2 && cut[1].bytes.count == 1_000 && cut[1].end == .closed, "exactly 1000 bytes, then a close")
         try proxy.removeFault(named: "cut")
 
         try proxy.addFault(.timeout(after: .milliseconds(300)), directions: [.upstream], name: "hold")
-        let heldStart = Date()   // the proxy accepts (and the timeout starts) after this
+        let heldStart = Date() // the proxy accepts (and the timeout starts) after this
         let heldClient = try LoopbackClient(port: proxy.port)
         defer { heldClient.close() }
         #expect(sendAll(heldClient.descriptor, payload))
@@ -261,7 +287,7 @@ struct ConditionedProxyTests {
         defer { client.close() }
         let fast = try await offPool { try client.roundTrip(Array("a".utf8)) }
         try proxy.setConditions(LinkConditions(upstream: .init(delay: .milliseconds(150))))
-        try await Task.sleep(for: .milliseconds(20))   // the change reaches the connection's loop
+        try await Task.sleep(for: .milliseconds(20)) // the change reaches the connection's loop
         let slow = try await offPool { try client.roundTrip(Array("b".utf8)) }
         #expect(slow >= .milliseconds(150), "fast \(fast), then \(slow)")
         try await proxy.stop()
@@ -279,7 +305,9 @@ struct ConditionedProxyTests {
             try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: 0)
         }
         try proxy.addFault(.slowClose(delay: .milliseconds(10)), name: "slow")
-        #expect(throws: ConditionerError.duplicateFault("slow")) { try proxy.addFault(.limitData(bytes: 1), name: "slow") }
+        #expect(throws: ConditionerError.duplicateFault("slow")) {
+            try proxy.addFault(.limitData(bytes: 1), name: "slow")
+        }
         #expect(throws: ConditionerError.noSuchFault("nope")) { try proxy.removeFault(named: "nope") }
 
         // An upstream nobody listens on: the client's connection is closed, the listener lives on.
@@ -287,10 +315,11 @@ struct ConditionedProxyTests {
         let nothing = try await offPool { try LoopbackClient.exchange(port: refusing.port, send: [], expect: nil) }
         #expect(nothing.isEmpty)
         #expect(await refusing.statistics().first?.upstream.upstreamRefused == true)
-        let still = try await offPool { try LoopbackClient.exchange(port: proxy.port, send: Array("ok".utf8), expect: 2) }
+        let still = try await offPool {
+            try LoopbackClient.exchange(port: proxy.port, send: Array("ok".utf8), expect: 2)
+        }
         #expect(still == Array("ok".utf8), "the other listener is unaffected")
         try await refusing.stop()
         try await proxy.stop()
     }
 }
-

@@ -1,9 +1,12 @@
-@testable import NetReachConditioner
 import Testing
+
+@testable import NetReachConditioner
 
 @Suite("DirectionShaper: when bytes read at a time are delivered")
 struct DirectionShaperTests {
-    static func shaper(_ conditions: DirectionConditions, roundTrip: Duration = .zero, seed: UInt64 = 7) -> DirectionShaper {
+    static func shaper(
+        _ conditions: DirectionConditions, roundTrip: Duration = .zero, seed: UInt64 = 7
+    ) -> DirectionShaper {
         DirectionShaper(conditions, roundTripDelay: roundTrip, seed: seed)
     }
 
@@ -21,7 +24,9 @@ struct DirectionShaperTests {
         #expect(shaper.schedule(1_000, at: .milliseconds(5)) == [.init(at: .milliseconds(105), count: 1_000)])
     }
 
-    @Test("Bandwidth serialises: 10 kB at 100 kB/s arrive over 100 ms in segment-sized slices; a second read queues behind")
+    @Test(
+        "Bandwidth serialises: 10 kB at 100 kB/s arrive over 100 ms in segment-sized slices; a second read queues behind"
+    )
     func bandwidth() {
         var shaper = Self.shaper(.init(bandwidth: 100_000))
         let first = shaper.schedule(10_000, at: .zero)
@@ -47,9 +52,12 @@ struct DirectionShaperTests {
     @Test("Jitter stays within its bounds, never reorders, and repeats with the same seed")
     func jitter() {
         let conditions = DirectionConditions(delay: .milliseconds(50), jitter: .milliseconds(20))
-        var a = Self.shaper(conditions, seed: 42), b = Self.shaper(conditions, seed: 42), c = Self.shaper(conditions, seed: 43)
+        var a = Self.shaper(conditions, seed: 42)
+        var b = Self.shaper(conditions, seed: 42)
+        var c = Self.shaper(conditions, seed: 43)
         var last = Duration.zero
-        var timesA: [Duration] = [], timesC: [Duration] = []
+        var timesA: [Duration] = []
+        var timesC: [Duration] = []
         for step in 0..<500 {
             let now = Duration.milliseconds(step)
             let part = a.schedule(100, at: now)
@@ -73,7 +81,7 @@ struct DirectionShaperTests {
         var penalties: Set<Duration> = []
         var last = Duration.zero
         for step in 0..<300 {
-            let now = Duration.seconds(step)   // far apart: no part waits for another
+            let now = Duration.seconds(step) // far apart: no part waits for another
             let at = lossy.schedule(1_000, at: now)[0].at
             #expect(at >= last)
             last = at
@@ -100,7 +108,8 @@ struct DirectionShaperTests {
         var random = Self.shaper(.none, seed: 9)
         var last: Duration?
         let slicer = (average: 100, variation: 20, delay: Duration.milliseconds(2))
-        let parts = ConditionedConnection.slice([.init(at: .milliseconds(5), count: 1_000)], slicer, after: &last, random: &random)
+        let parts = ConditionedConnection.slice(
+            [.init(at: .milliseconds(5), count: 1_000)], slicer, after: &last, random: &random)
         #expect(parts.map(\.count).reduce(0, +) == 1_000)
         #expect(parts.dropLast().allSatisfy { (80...120).contains($0.count) })
         #expect(parts.first?.at == .milliseconds(5))
@@ -108,10 +117,12 @@ struct DirectionShaperTests {
         #expect(last == parts.last?.at)
 
         // A second read at once queues behind the first's slices: the slicer sets the rate.
-        let next = ConditionedConnection.slice([.init(at: .milliseconds(6), count: 100)], slicer, after: &last, random: &random)
+        let next = ConditionedConnection.slice(
+            [.init(at: .milliseconds(6), count: 100)], slicer, after: &last, random: &random)
         #expect(next.first?.at == (parts.last?.at ?? .zero) + .milliseconds(2))
         // A read long after starts when it is read.
-        let later = ConditionedConnection.slice([.init(at: .seconds(1), count: 10)], slicer, after: &last, random: &random)
+        let later = ConditionedConnection.slice(
+            [.init(at: .seconds(1), count: 10)], slicer, after: &last, random: &random)
         #expect(later.first?.at == .seconds(1))
     }
 }

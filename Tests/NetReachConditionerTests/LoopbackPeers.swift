@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +9,11 @@ import Glibc
 /// of a fault). Stops within 100 ms of ``stop()``.
 final class LoopbackServer: @unchecked Sendable {
     // @unchecked: `stopped` is guarded by `lock`; the rest is set in init.
-    enum Mode: Sendable { case echo, send(Int), record }
+    enum Mode: Sendable {
+        case echo
+        case send(Int)
+        case record
+    }
 
     /// What a recording server saw of one connection.
     struct Recording: Sendable {
@@ -116,11 +121,13 @@ final class LoopbackServer: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        var yes: Int32 = 1   // a port whose earlier connections linger in TIME_WAIT can be listened on again
+        var yes: Int32 = 1 // a port whose earlier connections linger in TIME_WAIT can be listened on again
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         address.sin_addr.s_addr = inet_addr(host)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard fd >= 0, bound == 0, Glibc.listen(fd, 64) == 0 else { throw LoopbackClient.Failure.system(errno) }
         return fd
@@ -129,7 +136,9 @@ final class LoopbackServer: @unchecked Sendable {
     static func localPort(_ fd: Int32) -> Int {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
@@ -148,7 +157,10 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 /// A blocking client of 127.0.0.1, or another loopback address (every read bounded: 10 s).
 final class LoopbackClient: @unchecked Sendable {
     // @unchecked: one test drives it from one thread at a time.
-    enum Failure: Error, Equatable { case system(Int32), reset, timedOut }
+    enum Failure: Error, Equatable {
+        case system(Int32)
+        case reset, timedOut
+    }
 
     private let fd: Int32
     /// The socket, for tests that write to it directly.
@@ -163,7 +175,9 @@ final class LoopbackClient: @unchecked Sendable {
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr(host)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             let error = errno

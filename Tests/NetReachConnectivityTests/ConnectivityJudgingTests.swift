@@ -1,12 +1,15 @@
 import Foundation
 import NetReach
-@testable import NetReachConnectivity
 import Testing
+
+@testable import NetReachConnectivity
 
 @Suite("A probe round with a quorum")
 struct ProbeRoundTests {
     static func result(_ verdict: ProbeVerdict) -> ProbeResult {
-        ProbeResult(probe: ConnectivityProbe(URL(string: "http://probe.test/")!), family: .ipv4, latency: .milliseconds(3), verdict: verdict)
+        ProbeResult(
+            probe: ConnectivityProbe(URL(string: "http://probe.test/")!), family: .ipv4, latency: .milliseconds(3),
+            verdict: verdict)
     }
     static let pass = result(.passed)
     static let fail = result(.failed("connection refused"))
@@ -20,10 +23,14 @@ struct ProbeRoundTests {
     }
 
     @Test func aPortalAnswerOutranksSilence() {
-        #expect(ProbeRound.level(of: [Self.fail, Self.portal], quorum: 1) == .portal(loginURL: URL(string: "http://login.test/")))
+        #expect(
+            ProbeRound.level(of: [Self.fail, Self.portal], quorum: 1)
+                == .portal(loginURL: URL(string: "http://login.test/")))
         #expect(ProbeRound.level(of: [Self.fail, Self.intercepted], quorum: 1) == .portal(loginURL: nil))
         // The login URL comes from whichever probe gave one.
-        #expect(ProbeRound.level(of: [Self.intercepted, Self.portal], quorum: 2) == .portal(loginURL: URL(string: "http://login.test/")))
+        #expect(
+            ProbeRound.level(of: [Self.intercepted, Self.portal], quorum: 2)
+                == .portal(loginURL: URL(string: "http://login.test/")))
     }
 
     @Test func latenciesReadInMilliseconds() {
@@ -45,10 +52,10 @@ struct ConnectivityHysteresisTests {
     @Test func leavingFullTakesTwoFailedRoundsAndTheDwell() {
         var h = ConnectivityHysteresis(failedRoundsToLeaveFull: 2, dwell: .seconds(10))
         #expect(h.round(.full, at: .seconds(0)) == .full)
-        #expect(h.round(.limited, at: .seconds(1)) == .full)        // one failed round: doubt only
+        #expect(h.round(.limited, at: .seconds(1)) == .full) // one failed round: doubt only
         #expect(h.isDoubtingFull)
-        #expect(h.round(.limited, at: .seconds(3)) == .full)        // two, but within the dwell
-        #expect(h.round(.limited, at: .seconds(11)) == .limited)    // two or more, and 10 s since the first
+        #expect(h.round(.limited, at: .seconds(3)) == .full) // two, but within the dwell
+        #expect(h.round(.limited, at: .seconds(11)) == .limited) // two or more, and 10 s since the first
         #expect(!h.isDoubtingFull)
     }
 
@@ -56,10 +63,10 @@ struct ConnectivityHysteresisTests {
         var h = ConnectivityHysteresis(failedRoundsToLeaveFull: 2, dwell: .zero)
         _ = h.round(.full, at: .seconds(0))
         #expect(h.round(.limited, at: .seconds(1)) == .full)
-        #expect(h.round(.full, at: .seconds(2)) == .full)           // the doubt is gone …
-        #expect(h.round(.limited, at: .seconds(3)) == .full)        // … so this is a first failure again
+        #expect(h.round(.full, at: .seconds(2)) == .full) // the doubt is gone …
+        #expect(h.round(.limited, at: .seconds(3)) == .full) // … so this is a first failure again
         #expect(h.round(.portal(loginURL: nil), at: .seconds(4)) == .portal(loginURL: nil))
-        #expect(h.round(.full, at: .seconds(5)) == .full)           // back in one round
+        #expect(h.round(.full, at: .seconds(5)) == .full) // back in one round
     }
 
     @Test func aFirstVerdictAndChangesBelowFullTakeOneRound() {

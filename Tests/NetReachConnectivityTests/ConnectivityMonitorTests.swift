@@ -1,11 +1,12 @@
 import Clocks
 import Dispatch
 import Foundation
-@testable import NetReach
 import NetReachConnectivity
 import NetReachSystem
 import NetReachTesting
 import Testing
+
+@testable import NetReach
 
 /// A prober that answers from a script per family and counts what it was asked.
 final class ScriptedProber: ConnectivityProber {
@@ -28,7 +29,9 @@ final class ScriptedProber: ConnectivityProber {
         state.withLock { $0.verdicts = [.ipv4: ipv4, .ipv6: ipv6] }
     }
 
-    func answer(_ family: IPAddress.Family, _ verdict: ProbeVerdict) { state.withLock { $0.verdicts[family] = verdict } }
+    func answer(_ family: IPAddress.Family, _ verdict: ProbeVerdict) {
+        state.withLock { $0.verdicts[family] = verdict }
+    }
     func sent(_ family: IPAddress.Family) -> Int { state.withLock { $0.sent[family, default: 0] } }
     var total: Int { state.withLock { $0.sent.values.reduce(0, +) } }
 
@@ -37,11 +40,12 @@ final class ScriptedProber: ConnectivityProber {
             state.sent[family, default: 0] += 1
             return state.verdicts[family] ?? .failed("no script")
         }
-        let status: Int? = switch verdict {
-        case .passed: 204
-        case .portal: 302
-        default: nil
-        }
+        let status: Int? =
+            switch verdict {
+            case .passed: 204
+            case .portal: 302
+            default: nil
+            }
         return ProbeResult(probe: probe, family: family, status: status, latency: .milliseconds(1), verdict: verdict)
     }
 }
@@ -51,14 +55,18 @@ struct ConnectivityMonitorTests {
     static let probe = ConnectivityProbe(URL(string: "http://probe.test/generate_204")!)
 
     /// A started monitor over `network`, on a test clock.
-    static func monitor(_ network: SimulatedNetwork, prober: ScriptedProber, clock: TestClock<Duration>,
-                        _ change: (inout ConnectivityMonitor.Configuration) -> Void = { _ in })
-        -> (ConnectivityMonitor, PathMonitor) {
+    static func monitor(
+        _ network: SimulatedNetwork, prober: ScriptedProber, clock: TestClock<Duration>,
+        _ change: (inout ConnectivityMonitor.Configuration) -> Void = { _ in }
+    )
+        -> (ConnectivityMonitor, PathMonitor)
+    {
         let paths = PathMonitor(source: network)
         paths.start(queue: DispatchQueue(label: "paths"))
         var configuration = ConnectivityMonitor.Configuration(probes: [probe])
         change(&configuration)
-        let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: prober, clock: clock)
+        let monitor = ConnectivityMonitor(
+            configuration: configuration, pathMonitor: paths, prober: prober, clock: clock)
         monitor.start(queue: DispatchQueue(label: "connectivity"))
         return (monitor, paths)
     }
@@ -68,8 +76,10 @@ struct ConnectivityMonitorTests {
     /// `TestClock` suspends a sleeper whose deadline is exactly its `now` until the next advance:
     /// a timer the engine arms just after the test advanced onto its deadline would wait forever.
     /// Advancing by zero while waiting wakes it without moving time.
-    static func settle(_ monitor: ConnectivityMonitor, clock: TestClock<Duration>,
-                       _ predicate: (Connectivity) -> Bool) async throws -> Connectivity {
+    static func settle(
+        _ monitor: ConnectivityMonitor, clock: TestClock<Duration>,
+        _ predicate: (Connectivity) -> Bool
+    ) async throws -> Connectivity {
         for _ in 0..<500 where !predicate(monitor.current) {
             await clock.advance(by: .zero)
             try await Task.sleep(for: .milliseconds(5))
@@ -86,7 +96,10 @@ struct ConnectivityMonitorTests {
         let prober = ScriptedProber()
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
-        defer { monitor.cancel(); paths.cancel() }
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
         let now = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         #expect(now.level == .full)
         #expect(now.ipv4.level == .full)
@@ -104,16 +117,22 @@ struct ConnectivityMonitorTests {
         let network = SimulatedNetwork.connected()
         let prober = ScriptedProber()
         let clock = TestClock()
-        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.probesWhileFull = true; $0.probeInterval = .seconds(60) }
-        defer { monitor.cancel(); paths.cancel() }
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) {
+            $0.probesWhileFull = true
+            $0.probeInterval = .seconds(60)
+        }
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         prober.answer(.ipv4, .failed("connection refused"))
-        await clock.advance(by: .seconds(60))                        // periodic round: fails, doubt only
+        await clock.advance(by: .seconds(60)) // periodic round: fails, doubt only
         let doubting = try await Self.settle(monitor, clock: clock) { $0.ipv4.evidence.first?.verdict != .passed }
         #expect(prober.sent(.ipv4) == 2)
         #expect(doubting.level == .full)
         #expect(doubting.ipv4.evidence.first?.verdict == .failed("connection refused"))
-        await clock.advance(by: .seconds(1))                          // checked again soon: still within the dwell
+        await clock.advance(by: .seconds(1)) // checked again soon: still within the dwell
         _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 3 }
         try await Self.idle()
         #expect(monitor.current.level == .full)
@@ -137,7 +156,10 @@ struct ConnectivityMonitorTests {
         let prober = ScriptedProber(ipv4: .portal(loginURL: login, evidence: "HTTP 302 redirect"))
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
-        defer { monitor.cancel(); paths.cancel() }
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
         let now = try await Self.settle(monitor, clock: clock) { $0.level != .unknown && $0.level != .local }
         #expect(now.level == .portal(loginURL: login))
         // Signed in: the next round (1 s later) passes.
@@ -152,7 +174,10 @@ struct ConnectivityMonitorTests {
         let prober = ScriptedProber()
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
-        defer { monitor.cancel(); paths.cancel() }
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         network.removeDefaultRoutes("eth0")
         #expect(try await Self.settle(monitor, clock: clock) { $0.level == .local }.level == .local)
@@ -168,9 +193,12 @@ struct ConnectivityMonitorTests {
         let prober = ScriptedProber()
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
-        defer { monitor.cancel(); paths.cancel() }
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
-        network.addInterface("wwan0", type: .cellular, metric: 50)   // preferred now, and expensive
+        network.addInterface("wwan0", type: .cellular, metric: 50) // preferred now, and expensive
         let suspended = try await Self.settle(monitor, clock: clock) { $0.probesSuspended != nil }
         #expect(suspended.probesSuspended == "the path is expensive")
         #expect(suspended.level == .unknown, "another network, not judged")
@@ -188,7 +216,10 @@ struct ConnectivityMonitorTests {
         let prober = ScriptedProber(ipv4: .passed, ipv6: .failed("network unreachable"))
         let clock = TestClock()
         let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
-        defer { monitor.cancel(); paths.cancel() }
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
         let now = try await Self.settle(monitor, clock: clock) { $0.ipv6.level == .limited }
         #expect(now.ipv4.level == .full)
         #expect(now.ipv6.level == .limited)
@@ -201,7 +232,10 @@ struct ConnectivityMonitorTests {
         let network = SimulatedNetwork.connected()
         let prober = ScriptedProber()
         let clock = TestClock()
-        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.probesWhileFull = true; $0.probeInterval = .seconds(60) }
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) {
+            $0.probesWhileFull = true
+            $0.probeInterval = .seconds(60)
+        }
         defer { paths.cancel() }
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         let seen = Locked<[ConnectivityLevel]>([])
@@ -209,11 +243,11 @@ struct ConnectivityMonitorTests {
             for await connectivity in monitor.updates { seen.withLock { $0.append(connectivity.level) } }
         }
         try await Self.idle()
-        await clock.advance(by: .seconds(60))   // another passing round: evidence, no change
+        await clock.advance(by: .seconds(60)) // another passing round: evidence, no change
         _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 2 }
         try await Self.idle()
         monitor.cancel()
-        await reader.value   // the sequence ends with the monitor
+        await reader.value // the sequence ends with the monitor
         #expect(seen.withLock { $0 } == [.full])
     }
 }

@@ -1,5 +1,6 @@
-@testable import NetReachConnectivity
 import Testing
+
+@testable import NetReachConnectivity
 
 /// The indicator's decisions as a table: blips and outages in, show/hide (with their times) out.
 @Suite("OfflineIndicator: show and hide decisions")
@@ -14,7 +15,9 @@ struct OfflineIndicatorMachineTests {
         var decisions: [String] = []
         func record(_ decision: OfflineIndicatorMachine.Decision?, _ at: Duration) {
             guard let decision else { return }
-            decisions.append("\(decision == .show ? "show" : "hide")@\(at.components.seconds * 1000 + at.components.attoseconds / 1_000_000_000_000_000)")
+            decisions.append(
+                "\(decision == .show ? "show" : "hide")@\(at.components.seconds * 1000 + at.components.attoseconds / 1_000_000_000_000_000)"
+            )
         }
         func runTimers(to time: Duration) {
             while let deadline = machine.deadline, deadline <= time {
@@ -30,28 +33,32 @@ struct OfflineIndicatorMachineTests {
         return decisions
     }
 
-    @Test("Blips and outages", arguments: [
-        // A blip shorter than the grace period never shows.
-        ([(0, true), (500, false)], 10_000, [String]()),
-        ([(0, true), (1_999, false)], 10_000, []),
-        // An outage shows after the grace period and hides when the network is back.
-        ([(0, true), (5_000, false)], 10_000, ["show@2000", "hide@5000"]),
-        // An outage exactly as long as the grace period shows.
-        ([(0, true), (2_000, false)], 10_000, ["show@2000", "hide@3000"]),
-        // Back just after showing: stays up for the minimum display time.
-        ([(0, true), (2_300, false)], 10_000, ["show@2000", "hide@3000"]),
-        // Flapping faster than the grace period: each drop starts the grace period again.
-        ([(0, true), (1_000, false), (1_500, true), (2_500, false), (3_000, true)], 10_000, ["show@5000"]),
-        // Gone again while held up for the minimum time: no hide in between.
-        ([(0, true), (2_200, false), (2_500, true), (10_000, false)], 20_000, ["show@2000", "hide@10000"]),
-        // Repeated "offline" observations do not restart the grace period.
-        ([(0, true), (1_000, true), (1_900, true)], 10_000, ["show@2000"]),
-        // Online all along: nothing.
-        ([(0, false), (1_000, false)], 10_000, []),
-        // Two outages: two shows, two hides.
-        ([(0, true), (3_000, false), (6_000, true), (9_000, false)], 20_000,
-         ["show@2000", "hide@3000", "show@8000", "hide@9000"]),
-    ] as [([(Int, Bool)], Int, [String])])
+    @Test(
+        "Blips and outages",
+        arguments: [
+            // A blip shorter than the grace period never shows.
+            ([(0, true), (500, false)], 10_000, [String]()),
+            ([(0, true), (1_999, false)], 10_000, []),
+            // An outage shows after the grace period and hides when the network is back.
+            ([(0, true), (5_000, false)], 10_000, ["show@2000", "hide@5000"]),
+            // An outage exactly as long as the grace period shows.
+            ([(0, true), (2_000, false)], 10_000, ["show@2000", "hide@3000"]),
+            // Back just after showing: stays up for the minimum display time.
+            ([(0, true), (2_300, false)], 10_000, ["show@2000", "hide@3000"]),
+            // Flapping faster than the grace period: each drop starts the grace period again.
+            ([(0, true), (1_000, false), (1_500, true), (2_500, false), (3_000, true)], 10_000, ["show@5000"]),
+            // Gone again while held up for the minimum time: no hide in between.
+            ([(0, true), (2_200, false), (2_500, true), (10_000, false)], 20_000, ["show@2000", "hide@10000"]),
+            // Repeated "offline" observations do not restart the grace period.
+            ([(0, true), (1_000, true), (1_900, true)], 10_000, ["show@2000"]),
+            // Online all along: nothing.
+            ([(0, false), (1_000, false)], 10_000, []),
+            // Two outages: two shows, two hides.
+            (
+                [(0, true), (3_000, false), (6_000, true), (9_000, false)], 20_000,
+                ["show@2000", "hide@3000", "show@8000", "hide@9000"]
+            ),
+        ] as [([(Int, Bool)], Int, [String])])
     func table(events: [(Int, Bool)], until: Int, expected: [String]) {
         #expect(Self.play(events, until: until) == expected)
     }

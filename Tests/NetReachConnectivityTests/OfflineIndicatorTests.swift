@@ -29,8 +29,10 @@ struct OfflineIndicatorTests {
     func followsTheClock() async throws {
         let clock = TestClock()
         let decisions = Decisions()
-        let indicator = OfflineIndicator(policy: OfflineIndicatorPolicy(gracePeriod: .seconds(2), minimumDisplayTime: .seconds(1)),
-                                         clock: clock) { decisions.values.append($0) }
+        let indicator = OfflineIndicator(
+            policy: OfflineIndicatorPolicy(gracePeriod: .seconds(2), minimumDisplayTime: .seconds(1)),
+            clock: clock
+        ) { decisions.values.append($0) }
         indicator.update(ConnectivityLevel.none)
         await clock.advance(by: .milliseconds(1_999))
         #expect(decisions.values.isEmpty)
@@ -55,7 +57,7 @@ struct OfflineIndicatorTests {
         let clock = TestClock()
         let decisions = Decisions()
         let indicator = OfflineIndicator(clock: clock) { decisions.values.append($0) }
-        indicator.update(ConnectivityLevel.limited)   // not offline by default
+        indicator.update(ConnectivityLevel.limited) // not offline by default
         indicator.update(ConnectivityLevel.local)
         await clock.advance(by: .seconds(1))
         indicator.update(ConnectivityLevel.unknown)

@@ -1,12 +1,13 @@
 import Clocks
 import Dispatch
 import Foundation
-@testable import NetReach
 import NetReachConnectivity
-@testable import NetReachHTTP
 import NetReachSystem
 import NetReachTesting
 import Testing
+
+@testable import NetReach
+@testable import NetReachHTTP
 
 /// Requests that succeed through NetworkService count as evidence for a ConnectivityMonitor of the
 /// same path monitor: they postpone its next probe round; a request to a local address does not.
@@ -34,11 +35,14 @@ struct ConnectivityEvidenceTests {
         defer { paths.cancel() }
         let prober = CountingProber()
         let clock = TestClock()
-        var configuration = ConnectivityMonitor.Configuration(probes: [ConnectivityProbe(URL(string: "http://probe.test/generate_204")!)])
+        var configuration = ConnectivityMonitor.Configuration(probes: [
+            ConnectivityProbe(URL(string: "http://probe.test/generate_204")!)
+        ])
         configuration.probesWhileFull = true
         configuration.probeInterval = .seconds(60)
         configuration.families = [.ipv4]
-        let connectivity = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: prober, clock: clock)
+        let connectivity = ConnectivityMonitor(
+            configuration: configuration, pathMonitor: paths, prober: prober, clock: clock)
         connectivity.start(queue: DispatchQueue(label: "connectivity"))
         defer { connectivity.cancel() }
         try await Self.eventually { connectivity.current.level == .full }
@@ -47,20 +51,20 @@ struct ConnectivityEvidenceTests {
         let transport = ScriptedTransport(Array(repeating: .status(200), count: 4))
         let service = NetworkService(baseURL: URL(string: "http://api.test")!, transport: transport, monitor: paths)
         await clock.advance(by: .seconds(30))
-        _ = try await service.send(.get("/feed"))       // at 30 s: the next round moves from 60 s to 90 s
+        _ = try await service.send(.get("/feed")) // at 30 s: the next round moves from 60 s to 90 s
         try await Task.sleep(for: .milliseconds(50))
-        await clock.advance(by: .seconds(40))           // 70 s
+        await clock.advance(by: .seconds(40)) // 70 s
         try await Task.sleep(for: .milliseconds(50))
         #expect(prober.count == 1, "postponed by the request")
-        await clock.advance(by: .seconds(21))           // 91 s
+        await clock.advance(by: .seconds(21)) // 91 s
         try await Self.eventually { prober.count == 2 }
         #expect(prober.count == 2)
 
         // Next round due at 151 s. A request to a local address says nothing about the internet.
-        await clock.advance(by: .seconds(9))            // 100 s
+        await clock.advance(by: .seconds(9)) // 100 s
         _ = try await service.send(.get("http://127.0.0.1/health"))
         try await Task.sleep(for: .milliseconds(50))
-        await clock.advance(by: .seconds(52))           // 152 s
+        await clock.advance(by: .seconds(52)) // 152 s
         try await Self.eventually { prober.count == 3 }
         #expect(prober.count == 3, "not postponed by a request to 127.0.0.1")
     }

@@ -1,14 +1,16 @@
 import Foundation
-import NetReachTestSupport
 import HTTPTypes
 import NetReachAsyncHTTPClient
 import NetReachHTTP
+import NetReachTestSupport
 import OpenAPIRuntime
 import Testing
 
 /// gzip from a real server: nginx compresses a 5 MB JSON file about 100 times and more, past the
 /// ratio AsyncHTTPClient used to refuse (25); both transports hand over the decoded bytes.
-@Suite("Decoding nginx's gzip", .offPool, .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "Decoding nginx's gzip", .offPool, .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized,
+    .timeLimit(.minutes(2)))
 struct DecodingTransportTests {
     @Test("A highly compressible JSON sent gzipped arrives decoded and whole", arguments: TransportKind.allCases)
     func gzipFromNginx(kind: TransportKind) async throws {

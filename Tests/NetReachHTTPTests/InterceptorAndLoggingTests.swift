@@ -3,9 +3,10 @@ import HTTPTypes
 import Logging
 import NetReach
 import NetReachTesting
-@testable import NetReachHTTP
 import Synchronization
 import Testing
+
+@testable import NetReachHTTP
 
 /// The request interceptor (adapt each attempt, one more after a 401, within the safety rule),
 /// the swift-log logger, and absolute URLs given as text.
@@ -28,11 +29,15 @@ struct InterceptorAndLoggingTests {
         }
     }
 
-    private func service(_ steps: [ScriptedTransport.Step], interceptor: Tokens? = nil, logger: Logger? = nil)
-        -> (NetworkService, ScriptedTransport) {
+    private func service(
+        _ steps: [ScriptedTransport.Step], interceptor: Tokens? = nil, logger: Logger? = nil
+    )
+        -> (NetworkService, ScriptedTransport)
+    {
         let transport = ScriptedTransport(steps)
-        let service = NetworkService(baseURL: NetworkServiceTests.base, policy: NetworkServiceTests.policy(),
-                                     transport: transport, monitor: nil, interceptor: interceptor, logger: logger)
+        let service = NetworkService(
+            baseURL: NetworkServiceTests.base, policy: NetworkServiceTests.policy(),
+            transport: transport, monitor: nil, interceptor: interceptor, logger: logger)
         return (service, transport)
     }
 
@@ -128,7 +133,8 @@ struct LazyMonitorTests {
         var retries = DefaultRetryPolicy()
         retries.retryLimit = 0
         policy.retryPolicy = retries
-        let service = NetworkService(baseURL: NetworkServiceTests.base, policy: policy, transport: transport, monitor: monitor)
+        let service = NetworkService(
+            baseURL: NetworkServiceTests.base, policy: policy, transport: transport, monitor: monitor)
         _ = try await service.send(.get("/ok"))
         #expect(network.subscriberCount == 0, "a request that succeeded read the system's state")
         let error = await #expect(throws: NetworkError.self) { try await service.send(.get("/down")) }
@@ -144,9 +150,10 @@ struct LazyMonitorTests {
         let network = SimulatedNetwork.connected()
         let monitor = PathMonitor(source: network)
         defer { monitor.cancel() }
-        let service = NetworkService(baseURL: NetworkServiceTests.base,
-                                     policy: NetworkServiceTests.policy { $0.waitsForConnectivity = true },
-                                     transport: ScriptedTransport([.status(200)]), monitor: monitor)
+        let service = NetworkService(
+            baseURL: NetworkServiceTests.base,
+            policy: NetworkServiceTests.policy { $0.waitsForConnectivity = true },
+            transport: ScriptedTransport([.status(200)]), monitor: monitor)
         _ = try await service.send(.get("/ok"))
         #expect(network.subscriberCount == 1)
         #expect(monitor.currentPath.status == .satisfied)

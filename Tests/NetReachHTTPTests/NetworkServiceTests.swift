@@ -2,9 +2,10 @@ import Dispatch
 import Foundation
 import HTTPTypes
 import NetReach
-@testable import NetReachHTTP
 import NetReachTesting
 import Testing
+
+@testable import NetReachHTTP
 
 /// NetworkService against a scripted transport and a simulated network: no sockets, no root.
 @Suite("NetworkService")
@@ -28,7 +29,10 @@ struct NetworkServiceTests {
     ) -> (NetworkService, PathMonitor) {
         let monitor = PathMonitor(source: network)
         monitor.start(queue: DispatchQueue(label: "monitor"))
-        return (NetworkService(baseURL: base, policy: policy, transport: transport, monitor: monitor, onWaiting: onWaiting), monitor)
+        return (
+            NetworkService(baseURL: base, policy: policy, transport: transport, monitor: monitor, onWaiting: onWaiting),
+            monitor
+        )
     }
 
     @Test func getIsRetriedToSuccess() async throws {
@@ -43,11 +47,15 @@ struct NetworkServiceTests {
     }
 
     @Test func postWithoutAKeyIsNeverRepeatedAfterItMayHaveBeenSent() async {
-        for failure in [ScriptedTransport.Step.failure(.connectionLost), .failure(.timedOut), .status(503), .status(500)] {
+        for failure in [
+            ScriptedTransport.Step.failure(.connectionLost), .failure(.timedOut), .status(503), .status(500),
+        ] {
             let transport = ScriptedTransport([failure, .status(200)])
             let (service, monitor) = Self.service(transport)
             defer { monitor.cancel() }
-            await #expect(throws: NetworkError.self) { try await service.send(.post("/transfer", body: Data("100".utf8))) }
+            await #expect(throws: NetworkError.self) {
+                try await service.send(.post("/transfer", body: Data("100".utf8)))
+            }
             #expect(transport.sent.count == 1, "a POST was sent twice after \(failure)")
         }
     }
@@ -101,7 +109,10 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/busy"))
             Issue.record("expected a failure")
         } catch {
-            guard case .unsuccessfulStatus(let status, _) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .unsuccessfulStatus(let status, _) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(status.code == 503)
         }
         #expect(transport.sent.count == 1)
@@ -156,7 +167,10 @@ struct NetworkServiceTests {
             _ = try await service.send(.get("/items/9"))
             Issue.record("expected a failure")
         } catch {
-            guard case .unsuccessfulStatus(let status, let body) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .unsuccessfulStatus(let status, let body) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(status.code == 404)
             #expect(String(decoding: body, as: UTF8.self) == "no such item")
             #expect(error.description.contains("404"))
@@ -181,7 +195,10 @@ struct NetworkServiceTests {
             _ = try await noBase.send(Request(method: .get, target: target))
             Issue.record("expected invalidURL for \(text)")
         } catch {
-            guard case .invalidURL = error.reason else { Issue.record("got \(error)"); return }
+            guard case .invalidURL = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
         }
         _ = service
         #expect(transport.sent.isEmpty)
@@ -192,9 +209,10 @@ struct NetworkServiceTests {
         let monitor = PathMonitor(source: SimulatedNetwork.connected())
         monitor.start(queue: DispatchQueue(label: "monitor"))
         defer { monitor.cancel() }
-        let service = NetworkService(baseURL: URL(string: "http://service.test:8080/api/")!,
-                                     defaultHeaderFields: [.userAgent: "netreach-tests", .accept: "text/plain"],
-                                     transport: transport, monitor: monitor)
+        let service = NetworkService(
+            baseURL: URL(string: "http://service.test:8080/api/")!,
+            defaultHeaderFields: [.userAgent: "netreach-tests", .accept: "text/plain"],
+            transport: transport, monitor: monitor)
         var request = Request.get("items", query: ["q": "a b", "page": "2"])
         request.headerFields[.accept] = "application/json"
         _ = try await service.send(request)
@@ -221,16 +239,17 @@ struct NetworkServiceTests {
         network.removeDefaultRoutes("eth0")
         let events = EventLog()
         let transport = ScriptedTransport([.status(200)])
-        let (service, monitor) = Self.service(transport, network: network, policy: Self.policy { $0.waitsForConnectivity = true },
-                                              onWaiting: { events.append($0) })
+        let (service, monitor) = Self.service(
+            transport, network: network, policy: Self.policy { $0.waitsForConnectivity = true },
+            onWaiting: { events.append($0) })
         defer { monitor.cancel() }
         let request = Task { try await service.send(.get("/feed")) }
         while events.all.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
-        let eventSeen = ContinuousClock.now   // the wait began before this
+        let eventSeen = ContinuousClock.now // the wait began before this
         try await Task.sleep(for: .milliseconds(100))
         #expect(transport.sent.isEmpty, "nothing is sent while waiting")
         #expect(events.all.map(\.reason) == [.noPath(.noDefaultRoute)])
-        let routeAdded = ContinuousClock.now   // and ended after this
+        let routeAdded = ContinuousClock.now // and ended after this
         network.addDefaultRoute("eth0", gateway: IPAddress("192.0.2.1")!)
         let response = try await request.value
         #expect(response.waitedForConnectivity >= routeAdded - eventSeen)
@@ -243,13 +262,17 @@ struct NetworkServiceTests {
         let transport = ScriptedTransport([.failure(.cannotConnect)])
         var retries = DefaultRetryPolicy()
         retries.retryLimit = 0
-        let (service, monitor) = Self.service(transport, network: network, policy: Self.policy { $0.retryPolicy = retries })
+        let (service, monitor) = Self.service(
+            transport, network: network, policy: Self.policy { $0.retryPolicy = retries })
         defer { monitor.cancel() }
         do {
             _ = try await service.send(.get("/feed"))
             Issue.record("expected notConnected")
         } catch {
-            guard case .notConnected(let reason, let path) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .notConnected(let reason, let path) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(reason == .noPath(.noDefaultRoute))
             #expect(path.unsatisfiedReason == .noDefaultRoute)
         }
@@ -260,13 +283,16 @@ struct NetworkServiceTests {
         let network = SimulatedNetwork.connected()
         network.removeDefaultRoutes("eth0")
         let transport = ScriptedTransport([.failure(.cannotConnect), .status(200)])
-        let (service, monitor) = Self.service(transport, network: network)   // default: 2 retries
+        let (service, monitor) = Self.service(transport, network: network) // default: 2 retries
         defer { monitor.cancel() }
         do {
             _ = try await service.send(.get("/feed"))
             Issue.record("expected notConnected")
         } catch {
-            guard case .notConnected(.noPath(.noDefaultRoute), _) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .notConnected(.noPath(.noDefaultRoute), _) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
         }
         #expect(transport.sent.count == 1, "one attempt, then the path explains the failure")
     }
@@ -281,14 +307,18 @@ struct NetworkServiceTests {
 
     @Test func expensiveDenialFailsWithoutSending() async {
         let transport = ScriptedTransport([.status(200)])
-        let (service, monitor) = Self.service(transport, network: .connected(.cellular),
-                                              policy: Self.policy { $0.allowsExpensiveNetworkAccess = false })
+        let (service, monitor) = Self.service(
+            transport, network: .connected(.cellular),
+            policy: Self.policy { $0.allowsExpensiveNetworkAccess = false })
         defer { monitor.cancel() }
         do {
             _ = try await service.send(.get("/video"))
             Issue.record("expected notConnected")
         } catch {
-            guard case .notConnected(let reason, let path) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .notConnected(let reason, let path) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(reason == .expensiveDenied)
             #expect(path.usesInterfaceType(.cellular))
         }
@@ -311,18 +341,23 @@ struct NetworkServiceTests {
         // The service denies cellular, this request allows it: its refused connection on a usable
         // cellular path is a transport failure, not "cellular denied".
         let transport = ScriptedTransport([.failure(.cannotConnect)])
-        let (service, monitor) = Self.service(transport, network: .connected(.cellular), policy: Self.policy {
-            $0.allowsCellularAccess = false
-            var noRetries = DefaultRetryPolicy()
-            noRetries.retryLimit = 0
-            $0.retryPolicy = noRetries
-        })
+        let (service, monitor) = Self.service(
+            transport, network: .connected(.cellular),
+            policy: Self.policy {
+                $0.allowsCellularAccess = false
+                var noRetries = DefaultRetryPolicy()
+                noRetries.retryLimit = 0
+                $0.retryPolicy = noRetries
+            })
         defer { monitor.cancel() }
         do {
             _ = try await service.send(Request.get("/sync").with { $0.allowsCellularAccess = true })
             Issue.record("expected a failure")
         } catch {
-            guard case .transport(let underlying, let path) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .transport(let underlying, let path) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(underlying.kind == .cannotConnect)
             #expect(path?.usesInterfaceType(.cellular) == true)
         }
@@ -332,10 +367,12 @@ struct NetworkServiceTests {
     @Test(.timeLimit(.minutes(1))) func cellularDeniedWaitsForWifi() async throws {
         let network = SimulatedNetwork.connected(.cellular)
         let transport = ScriptedTransport([.status(200)])
-        let (service, monitor) = Self.service(transport, network: network, policy: Self.policy {
-            $0.waitsForConnectivity = true
-            $0.allowsCellularAccess = false
-        })
+        let (service, monitor) = Self.service(
+            transport, network: network,
+            policy: Self.policy {
+                $0.waitsForConnectivity = true
+                $0.allowsCellularAccess = false
+            })
         defer { monitor.cancel() }
         let request = Task { try await service.send(.get("/backup")) }
         try await Task.sleep(for: .milliseconds(50))
@@ -348,16 +385,21 @@ struct NetworkServiceTests {
         let network = SimulatedNetwork.connected()
         network.removeDefaultRoutes("eth0")
         let transport = ScriptedTransport([.status(200)])
-        let (service, monitor) = Self.service(transport, network: network, policy: Self.policy {
-            $0.waitsForConnectivity = true
-            $0.timeoutIntervalForResource = .milliseconds(200)
-        })
+        let (service, monitor) = Self.service(
+            transport, network: network,
+            policy: Self.policy {
+                $0.waitsForConnectivity = true
+                $0.timeoutIntervalForResource = .milliseconds(200)
+            })
         defer { monitor.cancel() }
         do {
             _ = try await service.send(.get("/feed"))
             Issue.record("expected a timeout")
         } catch {
-            guard case .waitingForConnectivityTimedOut(let reason, let path) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .waitingForConnectivityTimedOut(let reason, let path) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(reason == .noPath(.noDefaultRoute))
             #expect(path.unsatisfiedReason == .noDefaultRoute)
         }
@@ -374,7 +416,8 @@ struct NetworkServiceTests {
         let offline = SimulatedNetwork.connected()
         offline.removeDefaultRoutes("eth0")
         let waitingTransport = ScriptedTransport([.status(200)])
-        let (waitingService, m1) = Self.service(waitingTransport, network: offline, policy: Self.policy { $0.waitsForConnectivity = true })
+        let (waitingService, m1) = Self.service(
+            waitingTransport, network: offline, policy: Self.policy { $0.waitsForConnectivity = true })
         // While backing off.
         let busyTransport = ScriptedTransport([.status(503, headers: ["Retry-After": "3600"]), .status(200)])
         var patientRetries = DefaultRetryPolicy()
@@ -395,7 +438,10 @@ struct NetworkServiceTests {
                 _ = try await task.value
                 Issue.record("\(path): expected cancellation")
             } catch let error as NetworkError {
-                guard case .cancelled = error.reason else { Issue.record("\(path): got \(error)"); continue }
+                guard case .cancelled = error.reason else {
+                    Issue.record("\(path): got \(error)")
+                    continue
+                }
             } catch {
                 Issue.record("\(path): got \(error)")
             }
@@ -424,11 +470,17 @@ struct NetworkServiceTests {
         let transport = ScriptedTransport([.slow(.seconds(20))])
         let (service, monitor) = Self.service(transport)
         defer { monitor.cancel() }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, NetworkError>, Never>) in
-            let handle = service.send(.get("/slow"), queue: DispatchQueue(label: "completion")) { continuation.resume(returning: $0) }
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Response, NetworkError>, Never>) in
+            let handle = service.send(.get("/slow"), queue: DispatchQueue(label: "completion")) {
+                continuation.resume(returning: $0)
+            }
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { handle.cancel() }
         }
-        guard case .failure(let error) = result, error.isCancelled else { Issue.record("got \(result)"); return }
+        guard case .failure(let error) = result, error.isCancelled else {
+            Issue.record("got \(result)")
+            return
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 import Foundation
-import NetReachTestSupport
 import NetReachHTTP
+import NetReachTestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
 #if os(Linux)
-import CNetReachLinux   // SOCK_STREAM: Glibc alone does not make it visible here
+import CNetReachLinux // SOCK_STREAM: Glibc alone does not make it visible here
 #endif
 
 /// What `netreach get -o FILE` does to FILE: a regular file is replaced only when the body is
@@ -24,7 +25,7 @@ struct OutputFileTests {
         #expect(file.destination == .replacing(final: target, partial: target + ".part"))
 
         try file.write(Array("hello ".utf8))
-        try file.write(Array("big world".utf8)[4...])   // an ArraySlice
+        try file.write(Array("big world".utf8)[4...]) // an ArraySlice
         #expect(!exists(target))
         #expect(contents(target + ".part") == "hello world")
         #expect(file.written == 11)
@@ -95,8 +96,11 @@ struct OutputFileTests {
         #expect(symlink("../data/real", link) == 0)
 
         let file = try OutputFile.open(link)
-        #expect(file.destination == .replacing(final: scratch.path + "/links/../data/real",
-                                               partial: scratch.path + "/links/../data/real.part"))
+        #expect(
+            file.destination
+                == .replacing(
+                    final: scratch.path + "/links/../data/real",
+                    partial: scratch.path + "/links/../data/real.part"))
         try file.write(Array("new".utf8))
         #expect(exists(real + ".part"))
         #expect(!exists(link + ".part"))
@@ -168,7 +172,9 @@ struct OutputFileTests {
             for (index, byte) in path.utf8.enumerated() { bytes[index] = byte }
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         try #require(bound == 0)
 
@@ -262,7 +268,7 @@ struct OutputFileTests {
         #expect(file.resumeOffset == 0)
         #expect(status(leftover)?.st_ino != status(witness)?.st_ino)
         #expect(contents(leftover) == "")
-        #expect(contents(witness) == "stale bytes")   // unlinked, not truncated
+        #expect(contents(witness) == "stale bytes") // unlinked, not truncated
         try file.write(Array("fresh".utf8))
         try file.commit()
         #expect(contents(target) == "fresh")
@@ -395,7 +401,7 @@ struct OutputFileTests {
             let null = devices.path("null")
             let file = try OutputFile.open(null, resume: true)
             #expect(file.resumeOffset == 0)
-            try file.truncateForRestart()   // nothing written yet: nothing to take back
+            try file.truncateForRestart() // nothing written yet: nothing to take back
             try file.write(Array("x".utf8))
             let error = #expect(throws: OutputFileError.self) { try file.truncateForRestart() }
             #expect(error?.reason == .cannotRestart)
@@ -405,7 +411,7 @@ struct OutputFileTests {
 
     @Test(.needsRootForOutputFile) func aFullDiskNeverLeavesAHalfFileUnderTheFinalName() async throws {
         try await PrivateDevices.with { devices in
-            let target = devices.path("small/data")   // a 64 KiB tmpfs
+            let target = devices.path("small/data") // a 64 KiB tmpfs
             try Data("old".utf8).write(to: URL(fileURLWithPath: target))
 
             let file = try OutputFile.open(target)
@@ -441,7 +447,9 @@ extension Trait where Self == ConditionTrait {
     /// Needs root (chown, mount): skipped without it, but run (and failing) when `CI=true`, where a
     /// skip would hide a broken test.
     static var needsRootForOutputFile: Self {
-        .enabled(if: NamespaceTestGate.shouldRun, "needs root to chown files and mount a private tmpfs with device nodes; run as root or with CI=true")
+        .enabled(
+            if: NamespaceTestGate.shouldRun,
+            "needs root to chown files and mount a private tmpfs with device nodes; run as root or with CI=true")
     }
 }
 
@@ -476,8 +484,9 @@ struct PrivateDevices {
             touch "$0/ready"
             exec sleep 60
             """
-        let process = try ChildProcess("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, scratch.path],
-                                       output: .null)
+        let process = try ChildProcess(
+            "/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, scratch.path],
+            output: .null)
         let devices = PrivateDevices(pid: process.pid, mountPoint: scratch.path)
         defer {
             process.kill()
@@ -488,7 +497,8 @@ struct PrivateDevices {
         let deadline = ContinuousClock.now + .seconds(30)
         while !exists(devices.path("ready")) {
             guard process.isRunning, ContinuousClock.now < deadline else {
-                throw PrivateDevicesError(description: "the private mount namespace did not start: \(process.standardError)")
+                throw PrivateDevicesError(
+                    description: "the private mount namespace did not start: \(process.standardError)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }

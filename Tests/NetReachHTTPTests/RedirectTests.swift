@@ -1,18 +1,22 @@
 import Foundation
 import HTTPTypes
-@testable import NetReachHTTP
 import OpenAPIRuntime
 import Testing
+
+@testable import NetReachHTTP
 
 /// The service follows redirects itself: methods, bodies and credentials per RFC 9110 and what
 /// browsers and curl do, limits, and https to http.
 @Suite("Redirects")
 struct RedirectTests {
-    private func service(_ steps: [ScriptedTransport.Step], _ change: (inout RequestPolicy) -> Void = { _ in })
-        -> (NetworkService, ScriptedTransport) {
+    private func service(
+        _ steps: [ScriptedTransport.Step], _ change: (inout RequestPolicy) -> Void = { _ in }
+    )
+        -> (NetworkService, ScriptedTransport)
+    {
         let transport = ScriptedTransport(steps)
         let (service, monitor) = NetworkServiceTests.service(transport, policy: NetworkServiceTests.policy(change))
-        monitor.cancel()   // nothing here waits for a path
+        monitor.cancel() // nothing here waits for a path
         return (service, transport)
     }
 
@@ -157,7 +161,8 @@ struct RedirectTests {
         var request = Request.get("/start")
         request.headerFields[.authorization] = "Bearer secret"
         let response = try await service.send(request)
-        #expect(transport.sent[1].head.headerFields[.authorization] == "Basic " + Data("bob:pw".utf8).base64EncodedString())
+        #expect(
+            transport.sent[1].head.headerFields[.authorization] == "Basic " + Data("bob:pw".utf8).base64EncodedString())
         #expect(!response.url.absoluteString.contains("pw"))
     }
 }

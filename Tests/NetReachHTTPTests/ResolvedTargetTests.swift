@@ -1,25 +1,33 @@
 import Foundation
-@testable import NetReachHTTP
 import Testing
+
+@testable import NetReachHTTP
 
 /// How a request's target becomes a URL and a request head. Plain paths are joined to the base URL
 /// as text; everything else goes through Foundation. Both ways must agree wherever the fast one applies.
 @Suite("ResolvedTarget")
 struct ResolvedTargetTests {
-    static let bases = [
-        "http://service.test", "http://service.test/", "https://service.test:8443/api/", "http://service.test/api/v1",
-        "http://127.0.0.1:8080", "http://[::1]:8080/base/", "HTTP://Service.Test/x/y/", "http://service.test/api?base=1",
-        "https://xn--bcher-kva.example/api/", "http://[fe80::1%25lo]:8080/",
-    ] + dotBases
+    static let bases =
+        [
+            "http://service.test", "http://service.test/", "https://service.test:8443/api/",
+            "http://service.test/api/v1",
+            "http://127.0.0.1:8080", "http://[::1]:8080/base/", "HTTP://Service.Test/x/y/",
+            "http://service.test/api?base=1",
+            "https://xn--bcher-kva.example/api/", "http://[fe80::1%25lo]:8080/",
+        ] + dotBases
     /// Bases whose directory holds a dot segment: RFC 3986 removes it when a relative path is joined,
     /// so only absolute paths may take the fast way against them.
-    static let dotBases = ["http://service.test/./", "http://service.test/a/../b/", "http://service.test/a/./b/c", "http://service.test/../"]
+    static let dotBases = [
+        "http://service.test/./", "http://service.test/a/../b/", "http://service.test/a/./b/c",
+        "http://service.test/../",
+    ]
     static let paths = [
         "/items", "items", "/items?page=2", "items/42?q=a%20b&sort=-date", "/a/b/c/", "~user/x", "/v1/it;ems,(1)*!$'+@",
         "/path:with:colons", "a/b:c", "/%E2%82%AC", "/items?", "/items?x=/y?z:1", "/.well-known/x", "/a.b/..c/c..",
     ]
     static let queries: [[URLQueryItem]] = [
-        [], [URLQueryItem(name: "q", value: "a b")], [URLQueryItem(name: "k", value: "1+1=2&3"), URLQueryItem(name: "flag", value: nil)],
+        [], [URLQueryItem(name: "q", value: "a b")],
+        [URLQueryItem(name: "k", value: "1+1=2&3"), URLQueryItem(name: "flag", value: nil)],
         [URLQueryItem(name: "€", value: "ü/?:@")],
     ]
 
@@ -34,8 +42,10 @@ struct ResolvedTargetTests {
                     let resolved = ResolvedTarget.resolve(.path(path), queryItems: items, base: base)
                     #expect(resolved != nil, "\(path) against \(baseText)")
                     #expect(resolved == general, "\(path) + \(items) against \(baseText)")
-                    #expect(resolved?.url.absoluteString == resolved.map { "\($0.scheme)://\($0.authority)\($0.pathAndQuery)" },
-                            "\(path) against \(baseText)")
+                    #expect(
+                        resolved?.url.absoluteString
+                            == resolved.map { "\($0.scheme)://\($0.authority)\($0.pathAndQuery)" },
+                        "\(path) against \(baseText)")
                     if let joined = ResolvedTarget.join(path, queryItems: items, to: parts) {
                         #expect(joined == general, "fast way: \(path) + \(items) against \(baseText)")
                         fast += 1
@@ -44,14 +54,21 @@ struct ResolvedTargetTests {
             }
         }
         let absolutePaths = Self.paths.filter { $0.hasPrefix("/") }
-        let expected = (Self.bases.count - Self.dotBases.count) * Self.paths.count * Self.queries.count
+        let expected =
+            (Self.bases.count - Self.dotBases.count) * Self.paths.count * Self.queries.count
             + Self.dotBases.count * absolutePaths.count * Self.queries.count
-        #expect(fast == expected, "every plain path took the fast way, except relative ones against a base with dot segments")
+        #expect(
+            fast == expected,
+            "every plain path took the fast way, except relative ones against a base with dot segments")
     }
 
-    @Test(arguments: [("http://a/./", "s", "/s"), ("http://a/b/../c/", "s", "/c/s"), ("http://a/b/./c/d", "s?x", "/b/c/s?x"),
-                      ("http://a/../", "s", "/s"), ("http://a/b/..", "s", "/b/s"), ("http://a/./", "/s", "/s")])
-    func dotSegmentsInTheBaseDirectoryAreRemovedWhenJoining(_ baseText: String, _ path: String, _ expected: String) throws {
+    @Test(arguments: [
+        ("http://a/./", "s", "/s"), ("http://a/b/../c/", "s", "/c/s"), ("http://a/b/./c/d", "s?x", "/b/c/s?x"),
+        ("http://a/../", "s", "/s"), ("http://a/b/..", "s", "/b/s"), ("http://a/./", "/s", "/s"),
+    ])
+    func dotSegmentsInTheBaseDirectoryAreRemovedWhenJoining(
+        _ baseText: String, _ path: String, _ expected: String
+    ) throws {
         let base = ResolvedTarget.Base(URL(string: baseText)!)
         let target = try #require(ResolvedTarget.resolve(.path(path), queryItems: [], base: base))
         #expect(target.pathAndQuery == expected)
@@ -61,14 +78,19 @@ struct ResolvedTargetTests {
     /// RFC 3986 §5.4.1 and §5.4.2, the http results: the general way resolves as the RFC says (an
     /// empty path, as in `//g`, is sent as `/`, so the URL says so too).
     @Test(arguments: [
-        ("g", "http://a/b/c/g"), ("./g", "http://a/b/c/g"), ("g/", "http://a/b/c/g/"), ("/g", "http://a/g"), ("//g", "http://g/"),
-        ("?y", "http://a/b/c/d;p?y"), ("g?y", "http://a/b/c/g?y"), ("#s", "http://a/b/c/d;p?q#s"), ("g#s", "http://a/b/c/g#s"),
-        ("g?y#s", "http://a/b/c/g?y#s"), (";x", "http://a/b/c/;x"), ("g;x", "http://a/b/c/g;x"), ("g;x?y#s", "http://a/b/c/g;x?y#s"),
-        (".", "http://a/b/c/"), ("./", "http://a/b/c/"), ("..", "http://a/b/"), ("../", "http://a/b/"), ("../g", "http://a/b/g"),
+        ("g", "http://a/b/c/g"), ("./g", "http://a/b/c/g"), ("g/", "http://a/b/c/g/"), ("/g", "http://a/g"),
+        ("//g", "http://g/"),
+        ("?y", "http://a/b/c/d;p?y"), ("g?y", "http://a/b/c/g?y"), ("#s", "http://a/b/c/d;p?q#s"),
+        ("g#s", "http://a/b/c/g#s"),
+        ("g?y#s", "http://a/b/c/g?y#s"), (";x", "http://a/b/c/;x"), ("g;x", "http://a/b/c/g;x"),
+        ("g;x?y#s", "http://a/b/c/g;x?y#s"),
+        (".", "http://a/b/c/"), ("./", "http://a/b/c/"), ("..", "http://a/b/"), ("../", "http://a/b/"),
+        ("../g", "http://a/b/g"),
         ("../..", "http://a/"), ("../../", "http://a/"), ("../../g", "http://a/g"), ("../../../g", "http://a/g"),
         ("../../../../g", "http://a/g"), ("/./g", "http://a/g"), ("/../g", "http://a/g"), ("g.", "http://a/b/c/g."),
         (".g", "http://a/b/c/.g"), ("g..", "http://a/b/c/g.."), ("..g", "http://a/b/c/..g"), ("./../g", "http://a/b/g"),
-        ("./g/.", "http://a/b/c/g/"), ("g/./h", "http://a/b/c/g/h"), ("g/../h", "http://a/b/c/h"), ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
+        ("./g/.", "http://a/b/c/g/"), ("g/./h", "http://a/b/c/g/h"), ("g/../h", "http://a/b/c/h"),
+        ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
         ("g;x=1/../y", "http://a/b/c/y"), ("g?y/./x", "http://a/b/c/g?y/./x"), ("g?y/../x", "http://a/b/c/g?y/../x"),
         ("g#s/./x", "http://a/b/c/g#s/./x"), ("g#s/../x", "http://a/b/c/g#s/../x"),
     ])
@@ -86,12 +108,14 @@ struct ResolvedTargetTests {
 
     @Test(arguments: [
         "", "//other.test/x", "../up", "/a/./b", "/a/../b", "a/..", ".", "..", "/x#frag", "/with space", "/ü", "/100%",
-        "/%zz", "mailto:someone", "http://elsewhere.test/", "?only=query", "/a\"b", "/a<b>", "/a\\b", "/a|b", "/a^b", "/a`b", "/a{b}",
+        "/%zz", "mailto:someone", "http://elsewhere.test/", "?only=query", "/a\"b", "/a<b>", "/a\\b", "/a|b", "/a^b",
+        "/a`b", "/a{b}",
     ])
     func anythingElseGoesTheGeneralWay(_ path: String) {
         #expect(!ResolvedTarget.isPlain(path))
         let base = ResolvedTarget.Base(URL(string: "http://service.test/api/")!)
-        #expect(ResolvedTarget.resolve(.path(path), queryItems: [], base: base)
+        #expect(
+            ResolvedTarget.resolve(.path(path), queryItems: [], base: base)
                 == ResolvedTarget.resolveGenerally(.path(path), queryItems: [], baseURL: base.url))
     }
 
@@ -135,16 +159,22 @@ struct ResolvedTargetTests {
 
     @Test func absoluteTargetsKeepTheirQueryAndAppendItems() throws {
         let url = URL(string: "https://other.test:9000/search?q=a+b")!
-        let target = try #require(ResolvedTarget.resolve(.url(url), queryItems: [URLQueryItem(name: "page", value: "2")], base: nil))
+        let target = try #require(
+            ResolvedTarget.resolve(.url(url), queryItems: [URLQueryItem(name: "page", value: "2")], base: nil))
         #expect(target.authority == "other.test:9000")
         #expect(target.pathAndQuery == "/search?q=a+b&page=2")
         #expect(target.url.absoluteString == "https://other.test:9000/search?q=a+b&page=2")
     }
 
     @Test func queryItemsEncodeWhatAServerWouldMisread() {
-        let items = [URLQueryItem(name: "q", value: "1+1=2 & more"), URLQueryItem(name: "path", value: "/a?b:c@d"),
-                     URLQueryItem(name: "empty", value: ""), URLQueryItem(name: "bare", value: nil), URLQueryItem(name: "€", value: "#")]
-        #expect(ResolvedTarget.query(nil, appending: items) == "q=1%2B1%3D2%20%26%20more&path=/a?b:c@d&empty=&bare&%E2%82%AC=%23")
+        let items = [
+            URLQueryItem(name: "q", value: "1+1=2 & more"), URLQueryItem(name: "path", value: "/a?b:c@d"),
+            URLQueryItem(name: "empty", value: ""), URLQueryItem(name: "bare", value: nil),
+            URLQueryItem(name: "€", value: "#"),
+        ]
+        #expect(
+            ResolvedTarget.query(nil, appending: items)
+                == "q=1%2B1%3D2%20%26%20more&path=/a?b:c@d&empty=&bare&%E2%82%AC=%23")
         #expect(ResolvedTarget.query("", appending: [URLQueryItem(name: "a", value: "1")]) == "a=1")
         #expect(ResolvedTarget.query("x=%2B", appending: []) == "x=%2B")
     }
@@ -170,7 +200,9 @@ struct ResolvedTargetTests {
         #expect(base.parts == nil)
         #expect(ResolvedTarget.resolve(.path("/items"), queryItems: [], base: base) == nil)
         let service = ResolvedTarget.Base(URL(string: "http://service.test/")!)
-        #expect(ResolvedTarget.resolve(.path("//evil.test\(escape).trusted.example/x"), queryItems: [], base: service) == nil)
+        #expect(
+            ResolvedTarget.resolve(.path("//evil.test\(escape).trusted.example/x"), queryItems: [], base: service)
+                == nil)
     }
 
     @Test func aPlainHostNamesTheSameOriginEverywhere() throws {
@@ -179,11 +211,14 @@ struct ResolvedTargetTests {
         #expect(target.authority == "evil.test.trusted.example:8080")
         #expect(target.url.host == "evil.test.trusted.example")
         #expect(target.url.port == 8080)
-        #expect(URL(string: "\(target.scheme)://\(target.authority)\(target.pathAndQuery)")?.host == "evil.test.trusted.example")
+        #expect(
+            URL(string: "\(target.scheme)://\(target.authority)\(target.pathAndQuery)")?.host
+                == "evil.test.trusted.example")
     }
 
     @Test func anIDNIsSentInItsASCIIForm() throws {
-        let ascii = try #require(ResolvedTarget.resolve(.url(URL(string: "https://xn--bcher-kva.example/")!), queryItems: [], base: nil))
+        let ascii = try #require(
+            ResolvedTarget.resolve(.url(URL(string: "https://xn--bcher-kva.example/")!), queryItems: [], base: nil))
         #expect(ascii.authority == "xn--bcher-kva.example")
         #expect(ascii.url.absoluteString == "https://xn--bcher-kva.example/")
         let base = ResolvedTarget.Base(URL(string: "https://xn--bcher-kva.example:8443/api/")!)
@@ -207,8 +242,10 @@ struct ResolvedTargetTests {
         #expect(ResolvedTarget.resolve(.url(url), queryItems: [], base: nil) == nil)
     }
 
-    @Test(arguments: ["http://[fe80::1%25lo]/", "http://[fe80::1%lo]:8080/", "http://[::ffff:192.0.2.1]/", "http://[2001:db8::]/",
-                      "http://[::]/", "http://[1:2:3:4:5:6:7:8]/", "http://[FE80::A:b]/"])
+    @Test(arguments: [
+        "http://[fe80::1%25lo]/", "http://[fe80::1%lo]:8080/", "http://[::ffff:192.0.2.1]/", "http://[2001:db8::]/",
+        "http://[::]/", "http://[1:2:3:4:5:6:7:8]/", "http://[FE80::A:b]/",
+    ])
     func anIPv6LiteralKeepsItsBracketsAndZone(_ text: String) throws {
         let url = try #require(URL(string: text))
         let target = try #require(ResolvedTarget.resolve(.url(url), queryItems: [], base: nil))
@@ -221,8 +258,10 @@ struct ResolvedTargetTests {
 
     @Test(arguments: [
         "http://127.0.0.1:0/", "http://a.test:65536/", "http://a.test:99999/", "http://a.test:99999999999999999999/",
-        "http://a.test:000000/", "http:///x", "http://:80/", "http://user@/x", "http://user:pw@:80/x", "ftp://a.test/", "ws://a.test/",
-        "http://[::1::2]/", "http://[1]/", "http://[v1.x]/", "http://[::1%25]/", "http://[::1%25%41]/", "http://[1:2:3:4:5:6:7:8:9]/",
+        "http://a.test:000000/", "http:///x", "http://:80/", "http://user@/x", "http://user:pw@:80/x", "ftp://a.test/",
+        "ws://a.test/",
+        "http://[::1::2]/", "http://[1]/", "http://[v1.x]/", "http://[::1%25]/", "http://[::1%25%41]/",
+        "http://[1:2:3:4:5:6:7:8:9]/",
         "http://[::256.1.1.1]/", "http://[::01.1.1.1]/", "http://a%zz.test/", "http:a.test/x",
     ])
     func aURLThatCannotBeSentResolvesNothing(_ text: String) {
@@ -236,7 +275,10 @@ struct ResolvedTargetTests {
         #expect(ResolvedTarget.resolve(.path(text), queryItems: [], base: service) == nil, "given as a path")
     }
 
-    @Test(arguments: ["//a.test:8x/", "//a.test:+80/", "//a.test:-1/", "//a.test:0/", "//a.test:65536/", "//:80/", "//user@/x", "///x"])
+    @Test(arguments: [
+        "//a.test:8x/", "//a.test:+80/", "//a.test:-1/", "//a.test:0/", "//a.test:65536/", "//:80/", "//user@/x",
+        "///x",
+    ])
     func aNetworkPathThatCannotBeSentResolvesNothing(_ path: String) {
         let base = ResolvedTarget.Base(URL(string: "http://service.test/")!)
         #expect(ResolvedTarget.resolve(.path(path), queryItems: [], base: base) == nil)
@@ -250,13 +292,15 @@ struct ResolvedTargetTests {
     }
 
     @Test func anEmptyPortIsNoPort() throws {
-        let target = try #require(ResolvedTarget.resolve(.url(URL(string: "http://a.test:/x")!), queryItems: [], base: nil))
+        let target = try #require(
+            ResolvedTarget.resolve(.url(URL(string: "http://a.test:/x")!), queryItems: [], base: nil))
         #expect(target.authority == "a.test")
         #expect(target.url.absoluteString == "http://a.test/x")
     }
 
     @Test func theSchemeIsSentLowercase() throws {
-        let target = try #require(ResolvedTarget.resolve(.url(URL(string: "HTTPS://Service.Test/x")!), queryItems: [], base: nil))
+        let target = try #require(
+            ResolvedTarget.resolve(.url(URL(string: "HTTPS://Service.Test/x")!), queryItems: [], base: nil))
         #expect(target.scheme == "https")
         #expect(target.url.absoluteString == "https://Service.Test/x")
     }
@@ -270,8 +314,9 @@ struct ResolvedTargetTests {
         #expect(target.authority == "host.test:8080")
         #expect(target.url.absoluteString == "http://host.test:8080/x?y=1")
         #expect(target.url.user == nil && target.url.password == nil)
-        #expect(!String(describing: target).contains("pa@ss") && !String(describing: target).contains("pa%40ss"),
-                "the password never shows in a description")
+        #expect(
+            !String(describing: target).contains("pa@ss") && !String(describing: target).contains("pa%40ss"),
+            "the password never shows in a description")
     }
 
     @Test func aRelativePathKeepsTheBasesCredentials() throws {
@@ -289,7 +334,8 @@ struct ResolvedTargetTests {
         let other = try #require(ResolvedTarget.resolve(.path("//other.test/x"), queryItems: [], base: base))
         #expect(other.authority == "other.test")
         #expect(other.credentials == nil)
-        let absolute = try #require(ResolvedTarget.resolve(.url(URL(string: "http://other.test/y")!), queryItems: [], base: base))
+        let absolute = try #require(
+            ResolvedTarget.resolve(.url(URL(string: "http://other.test/y")!), queryItems: [], base: base))
         #expect(absolute.credentials == nil)
     }
 
@@ -313,8 +359,11 @@ struct ResolvedTargetTests {
         #expect(target.url.absoluteString == "http://host.test/")
     }
 
-    @Test(arguments: ["http://a%3Ab:pw@host.test/", "http://u:p%0Aw@host.test/", "http://u%00:pw@host.test/", "http://u%FF:pw@host.test/",
-                      "http://u:p%7F@host.test/"])
+    @Test(arguments: [
+        "http://a%3Ab:pw@host.test/", "http://u:p%0Aw@host.test/", "http://u%00:pw@host.test/",
+        "http://u%FF:pw@host.test/",
+        "http://u:p%7F@host.test/",
+    ])
     func userInfoBasicCannotCarryIsAnInvalidURL(_ text: String) throws {
         let url = try #require(URL(string: text))
         #expect(ResolvedTarget.resolve(.url(url), queryItems: [], base: nil) == nil)

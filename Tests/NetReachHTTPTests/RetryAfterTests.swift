@@ -1,12 +1,13 @@
 import Foundation
-@testable import NetReachHTTP
 import Testing
+
+@testable import NetReachHTTP
 
 /// `Retry-After` as tables: delay-seconds and the three HTTP-date formats of RFC 9110 §5.6.7, read
 /// strictly; the expected dates come from Foundation's Gregorian calendar, not from the parser.
 @Suite("Retry-After")
 struct RetryAfterTests {
-    static let now = Date(timeIntervalSince1970: 784_111_777)   // Sun, 06 Nov 1994 08:49:37 GMT
+    static let now = Date(timeIntervalSince1970: 784_111_777) // Sun, 06 Nov 1994 08:49:37 GMT
 
     static let utc: Calendar = {
         var calendar = Calendar(identifier: .gregorian)
@@ -17,7 +18,8 @@ struct RetryAfterTests {
     /// The instant `year-month-day hour:minute:second` UTC, by Foundation's calendar; a second of 60
     /// is the next minute's first.
     static func instant(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int) -> Date {
-        let components = DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59))
+        let components = DateComponents(
+            year: year, month: month, day: day, hour: hour, minute: minute, second: min(second, 59))
         return utc.date(from: components)!.addingTimeInterval(second == 60 ? 1 : 0)
     }
 
@@ -29,7 +31,9 @@ struct RetryAfterTests {
 
         init(_ value: String, _ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int) {
             self.value = value
-            (self.year, self.month, self.day, self.hour, self.minute, self.second) = (year, month, day, hour, minute, second)
+            (self.year, self.month, self.day, self.hour, self.minute, self.second) = (
+                year, month, day, hour, minute, second
+            )
         }
 
         var instant: Date { RetryAfterTests.instant(year, month, day, hour, minute, second) }
@@ -37,15 +41,19 @@ struct RetryAfterTests {
 
     // MARK: - delay-seconds
 
-    @Test(arguments: [("120", Int64(120)), ("0", 0), (" 0 ", 0), ("\t5\t", 5), ("007", 7), (" \t 42 \t", 42),
-                      ("9223372036854775807", Int64.max)])
+    @Test(arguments: [
+        ("120", Int64(120)), ("0", 0), (" 0 ", 0), ("\t5\t", 5), ("007", 7), (" \t 42 \t", 42),
+        ("9223372036854775807", Int64.max),
+    ])
     func readsDelaySeconds(_ value: String, _ seconds: Int64) {
         #expect(RetryAfter.delay(from: value, now: Self.now) == .seconds(seconds))
     }
 
-    @Test(arguments: ["", " ", "\t", "-5", "+5", "1.5", "1e3", "5s", "0x10", "1 2", "1,2", "soon", "9223372036854775808",
-                      "99999999999999999999999", "１２", "٣", "\u{A0}5", "5\u{A0}", "\u{2003}120", "120\u{2003}", "\u{0B}5",
-                      "5\u{0C}", "\r\n5", "5\r\n", "\u{0}5", "5\u{0}"])
+    @Test(arguments: [
+        "", " ", "\t", "-5", "+5", "1.5", "1e3", "5s", "0x10", "1 2", "1,2", "soon", "9223372036854775808",
+        "99999999999999999999999", "１２", "٣", "\u{A0}5", "5\u{A0}", "\u{2003}120", "120\u{2003}", "\u{0B}5",
+        "5\u{0C}", "\r\n5", "5\r\n", "\u{0}5", "5\u{0}",
+    ])
     func ignoresDelaySecondsThatAreNotJustDigits(_ value: String) {
         #expect(RetryAfter.delay(from: value, now: Self.now) == nil)
     }
@@ -86,7 +94,9 @@ struct RetryAfterTests {
 
     @Test(arguments: validDates)
     func readsEveryHTTPDateFormat(_ row: DateRow) {
-        #expect(RetryAfter.httpDate(row.value.trimmingCharacters(in: CharacterSet(charactersIn: " \t")), now: Self.now) == row.instant)
+        #expect(
+            RetryAfter.httpDate(row.value.trimmingCharacters(in: CharacterSet(charactersIn: " \t")), now: Self.now)
+                == row.instant)
         let milliseconds = max(0, (row.instant.timeIntervalSince(Self.now) * 1000).rounded(.up))
         #expect(RetryAfter.delay(from: row.value, now: Self.now) == .milliseconds(Int64(milliseconds)))
     }
@@ -94,7 +104,8 @@ struct RetryAfterTests {
     @Test(arguments: validDates)
     func theTableNamesEachDatesWeekday(_ row: DateRow) {
         // Keeps the table honest: the parser would accept a wrong day name (see below).
-        let weekday = Self.utc.component(.weekday, from: Self.instant(row.year, row.month, row.day, 0, 0, 0))   // 1 is Sunday
+        // 1 is Sunday.
+        let weekday = Self.utc.component(.weekday, from: Self.instant(row.year, row.month, row.day, 0, 0, 0))
         let name = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][weekday - 1]
         #expect(row.value.drop { $0 == " " || $0 == "\t" }.hasPrefix(name))
     }
@@ -148,33 +159,53 @@ struct RetryAfterTests {
         "soon", "GMT", "Sun", "Sun,", "2024-01-01T00:00:00Z",
         // IMF-fixdate: impossible dates and times.
         "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 31 Nov 1994 08:49:37 GMT", "Sat, 31 Apr 1994 08:49:37 GMT",
-        "Tue, 29 Feb 1994 08:49:37 GMT", "Thu, 29 Feb 1900 08:49:37 GMT", "Tue, 30 Feb 2000 08:49:37 GMT", "Sat, 00 Nov 1994 08:49:37 GMT",
-        "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 06 Nov 1994 08:49:61 GMT",
+        "Tue, 29 Feb 1994 08:49:37 GMT", "Thu, 29 Feb 1900 08:49:37 GMT", "Tue, 30 Feb 2000 08:49:37 GMT",
+        "Sat, 00 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Nov 1994 08:60:00 GMT",
+        "Sun, 06 Nov 1994 08:49:61 GMT",
         // IMF-fixdate: signed or short numbers.
-        "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, -6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov +994 08:49:37 GMT", "Sun, 06 Nov 1994 +8:49:37 GMT",
-        "Sun, 06 Nov 1994 08:+9:37 GMT", "Sun, 06 Nov 1994 08:49:-7 GMT", "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT",
-        "Sun, 06 Nov 1994 8:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 19945 08:49:37 GMT", "Sun, ０6 Nov 1994 08:49:37 GMT",
+        "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, -6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov +994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 +8:49:37 GMT",
+        "Sun, 06 Nov 1994 08:+9:37 GMT", "Sun, 06 Nov 1994 08:49:-7 GMT", "Sun, 6 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 94 08:49:37 GMT",
+        "Sun, 06 Nov 1994 8:49:37 GMT", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 19945 08:49:37 GMT",
+        "Sun, ０6 Nov 1994 08:49:37 GMT",
         // IMF-fixdate: case, zone, names.
-        "sun, 06 Nov 1994 08:49:37 GMT", "SUN, 06 Nov 1994 08:49:37 GMT", "Sun, 06 nov 1994 08:49:37 GMT", "Sun, 06 NOV 1994 08:49:37 GMT",
-        "Sun, 06 Nov 1994 08:49:37 gmt", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000", "Sun, 06 Nov 1994 08:49:37",
-        "Sun, 06 Nov 1994 08:49:37 GMT+1", "Sunday, 06 Nov 1994 08:49:37 GMT", "Sun, 06 November 1994 08:49:37 GMT", "Sno, 06 Nov 1994 08:49:37 GMT",
+        "sun, 06 Nov 1994 08:49:37 GMT", "SUN, 06 Nov 1994 08:49:37 GMT", "Sun, 06 nov 1994 08:49:37 GMT",
+        "Sun, 06 NOV 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37 gmt", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000",
+        "Sun, 06 Nov 1994 08:49:37",
+        "Sun, 06 Nov 1994 08:49:37 GMT+1", "Sunday, 06 Nov 1994 08:49:37 GMT", "Sun, 06 November 1994 08:49:37 GMT",
+        "Sno, 06 Nov 1994 08:49:37 GMT",
         // IMF-fixdate: separators and whitespace.
-        "Sun,  06 Nov 1994 08:49:37 GMT", "Sun, 06  Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994  08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37  GMT",
-        "Sun,06 Nov 1994 08:49:37 GMT", "Sun 06 Nov 1994 08:49:37 GMT", "Sun, 06-Nov-1994 08:49:37 GMT", "Sun, 06 Nov 1994 08.49.37 GMT",
+        "Sun,  06 Nov 1994 08:49:37 GMT", "Sun, 06  Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994  08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37  GMT",
+        "Sun,06 Nov 1994 08:49:37 GMT", "Sun 06 Nov 1994 08:49:37 GMT", "Sun, 06-Nov-1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08.49.37 GMT",
         "Sun,\t06 Nov 1994 08:49:37 GMT", "Sun, 06\tNov 1994 08:49:37 GMT", "Sun, 06 Nov 1994\t08:49:37 GMT",
-        "Sun,\u{A0}06 Nov 1994 08:49:37 GMT", "Sun, 06\u{2003}Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37\u{A0}GMT",
-        "\u{A0}Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT\u{2003}", "Sun, 06 Nov 1994 08:49:37 GMT\r\n",
-        "Sun, 06 Nov 1994 08:49:37 GMT,", "Sun, 06 Nov 1994 08:49:37 GMT extra", "Sun, 06 Nov 1994 08:49:37 GMT, Sun, 06 Nov 1994 08:49:37 GMT",
+        "Sun,\u{A0}06 Nov 1994 08:49:37 GMT", "Sun, 06\u{2003}Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37\u{A0}GMT",
+        "\u{A0}Sun, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT\u{2003}",
+        "Sun, 06 Nov 1994 08:49:37 GMT\r\n",
+        "Sun, 06 Nov 1994 08:49:37 GMT,", "Sun, 06 Nov 1994 08:49:37 GMT extra",
+        "Sun, 06 Nov 1994 08:49:37 GMT, Sun, 06 Nov 1994 08:49:37 GMT",
         // RFC 850.
-        "Sun, 06-Nov-94 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT", "Sunday, 6-Nov-94 08:49:37 GMT", "Sunday, 06-nov-94 08:49:37 GMT",
-        "sunday, 06-Nov-94 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37", "Sunday, 31-Apr-94 08:49:37 GMT",
-        "Tuesday, 29-Feb-94 08:49:37 GMT", "Sunday,  06-Nov-94 08:49:37 GMT", "Sunday, 06 Nov 94 08:49:37 GMT", "Sunday, +6-Nov-94 08:49:37 GMT",
-        "Sunday, 06-Nov-+4 08:49:37 GMT", "Sunday, 06-Nov-94 24:00:00 GMT", "Sunday,\u{A0}06-Nov-94 08:49:37 GMT", "Sunday 06-Nov-94 08:49:37 GMT",
+        "Sun, 06-Nov-94 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT", "Sunday, 6-Nov-94 08:49:37 GMT",
+        "Sunday, 06-nov-94 08:49:37 GMT",
+        "sunday, 06-Nov-94 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37",
+        "Sunday, 31-Apr-94 08:49:37 GMT",
+        "Tuesday, 29-Feb-94 08:49:37 GMT", "Sunday,  06-Nov-94 08:49:37 GMT", "Sunday, 06 Nov 94 08:49:37 GMT",
+        "Sunday, +6-Nov-94 08:49:37 GMT",
+        "Sunday, 06-Nov-+4 08:49:37 GMT", "Sunday, 06-Nov-94 24:00:00 GMT", "Sunday,\u{A0}06-Nov-94 08:49:37 GMT",
+        "Sunday 06-Nov-94 08:49:37 GMT",
         // asctime.
-        "Sun Nov 6 08:49:37 1994", "Sun Nov   6 08:49:37 1994", "Sun Nov  6 08:49:37 1994 GMT", "Sun Nov  6 08:49:37 94",
+        "Sun Nov 6 08:49:37 1994", "Sun Nov   6 08:49:37 1994", "Sun Nov  6 08:49:37 1994 GMT",
+        "Sun Nov  6 08:49:37 94",
         "Sun, Nov  6 08:49:37 1994", "Sun Nov +6 08:49:37 1994", "Sun Nov 31 08:49:37 1994", "Tue Feb 29 08:49:37 1994",
-        "Sun Nov  6 08:49:37  1994", "Sun Nov\t 6 08:49:37 1994", "Sun Nov  6  08:49:37 1994", "Sun Nov \u{A0}6 08:49:37 1994",
-        "Sun nov  6 08:49:37 1994", "Sunday Nov  6 08:49:37 1994", "Sun Nov  6 08:49:37 +994", "Sun Nov  6 08:49:60 1994x",
+        "Sun Nov  6 08:49:37  1994", "Sun Nov\t 6 08:49:37 1994", "Sun Nov  6  08:49:37 1994",
+        "Sun Nov \u{A0}6 08:49:37 1994",
+        "Sun nov  6 08:49:37 1994", "Sunday Nov  6 08:49:37 1994", "Sun Nov  6 08:49:37 +994",
+        "Sun Nov  6 08:49:60 1994x",
     ])
     func ignoresAnythingElse(_ value: String) {
         #expect(RetryAfter.delay(from: value, now: Self.now) == nil)

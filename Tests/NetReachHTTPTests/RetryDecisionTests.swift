@@ -1,7 +1,8 @@
 import Foundation
 import HTTPTypes
-@testable import NetReachHTTP
 import Testing
+
+@testable import NetReachHTTP
 
 /// The default retry policy as a table: attempt and failure in, decision out (no jitter).
 @Suite("DefaultRetryPolicy decisions")
@@ -18,19 +19,29 @@ struct RetryDecisionTests {
         var failure: RetryAttempt.Failure
         var key = false
         var elapsed: Duration = .zero
-        var expected: RetryDecision?   // nil: any giveUp
+        var expected: RetryDecision? // nil: any giveUp
         var description: String { "\(method) #\(number) \(failure) key=\(key)" }
     }
 
     static let rows: [Row] = [
         // Idempotent methods retry transient failures with growing back-off: 0.5 s, 1 s.
-        Row(method: .get, number: 1, failure: .transport(.init(.connectionLost, "")), expected: .retry(after: .milliseconds(500))),
+        Row(
+            method: .get, number: 1, failure: .transport(.init(.connectionLost, "")),
+            expected: .retry(after: .milliseconds(500))),
         Row(method: .get, number: 2, failure: .transport(.init(.timedOut, "")), expected: .retry(after: .seconds(1))),
-        Row(method: .get, number: 3, failure: .transport(.init(.timedOut, "")), expected: nil),          // limit 2
-        Row(method: .put, number: 1, failure: .status(503, retryAfter: nil), expected: .retry(after: .milliseconds(500))),
-        Row(method: .delete, number: 1, failure: .status(429, retryAfter: .seconds(3)), expected: .retry(after: .seconds(3))),
-        Row(method: .get, number: 1, failure: .status(408, retryAfter: nil), expected: .retry(after: .milliseconds(500))),
-        Row(method: .get, number: 1, failure: .status(504, retryAfter: nil), expected: .retry(after: .milliseconds(500))),
+        Row(method: .get, number: 3, failure: .transport(.init(.timedOut, "")), expected: nil), // limit 2
+        Row(
+            method: .put, number: 1, failure: .status(503, retryAfter: nil), expected: .retry(after: .milliseconds(500))
+        ),
+        Row(
+            method: .delete, number: 1, failure: .status(429, retryAfter: .seconds(3)),
+            expected: .retry(after: .seconds(3))),
+        Row(
+            method: .get, number: 1, failure: .status(408, retryAfter: nil), expected: .retry(after: .milliseconds(500))
+        ),
+        Row(
+            method: .get, number: 1, failure: .status(504, retryAfter: nil), expected: .retry(after: .milliseconds(500))
+        ),
         // Not retryable at all.
         Row(method: .get, number: 1, failure: .status(404, retryAfter: nil), expected: nil),
         Row(method: .get, number: 1, failure: .status(501, retryAfter: nil), expected: nil),
@@ -40,7 +51,9 @@ struct RetryDecisionTests {
         // certificate, a body that does not decode.
         Row(method: .get, number: 1, failure: .transport(.init(.hostNotFound, "")), expected: nil),
         Row(method: .get, number: 1, failure: .transport(.init(.proxyFailure, "")), expected: nil),
-        Row(method: .get, number: 1, failure: .transport(TransportError(tlsFailure: .expired, host: "h")), expected: nil),
+        Row(
+            method: .get, number: 1, failure: .transport(TransportError(tlsFailure: .expired, host: "h")), expected: nil
+        ),
         Row(method: .get, number: 1, failure: .transport(.init(.badContentEncoding, "")), expected: nil),
         Row(method: .get, number: 1, failure: .status(407, retryAfter: nil), expected: nil),
         // Retry-After beyond the maximum delay: give up rather than wait that long.
@@ -50,21 +63,35 @@ struct RetryDecisionTests {
         Row(method: .post, number: 1, failure: .transport(.init(.timedOut, "")), expected: nil),
         Row(method: .post, number: 1, failure: .status(503, retryAfter: nil), expected: nil),
         Row(method: .patch, number: 1, failure: .status(500, retryAfter: nil), expected: nil),
-        Row(method: .post, number: 1, failure: .transport(.init(.cannotConnect, "")), expected: .retry(after: .milliseconds(500))),
-        Row(method: .post, number: 1, failure: .transport(.init(.dnsFailure, "")), expected: .retry(after: .milliseconds(500))),
-        Row(method: .post, number: 1, failure: .transport(.init(.connectTimeout, "")), expected: .retry(after: .milliseconds(500))),
-        Row(method: .post, number: 1, failure: .transport(.init(.connectionLost, "")), key: true, expected: .retry(after: .milliseconds(500))),
-        Row(method: .patch, number: 1, failure: .status(503, retryAfter: .seconds(2)), key: true, expected: .retry(after: .seconds(2))),
+        Row(
+            method: .post, number: 1, failure: .transport(.init(.cannotConnect, "")),
+            expected: .retry(after: .milliseconds(500))),
+        Row(
+            method: .post, number: 1, failure: .transport(.init(.dnsFailure, "")),
+            expected: .retry(after: .milliseconds(500))),
+        Row(
+            method: .post, number: 1, failure: .transport(.init(.connectTimeout, "")),
+            expected: .retry(after: .milliseconds(500))),
+        Row(
+            method: .post, number: 1, failure: .transport(.init(.connectionLost, "")), key: true,
+            expected: .retry(after: .milliseconds(500))),
+        Row(
+            method: .patch, number: 1, failure: .status(503, retryAfter: .seconds(2)), key: true,
+            expected: .retry(after: .seconds(2))),
         // The overall deadline.
-        Row(method: .get, number: 1, failure: .transport(.init(.connectionLost, "")), elapsed: .seconds(10), expected: nil),
+        Row(
+            method: .get, number: 1, failure: .transport(.init(.connectionLost, "")), elapsed: .seconds(10),
+            expected: nil),
     ]
 
     @Test(arguments: rows)
     func decides(_ row: Row) {
         var policy = Self.policy
         policy.deadline = .seconds(10)
-        let decision = policy.decision(for: RetryAttempt(method: row.method, number: row.number, failure: row.failure,
-                                                         elapsed: row.elapsed, hasIdempotencyKey: row.key))
+        let decision = policy.decision(
+            for: RetryAttempt(
+                method: row.method, number: row.number, failure: row.failure,
+                elapsed: row.elapsed, hasIdempotencyKey: row.key))
         if let expected = row.expected {
             #expect(decision == expected)
         } else if case .retry = decision {

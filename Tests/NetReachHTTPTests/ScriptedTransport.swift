@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
+
 @testable import NetReachHTTP
 
 /// An in-memory transport that answers from a script and records every request it was given.
@@ -28,7 +29,9 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
 
     var sent: [Sent] { lock.withLock { requests } }
 
-    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, options: TransportOptions
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         var bytes: Data?
         if let body {
             do { bytes = try await Data(collecting: body, upTo: 1 << 20) } catch {
@@ -47,7 +50,9 @@ final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
         case .failure(let kind):
             throw TransportError(kind, "scripted \(kind)")
         case .slow(let duration):
-            do { try await Task.sleep(for: duration) } catch { throw TransportError(.cancelled, "cancelled while slow") }
+            do { try await Task.sleep(for: duration) } catch {
+                throw TransportError(.cancelled, "cancelled while slow")
+            }
             return (HTTPResponse(status: .ok), HTTPBody("slow ok"))
         }
     }

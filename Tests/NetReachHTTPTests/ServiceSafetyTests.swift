@@ -1,11 +1,11 @@
 import Dispatch
 import Foundation
 import HTTPTypes
-import OpenAPIRuntime
 import NetReach
 import NetReachHTTP
 import NetReachTestSupport
 import NetReachTesting
+import OpenAPIRuntime
 import Synchronization
 import Testing
 
@@ -15,14 +15,18 @@ import Testing
 @Suite("NetworkService over real transports", .timeLimit(.minutes(1)))
 struct ServiceSafetyTests {
     /// Transient faults after which the server may have received the request: retried when safe.
-    static let transientFaults = ["/reset-after-headers", "/reset-mid-body", "/close-before-response",
-                                  "/status/503", "/retry-after?seconds=0", "/too-many", "/status/500"]
+    static let transientFaults = [
+        "/reset-after-headers", "/reset-mid-body", "/close-before-response",
+        "/status/503", "/retry-after?seconds=0", "/too-many", "/status/500",
+    ]
     /// Every fault after which the server may have received the request; garbage instead of HTTP
     /// is not transient, so it is never retried at all.
     static let faultsAfterSending = transientFaults + ["/malformed"]
 
-    static func service(_ kind: TransportKind, _ server: FaultInjectingServer,
-                        _ change: (inout RequestPolicy, inout DefaultRetryPolicy) -> Void = { _, _ in }) -> (NetworkService, PathMonitor) {
+    static func service(
+        _ kind: TransportKind, _ server: FaultInjectingServer,
+        _ change: (inout RequestPolicy, inout DefaultRetryPolicy) -> Void = { _, _ in }
+    ) -> (NetworkService, PathMonitor) {
         var retries = DefaultRetryPolicy()
         retries.jitter = .none
         retries.exponentialScale = .milliseconds(10)
@@ -31,8 +35,9 @@ struct ServiceSafetyTests {
         policy.retryPolicy = retries
         let monitor = PathMonitor(source: SimulatedNetwork.connected())
         monitor.start(queue: DispatchQueue(label: "ServiceSafetyTests.monitor"))
-        let service = NetworkService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, policy: policy,
-                                     transport: kind.make(), monitor: monitor)
+        let service = NetworkService(
+            baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, policy: policy,
+            transport: kind.make(), monitor: monitor)
         return (service, monitor)
     }
 
@@ -85,7 +90,10 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/reset-after-headers"))
                 Issue.record("expected connectionLost")
             } catch {
-                guard case .connectionLost = error.reason else { Issue.record("got \(error)"); return }
+                guard case .connectionLost = error.reason else {
+                    Issue.record("got \(error)")
+                    return
+                }
             }
             #expect(server.received(path: "/reset-after-headers").count == 3)
         }
@@ -118,7 +126,10 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/retry-after", query: ["seconds": "3600"]))
                 Issue.record("expected unsuccessfulStatus")
             } catch {
-                guard case .unsuccessfulStatus(let status, _) = error.reason else { Issue.record("got \(error)"); return }
+                guard case .unsuccessfulStatus(let status, _) = error.reason else {
+                    Issue.record("got \(error)")
+                    return
+                }
                 #expect(status.code == 503)
             }
             #expect(clock.now - start < .seconds(30), "gave up only after \(clock.now - start)")
@@ -133,7 +144,10 @@ struct ServiceSafetyTests {
             _ = try await service.send(.get("http://127.0.0.1:99999/"))
             Issue.record("expected invalidURL")
         } catch {
-            guard case .invalidURL = error.reason else { Issue.record("got \(error)"); return }
+            guard case .invalidURL = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
         }
     }
 
@@ -151,13 +165,17 @@ struct ServiceSafetyTests {
         monitor.start(queue: DispatchQueue(label: "ServiceSafetyTests.monitor"))
         defer { monitor.cancel() }
         let attempts = AttemptCounter(kind.make())
-        let service = NetworkService(baseURL: URL(string: "http://127.0.0.1:\(port)")!, policy: policy,
-                                     transport: attempts, monitor: monitor)
+        let service = NetworkService(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, policy: policy,
+            transport: attempts, monitor: monitor)
         do throws(NetworkError) {
             _ = try await service.send(.post("/orders", body: Data("order".utf8)))
             Issue.record("expected a failure")
         } catch {
-            guard case .transport(let underlying, _) = error.reason else { Issue.record("got \(error)"); return }
+            guard case .transport(let underlying, _) = error.reason else {
+                Issue.record("got \(error)")
+                return
+            }
             #expect(underlying.kind == .cannotConnect)
         }
         #expect(attempts.count == 3, "connection refused is provably unsent, so even a POST is retried")
@@ -172,7 +190,10 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/status/\(status)"))
                 Issue.record("expected unsuccessfulStatus")
             } catch {
-                guard case .unsuccessfulStatus(let got, let body) = error.reason else { Issue.record("got \(error)"); return }
+                guard case .unsuccessfulStatus(let got, let body) = error.reason else {
+                    Issue.record("got \(error)")
+                    return
+                }
                 #expect(got.code == status)
                 #expect(String(decoding: body, as: UTF8.self) == "status \(status)")
             }
@@ -191,7 +212,10 @@ struct ServiceSafetyTests {
                 _ = try await service.send(.get("/slow-headers", query: ["ms": "2000"]))
                 Issue.record("expected timedOut")
             } catch {
-                guard case .timedOut(let path) = error.reason else { Issue.record("got \(error)"); return }
+                guard case .timedOut(let path) = error.reason else {
+                    Issue.record("got \(error)")
+                    return
+                }
                 #expect(path?.status == .satisfied)
             }
         }
@@ -233,7 +257,9 @@ final class AttemptCounter: HTTPTransport {
 
     var count: Int { attempts.withLock { $0 } }
 
-    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, options: TransportOptions
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         attempts.withLock { $0 += 1 }
         return try await wrapped.send(request, body: body, options: options)
     }

@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
-import NetReachTestSupport
 import HTTPTypes
 import NetReach
 import NetReachHTTP
+import NetReachTestSupport
 import NetReachTesting
 import NetReachURLSession
 import OpenAPIRuntime
@@ -41,7 +41,7 @@ struct ServiceStreamingTests {
         try await withServer { server in
             let (service, monitor) = ServiceSafetyTests.service(kind, server)
             defer { monitor.cancel() }
-            _ = try await service.send(.get("/ok"))   // the transport's first use is not what is timed
+            _ = try await service.send(.get("/ok")) // the transport's first use is not what is timed
             // One line, then nothing more on an open connection: the line can only arrive if the
             // stream hands over what has come (waiting for the end would wait for ever, until the
             // stall timeout's error). No clock decides.
@@ -60,7 +60,7 @@ struct ServiceStreamingTests {
                 policy.timeoutIntervalForRequest = .seconds(3)
             }
             defer { monitor.cancel() }
-            _ = try await service.send(.get("/ok"))   // the transport's first use is not what is timed
+            _ = try await service.send(.get("/ok")) // the transport's first use is not what is timed
             // 30 lines 200 ms apart: 6 s in all, twice the request timeout, and every gap a
             // fifteenth of it (a busy machine stretches gaps, not to 3 s).
             let response = try await service.send(.get("/drip?count=30&ms=200"))
@@ -117,10 +117,12 @@ struct ServiceStreamingTests {
     @Test("A body cut short is explained by a monitor that looked, even one given unstarted")
     func aCutBodyIsExplainedByAStartedMonitor() async throws {
         try await withServer { server in
-            let monitor = PathMonitor(source: SimulatedNetwork.connected())   // not started: the service starts it when it must explain
+            // Not started: the service starts it when it must explain.
+            let monitor = PathMonitor(source: SimulatedNetwork.connected())
             defer { monitor.cancel() }
-            let service = NetworkService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!,
-                                         transport: TransportKind.asyncHTTPClient.make(), monitor: monitor)
+            let service = NetworkService(
+                baseURL: URL(string: "http://127.0.0.1:\(server.port)")!,
+                transport: TransportKind.asyncHTTPClient.make(), monitor: monitor)
             let stream = try await service.bytes(.get("/reset-mid-body"))
             do {
                 for try await _ in stream.body {}
@@ -175,7 +177,8 @@ struct ServiceStreamingTests {
             defer { monitor.cancel() }
             let file = Self.temporaryFile()
             defer { try? FileManager.default.removeItem(at: file) }
-            let result = try await service.download(.get("/ranged?bytes=500000&failAt=200000&times=1&ranges=no"), to: file)
+            let result = try await service.download(
+                .get("/ranged?bytes=500000&failAt=200000&times=1&ranges=no"), to: file)
             #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 500_000))
             #expect(result.restarts == 1)
             #expect(result.resumedAt.isEmpty)
@@ -190,7 +193,8 @@ struct ServiceStreamingTests {
             defer { monitor.cancel() }
             let file = Self.temporaryFile()
             defer { try? FileManager.default.removeItem(at: file) }
-            let result = try await service.download(.get("/ranged?bytes=400000&failAt=100000&times=1&etag=none"), to: file)
+            let result = try await service.download(
+                .get("/ranged?bytes=400000&failAt=100000&times=1&etag=none"), to: file)
             #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 400_000))
             #expect(server.received(path: "/ranged").allSatisfy { $0.headers["range"] == nil })
             #expect(result.restarts == 1)
@@ -216,7 +220,8 @@ struct ServiceStreamingTests {
             let part = try Data(contentsOf: URL(fileURLWithPath: file.path + ".part"))
             #expect(part.count > 0 && part.count <= 250_000)
             #expect(part == FaultInjectingServer.bigBody(count: 250_000).prefix(part.count))
-            let result = try await service.download(.get("/ranged?bytes=600000&failAt=250000&times=1"), to: file, resume: true)
+            let result = try await service.download(
+                .get("/ranged?bytes=600000&failAt=250000&times=1"), to: file, resume: true)
             #expect(result.resumedAt == [Int64(part.count)])
             #expect(try Data(contentsOf: file) == FaultInjectingServer.bigBody(count: 600_000))
             #expect(server.received(path: "/ranged").last?.headers["range"] == "bytes=\(part.count)-")
@@ -270,7 +275,8 @@ struct ServiceStreamingTests {
                     Issue.record("expected cannotRead, got \(String(describing: error))")
                     continue
                 }
-                #expect(detail.contains(path.hasPrefix("/nonexistent") ? "No such file" : "is a directory"), "\(detail)")
+                #expect(
+                    detail.contains(path.hasPrefix("/nonexistent") ? "No such file" : "is a directory"), "\(detail)")
             }
             #expect(server.received(path: "/echo").isEmpty)
         }

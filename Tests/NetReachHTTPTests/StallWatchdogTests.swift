@@ -1,8 +1,9 @@
 import Foundation
-@testable import NetReach
-@testable import NetReachHTTP
 import NetReachSystem
 import Testing
+
+@testable import NetReach
+@testable import NetReachHTTP
 
 /// The transports' stall and deadline timer: it fires once, for the right reason, and a stopped
 /// one never fires (nor wakes the process: it is a dispatch timer, cancelled for good).
@@ -25,7 +26,7 @@ struct StallWatchdogTests {
         let expiries = Expiries()
         let touches = Locked<[ContinuousClock.Instant]>([.now])
         let watchdog = StallWatchdog(stall: .milliseconds(150), deadline: nil) { expiries.record($0) }
-        for _ in 0..<4 {   // activity every 100 ms (a loaded machine may sleep longer: then it may fire)
+        for _ in 0..<4 { // activity every 100 ms (a loaded machine may sleep longer: then it may fire)
             try await Task.sleep(for: .milliseconds(100))
             watchdog.touch()
             touches.withLock { $0.append(.now) }
@@ -36,7 +37,9 @@ struct StallWatchdogTests {
         #expect(expiries.all.first?.contains("no byte sent or received") == true, "\(expiries.all)")
         // Whenever it fired, 150 ms had passed since the activity before it (not timing luck:
         // the order of events decides).
-        if let fired = expiries.times.first, let before = touches.withLock({ list in list.last(where: { $0 <= fired }) }) {
+        if let fired = expiries.times.first,
+            let before = touches.withLock({ list in list.last(where: { $0 <= fired }) })
+        {
             #expect(fired - before >= .milliseconds(145), "fired \(fired - before) after the last activity")
         }
         _ = watchdog
@@ -54,9 +57,11 @@ struct StallWatchdogTests {
     @Test("Stopped, or released, it never fires")
     func stopped() async throws {
         let expiries = Expiries()
-        let watchdog = StallWatchdog(stall: .milliseconds(50), deadline: .now + .milliseconds(80)) { expiries.record($0) }
+        let watchdog = StallWatchdog(stall: .milliseconds(50), deadline: .now + .milliseconds(80)) {
+            expiries.record($0)
+        }
         watchdog.stop()
-        watchdog.stop()   // idempotent
+        watchdog.stop() // idempotent
         do {
             _ = StallWatchdog(stall: .milliseconds(50), deadline: nil) { expiries.record($0) }
         }

@@ -1,23 +1,27 @@
 import Foundation
-import NetReachTestSupport
 import HTTPTypes
-@testable import NetReachAsyncHTTPClient
 import NetReachHTTP
+import NetReachTestSupport
 import NetReachURLSession
 import OpenAPIRuntime
 import Testing
 
+@testable import NetReachAsyncHTTPClient
+
 /// TLS settings against a real nginx with certificates made for the test: trust, host names,
 /// expiry, client certificates, verification off. A failed handshake is ``TransportError/Kind/tlsFailure``,
 /// names the host and the reason, and nginx's access log proves the request never arrived.
-@Suite("TLS against nginx", .offPool, .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "TLS against nginx", .offPool, .enabled(if: ExternalServer.available("nginx", "openssl")), .serialized,
+    .timeLimit(.minutes(2)))
 struct TLSTransportTests {
     // MARK: AsyncHTTPClientTransport
 
     @Test("Trusting the test CA from a PEM file gives 200")
     func trustedByFile() async throws {
         try await withNginx { nginx, certificates in
-            let transport = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
+            let transport = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
             let (status, body) = try await get(transport, "https://127.0.0.1:\(nginx.trusted)/trusted")
             #expect(status == 200)
             #expect(body == "ok\n")
@@ -27,7 +31,8 @@ struct TLSTransportTests {
     @Test("Trusting the test CA from a hashed directory gives 200, by name and by IPv6 address too")
     func trustedByDirectory() async throws {
         try await withNginx { nginx, certificates in
-            let transport = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .directory(certificates.path("capath")))))
+            let transport = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: .directory(certificates.path("capath")))))
             #expect(try await get(transport, "https://127.0.0.1:\(nginx.trusted)/by-directory").status == 200)
             #expect(try await get(transport, "https://localhost:\(nginx.trusted)/by-name").status == 200)
         }
@@ -62,7 +67,8 @@ struct TLSTransportTests {
     @Test("A certificate for another host name is a TLS failure saying so")
     func wrongHostName() async throws {
         try await withNginx { nginx, certificates in
-            let transport = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
+            let transport = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
             let error = try await expectFailure(transport, "https://127.0.0.1:\(nginx.wrongHost)/wrong-host")
             #expect(error.kind == .tlsFailure, "\(error)")
             #expect(error.detail.contains("another host name") && error.detail.contains("127.0.0.1"), "\(error.detail)")
@@ -74,40 +80,57 @@ struct TLSTransportTests {
     func refusedCertificatesSayWhy() async throws {
         let curl = try ExternalServer.require("curl")
         try await withNginx { nginx, certificates in
-            let trusting = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
+            let trusting = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
             let system = try AsyncHTTPClientTransport(settings: settings(TLSSettings()))
-            let cases: [(transport: AsyncHTTPClientTransport, port: Int, trustsCA: Bool, reason: TLSFailureReason, curlSays: String)] = [
-                (trusting, nginx.expired, true, .expired, "certificate has expired"),
-                (trusting, nginx.notYetValid, true, .notYetValid, "certificate is not yet valid"),
-                (system, nginx.trusted, false, .untrusted, "unable to get local issuer certificate"),
-            ]
+            let cases:
+                [(
+                    transport: AsyncHTTPClientTransport, port: Int, trustsCA: Bool, reason: TLSFailureReason,
+                    curlSays: String
+                )] = [
+                    (trusting, nginx.expired, true, .expired, "certificate has expired"),
+                    (trusting, nginx.notYetValid, true, .notYetValid, "certificate is not yet valid"),
+                    (system, nginx.trusted, false, .untrusted, "unable to get local issuer certificate"),
+                ]
             for (transport, port, trustsCA, reason, curlSays) in cases {
                 let url = "https://127.0.0.1:\(port)/refused-\(port)"
-                let curlRun = try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null"] + (trustsCA ? ["--cacert", certificates.path("ca.pem")] : []) + [url])
-                #expect(curlRun.status == 60 && curlRun.standardError.contains(curlSays), "curl: \(curlRun.status) \(curlRun.standardError)")
+                let curlRun = try await ChildProcess.run(
+                    curl,
+                    ["-sS", "-o", "/dev/null"] + (trustsCA ? ["--cacert", certificates.path("ca.pem")] : []) + [url])
+                #expect(
+                    curlRun.status == 60 && curlRun.standardError.contains(curlSays),
+                    "curl: \(curlRun.status) \(curlRun.standardError)")
                 let error = try await expectFailure(transport, url)
                 #expect(error.kind == .tlsFailure && error.tlsFailureReason == reason, "\(url): \(error)")
                 #expect(error.detail == "TLS handshake with 127.0.0.1 failed: \(reason.description)")
                 #expect(error.requestWasProvablyNotSent)
             }
             // Neither the failed handshakes nor the look at their certificates sent a request.
-            #expect(!nginx.accessLog().contains { $0.contains("/refused-") || $0.contains("HEAD") }, "\(nginx.accessLog())")
+            #expect(
+                !nginx.accessLog().contains { $0.contains("/refused-") || $0.contains("HEAD") }, "\(nginx.accessLog())")
         }
     }
 
-    @Test("A certificate must name the URL's host, as curl decides: an address-only one is not for a name, a name-only one not for the address")
+    @Test(
+        "A certificate must name the URL's host, as curl decides: an address-only one is not for a name, a name-only one not for the address"
+    )
     func certificateNamesTheURLsHost() async throws {
         let curl = try ExternalServer.require("curl")
         try await withNginx { nginx, certificates in
-            let transport = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
+            let transport = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.pem")))))
             let cases: [(host: String, port: Int, accepted: Bool)] = [
                 ("localhost", nginx.addressOnly, false), ("127.0.0.1", nginx.addressOnly, true),
                 ("127.0.0.1", nginx.nameOnly, false), ("localhost", nginx.nameOnly, true),
                 ("localhost", nginx.trusted, true), ("127.0.0.1", nginx.trusted, true),
             ]
             for (host, port, accepted) in cases {
-                let curlRun = try await ChildProcess.run(curl, ["-s", "-o", "/dev/null", "--cacert", certificates.path("ca.pem"),
-                                                                "https://\(host):\(port)/curl-\(port)"])
+                let curlRun = try await ChildProcess.run(
+                    curl,
+                    [
+                        "-s", "-o", "/dev/null", "--cacert", certificates.path("ca.pem"),
+                        "https://\(host):\(port)/curl-\(port)",
+                    ])
                 #expect(curlRun.status == (accepted ? 0 : 60), "curl on \(host):\(port) exited \(curlRun.status)")
                 let url = "https://\(host):\(port)/ours-\(host)-\(port)"
                 if accepted {
@@ -115,20 +138,24 @@ struct TLSTransportTests {
                 } else {
                     let error = try await expectFailure(transport, url)
                     #expect(error.tlsFailureReason == .hostnameMismatch, "\(url): \(error)")
-                    #expect(error.detail == "TLS handshake with \(host) failed: the server's certificate is for another host name")
+                    #expect(
+                        error.detail
+                            == "TLS handshake with \(host) failed: the server's certificate is for another host name")
                     #expect(!nginx.accessLog().contains { $0.contains("/ours-\(host)-\(port)") })
                 }
             }
         }
     }
 
-    @Test("Wildcards stand for one whole left-most label, below two labels at least", arguments: [
-        ("*.example.com", "a.example.com", true), ("*.example.com", "A.Example.COM", true),
-        ("*.example.com", "example.com", false), ("*.example.com", "a.b.example.com", false),
-        ("*.com", "example.com", false), ("f*.example.com", "foo.example.com", false),
-        ("example.com.", "example.com", true), ("*", "localhost", false), ("", "", false),
-        ("exa*mple.com", "exa*mple.com", false),
-    ])
+    @Test(
+        "Wildcards stand for one whole left-most label, below two labels at least",
+        arguments: [
+            ("*.example.com", "a.example.com", true), ("*.example.com", "A.Example.COM", true),
+            ("*.example.com", "example.com", false), ("*.example.com", "a.b.example.com", false),
+            ("*.com", "example.com", false), ("f*.example.com", "foo.example.com", false),
+            ("example.com.", "example.com", true), ("*", "localhost", false), ("", "", false),
+            ("exa*mple.com", "exa*mple.com", false),
+        ])
     func wildcards(pattern: String, name: String, matches: Bool) {
         #expect(ServerIdentity.matches(pattern: pattern, name: name.lowercased()) == matches)
     }
@@ -137,8 +164,10 @@ struct TLSTransportTests {
     func mutualTLS() async throws {
         try await withNginx { nginx, certificates in
             let roots = TLSSettings.TrustRoots.file(certificates.path("ca.pem"))
-            let identity = TLSSettings.ClientIdentity(certificateChainFile: certificates.path("client.pem"), privateKeyFile: certificates.path("client.key"))
-            let withCertificate = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: roots, clientIdentity: identity)))
+            let identity = TLSSettings.ClientIdentity(
+                certificateChainFile: certificates.path("client.pem"), privateKeyFile: certificates.path("client.key"))
+            let withCertificate = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: roots, clientIdentity: identity)))
             let (status, body) = try await get(withCertificate, "https://127.0.0.1:\(nginx.mutual)/mutual")
             #expect(status == 200)
             #expect(body.contains("CN=netreach-client"), "\(body)")
@@ -169,11 +198,13 @@ struct TLSTransportTests {
         #expect(missing?.kind == .unreadableFile)
         #expect(missing?.detail.contains("/nonexistent/ca.pem") == true)
         let notPEM = #expect(throws: TransportSettingsError.self) {
-            _ = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.cnf")))))
+            _ = try AsyncHTTPClientTransport(
+                settings: settings(TLSSettings(trustRoots: .file(certificates.path("ca.cnf")))))
         }
         #expect(notPEM?.kind == .invalidCredentials)
         let wrongKey = #expect(throws: TransportSettingsError.self) {
-            let identity = TLSSettings.ClientIdentity(certificateChainFile: certificates.path("client.pem"), privateKeyFile: certificates.path("server.key"))
+            let identity = TLSSettings.ClientIdentity(
+                certificateChainFile: certificates.path("client.pem"), privateKeyFile: certificates.path("server.key"))
             _ = try AsyncHTTPClientTransport(settings: settings(TLSSettings(clientIdentity: identity)))
         }
         #expect(wrongKey?.kind == .invalidCredentials)
@@ -184,10 +215,14 @@ struct TLSTransportTests {
     @Test("URLSession: an untrusted certificate is a TLS failure naming the host, and nothing reached nginx")
     func urlSessionUntrusted() async throws {
         try await withNginx { nginx, _ in
-            let error = try await expectFailure(URLSessionTransport(), "https://127.0.0.1:\(nginx.trusted)/urlsession-untrusted")
+            let error = try await expectFailure(
+                URLSessionTransport(), "https://127.0.0.1:\(nginx.trusted)/urlsession-untrusted")
             #expect(error.kind == .tlsFailure, "\(error)")
             #expect(error.requestWasProvablyNotSent)
-            #expect(error.detail == "TLS handshake with 127.0.0.1 failed: the server's certificate is not trusted (it does not chain to a trusted root)")
+            #expect(
+                error.detail
+                    == "TLS handshake with 127.0.0.1 failed: the server's certificate is not trusted (it does not chain to a trusted root)"
+            )
             #expect(!nginx.accessLog().contains { $0.contains("/urlsession-untrusted") })
         }
     }
@@ -202,7 +237,9 @@ struct TLSTransportTests {
             settings(TLSSettings(verifiesCertificates: false)),
         ]
         for settings in refused {
-            let error = #expect(throws: TransportSettingsError.self) { try URLSessionTransport.check(settings, environment: [:]) }
+            let error = #expect(throws: TransportSettingsError.self) {
+                try URLSessionTransport.check(settings, environment: [:])
+            }
             #expect(error?.kind == .unsupported, "\(String(describing: error))")
         }
         let fromEnvironment = #expect(throws: TransportSettingsError.self) {
@@ -212,18 +249,27 @@ struct TLSTransportTests {
         try URLSessionTransport.check(settings(TLSSettings()), environment: [:])
         // The system's own store named in the environment is what libcurl uses anyway.
         try URLSessionTransport.check(
-            settings(TLSSettings()), environment: ["SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs"])
+            settings(TLSSettings()),
+            environment: ["SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "SSL_CERT_DIR": "/etc/ssl/certs"])
     }
 
-    @Test("libcurl's TLS messages map to reasons", arguments: [
-        ("SSL certificate problem: unable to get local issuer certificate", "not trusted"),
-        ("SSL certificate problem: self-signed certificate", "not trusted"),
-        ("SSL certificate problem: certificate has expired", "expired"),
-        ("SSL: no alternative certificate subject name matches target host name '127.0.0.1'", "another host name"),
-        ("OpenSSL/3.0.19: error:0A00042E:SSL routines::tlsv1 alert protocol version", "tlsv1 alert protocol version"),
-        ("OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number", "did not answer with TLS"),
-        ("OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0", "client certificate"),
-    ])
+    @Test(
+        "libcurl's TLS messages map to reasons",
+        arguments: [
+            ("SSL certificate problem: unable to get local issuer certificate", "not trusted"),
+            ("SSL certificate problem: self-signed certificate", "not trusted"),
+            ("SSL certificate problem: certificate has expired", "expired"),
+            ("SSL: no alternative certificate subject name matches target host name '127.0.0.1'", "another host name"),
+            (
+                "OpenSSL/3.0.19: error:0A00042E:SSL routines::tlsv1 alert protocol version",
+                "tlsv1 alert protocol version"
+            ),
+            ("OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number", "did not answer with TLS"),
+            (
+                "OpenSSL SSL_read: error:0A00045C:SSL routines::tlsv13 alert certificate required, errno 0",
+                "client certificate"
+            ),
+        ])
     func curlMessages(message: String, reason: String) throws {
         let parsed = try #require(TLSFailureReason(curlMessage: message))
         #expect(parsed.description.contains(reason), "\(parsed)")
@@ -239,21 +285,28 @@ private func settings(_ tls: TLSSettings) -> TransportSettings {
 }
 
 /// GETs `url`; returns the status and the body as text.
-func get(_ transport: any HTTPTransport, _ url: String, headers: HTTPFields = [:]) async throws -> (status: Int, body: String) {
+func get(
+    _ transport: any HTTPTransport, _ url: String, headers: HTTPFields = [:]
+) async throws -> (status: Int, body: String) {
     let (status, data) = try await getData(transport, url, headers: headers)
     return (status, String(decoding: data, as: UTF8.self))
 }
 
 /// GETs `url`; returns the status and the body.
-func getData(_ transport: any HTTPTransport, _ url: String, headers: HTTPFields = [:]) async throws -> (status: Int, body: Data) {
+func getData(
+    _ transport: any HTTPTransport, _ url: String, headers: HTTPFields = [:]
+) async throws -> (status: Int, body: Data) {
     let parsed = try #require(URL(string: url))
-    let authority = try #require(parsed.host.map { host in
-        let bracketed = host.contains(":") ? "[\(host)]" : host
-        return parsed.port.map { "\(bracketed):\($0)" } ?? bracketed
-    })
+    let authority = try #require(
+        parsed.host.map { host in
+            let bracketed = host.contains(":") ? "[\(host)]" : host
+            return parsed.port.map { "\(bracketed):\($0)" } ?? bracketed
+        })
     let path = (parsed.path.isEmpty ? "/" : parsed.path) + (parsed.query.map { "?\($0)" } ?? "")
-    let request = HTTPRequest(method: .get, scheme: parsed.scheme, authority: authority, path: path, headerFields: headers)
-    let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
+    let request = HTTPRequest(
+        method: .get, scheme: parsed.scheme, authority: authority, path: path, headerFields: headers)
+    let (response, body) = try await transport.send(
+        request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
     return (response.status.code, try await Data(collecting: body, upTo: 256 << 20))
 }
 

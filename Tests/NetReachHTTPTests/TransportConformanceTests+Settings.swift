@@ -12,11 +12,13 @@ import Testing
 extension TransportConformanceTests {
     // MARK: Redirects
 
-    @Test("A redirect is returned as a response with its Location, never followed",
-          arguments: TransportKind.allCases, [301, 302, 303, 307, 308])
+    @Test(
+        "A redirect is returned as a response with its Location, never followed",
+        arguments: TransportKind.allCases, [301, 302, 303, 307, 308])
     func redirectsAreResponses(kind: TransportKind, status: Int) async throws {
         try await withServer { server in
-            let (code, body, response) = try await fetch(kind.make(), server.authority, "/redirect?status=\(status)&to=/ok")
+            let (code, body, response) = try await fetch(
+                kind.make(), server.authority, "/redirect?status=\(status)&to=/ok")
             #expect(code == status)
             #expect(response.headerFields[.location] == "/ok")
             #expect(body == Data("redirect".utf8))
@@ -78,12 +80,15 @@ extension TransportConformanceTests {
             // read before the cancellation lands, so a larger bomb only burns CPU.)
             var settings = TransportSettings(proxy: .environment([:]))
             settings.maximumDecodedBodySize = 1 << 20
-            let transport: any HTTPTransport = switch kind {
-            case .urlSession: try URLSessionTransport(settings: settings, environment: [:])
-            case .asyncHTTPClient: try AsyncHTTPClientTransport(settings: settings, environment: [:])
-            }
-            let request = HTTPRequest(method: .get, scheme: "http", authority: server.authority, path: "/gzip-bomb?bytes=\(16 << 20)")
-            let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
+            let transport: any HTTPTransport =
+                switch kind {
+                case .urlSession: try URLSessionTransport(settings: settings, environment: [:])
+                case .asyncHTTPClient: try AsyncHTTPClientTransport(settings: settings, environment: [:])
+                }
+            let request = HTTPRequest(
+                method: .get, scheme: "http", authority: server.authority, path: "/gzip-bomb?bytes=\(16 << 20)")
+            let (response, body) = try await transport.send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
             #expect(response.status.code == 200)
             #expect(body.length == .unknown)
             var total = 0
@@ -102,8 +107,10 @@ extension TransportConformanceTests {
     func gzipUnderLimitDecodes(kind: TransportKind) async throws {
         try await withServer { server in
             // 4 MiB from about 26 KB: a ratio of 160, past AsyncHTTPClient's old limit of 25.
-            let request = HTTPRequest(method: .get, scheme: "http", authority: server.authority, path: "/gzip-bomb?bytes=\(4 << 20)")
-            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
+            let request = HTTPRequest(
+                method: .get, scheme: "http", authority: server.authority, path: "/gzip-bomb?bytes=\(4 << 20)")
+            let (_, body) = try await kind.make().send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(20)))
             var total = 0
             do {
                 for try await chunk in body {
@@ -123,6 +130,7 @@ private func fetch(
     _ transport: any HTTPTransport, _ authority: String, _ path: String, headers: HTTPFields = [:]
 ) async throws -> (Int, Data, HTTPResponse) {
     let request = HTTPRequest(method: .get, scheme: "http", authority: authority, path: path, headerFields: headers)
-    let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(10)))
+    let (response, body) = try await transport.send(
+        request, body: nil, options: TransportOptions(stallTimeout: .seconds(10)))
     return (response.status.code, try await Data(collecting: body, upTo: 16 << 20), response)
 }

@@ -1,8 +1,8 @@
 import Foundation
-import NetReachTestSupport
 import HTTPTypes
 import NetReachAsyncHTTPClient
 import NetReachHTTP
+import NetReachTestSupport
 import NetReachURLSession
 import OpenAPIRuntime
 import Testing
@@ -84,7 +84,8 @@ struct TransportConformanceTests {
         try await withServer { server in
             let transport = kind.make()
             let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/big?bytes=1000000")
-            let (response, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(10)))
+            let (response, body) = try await transport.send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(10)))
             #expect(response.status.code == 200)
             #expect(body.length == .known(1_000_000))
             var data = Data()
@@ -109,8 +110,10 @@ struct TransportConformanceTests {
             // that line can only reach us if the transport hands over what has arrived. (A
             // transport that waits for the end gets there only by its stall timeout, an error.)
             // No clock decides: a slow machine delays the line, it cannot fail the test.
-            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=3&ms=10&stallAfter=1")
-            let (_, body) = try await transport.send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(60)))
+            let request = makeRequest(
+                .get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=3&ms=10&stallAfter=1")
+            let (_, body) = try await transport.send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(60)))
             var iterator = body.makeAsyncIterator()
             let first = try await iterator.next()
             #expect(first.map { String(decoding: $0, as: UTF8.self) } == "line 0\n")
@@ -125,7 +128,8 @@ struct TransportConformanceTests {
             let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=30&ms=200")
             let clock = ContinuousClock()
             let start = clock.now
-            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(3)))
+            let (_, body) = try await kind.make().send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(3)))
             let data = try await Data(collecting: body, upTo: 1 << 20)
             #expect(String(decoding: data, as: UTF8.self).hasSuffix("line 29\n"))
             #expect(clock.now - start >= .milliseconds(5800))
@@ -136,8 +140,10 @@ struct TransportConformanceTests {
     func stalledBodyTimesOut(kind: TransportKind) async throws {
         try await withServer { server in
             try await warmUp(kind, server)
-            let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=10&ms=50&stallAfter=2")
-            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
+            let request = makeRequest(
+                .get, authority: "127.0.0.1:\(server.port)", path: "/drip?count=10&ms=50&stallAfter=2")
+            let (_, body) = try await kind.make().send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
             var text = ""
             do {
                 for try await chunk in body { text += String(decoding: chunk, as: UTF8.self) }
@@ -179,7 +185,8 @@ struct TransportConformanceTests {
             // a stalled network, and the rest still arrives whole. (A 2 s timeout failed once on a
             // loaded CI run after the reader resumed: 5 s leaves room for a busy machine.)
             let request = makeRequest(.get, authority: "127.0.0.1:\(server.port)", path: "/big?bytes=\(64 << 20)")
-            let (_, body) = try await kind.make().send(request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
+            let (_, body) = try await kind.make().send(
+                request, body: nil, options: TransportOptions(stallTimeout: .seconds(5)))
             var iterator = body.makeAsyncIterator()
             var total = try #require(try await iterator.next()).count
             try await Task.sleep(for: .seconds(10))
@@ -212,7 +219,8 @@ struct TransportConformanceTests {
     @Test("A close without a reply is not provably unsent", arguments: TransportKind.allCases)
     func closeBeforeResponse(kind: TransportKind) async throws {
         try await withServer { server in
-            let error = try await expectTransportError(kind, .post, server, "/close-before-response", body: Data("x".utf8))
+            let error = try await expectTransportError(
+                kind, .post, server, "/close-before-response", body: Data("x".utf8))
             #expect(!error.requestWasProvablyNotSent, "\(error)")
             #expect([.connectionLost, .invalidResponse].contains(error.kind), "\(error)")
             #expect(server.received(path: "/close-before-response").count == 1)
@@ -236,7 +244,8 @@ struct TransportConformanceTests {
             let clock = ContinuousClock()
             let start = clock.now
             let error = try await expectTransportError(
-                kind, .get, server, "/slow-headers?ms=30000", options: TransportOptions(stallTimeout: .milliseconds(300)))
+                kind, .get, server, "/slow-headers?ms=30000",
+                options: TransportOptions(stallTimeout: .milliseconds(300)))
             let elapsed = clock.now - start
             #expect(error.kind == .timedOut, "\(error)")
             #expect(!error.requestWasProvablyNotSent)
@@ -376,7 +385,8 @@ private func sendCapturingResult(
     options: TransportOptions
 ) async -> Result<(HTTPResponse, Data), TransportError> {
     do {
-        let (response, responseBody) = try await transport.send(request, body: body.map { HTTPBody($0) }, options: options)
+        let (response, responseBody) = try await transport.send(
+            request, body: body.map { HTTPBody($0) }, options: options)
         return .success((response, try await Data(collecting: responseBody, upTo: 64 << 20)))
     } catch let error as TransportError {
         return .failure(error)
@@ -424,7 +434,10 @@ final class ClosedLoopbackPort: Sendable {
             let v4 = try Self.bind(AF_INET, port: 0)
             // The same port on ::1, unless IPv6 is off here; taken there already: try another.
             guard let v6 = try? Self.bind(AF_INET6, port: v4.port) else {
-                if Self.hasIPv6Loopback { close(v4.fd); continue }
+                if Self.hasIPv6Loopback {
+                    close(v4.fd)
+                    continue
+                }
                 descriptors = [v4.fd]
                 port = v4.port
                 return
@@ -439,7 +452,8 @@ final class ClosedLoopbackPort: Sendable {
     deinit { descriptors.forEach { close($0) } }
 
     private static var hasIPv6Loopback: Bool {
-        (try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))?.contains("00000000000000000000000000000001") == true
+        (try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8))?.contains(
+            "00000000000000000000000000000001") == true
     }
 
     private static func bind(_ family: Int32, port: Int) throws -> (fd: Int32, port: Int) {
@@ -469,9 +483,11 @@ final class ClosedLoopbackPort: Sendable {
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
         }
-        let named = bound == 0 ? withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        } : -1
+        let named =
+            bound == 0
+            ? withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            } : -1
         guard named == 0 else {
             close(fd)
             throw SocketSetupFailure(call: bound == 0 ? "getsockname" : "bind")
@@ -486,4 +502,3 @@ final class ClosedLoopbackPort: Sendable {
 struct SocketSetupFailure: Error {
     var call: String
 }
-

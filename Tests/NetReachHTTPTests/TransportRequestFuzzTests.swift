@@ -1,19 +1,22 @@
 import Foundation
+import HTTPTypes
 import NetReachSystem
 import NetReachTestSupport
-import HTTPTypes
-@testable import NetReachAsyncHTTPClient
-@testable import NetReachHTTP
 import NetReachURLSession
 import Testing
+
+@testable import NetReachAsyncHTTPClient
+@testable import NetReachHTTP
 
 /// Random and mutated URLs and header fields through request building on both transports, where
 /// nothing is sent: no input crashes, and a target the service resolved is a request each
 /// transport builds for the same host (the origin the service named is the one it connects to).
 @Suite("Transport request building (fuzz)", .offPool)
 struct TransportRequestFuzzTests {
-    static let headerNames = ["Accept", "X-Custom", "Cookie", "Authorization", "Content-Type", "Host", "X-A_b", "x-ü", "X\u{0}Y",
-                              "X Y", "X:Y", "", "Transfer-Encoding", "Content-Length", "Connection"]
+    static let headerNames = [
+        "Accept", "X-Custom", "Cookie", "Authorization", "Content-Type", "Host", "X-A_b", "x-ü", "X\u{0}Y",
+        "X Y", "X:Y", "", "Transfer-Encoding", "Content-Length", "Connection",
+    ]
 
     @Test func buildingRequestsNeverCrashesAndKeepsTheOrigin() throws {
         var random = SeededRandom(seed: 0x5EED_0F_7A_A5)
@@ -25,11 +28,15 @@ struct TransportRequestFuzzTests {
         for _ in 0..<iterations {
             let text = FuzzCorpus.mutatedURL(&random)
             guard let url = URL(string: text),
-                  let target = ResolvedTarget.resolve(.url(url), queryItems: FuzzCorpus.queryItems(&random), base: nil) else { continue }
-            var head = HTTPRequest(method: .get, scheme: target.scheme, authority: target.authority, path: target.pathAndQuery)
+                let target = ResolvedTarget.resolve(.url(url), queryItems: FuzzCorpus.queryItems(&random), base: nil)
+            else { continue }
+            var head = HTTPRequest(
+                method: .get, scheme: target.scheme, authority: target.authority, path: target.pathAndQuery)
             for _ in 0..<Int(random.next() % 4) {
                 let name = Self.headerNames[Int(random.next() % UInt64(Self.headerNames.count))]
-                let value = (0..<Int(random.next() % 4)).map { _ in FuzzCorpus.pieces[Int(random.next() % UInt64(FuzzCorpus.pieces.count))] }.joined()
+                let value = (0..<Int(random.next() % 4)).map { _ in
+                    FuzzCorpus.pieces[Int(random.next() % UInt64(FuzzCorpus.pieces.count))]
+                }.joined()
                 if let field = HTTPField.Name(name) { head.headerFields.append(HTTPField(name: field, value: value)) }
             }
             built += 1
@@ -44,9 +51,13 @@ struct TransportRequestFuzzTests {
             }
             do {
                 let request = try URLSessionTransport.makeURLRequest(head, body: nil, stallTimeout: .seconds(60)).value
-                let sentHost = request.url?.host(percentEncoded: true).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 }
+                let sentHost = request.url?.host(percentEncoded: true).map {
+                    $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0
+                }
                 if sentHost?.lowercased() != host.lowercased() {
-                    problems.append("URLSession would connect to \(String(describing: sentHost)) for \(target.url) (authority \(target.authority))")
+                    problems.append(
+                        "URLSession would connect to \(String(describing: sentHost)) for \(target.url) (authority \(target.authority))"
+                    )
                 }
             } catch {
                 // Refusing is allowed (IPv6 literals, on Linux), as long as it says nothing was sent.

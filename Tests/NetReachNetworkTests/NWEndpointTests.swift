@@ -74,7 +74,9 @@ struct NWEndpointTests {
         #expect(NWEndpoint.hostPort(host: "example.com", port: 8080).debugDescription == "example.com:8080")
         #expect(NWEndpoint.unix(path: "/run/app.sock").debugDescription == "/run/app.sock")
         #expect(NWEndpoint.url(URL(string: "https://example.com/")!).debugDescription == "https://example.com/")
-        #expect(NWEndpoint.service(name: "printer", type: "_ipp._tcp", domain: "local.", interface: nil).debugDescription == "printer._ipp._tcplocal.")
+        #expect(
+            NWEndpoint.service(name: "printer", type: "_ipp._tcp", domain: "local.", interface: nil).debugDescription
+                == "printer._ipp._tcplocal.")
         #expect(NWEndpoint.hostPort(host: "fe80::1%lo", port: 0).interface?.name == "lo")
     }
 }

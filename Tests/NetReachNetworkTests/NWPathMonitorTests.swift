@@ -37,7 +37,7 @@ struct NWPathMonitorTests {
         monitor.start(queue: queue)
         defer { monitor.cancel() }
         network.setCarrier("eth0", false)
-        network.setCarrier("eth0", false)   // no change: no call
+        network.setCarrier("eth0", false) // no change: no call
         network.setCarrier("eth0", true)
         try await until { seen.withLock { $0.count } == 3 }
         queue.sync {}

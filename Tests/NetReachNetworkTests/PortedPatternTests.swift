@@ -19,7 +19,9 @@ struct PortedPatternTests {
         let network = SimulatedNetwork.connected(.wifi)
         let monitor = NetworkMonitor(monitor: NWPathMonitor(source: network))
         let posted = Counter()
-        let observer = NotificationCenter.default.addObserver(forName: .connectivityStatusChanged, object: monitor, queue: nil) { _ in
+        let observer = NotificationCenter.default.addObserver(
+            forName: .connectivityStatusChanged, object: monitor, queue: nil
+        ) { _ in
             posted.increment()
         }
         defer { NotificationCenter.default.removeObserver(observer) }
@@ -54,7 +56,7 @@ struct PortedPatternTests {
         defer { reachability.stopNotifier() }
         try await until { events.all == ["reachable"] }
         network.removeDefaultRoutes("eth0")
-        network.setNameservers([])          // a change that keeps it unreachable: no closure
+        network.setNameservers([]) // a change that keeps it unreachable: no closure
         network.addDefaultRoute("eth0", gateway: NetReach.IPAddress("192.0.2.1")!)
         try await until { events.all.count == 3 }
         #expect(events.all == ["reachable", "unreachable", "reachable"])
@@ -98,7 +100,8 @@ struct PortedPatternTests {
         let stop = Counter()
         let readers = (0..<4).map { _ in
             Worker.start {
-                var reads = 0, inconsistent = 0
+                var reads = 0
+                var inconsistent = 0
                 while stop.value == 0 {
                     // On this network the path is satisfied exactly when it is on Wi-Fi.
                     let path = observer.monitor.currentPath

@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
-import NetReachTestSupport
 import NetReach
 import NetReachNetwork
 import NetReachSystem
+import NetReachTestSupport
 import Testing
 
 /// `NWPathMonitor` (the porting kit) on the kernel, in a lab namespace: what Apple-platform code
@@ -12,39 +12,51 @@ import Testing
 struct PortingKitIntegrationTests {
     /// The lab's monitor through Network.framework's API, `veth0` classified as Wi-Fi.
     static func wifiMonitor(in lab: NetnsLab) -> NWPathMonitor {
-        let monitor = NWPathMonitor(pathMonitor: PathMonitor(
-            classification: InterfaceClassification(typeOverrides: ["veth0": .wifi]), namespace: lab.namespace))
+        let monitor = NWPathMonitor(
+            pathMonitor: PathMonitor(
+                classification: InterfaceClassification(typeOverrides: ["veth0": .wifi]), namespace: lab.namespace))
         monitor.start(queue: DispatchQueue(label: "PortingKitIntegrationTests"))
         return monitor
     }
 
-    @Test("Threads reading currentPath.usesInterfaceType(.wifi) while the default route flaps 200 times see only whole paths; the last agrees with ip route get")
+    @Test(
+        "Threads reading currentPath.usesInterfaceType(.wifi) while the default route flaps 200 times see only whole paths; the last agrees with ip route get"
+    )
     func readersWhileTheRouteFlaps() async throws {
         try await NetnsLab.withLab { lab in
             let monitor = Self.wifiMonitor(in: lab)
             defer { monitor.cancel() }
-            #expect(monitor.currentPath.usesInterfaceType(.wifi), "exact as soon as start returns: \(monitor.currentPath)")
+            #expect(
+                monitor.currentPath.usesInterfaceType(.wifi), "exact as soon as start returns: \(monitor.currentPath)")
             let stop = Locked(false)
             let tallies = Locked([(reads: Int, inconsistent: Int)]())
             let readers = DispatchGroup()
             for _ in 0..<4 {
                 readers.enter()
                 Thread {
-                    var reads = 0, inconsistent = 0
+                    var reads = 0
+                    var inconsistent = 0
                     while !stop.withLock({ $0 }) {
                         let path = monitor.currentPath
                         // A whole path: on Wi-Fi exactly when satisfied, a gateway exactly then too.
                         if path.usesInterfaceType(.wifi) != (path.status == .satisfied)
-                            || path.gateways.isEmpty == (path.status == .satisfied) { inconsistent += 1 }
+                            || path.gateways.isEmpty == (path.status == .satisfied)
+                        {
+                            inconsistent += 1
+                        }
                         reads += 1
                     }
                     tallies.withLock { $0.append((reads, inconsistent)) }
                     readers.leave()
                 }.start()
             }
-            try await lab.batch((0..<100).flatMap { _ in
-                ["route del default via \(NetnsLab.ipv4Gateway) dev veth0", "route add default via \(NetnsLab.ipv4Gateway) dev veth0"]
-            })
+            try await lab.batch(
+                (0..<100).flatMap { _ in
+                    [
+                        "route del default via \(NetnsLab.ipv4Gateway) dev veth0",
+                        "route add default via \(NetnsLab.ipv4Gateway) dev veth0",
+                    ]
+                })
             stop.withLock { $0 = true }
             readers.wait()
             let counts = tallies.withLock { $0 }
@@ -63,7 +75,9 @@ struct PortingKitIntegrationTests {
         }
     }
 
-    @Test("A full tunnel (wg-quick's rules): the path uses the tunnel (.other) and the link under it, as a VPN over Wi-Fi does on Apple platforms")
+    @Test(
+        "A full tunnel (wg-quick's rules): the path uses the tunnel (.other) and the link under it, as a VPN over Wi-Fi does on Apple platforms"
+    )
     func fullTunnel() async throws {
         try await NetnsLab.withLab { lab in
             let tunnel = try await TunDevice.open("wg0", in: lab, address: "10.9.0.2/32")
@@ -81,23 +95,29 @@ struct PortingKitIntegrationTests {
                 return
             }
             #expect(device == "wg0")
-            await LabPoll.until("the path moves to the tunnel") { monitor.currentPath.availableInterfaces.first?.name == "wg0" }
+            await LabPoll.until("the path moves to the tunnel") {
+                monitor.currentPath.availableInterfaces.first?.name == "wg0"
+            }
             let path = monitor.currentPath
             #expect(path.usesInterfaceType(.other) && path.usesInterfaceType(.wifi), "\(path)")
             #expect(!path.usesInterfaceType(.cellular))
         }
     }
 
-    @Test("Requirements: a cellular-only monitor on a wired lab is unsatisfied with notAvailable, and the Linux reason says why")
+    @Test(
+        "Requirements: a cellular-only monitor on a wired lab is unsatisfied with notAvailable, and the Linux reason says why"
+    )
     func requirements() async throws {
         try await NetnsLab.withLab { lab in
-            let cellular = NWPathMonitor(pathMonitor: PathMonitor(requiredInterfaceType: .cellular, namespace: lab.namespace))
+            let cellular = NWPathMonitor(
+                pathMonitor: PathMonitor(requiredInterfaceType: .cellular, namespace: lab.namespace))
             cellular.start(queue: DispatchQueue(label: "cellular"))
             defer { cellular.cancel() }
             #expect(cellular.currentPath.status == .unsatisfied)
             #expect(cellular.currentPath.unsatisfiedReason == .notAvailable)
             #expect(cellular.currentPath.linuxUnsatisfiedReason == .excludedByRequirements)
-            let anyButWired = NWPathMonitor(pathMonitor: PathMonitor(prohibitedInterfaceTypes: [.wiredEthernet], namespace: lab.namespace))
+            let anyButWired = NWPathMonitor(
+                pathMonitor: PathMonitor(prohibitedInterfaceTypes: [.wiredEthernet], namespace: lab.namespace))
             anyButWired.start(queue: DispatchQueue(label: "prohibited"))
             defer { anyButWired.cancel() }
             #expect(anyButWired.currentPath.status == .unsatisfied)

@@ -1,10 +1,11 @@
-import CNetReachLinux   // eventfd
+import CNetReachLinux // eventfd
 import Foundation
 import Glibc
-@testable import NetReachSystem
 import NetReachTestSupport
 import Synchronization
 import Testing
+
+@testable import NetReachSystem
 
 /// How many SIGUSR2 the handler below caught: proof that a call was really interrupted.
 private let caughtSignals = Atomic<Int>(0)
@@ -56,7 +57,10 @@ struct SystemCallTests {
     func readRetriesInterrupts() throws {
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)
-        defer { close(ends[0]); close(ends[1]) }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
         let before = caughtSignals.load(ordering: .relaxed)
         let result = Locked<Result<Int, SystemError>?>(nil)
         let reader = ends[0]
@@ -83,13 +87,17 @@ struct SystemCallTests {
     func pollWaitsOutInterrupts() throws {
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)
-        defer { close(ends[0]); close(ends[1]) }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
         let reader = ends[0]
         let before = caughtSignals.load(ordering: .relaxed)
         let outcome = Locked<(ready: Int, waited: Duration)?>(nil)
         let (thread, done) = startThread {
             let start = ContinuousClock.now
-            let ready = (try? SystemCall.poll(reader, events: Int16(POLLIN), timeout: .milliseconds(300))).map(Int.init) ?? -1
+            let ready =
+                (try? SystemCall.poll(reader, events: Int16(POLLIN), timeout: .milliseconds(300))).map(Int.init) ?? -1
             outcome.withLock { $0 = (ready, ContinuousClock.now - start) }
         }
         #expect(interrupt(thread, until: done))
@@ -111,7 +119,7 @@ struct SystemCallTests {
         let received = Locked<[UInt8]>([])
         let reader = ends[0]
         let (_, done) = startThread {
-            usleep(50_000)   // let the writer find the pipe full first
+            usleep(50_000) // let the writer find the pipe full first
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = buffer.withUnsafeMutableBytes { try? SystemCall.read(reader, into: $0) } ?? 0
@@ -200,7 +208,9 @@ struct LockAndExecutorTests {
         let counter = Locked(0)
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<8 {
-                group.addTask { await BlockingWork.run(named: "nr-count") { for _ in 0..<10_000 { counter.withLock { $0 += 1 } } } }
+                group.addTask {
+                    await BlockingWork.run(named: "nr-count") { for _ in 0..<10_000 { counter.withLock { $0 += 1 } } }
+                }
             }
         }
         #expect(counter.withLock { $0 } == 80_000)

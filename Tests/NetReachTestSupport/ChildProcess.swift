@@ -1,6 +1,7 @@
 import CNetReachTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -107,9 +108,10 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_setsigmask(&attributes, &mask)
         // A process group of its own, so cleanup reaches what it starts (a shell's pipeline).
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
 
-        var parentEnds: [Int32] = []   // closed in the parent once the child has its copies
+        var parentEnds: [Int32] = [] // closed in the parent once the child has its copies
         defer { parentEnds.forEach { close($0) } }
         var inputWriter: Int32 = -1
         switch input {
@@ -134,7 +136,7 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_addclose(&actions, descriptor)
             case .pipeWithoutReader:
                 let ends = try Self.pipe()
-                close(ends.read)   // before the child exists: nobody will ever read
+                close(ends.read) // before the child exists: nobody will ever read
                 posix_spawn_file_actions_adddup2(&actions, ends.write, descriptor)
                 parentEnds.append(ends.write)
             case .collected, .fullNonBlockingPipe:
@@ -204,7 +206,13 @@ public final class ChildProcess: @unchecked Sendable {
                     var offset = 0
                     while offset < buffer.count {
                         let written = Glibc.write(writer, buffer.baseAddress! + offset, buffer.count - offset)
-                        if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { break }
+                        if written > 0 {
+                            offset += written
+                        } else if written < 0 && errno == EINTR {
+                            continue
+                        } else {
+                            break
+                        }
                     }
                 }
                 close(writer)
@@ -227,8 +235,9 @@ public final class ChildProcess: @unchecked Sendable {
         environment: [String: String]? = nil, directory: String? = nil, timeout: Duration = .seconds(120)
     ) async throws -> Finished {
         try await offPool {
-            try runBlocking(executable, arguments, input: input, environment: environment,
-                            directory: directory, timeout: timeout)
+            try runBlocking(
+                executable, arguments, input: input, environment: environment,
+                directory: directory, timeout: timeout)
         }
     }
 
@@ -237,7 +246,8 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: String, _ arguments: [String], input: Input = .null,
         environment: [String: String]? = nil, directory: String? = nil, timeout: Duration = .seconds(120)
     ) throws -> Finished {
-        let child = try ChildProcess(executable, arguments, input: input, environment: environment, directory: directory)
+        let child = try ChildProcess(
+            executable, arguments, input: input, environment: environment, directory: directory)
         guard let status = child.waitBlocking(timeout: timeout) else {
             let diagnosis = child.diagnosis()
             child.kill()
@@ -253,7 +263,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// exit status (or 128 + the signal that killed it). `nil` with an issue recorded if it did
     /// not exit in time (it is then killed) or could not be waited for; the issue says what
     /// `waitpid` and `/proc` saw.
-    public func exitStatus(timeout: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation) async -> Int32? {
+    public func exitStatus(
+        timeout: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> Int32? {
         let outcome: (status: Int32?, problem: String?) = await offPool { [self] in
             if let status = waitBlocking(timeout: timeout) { return (status, nil) }
             let problem: String
@@ -354,10 +366,14 @@ public final class ChildProcess: @unchecked Sendable {
         }
         return await offPool { [state] in
             let deadline = Date(timeIntervalSinceNow: timeout.seconds)
-            let ready = state.wait(until: deadline) { $0.output[$0.lineCursor...].contains(UInt8(ascii: "\n")) || !$0.open.contains(.output) }
+            let ready = state.wait(until: deadline) {
+                $0.output[$0.lineCursor...].contains(UInt8(ascii: "\n")) || !$0.open.contains(.output)
+            }
             return ready.flatMap { _ in
                 state.update { state -> String? in
-                    guard let end = state.output[state.lineCursor...].firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+                    guard let end = state.output[state.lineCursor...].firstIndex(of: UInt8(ascii: "\n")) else {
+                        return nil
+                    }
                     defer { state.lineCursor = end + 1 }
                     return String(decoding: state.output[state.lineCursor..<end], as: UTF8.self)
                 }
@@ -366,7 +382,9 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Waits (at most `timeout`) until standard output or error satisfies `condition`; whether it did.
-    public func waitForOutput(timeout: Duration = .seconds(30), _ condition: @escaping @Sendable (_ output: String, _ error: String) -> Bool) async -> Bool {
+    public func waitForOutput(
+        timeout: Duration = .seconds(30), _ condition: @escaping @Sendable (_ output: String, _ error: String) -> Bool
+    ) async -> Bool {
         await offPool { [state] in
             state.wait(until: Date(timeIntervalSinceNow: timeout.seconds)) {
                 condition(String(decoding: $0.output, as: UTF8.self), String(decoding: $0.error, as: UTF8.self))
@@ -407,7 +425,11 @@ public final class ChildProcess: @unchecked Sendable {
                 if ready == 0 || (ready < 0 && errno == EINTR) { continue }
                 let count = read(fd, &buffer, buffer.count)
                 if count > 0 {
-                    state.update { stream == .output ? $0.output.append(contentsOf: buffer[..<count]) : $0.error.append(contentsOf: buffer[..<count]) }
+                    state.update {
+                        stream == .output
+                            ? $0.output.append(contentsOf: buffer[..<count])
+                            : $0.error.append(contentsOf: buffer[..<count])
+                    }
                 } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
                     break reading
                 }
@@ -425,7 +447,10 @@ private final class ChildState: @unchecked Sendable {
         case output, error
         var description: String { self == .output ? "standard output" : "standard error" }
     }
-    enum Exit { case exited(Int32), waitFailed(Int32) }
+    enum Exit {
+        case exited(Int32)
+        case waitFailed(Int32)
+    }
     struct Value {
         var exit: Exit?
         var output = Data()
@@ -450,7 +475,10 @@ private final class ChildState: @unchecked Sendable {
     @discardableResult
     func update<T>(_ body: (inout Value) -> T) -> T {
         condition.lock()
-        defer { condition.broadcast(); condition.unlock() }
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
         return body(&value)
     }
 
@@ -474,7 +502,8 @@ public enum ChildProcessError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .spawn(let command, let code): "cannot start \(command): \(String(cString: strerror(code)))"
-        case .timedOut(let command, let timeout, let diagnosis): "\(command) did not exit within \(timeout): \(diagnosis)"
+        case .timedOut(let command, let timeout, let diagnosis):
+            "\(command) did not exit within \(timeout): \(diagnosis)"
         }
     }
 }

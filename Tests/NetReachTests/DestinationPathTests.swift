@@ -1,18 +1,22 @@
 import Dispatch
 import Foundation
-@testable import NetReach
 import NetReachSystem
 import NetReachTesting
 import Testing
+
+@testable import NetReach
 
 /// Per-destination monitors on a simulated network. Host names are answered by a stand-in
 /// resolver: nothing here may ask a real DNS server.
 @Suite("Per-destination paths")
 struct DestinationPathTests {
-    private static let lo = SystemSnapshot.Link(index: 1, name: "lo", isLoopback: true, hardwareType: SystemSnapshot.Link.loopbackHardwareType)
-    private static let loAddress = SystemSnapshot.Address(interfaceIndex: 1, address: IPAddress("127.0.0.1")!, prefixLength: 8, scope: 254)
+    private static let lo = SystemSnapshot.Link(
+        index: 1, name: "lo", isLoopback: true, hardwareType: SystemSnapshot.Link.loopbackHardwareType)
+    private static let loAddress = SystemSnapshot.Address(
+        interfaceIndex: 1, address: IPAddress("127.0.0.1")!, prefixLength: 8, scope: 254)
     private static let eth0 = SystemSnapshot.Link(index: 2, name: "eth0")
-    private static let eth0Address = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("192.0.2.10")!, prefixLength: 24)
+    private static let eth0Address = SystemSnapshot.Address(
+        interfaceIndex: 2, address: IPAddress("192.0.2.10")!, prefixLength: 24)
 
     private func started(_ monitor: PathMonitor) -> (PathMonitor, Recorder, DispatchQueue) {
         let recorder = Recorder()
@@ -32,7 +36,8 @@ struct DestinationPathTests {
     }
 
     @Test func anOnLinkDestinationNeedsNoDefaultRoute() {
-        let network = SimulatedNetwork(SystemSnapshot(links: [Self.lo, Self.eth0], addresses: [Self.loAddress, Self.eth0Address]))
+        let network = SimulatedNetwork(
+            SystemSnapshot(links: [Self.lo, Self.eth0], addresses: [Self.loAddress, Self.eth0Address]))
         let (monitor, _, _) = started(PathMonitor(destination: "192.0.2.99", source: network))
         defer { monitor.cancel() }
         #expect(monitor.currentPath.status == .satisfied && monitor.currentPath.primaryInterface?.name == "eth0")
@@ -45,10 +50,12 @@ struct DestinationPathTests {
 
     @Test func theKernelsAnswerForTheDestinationDecidesAndChangesEmit() {
         let wg0 = SystemSnapshot.Link(index: 5, name: "wg0", hardwareType: 65534, kind: "tun")
-        var snapshot = SystemSnapshot(links: [Self.lo, Self.eth0, wg0], addresses: [Self.loAddress, Self.eth0Address],
-                                      defaultRoutes: [.init(interfaceIndex: 2, gateway: IPAddress("192.0.2.1")!)])
+        var snapshot = SystemSnapshot(
+            links: [Self.lo, Self.eth0, wg0], addresses: [Self.loAddress, Self.eth0Address],
+            defaultRoutes: [.init(interfaceIndex: 2, gateway: IPAddress("192.0.2.1")!)])
         let database = IPAddress("10.20.0.5")!
-        snapshot.destinationLookups[database] = .route(.init(interfaceIndex: 5, source: IPAddress("10.9.0.2"), table: 51820))
+        snapshot.destinationLookups[database] = .route(
+            .init(interfaceIndex: 5, source: IPAddress("10.9.0.2"), table: 51820))
         let network = SimulatedNetwork(snapshot)
         let (monitor, recorder, queue) = started(PathMonitor(destination: .address(database), source: network))
         defer { monitor.cancel() }
@@ -72,7 +79,9 @@ struct DestinationPathTests {
         answers.withLock { $0 = .success([IPAddress("192.0.2.77")!]) }
         network.setNameservers([IPAddress("192.0.2.54")!])
         let deadline = ContinuousClock.now + .seconds(15)
-        while monitor.currentPath.status != .satisfied && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while monitor.currentPath.status != .satisfied && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         flush(queue)
         #expect(monitor.currentPath.status == .satisfied)
         #expect(monitor.resolutionFailure == nil)
@@ -101,9 +110,11 @@ struct DestinationPathTests {
 /// The real bounded resolver around a lookup that never answers in time (a stuck resolver).
 private enum HostResolverTimeoutProbe {
     static func resolve(_ host: String, timeout: Duration) -> Result<[IPAddress], HostResolutionError> {
-        HostResolver.resolve(host, timeout: .milliseconds(200), lookUp: { _ in
-            Thread.sleep(forTimeInterval: 2)
-            return .success([IPAddress("192.0.2.1")!])
-        })
+        HostResolver.resolve(
+            host, timeout: .milliseconds(200),
+            lookUp: { _ in
+                Thread.sleep(forTimeInterval: 2)
+                return .success([IPAddress("192.0.2.1")!])
+            })
     }
 }

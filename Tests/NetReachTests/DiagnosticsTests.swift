@@ -1,7 +1,8 @@
 import Foundation
-@testable import NetReach
 import NetReachSystem
 import Testing
+
+@testable import NetReach
 
 /// The one test in the process that replaces the diagnostics handler (it is process-wide).
 @Suite("NetReachDiagnostics", .serialized)

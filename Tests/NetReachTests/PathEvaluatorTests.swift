@@ -8,17 +8,22 @@ private typealias Address = SystemSnapshot.Address
 private typealias Route = SystemSnapshot.DefaultRoute
 
 private func ip(_ text: String) -> IPAddress { IPAddress(text)! }
-private func address(_ text: String, on index: Int, prefix: UInt8? = nil, scope: UInt8 = Address.globalScope,
-                     tentative: Bool = false, dadFailed: Bool = false) -> Address {
+private func address(
+    _ text: String, on index: Int, prefix: UInt8? = nil, scope: UInt8 = Address.globalScope,
+    tentative: Bool = false, dadFailed: Bool = false
+) -> Address {
     let address = ip(text)
-    return Address(interfaceIndex: index, address: address, prefixLength: prefix ?? (address.family == .ipv4 ? 24 : 64),
-                   scope: scope, isTentative: tentative, isDADFailed: dadFailed)
+    return Address(
+        interfaceIndex: index, address: address, prefixLength: prefix ?? (address.family == .ipv4 ? 24 : 64),
+        scope: scope, isTentative: tentative, isDADFailed: dadFailed)
 }
 private func defaultRoute(via gateway: String, dev index: Int, metric: UInt32 = 0) -> Route {
     Route(interfaceIndex: index, gateway: ip(gateway), metric: metric)
 }
-private func evaluate(_ snapshot: SystemSnapshot, _ requirements: PathRequirements = PathRequirements(),
-                      _ classification: InterfaceClassification = .automatic) -> NetworkPath {
+private func evaluate(
+    _ snapshot: SystemSnapshot, _ requirements: PathRequirements = PathRequirements(),
+    _ classification: InterfaceClassification = .automatic
+) -> NetworkPath {
     PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification)
 }
 
@@ -26,7 +31,9 @@ private func evaluate(_ snapshot: SystemSnapshot, _ requirements: PathRequiremen
 private let rawIP: UInt16 = 65534
 private let lo = Link(index: 1, name: "lo", isLoopback: true, hardwareType: Link.loopbackHardwareType)
 /// What the kernel reports for lo: host scope (254) on both families.
-private let loAddresses = [address("127.0.0.1", on: 1, prefix: 8, scope: 254), address("::1", on: 1, prefix: 128, scope: 254)]
+private let loAddresses = [
+    address("127.0.0.1", on: 1, prefix: 8, scope: 254), address("::1", on: 1, prefix: 128, scope: 254),
+]
 private let eth0 = Link(index: 2, name: "eth0")
 private let wlan0 = Link(index: 3, name: "wlan0", isWireless: true)
 private let wwan0 = Link(index: 4, name: "wwan0", deviceType: "wwan")
@@ -42,16 +49,20 @@ private let wiredIPv4 = SystemSnapshot(
 /// wlan0 (metric 600) and wwan0 (metric 700), each addressed and routed.
 private let wifiAndCellular = SystemSnapshot(
     links: [wlan0, wwan0], addresses: [address("192.0.2.10", on: 3), address("198.51.100.10", on: 4)],
-    defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 3, metric: 600), defaultRoute(via: "198.51.100.1", dev: 4, metric: 700)])
+    defaultRoutes: [
+        defaultRoute(via: "192.0.2.1", dev: 3, metric: 600), defaultRoute(via: "198.51.100.1", dev: 4, metric: 700),
+    ])
 
 @Suite("PathEvaluator: satisfied and unsatisfied")
 struct PathEvaluatorStatusTests {
     @Test func satisfiedWithAddressDefaultRouteAndCarrier() {
         var snapshot = wiredIPv4
         snapshot.nameservers = [ip("192.0.2.53")]
-        #expect(evaluate(snapshot) == NetworkPath(
-            status: .satisfied, availableInterfaces: [eth0Interface], supportsIPv4: true, supportsDNS: true,
-            gateways: [ip("192.0.2.1")]))
+        #expect(
+            evaluate(snapshot)
+                == NetworkPath(
+                    status: .satisfied, availableInterfaces: [eth0Interface], supportsIPv4: true, supportsDNS: true,
+                    gateways: [ip("192.0.2.1")]))
     }
 
     @Test func noInterfaceWithoutLinks() {
@@ -109,12 +120,15 @@ struct PathEvaluatorStatusTests {
     @Test func routeOfAFamilyWithoutAddressIsNoDefaultRoute() {
         // An IPv6 address and an IPv4 default route do not make a path.
         let snapshot = SystemSnapshot(
-            links: [eth0], addresses: [address("2001:db8::10", on: 2)], defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 2)])
+            links: [eth0], addresses: [address("2001:db8::10", on: 2)],
+            defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 2)])
         #expect(evaluate(snapshot) == .unsatisfied(.noDefaultRoute))
     }
 
     @Test func excludedByRequirementsWhenOnlyAnExcludedInterfaceWorks() {
-        #expect(evaluate(wiredIPv4, PathRequirements(requiredInterfaceType: .wifi)) == .unsatisfied(.excludedByRequirements))
+        #expect(
+            evaluate(wiredIPv4, PathRequirements(requiredInterfaceType: .wifi)) == .unsatisfied(.excludedByRequirements)
+        )
     }
 
     @Test func furthestReasonAmongInterfacesWins() {
@@ -127,7 +141,8 @@ struct PathEvaluatorStatusTests {
 
     @Test func routeThroughAnIndexWithNoLinkIsIgnored() {
         let snapshot = SystemSnapshot(
-            links: [eth0], addresses: [address("192.0.2.10", on: 2)], defaultRoutes: [defaultRoute(via: "203.0.113.1", dev: 9)])
+            links: [eth0], addresses: [address("192.0.2.10", on: 2)],
+            defaultRoutes: [defaultRoute(via: "203.0.113.1", dev: 9)])
         #expect(evaluate(snapshot) == .unsatisfied(.noDefaultRoute))
     }
 
@@ -143,10 +158,13 @@ struct PathEvaluatorStatusTests {
         // ip route add default dev tun0
         let tun0 = Link(index: 5, name: "tun0", hardwareType: 65534, kind: "tun")
         let snapshot = SystemSnapshot(
-            links: [tun0], addresses: [address("203.0.113.7", on: 5, prefix: 32)], defaultRoutes: [Route(interfaceIndex: 5)])
-        #expect(evaluate(snapshot) == NetworkPath(
-            status: .satisfied, availableInterfaces: [NetworkInterface(name: "tun0", index: 5, type: .other)],
-            supportsIPv4: true, gateways: []))
+            links: [tun0], addresses: [address("203.0.113.7", on: 5, prefix: 32)],
+            defaultRoutes: [Route(interfaceIndex: 5)])
+        #expect(
+            evaluate(snapshot)
+                == NetworkPath(
+                    status: .satisfied, availableInterfaces: [NetworkInterface(name: "tun0", index: 5, type: .other)],
+                    supportsIPv4: true, gateways: []))
     }
 }
 
@@ -161,8 +179,11 @@ struct PathEvaluatorFamilyTests {
         let snapshot = SystemSnapshot(
             links: [eth0], addresses: [address("2001:db8::10", on: 2), address("fe80::10", on: 2, scope: 253)],
             defaultRoutes: [defaultRoute(via: "2001:db8::1", dev: 2, metric: 1024)])
-        #expect(evaluate(snapshot) == NetworkPath(
-            status: .satisfied, availableInterfaces: [eth0Interface], supportsIPv6: true, gateways: [ip("2001:db8::1")]))
+        #expect(
+            evaluate(snapshot)
+                == NetworkPath(
+                    status: .satisfied, availableInterfaces: [eth0Interface], supportsIPv6: true,
+                    gateways: [ip("2001:db8::1")]))
     }
 
     @Test func dualStack() {
@@ -202,18 +223,25 @@ struct PathEvaluatorInterfaceTypeTests {
     }
 
     @Test(arguments: [
-        ClassificationCase(link: Link(index: 3, name: "radio0", isWireless: true), expected: .wifi, why: "sysfs wireless"),
-        ClassificationCase(link: Link(index: 3, name: "radio0", deviceType: "wlan"), expected: .wifi, why: "DEVTYPE=wlan"),
-        ClassificationCase(link: Link(index: 4, name: "modem0", deviceType: "wwan"), expected: .cellular, why: "DEVTYPE=wwan"),
+        ClassificationCase(
+            link: Link(index: 3, name: "radio0", isWireless: true), expected: .wifi, why: "sysfs wireless"),
+        ClassificationCase(
+            link: Link(index: 3, name: "radio0", deviceType: "wlan"), expected: .wifi, why: "DEVTYPE=wlan"),
+        ClassificationCase(
+            link: Link(index: 4, name: "modem0", deviceType: "wwan"), expected: .cellular, why: "DEVTYPE=wwan"),
         ClassificationCase(link: Link(index: 2, name: "eth0"), expected: .wiredEthernet, why: "ARPHRD_ETHER"),
         ClassificationCase(link: Link(index: 2, name: "eth0", kind: "veth"), expected: .wiredEthernet, why: "veth"),
-        ClassificationCase(link: Link(index: 5, name: "tun0", hardwareType: rawIP, kind: "tun"), expected: .other, why: "tun"),
-        ClassificationCase(link: Link(index: 6, name: "wg0", hardwareType: rawIP, kind: "wireguard"), expected: .other, why: "wireguard"),
+        ClassificationCase(
+            link: Link(index: 5, name: "tun0", hardwareType: rawIP, kind: "tun"), expected: .other, why: "tun"),
+        ClassificationCase(
+            link: Link(index: 6, name: "wg0", hardwareType: rawIP, kind: "wireguard"), expected: .other,
+            why: "wireguard"),
         // ifb is Ethernet-framed (ARPHRD_ETHER) but carries no traffic of its own: tc redirects into it.
         ClassificationCase(link: Link(index: 7, name: "ifb0", kind: "ifb"), expected: .other, why: "ifb"),
         ClassificationCase(link: Link(index: 8, name: "vx0", kind: "vxlan"), expected: .other, why: "vxlan"),
-        ClassificationCase(link: Link(index: 1, name: "lo", isLoopback: true, hardwareType: Link.loopbackHardwareType),
-                           expected: .loopback, why: "IFF_LOOPBACK"),
+        ClassificationCase(
+            link: Link(index: 1, name: "lo", isLoopback: true, hardwareType: Link.loopbackHardwareType),
+            expected: .loopback, why: "IFF_LOOPBACK"),
     ])
     func typeFromKernelAndSysfsFacts(_ test: ClassificationCase) {
         #expect(InterfaceClassification.automatic.type(of: test.link) == test.expected)
@@ -223,7 +251,8 @@ struct PathEvaluatorInterfaceTypeTests {
         ClassificationCase(link: Link(index: 3, name: "wlan0"), expected: .wifi, why: "wlan0 without sysfs"),
         ClassificationCase(link: Link(index: 3, name: "wlp2s0"), expected: .wifi, why: "wlp2s0 without sysfs"),
         ClassificationCase(link: Link(index: 4, name: "wwan0"), expected: .cellular, why: "wwan0 without sysfs"),
-        ClassificationCase(link: Link(index: 4, name: "wwan0", hardwareType: rawIP), expected: .cellular, why: "raw-IP wwan0"),
+        ClassificationCase(
+            link: Link(index: 4, name: "wwan0", hardwareType: rawIP), expected: .cellular, why: "raw-IP wwan0"),
     ])
     func nameFallbackWhenSysfsFactsAreAbsent(_ test: ClassificationCase) {
         #expect(InterfaceClassification.automatic.type(of: test.link) == test.expected)
@@ -241,8 +270,12 @@ struct PathEvaluatorInterfaceTypeTests {
 
     @Test func prefixOverrideMatchesEveryNameWithThePrefix() {
         let classification = InterfaceClassification(typeOverrides: ["wg*": .wiredEthernet])
-        #expect(classification.type(of: Link(index: 6, name: "wg0", hardwareType: rawIP, kind: "wireguard")) == .wiredEthernet)
-        #expect(classification.type(of: Link(index: 7, name: "wg-office", hardwareType: rawIP, kind: "wireguard")) == .wiredEthernet)
+        #expect(
+            classification.type(of: Link(index: 6, name: "wg0", hardwareType: rawIP, kind: "wireguard"))
+                == .wiredEthernet)
+        #expect(
+            classification.type(of: Link(index: 7, name: "wg-office", hardwareType: rawIP, kind: "wireguard"))
+                == .wiredEthernet)
     }
 
     @Test func longestPrefixOverrideWins() {
@@ -278,8 +311,9 @@ struct PathEvaluatorRequirementTests {
     }
 
     @Test func prohibitingEveryAvailableTypeIsExcludedByRequirements() {
-        #expect(evaluate(wifiAndCellular, PathRequirements(prohibitedInterfaceTypes: [.wifi, .cellular]))
-            == .unsatisfied(.excludedByRequirements))
+        #expect(
+            evaluate(wifiAndCellular, PathRequirements(prohibitedInterfaceTypes: [.wifi, .cellular]))
+                == .unsatisfied(.excludedByRequirements))
     }
 
     @Test func loopbackDoesNotCountByDefault() {
@@ -289,9 +323,11 @@ struct PathEvaluatorRequirementTests {
 
     @Test func loopbackCountsWhenRequiredWithTheKernelsHostScopedAddresses() {
         let path = evaluate(wiredIPv4, PathRequirements(requiredInterfaceType: .loopback))
-        #expect(path == NetworkPath(
-            status: .satisfied, availableInterfaces: [NetworkInterface(name: "lo", index: 1, type: .loopback)],
-            supportsIPv4: true, supportsIPv6: true))
+        #expect(
+            path
+                == NetworkPath(
+                    status: .satisfied, availableInterfaces: [NetworkInterface(name: "lo", index: 1, type: .loopback)],
+                    supportsIPv4: true, supportsIPv6: true))
     }
 
     @Test func loopbackDownIsNotAvailableEvenWhenRequired() {
@@ -315,11 +351,13 @@ struct PathEvaluatorCostTests {
     }
 
     @Test func expensiveByName() {
-        #expect(evaluate(wiredIPv4, PathRequirements(), InterfaceClassification(expensiveInterfaces: ["eth0"])).isExpensive)
+        #expect(
+            evaluate(wiredIPv4, PathRequirements(), InterfaceClassification(expensiveInterfaces: ["eth0"])).isExpensive)
     }
 
     @Test func expensiveByNamePrefix() {
-        #expect(evaluate(wiredIPv4, PathRequirements(), InterfaceClassification(expensiveInterfaces: ["eth*"])).isExpensive)
+        #expect(
+            evaluate(wiredIPv4, PathRequirements(), InterfaceClassification(expensiveInterfaces: ["eth*"])).isExpensive)
     }
 
     @Test func wiredIsNeitherExpensiveNorConstrainedByDefault() {
@@ -338,7 +376,10 @@ struct PathEvaluatorOrderingTests {
     @Test func availableInterfacesAreOrderedByMetricNotIndex() {
         let snapshot = SystemSnapshot(
             links: [eth0, wlan0], addresses: [address("192.0.2.10", on: 2), address("198.51.100.10", on: 3)],
-            defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 2, metric: 600), defaultRoute(via: "198.51.100.1", dev: 3, metric: 100)])
+            defaultRoutes: [
+                defaultRoute(via: "192.0.2.1", dev: 2, metric: 600),
+                defaultRoute(via: "198.51.100.1", dev: 3, metric: 100),
+            ])
         #expect(evaluate(snapshot).availableInterfaces == [wlan0Interface, eth0Interface])
     }
 
@@ -348,8 +389,11 @@ struct PathEvaluatorOrderingTests {
         let snapshot = SystemSnapshot(
             links: [eth0, wlan0],
             addresses: [address("192.0.2.10", on: 2), address("2001:db8::10", on: 2), address("198.51.100.10", on: 3)],
-            defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 2, metric: 600), defaultRoute(via: "2001:db8::1", dev: 2, metric: 50),
-                            defaultRoute(via: "198.51.100.1", dev: 3, metric: 100)])
+            defaultRoutes: [
+                defaultRoute(via: "192.0.2.1", dev: 2, metric: 600),
+                defaultRoute(via: "2001:db8::1", dev: 2, metric: 50),
+                defaultRoute(via: "198.51.100.1", dev: 3, metric: 100),
+            ])
         #expect(evaluate(snapshot).availableInterfaces == [wlan0Interface, eth0Interface])
     }
 
@@ -359,8 +403,11 @@ struct PathEvaluatorOrderingTests {
         let snapshot = SystemSnapshot(
             links: [eth0, wlan0],
             addresses: [address("192.0.2.10", on: 2), address("2001:db8::10", on: 2), address("198.51.100.10", on: 3)],
-            defaultRoutes: [defaultRoute(via: "2001:db8::1", dev: 2, metric: 1024), defaultRoute(via: "192.0.2.1", dev: 2, metric: 100),
-                            defaultRoute(via: "198.51.100.1", dev: 3, metric: 600)])
+            defaultRoutes: [
+                defaultRoute(via: "2001:db8::1", dev: 2, metric: 1024),
+                defaultRoute(via: "192.0.2.1", dev: 2, metric: 100),
+                defaultRoute(via: "198.51.100.1", dev: 3, metric: 600),
+            ])
         #expect(evaluate(snapshot).gateways == [ip("192.0.2.1"), ip("2001:db8::1"), ip("198.51.100.1")])
     }
 
@@ -369,7 +416,10 @@ struct PathEvaluatorOrderingTests {
         let eth1 = Link(index: 5, name: "eth1")
         let snapshot = SystemSnapshot(
             links: [eth0, eth1], addresses: [address("192.0.2.10", on: 2), address("192.0.2.11", on: 5)],
-            defaultRoutes: [defaultRoute(via: "192.0.2.1", dev: 2, metric: 100), defaultRoute(via: "192.0.2.1", dev: 5, metric: 101)])
+            defaultRoutes: [
+                defaultRoute(via: "192.0.2.1", dev: 2, metric: 100),
+                defaultRoute(via: "192.0.2.1", dev: 5, metric: 101),
+            ])
         let path = evaluate(snapshot)
         #expect(path.availableInterfaces.count == 2)
         #expect(path.gateways == [ip("192.0.2.1")])
@@ -442,7 +492,9 @@ struct IPAddressTests {
     }
 
     @Test func decodingGarbageThrows() {
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode([IPAddress].self, from: Data(#"["not an address"]"#.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([IPAddress].self, from: Data(#"["not an address"]"#.utf8))
+        }
     }
 }
 
@@ -450,7 +502,8 @@ struct IPAddressTests {
 struct NetworkPathTests {
     @Test func satisfiedPathSurvivesAJSONRoundTrip() throws {
         let path = NetworkPath(
-            status: .satisfied, availableInterfaces: [wlan0Interface, wwan0Interface], isExpensive: true, isConstrained: true,
+            status: .satisfied, availableInterfaces: [wlan0Interface, wwan0Interface], isExpensive: true,
+            isConstrained: true,
             supportsIPv4: true, supportsIPv6: true, supportsDNS: true, gateways: [ip("192.0.2.1"), ip("2001:db8::1")])
         #expect(try JSONDecoder().decode(NetworkPath.self, from: JSONEncoder().encode(path)) == path)
     }

@@ -39,7 +39,10 @@ struct Harness {
 
     func start() { monitor.start(queue: queue) }
     /// Every path delivered so far, once the queue has run what was dispatched to it.
-    var delivered: [NetworkPath] { flush(queue); return recorder.all }
+    var delivered: [NetworkPath] {
+        flush(queue)
+        return recorder.all
+    }
 }
 
 @Suite("PathMonitor lifecycle and delivery")
@@ -47,7 +50,7 @@ struct PathMonitorTests {
     @Test func currentPathIsExactWhenStartReturns() {
         let network = SimulatedNetwork.connected(.wifi)
         let monitor = PathMonitor(source: network)
-        #expect(monitor.currentPath.unsatisfiedReason == .monitorUnavailable)  // not started yet
+        #expect(monitor.currentPath.unsatisfiedReason == .monitorUnavailable) // not started yet
         monitor.start(queue: DispatchQueue(label: "test"))
         #expect(monitor.currentPath.status == .satisfied)
         #expect(monitor.currentPath.primaryInterfaceType == .wifi)
@@ -83,7 +86,9 @@ struct PathMonitorTests {
         monitor.start(queue: queue)
         var expected = [monitor.currentPath]
         for round in 0..<200 {
-            if round.isMultiple(of: 2) { network.removeDefaultRoutes("eth0") } else {
+            if round.isMultiple(of: 2) {
+                network.removeDefaultRoutes("eth0")
+            } else {
                 network.addDefaultRoute("eth0", gateway: IPAddress("192.0.2.1")!)
             }
             expected.append(monitor.currentPath)
@@ -123,7 +128,7 @@ struct PathMonitorTests {
         harness.start()
         #expect(harness.delivered.count == 1)
         harness.monitor.cancel()
-        harness.monitor.cancel()  // idempotent
+        harness.monitor.cancel() // idempotent
         harness.network.removeDefaultRoutes("eth0")
         #expect(harness.delivered.count == 1)
         #expect(harness.network.subscriberCount == 0)
@@ -133,7 +138,7 @@ struct PathMonitorTests {
         let harness = Harness()
         harness.queue.suspend()
         harness.start()
-        harness.network.removeDefaultRoutes("eth0")   // two deliveries now wait on the suspended queue
+        harness.network.removeDefaultRoutes("eth0") // two deliveries now wait on the suspended queue
         harness.monitor.cancel()
         harness.queue.resume()
         #expect(harness.delivered.isEmpty)
@@ -169,10 +174,12 @@ struct PathMonitorTests {
             for await path in wrapped { received.append(path) }
         }
         #expect(await received.waitFor(count: 1).first?.status == .satisfied)
-        consumer.cancel()   // terminates `wrapped`, whose onTermination cancels the monitor
+        consumer.cancel() // terminates `wrapped`, whose onTermination cancels the monitor
         await consumer.value
         let deadline = ContinuousClock.now + .seconds(5)
-        while network.subscriberCount != 0 && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(2)) }
+        while network.subscriberCount != 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
         #expect(network.subscriberCount == 0)
     }
 
@@ -320,7 +327,9 @@ struct PathMonitorTests {
         monitor.start(queue: DispatchQueue(label: "test"))
         let writer = Thread {
             for round in 0..<2_000 {
-                if round.isMultiple(of: 2) { network.removeDefaultRoutes("eth0") } else {
+                if round.isMultiple(of: 2) {
+                    network.removeDefaultRoutes("eth0")
+                } else {
                     network.addDefaultRoute("eth0", gateway: IPAddress("192.0.2.1")!)
                 }
             }
@@ -331,7 +340,7 @@ struct PathMonitorTests {
             for _ in 0..<2_000 {
                 let path = monitor.currentPath
                 if path.status == .satisfied || path.unsatisfiedReason == .noDefaultRoute { continue }
-                valid.append(path)  // anything else is a torn or invalid read
+                valid.append(path) // anything else is a torn or invalid read
             }
         }
         #expect(valid.all.isEmpty)

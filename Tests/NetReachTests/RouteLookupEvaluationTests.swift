@@ -8,7 +8,8 @@ private typealias Address = SystemSnapshot.Address
 private func ip(_ text: String) -> IPAddress { IPAddress(text)! }
 private func address(_ text: String, on index: Int, scope: UInt8 = Address.globalScope) -> Address {
     let address = ip(text)
-    return Address(interfaceIndex: index, address: address, prefixLength: address.family == .ipv4 ? 24 : 64, scope: scope)
+    return Address(
+        interfaceIndex: index, address: address, prefixLength: address.family == .ipv4 ? 24 : 64, scope: scope)
 }
 private func via(_ index: Int, gateway: String? = nil, source: String?, table: UInt32 = 254) -> RouteLookup {
     .route(.init(interfaceIndex: index, gateway: gateway.map(ip), source: source.map(ip), table: table))
@@ -49,8 +50,12 @@ struct RouteLookupEvaluationTests {
             .init(interfaceIndex: 3, gateway: ip("198.51.100.1")),
             .init(interfaceIndex: 4, gateway: ip("203.0.113.1"), isDead: true),
         ]
-        var snapshot = wired([.ipv4: .route(.init(interfaceIndex: 3, gateway: ip("198.51.100.1"), source: ip("198.51.100.10"),
-                                                  nextHops: legs))])
+        var snapshot = wired([
+            .ipv4: .route(
+                .init(
+                    interfaceIndex: 3, gateway: ip("198.51.100.1"), source: ip("198.51.100.10"),
+                    nextHops: legs))
+        ])
         snapshot.links[3] = wlan0
         snapshot.links[4] = wwan0
         let path = PathEvaluator.evaluate(snapshot)
@@ -115,8 +120,10 @@ struct RouteLookupEvaluationTests {
         // inserted, wwan0's, not the one with the lower interface index.
         let snapshot = SystemSnapshot(
             links: [wlan0, wwan0], addresses: [address("192.0.2.10", on: 3), address("198.51.100.10", on: 4)],
-            defaultRoutes: [.init(interfaceIndex: 3, gateway: ip("192.0.2.1"), metric: 1024),
-                            .init(interfaceIndex: 4, gateway: ip("198.51.100.1"), metric: 1024)],
+            defaultRoutes: [
+                .init(interfaceIndex: 3, gateway: ip("192.0.2.1"), metric: 1024),
+                .init(interfaceIndex: 4, gateway: ip("198.51.100.1"), metric: 1024),
+            ],
             routeLookups: [.ipv4: via(4, gateway: "198.51.100.1", source: "198.51.100.10"), .ipv6: .noRoute])
         let path = PathEvaluator.evaluate(snapshot)
         #expect(path.primaryInterfaceType == .cellular)
@@ -141,7 +148,9 @@ struct RouteLookupEvaluationTests {
         let noCellular = PathRequirements(prohibitedInterfaceTypes: [.cellular])
         let path = PathEvaluator.evaluate(snapshot, requirements: noCellular)
         #expect(path.primaryInterface?.name == "wlan0" && !path.isExpensive)
-        #expect(PathEvaluator.evaluate(snapshot, requirements: .init(requiredInterfaceType: .cellular)).primaryInterface?.name == "wwan0")
+        #expect(
+            PathEvaluator.evaluate(snapshot, requirements: .init(requiredInterfaceType: .cellular)).primaryInterface?
+                .name == "wwan0")
 
         // Bound to wlan0 the kernel has no route: wlan0 is up and addressed, so "no default route".
         snapshot.scopedRouteLookups = [.ipv4: [3: .noRoute]]
@@ -155,11 +164,11 @@ struct RouteLookupEvaluationTests {
     }
 
     @Test func aLookupErrorMeansWhatTheKernelMeans() {
-        #expect(RouteLookup(errno: 101) == .noRoute)                  // ENETUNREACH
-        #expect(RouteLookup(errno: 113) == .refused(.unreachable))    // EHOSTUNREACH
-        #expect(RouteLookup(errno: 22) == .refused(.blackhole))       // EINVAL
-        #expect(RouteLookup(errno: 13) == .refused(.prohibit))        // EACCES
-        #expect(RouteLookup(errno: 19) == .failed(errno: 19))         // ENODEV: an unknown oif
+        #expect(RouteLookup(errno: 101) == .noRoute) // ENETUNREACH
+        #expect(RouteLookup(errno: 113) == .refused(.unreachable)) // EHOSTUNREACH
+        #expect(RouteLookup(errno: 22) == .refused(.blackhole)) // EINVAL
+        #expect(RouteLookup(errno: 13) == .refused(.prohibit)) // EACCES
+        #expect(RouteLookup(errno: 19) == .failed(errno: 19)) // ENODEV: an unknown oif
     }
 
     @Test func aSnapshotWithoutLookupsUsesTheMainTablesAnswer() {

@@ -42,7 +42,9 @@ public struct InterfaceClassification: Sendable, Hashable {
             // Without sysfs (another namespace's links are not in ours) fall back on the names
             // every distribution gives wireless and cellular devices.
             if link.deviceType == nil && !link.isWireless {
-                if link.name.hasPrefix("wlan") || link.name.hasPrefix("wlp") || link.name.hasPrefix("wlx") { return .wifi }
+                if link.name.hasPrefix("wlan") || link.name.hasPrefix("wlp") || link.name.hasPrefix("wlx") {
+                    return .wifi
+                }
                 if link.name.hasPrefix("wwan") { return .cellular }
             }
             return .wiredEthernet
@@ -55,7 +57,8 @@ public struct InterfaceClassification: Sendable, Hashable {
     // Built once: the classifier runs for every link on every change.
     private static let cellularKinds: Set<String> = ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"]
     private static let virtualKinds: Set<String> = [
-        "tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp", "ifb", "dummy", "geneve", "gretap",
+        "tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp", "ifb", "dummy", "geneve",
+        "gretap",
     ]
 
     /// Whether traffic over the named interface counts as expensive, cellular aside.

@@ -45,15 +45,20 @@ public enum PathEvaluator {
         let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
         if let destinations {
             let verdicts = destinations.map { destination in
-                (destination.family, judge.verdict(snapshot.routeLookup(to: destination), family: destination.family,
-                                                   linkLocalDestination: destination.isLinkLocal))
+                (
+                    destination.family,
+                    judge.verdict(
+                        snapshot.routeLookup(to: destination), family: destination.family,
+                        linkLocalDestination: destination.isLinkLocal)
+                )
             }
             return judge.path(from: verdicts, withStandby: false)
         }
         if requirements.requiredInterfaceType == .loopback {
             return evaluateLoopback(snapshot, requirements: requirements, classification: classification)
         }
-        return judge.path(from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
+        return judge.path(
+            from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
     }
 
     /// Why each family cannot carry traffic to the internet, by the rules of
@@ -97,14 +102,15 @@ public enum PathEvaluator {
 
         /// Higher is more telling: any reason about the kernel's own route, then by rank.
         var weight: Int {
-            let rank = switch reason {
-            case .routeRefused: 6
-            case .excludedByRequirements: 5
-            case .noDefaultRoute: 3
-            case .noAddress: 2
-            case .linkDown: 1
-            default: 0
-            }
+            let rank =
+                switch reason {
+                case .routeRefused: 6
+                case .excludedByRequirements: 5
+                case .noDefaultRoute: 3
+                case .noAddress: 2
+                case .linkDown: 1
+                default: 0
+                }
             return (fromRoute ? 10 : 0) + rank
         }
     }
@@ -129,7 +135,8 @@ public enum PathEvaluator {
                     inUse.append(interface)
                 }
             }
-            let (standby, standbyGateways) = withStandby ? standbyInterfaces(excluding: Set(inUse.map(\.index))) : ([], [])
+            let (standby, standbyGateways) =
+                withStandby ? standbyInterfaces(excluding: Set(inUse.map(\.index))) : ([], [])
             var gateways: [IPAddress] = []
             let usedGateways = used.flatMap { [$0.gateway] + $0.otherLegs.map(\.gateway) }.compactMap { $0 }
             for gateway in usedGateways + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
@@ -167,7 +174,9 @@ public enum PathEvaluator {
                 let bound = verdict(snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family)
                 if bound.usable != nil { return bound }
                 // A bound lookup refused by a kill switch says more than "no default route".
-                if let failure = bound.failure, failure.fromRoute, failure.weight > telling?.weight ?? -1 { telling = failure }
+                if let failure = bound.failure, failure.fromRoute, failure.weight > telling?.weight ?? -1 {
+                    telling = failure
+                }
             }
             // An allowed interface's own trouble ("the Wi-Fi link is down") says more than the fact
             // that an excluded one works.
@@ -197,15 +206,19 @@ public enum PathEvaluator {
             for route in snapshot.defaultRoutes
             where !inUse.contains(route.interfaceIndex)
                 && addressed.contains(AddressKey(interfaceIndex: route.interfaceIndex, family: route.family))
-                && !deadLegs.contains(DeadLeg(interfaceIndex: route.interfaceIndex, gateway: route.gateway)) {
+                && !deadLegs.contains(DeadLeg(interfaceIndex: route.interfaceIndex, gateway: route.gateway))
+            {
                 // Bound traffic the kernel refuses (a kill switch) is no standby.
-                if case .refused = snapshot.scopedRouteLookup(for: route.family, interfaceIndex: route.interfaceIndex) { continue }
+                if case .refused = snapshot.scopedRouteLookup(for: route.family, interfaceIndex: route.interfaceIndex) {
+                    continue
+                }
                 guard let link = snapshot.links[route.interfaceIndex], link.isOperational else { continue }
                 guard requirements.allows(classification.type(of: link)) else { continue }
                 metrics[link.index] = min(metrics[link.index] ?? .max, route.metric)
                 routes.append(route)
             }
-            let interfaces = metrics.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.compactMap { entry -> NetworkInterface? in
+            let interfaces = metrics.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.compactMap {
+                entry -> NetworkInterface? in
                 guard let link = snapshot.links[entry.key] else { return nil }
                 return NetworkInterface(name: link.name, index: link.index, type: classification.type(of: link))
             }
@@ -244,14 +257,18 @@ public enum PathEvaluator {
                 // The legs of a multipath route that can carry traffic too: not dead, through a
                 // link with carrier that the requirements allow.
                 var otherLegs: [(interface: NetworkInterface, gateway: IPAddress?)] = []
-                for leg in route.nextHops where !leg.isDead && (leg.interfaceIndex, leg.gateway) != (route.interfaceIndex, route.gateway) {
+                for leg in route.nextHops
+                where !leg.isDead && (leg.interfaceIndex, leg.gateway) != (route.interfaceIndex, route.gateway) {
                     guard let legLink = snapshot.links[leg.interfaceIndex], legLink.isOperational else { continue }
                     let legType = classification.type(of: legLink)
                     guard requirements.allows(legType) else { continue }
-                    otherLegs.append((NetworkInterface(name: legLink.name, index: legLink.index, type: legType), leg.gateway))
+                    otherLegs.append(
+                        (NetworkInterface(name: legLink.name, index: legLink.index, type: legType), leg.gateway))
                 }
-                return .usable(Use(interface: NetworkInterface(name: link.name, index: link.index, type: type),
-                                   gateway: route.gateway, otherLegs: otherLegs))
+                return .usable(
+                    Use(
+                        interface: NetworkInterface(name: link.name, index: link.index, type: type),
+                        gateway: route.gateway, otherLegs: otherLegs))
             case .refused:
                 return .unusable(Failure(reason: .routeRefused, fromRoute: true))
             case .noRoute, .failed:
@@ -270,8 +287,13 @@ public enum PathEvaluator {
             for link in snapshot.links.values {
                 let type = classification.type(of: link)
                 if type == .loopback { continue }
-                guard requirements.allows(type) else { excludedExists = true; continue }
-                let reason: UnsatisfiedReason = !link.isOperational ? .linkDown
+                guard requirements.allows(type) else {
+                    excludedExists = true
+                    continue
+                }
+                let reason: UnsatisfiedReason =
+                    !link.isOperational
+                    ? .linkDown
                     : !addressed.contains(link.index) ? .noAddress : .noDefaultRoute
                 let failure = Failure(reason: reason, fromRoute: false)
                 if failure.weight > furthest?.weight ?? -1 { furthest = failure }
@@ -289,9 +311,10 @@ public enum PathEvaluator {
             return .unsatisfied(.noInterface)
         }
         guard link.isOperational else { return .unsatisfied(.linkDown) }
-        let families = Set(snapshot.addressTable.values
-            .filter { $0.interfaceIndex == link.index && !$0.isTentative && !$0.isDADFailed }
-            .map(\.address.family))
+        let families = Set(
+            snapshot.addressTable.values
+                .filter { $0.interfaceIndex == link.index && !$0.isTentative && !$0.isDADFailed }
+                .map(\.address.family))
         guard !families.isEmpty else { return .unsatisfied(.noAddress) }
         return NetworkPath(
             status: .satisfied,

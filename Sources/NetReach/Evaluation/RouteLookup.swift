@@ -42,9 +42,11 @@ public enum RouteLookup: Sendable, Hashable, CustomStringConvertible {
         public var nextHops: [NextHop]
 
         /// Creates a route answer.
-        public init(interfaceIndex: Int, gateway: IPAddress? = nil, source: IPAddress? = nil,
-                    table: UInt32 = SystemSnapshot.DefaultRoute.mainTable, isLocal: Bool = false,
-                    nextHops: [NextHop] = []) {
+        public init(
+            interfaceIndex: Int, gateway: IPAddress? = nil, source: IPAddress? = nil,
+            table: UInt32 = SystemSnapshot.DefaultRoute.mainTable, isLocal: Bool = false,
+            nextHops: [NextHop] = []
+        ) {
             self.interfaceIndex = interfaceIndex
             self.gateway = gateway
             self.source = source
@@ -87,10 +89,10 @@ public enum RouteLookup: Sendable, Hashable, CustomStringConvertible {
     /// `EHOSTUNREACH`/`EINVAL`/`EACCES` are refusing routes or rules.
     public init(errno code: Int32) {
         switch code {
-        case 101: self = .noRoute                 // ENETUNREACH
-        case 113: self = .refused(.unreachable)   // EHOSTUNREACH
-        case 22: self = .refused(.blackhole)      // EINVAL
-        case 13: self = .refused(.prohibit)       // EACCES
+        case 101: self = .noRoute // ENETUNREACH
+        case 113: self = .refused(.unreachable) // EHOSTUNREACH
+        case 22: self = .refused(.blackhole) // EINVAL
+        case 13: self = .refused(.prohibit) // EACCES
         default: self = .failed(errno: code)
         }
     }

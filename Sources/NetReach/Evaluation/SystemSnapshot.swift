@@ -110,7 +110,11 @@ public struct SystemSnapshot: Sendable, Hashable {
         }
 
         /// The kernel identifies an address by interface, local address and prefix length.
-        struct Key: Hashable { var interfaceIndex: Int; var address: IPAddress; var prefixLength: UInt8 }
+        struct Key: Hashable {
+            var interfaceIndex: Int
+            var address: IPAddress
+            var prefixLength: UInt8
+        }
         var key: Key { Key(interfaceIndex: interfaceIndex, address: address, prefixLength: prefixLength) }
     }
 
@@ -225,12 +229,17 @@ public struct SystemSnapshot: Sendable, Hashable {
     public func emulatedRouteLookup(to destination: IPAddress) -> RouteLookup {
         let own = addressTable.values.first { $0.address == destination }
         if destination.isLoopback || own != nil {
-            guard let loopback = links.values.filter({ $0.isLoopback }).min(by: { $0.index < $1.index }) else { return .noRoute }
+            guard let loopback = links.values.filter({ $0.isLoopback }).min(by: { $0.index < $1.index }) else {
+                return .noRoute
+            }
             return .route(.init(interfaceIndex: loopback.index, source: destination, table: 255, isLocal: true))
         }
         let onLink = addressTable.values
-            .filter { $0.address.family == destination.family && $0.isUsable && links[$0.interfaceIndex]?.isOperational == true
-                && $0.contains(destination) }
+            .filter {
+                $0.address.family == destination.family && $0.isUsable
+                    && links[$0.interfaceIndex]?.isOperational == true
+                    && $0.contains(destination)
+            }
             .max { ($0.prefixLength, -$0.interfaceIndex) < ($1.prefixLength, -$1.interfaceIndex) }
         if let onLink {
             return .route(.init(interfaceIndex: onLink.interfaceIndex, source: onLink.address))
@@ -258,15 +267,16 @@ public struct SystemSnapshot: Sendable, Hashable {
         for route in defaultRoutes where route.family == family && route.table == DefaultRoute.mainTable {
             if let interfaceIndex, route.interfaceIndex != interfaceIndex { continue }
             guard links[route.interfaceIndex]?.isOperational == true,
-                  let source = addressTable.values.first(where: {
-                      $0.interfaceIndex == route.interfaceIndex && $0.address.family == family && $0.isUsable
-                  })?.address
+                let source = addressTable.values.first(where: {
+                    $0.interfaceIndex == route.interfaceIndex && $0.address.family == family && $0.isUsable
+                })?.address
             else { continue }
             if let current = best?.route, !route.isPreferred(over: current) { continue }
             best = (route, source)
         }
         guard let best else { return .noRoute }
-        return .route(.init(interfaceIndex: best.route.interfaceIndex, gateway: best.route.gateway, source: best.source))
+        return .route(
+            .init(interfaceIndex: best.route.interfaceIndex, gateway: best.route.gateway, source: best.source))
     }
 
     /// All addresses, in no particular order.
@@ -277,13 +287,16 @@ public struct SystemSnapshot: Sendable, Hashable {
 
     /// Removes an address; returns whether it was there.
     @discardableResult
-    public mutating func removeAddress(_ address: Address) -> Bool { addressTable.removeValue(forKey: address.key) != nil }
+    public mutating func removeAddress(_ address: Address) -> Bool {
+        addressTable.removeValue(forKey: address.key) != nil
+    }
 
     /// Removes a link together with its addresses and routes (what RTM_DELLINK implies).
     @discardableResult
     public mutating func removeLink(index: Int) -> Bool {
         let removed = links.removeValue(forKey: index) != nil
-        let addressCount = addressTable.count, routeCount = defaultRoutes.count
+        let addressCount = addressTable.count
+        let routeCount = defaultRoutes.count
         addressTable = addressTable.filter { $0.key.interfaceIndex != index }
         removeRoutes(throughInterface: index)
         return removed || addressCount != addressTable.count || routeCount != defaultRoutes.count

@@ -82,7 +82,9 @@ struct ConnectProbe: ~Copyable {
         let named = withUnsafeMutablePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
         }
-        guard named == 0, let source = Self.address(of: local) else { return .failure(ConnectFailure(errno: named == 0 ? EAFNOSUPPORT : errno)) }
+        guard named == 0, let source = Self.address(of: local) else {
+            return .failure(ConnectFailure(errno: named == 0 ? EAFNOSUPPORT : errno))
+        }
         return .success(source)
     }
 

@@ -85,12 +85,15 @@ struct MessageReader {
             }
         }
         if needsResync {
-            NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
+            NetReachDiagnostics.log(
+                "netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
             let before = store.snapshot
             try resync(events: &events, requests: &requests, buffer: buffer)
             changed = changed || store.snapshot != before
         }
-        if lookupsStale { changed = try refreshRouteLookups(requests: &requests, probe: probe, buffer: buffer) || changed }
+        if lookupsStale {
+            changed = try refreshRouteLookups(requests: &requests, probe: probe, buffer: buffer) || changed
+        }
         return changed
     }
 
@@ -139,8 +142,10 @@ struct MessageReader {
             }
             let legs = Set(chosen.nextHops.map(\.interfaceIndex) + [chosen.interfaceIndex])
             for link in store.snapshot.links.values
-            where !legs.contains(link.index) && link.isOperational && !link.isLoopback && addressed.contains(link.index) {
-                let bound = try boundLookUp(best.address, interfaceIndex: link.index, requests: &requests, buffer: buffer)
+            where !legs.contains(link.index) && link.isOperational && !link.isLoopback && addressed.contains(link.index)
+            {
+                let bound = try boundLookUp(
+                    best.address, interfaceIndex: link.index, requests: &requests, buffer: buffer)
                 scoped[family, default: [:]][link.index] = bound.lookup
                 noteExpiry(bound.expiresIn)
             }
@@ -191,32 +196,37 @@ struct MessageReader {
             if destination.family == .ipv4, route.nextHops.count > 1, probe.multipathUsesNeighbours {
                 route.nextHops = try withNeighbourVerdicts(route.nextHops, requests: &requests, buffer: buffer)
             }
-            return RouteQuery.Answer(lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
-                                     prefixLength: entry.prefixLength)
+            return RouteQuery.Answer(
+                lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
+                prefixLength: entry.prefixLength)
         }
     }
 
     /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send traffic to
     /// `destination`: in two stages too, the source the kernel picks for that interface first.
     private func boundLookUp(
-        _ destination: IPAddress, interfaceIndex: Int, requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+        _ destination: IPAddress, interfaceIndex: Int, requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> RouteQuery.Answer {
         let first = try lookUp(destination, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
         guard case .route(let route) = first.lookup, let source = route.source else { return first }
-        let answer = try lookUp(destination, source: source, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
+        let answer = try lookUp(
+            destination, source: source, interfaceIndex: interfaceIndex, requests: &requests, buffer: buffer)
         guard case .route(var sourced) = answer.lookup else { return answer }
         sourced.source = sourced.source ?? source
         guard destination.family == .ipv6 else { return RouteQuery.Answer(lookup: .route(sourced)) }
         // Only IPv6 routes expire (router advertisements), and only the table entry says when.
-        let entry = try lookUp(destination, source: source, interfaceIndex: interfaceIndex, fibMatch: true,
-                               requests: &requests, buffer: buffer)
+        let entry = try lookUp(
+            destination, source: source, interfaceIndex: interfaceIndex, fibMatch: true,
+            requests: &requests, buffer: buffer)
         return RouteQuery.Answer(lookup: .route(sourced), expiresIn: entry.expiresIn)
     }
 
     /// Every gateway the snapshot names: of default routes, of the lookups and their legs.
     private static func gateways(of snapshot: SystemSnapshot) -> Set<IPAddress> {
         var gateways = Set(snapshot.defaultRoutes.compactMap(\.gateway))
-        let lookups = Array(snapshot.routeLookups.values) + snapshot.scopedRouteLookups.values.flatMap(\.values)
+        let lookups =
+            Array(snapshot.routeLookups.values) + snapshot.scopedRouteLookups.values.flatMap(\.values)
             + Array(snapshot.destinationLookups.values)
         for case .route(let route) in lookups {
             if let gateway = route.gateway { gateways.insert(gateway) }
@@ -269,7 +279,8 @@ struct MessageReader {
         _ address: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, fibMatch: Bool = false,
         requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> RouteQuery.Answer {
-        let sequence = try requests.requestRoute(to: address, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
+        let sequence = try requests.requestRoute(
+            to: address, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch)
         return try awaitAnswer(on: &requests, buffer: buffer, what: "a route lookup") { bytes in
             RouteQuery.answer(in: bytes, sequence: sequence, ticksPerSecond: Self.ticksPerSecond)
         }
@@ -283,7 +294,9 @@ struct MessageReader {
     /// run on a socket joined to no group, so a flood of notifications cannot stall them; it was
     /// opened with the events socket and lives as long, so a resync reads the same namespace as the
     /// events, never whatever a namespace's path names by then.
-    mutating func resync(events: inout NetlinkSocket, requests dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
+    mutating func resync(
+        events: inout NetlinkSocket, requests dumps: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) {
         // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
         // drop it all, past any further overrun, until the socket is empty.
         try discardPending(events, buffer: buffer)
@@ -300,14 +313,18 @@ struct MessageReader {
         throw .dumpFailed("the kernel state kept changing during \(Self.resyncAttempts) dumps")
     }
 
-    private func discardPending(_ socket: borrowing NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) {
+    private func discardPending(
+        _ socket: borrowing NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) {
         while true {
             if case .wouldBlock = try socket.receive(into: buffer) { return }
         }
     }
 
     /// Runs one dump to its end; returns `false` if the kernel flagged it inconsistent or aborted it.
-    private mutating func dump(_ dump: NetlinkSocket.Dump, socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Bool {
+    private mutating func dump(
+        _ dump: NetlinkSocket.Dump, socket: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> Bool {
         let sequence = try socket.requestDump(dump)
         var consistent = true
         while true {
@@ -316,9 +333,10 @@ struct MessageReader {
             }
             switch try socket.receive(into: buffer) {
             case .wouldBlock: continue
-            case .overrun: consistent = false   // keep reading: a new dump cannot start before this one ends
+            case .overrun: consistent = false // keep reading: a new dump cannot start before this one ends
             case .bytes(let count):
-                let outcome = apply(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), dump: (sequence, socket.portID))
+                let outcome = apply(
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), dump: (sequence, socket.portID))
                 if outcome.untrusted { consistent = false }
                 if let error = outcome.dumpError {
                     // The kernel aborts a dump with ENOBUFS when the socket's buffer overflows while

@@ -23,7 +23,8 @@ struct NameserverSource: Sendable, Hashable {
     func nameservers() -> [IPAddress] {
         let servers = ResolvConf.nameservers(atPath: currentPath)
         guard !servers.isEmpty, servers.allSatisfy(ResolvConf.stubAddresses.contains),
-              let upstream = resolvedUpstreamPath, access(upstream, F_OK) == 0 else { return servers }
+            let upstream = resolvedUpstreamPath, access(upstream, F_OK) == 0
+        else { return servers }
         return ResolvConf.nameservers(atPath: upstream)
     }
 

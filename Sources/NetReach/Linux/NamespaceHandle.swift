@@ -40,7 +40,8 @@ final class NamespaceHandle {
             throw .namespaceUnavailable(path: path, errno: code)
         }
         var status = stat()
-        identity = fstat(fd, &status) == 0 ? FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) : nil
+        identity =
+            fstat(fd, &status) == 0 ? FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) : nil
         if pid != nil {
             if pidFD >= 0, (try? SystemCall.poll(pidFD, events: Int16(POLLIN), timeout: .zero)) ?? 0 != 0 {
                 // The process had exited before its namespace file was opened: not the one asked for.
@@ -49,16 +50,21 @@ final class NamespaceHandle {
                 throw .namespaceUnavailable(path: path, errno: ESRCH)
             }
             if pidFD < 0 {
-                NetReachDiagnostics.log("cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); its exit will not be noticed")
+                NetReachDiagnostics.log(
+                    "cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); its exit will not be noticed"
+                )
             }
             watchFD = pidFD
         } else {
             let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
             if watch >= 0 {
                 let directory = Self.directory(of: path)
-                let mask = UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+                let mask = UInt32(
+                    IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
                 if inotify_add_watch(watch, directory, mask) < 0 {
-                    NetReachDiagnostics.log("cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed")
+                    NetReachDiagnostics.log(
+                        "cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed"
+                    )
                 }
             }
             watchFD = watch
@@ -72,7 +78,7 @@ final class NamespaceHandle {
 
     /// Call when ``watchFD`` is readable: drains it and says whether the namespace is gone.
     func isGone() -> Bool {
-        if Self.processID(in: path) != nil { return true }   // a pidfd is readable only once its process exited
+        if Self.processID(in: path) != nil { return true } // a pidfd is readable only once its process exited
         var buffer = [UInt8](repeating: 0, count: 4096)
         while (buffer.withUnsafeMutableBytes { try? SystemCall.read(watchFD, into: $0) } ?? 0) > 0 {}
         var status = stat()
@@ -83,7 +89,9 @@ final class NamespaceHandle {
     /// Runs `body` in the network namespace open as `target` and returns to the thread's own:
     /// a socket `body` opens stays bound to `target`. The calling thread must be the engine's own
     /// (never a Swift concurrency pool thread): for the duration it lives in `target`.
-    static func entering<T>(_ target: Int32, path: String, _ body: () throws(PathMonitorError) -> T) throws(PathMonitorError) -> T {
+    static func entering<T>(
+        _ target: Int32, path: String, _ body: () throws(PathMonitorError) -> T
+    ) throws(PathMonitorError) -> T {
         let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         guard home >= 0 else { throw .namespaceUnavailable(path: "/proc/thread-self/ns/net", errno: errno) }
         defer { close(home) }

@@ -69,7 +69,9 @@ final class NetlinkEngine: @unchecked Sendable {
     }
 
     private func run() {
-        guard wakeFD >= 0, refreshFD >= 0 else { return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno))) }
+        guard wakeFD >= 0, refreshFD >= 0 else {
+            return signalReady(.failure(.netlinkFailed(operation: "eventfd", errno: errno)))
+        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 8)
         defer { buffer.deallocate() }
         var reader = MessageReader(
@@ -78,23 +80,30 @@ final class NetlinkEngine: @unchecked Sendable {
         do throws(PathMonitorError) {
             // Opened once: every socket is made through this descriptor, so all of them read the
             // namespace that was there at start, whatever its path names later.
-            let namespace = try configuration.namespace.map { (namespace) throws(PathMonitorError) in try NamespaceHandle(namespace) }
+            let namespace = try configuration.namespace.map { (namespace) throws(PathMonitorError) in
+                try NamespaceHandle(namespace)
+            }
             let namespaceFD = namespace.map { (fd: $0.fd, path: $0.path) }
             // The events socket joins its groups before the first dump, so nothing is missed between.
-            var events = try NetlinkSocket(.events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
+            var events = try NetlinkSocket(
+                .events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
             let probe = try ConnectProbe(namespace: namespaceFD)
             let nameserverSource = configuration.nameserverSource
             var watcher = ResolvConfWatcher(source: nameserverSource)
-            if watcher == nil { NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))") }
+            if watcher == nil {
+                NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))")
+            }
             _ = reader.store.setNameservers(nameserverSource.nameservers())
             try reader.resync(events: &events, requests: &requests, buffer: buffer)
             reader.removalSeen = false
             _ = try reader.refreshRouteLookups(requests: &requests, probe: probe, buffer: buffer)
             publish(reader.store.snapshot)
             signalReady(.success(()))
-            follow(events: &events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace, reader: &reader,
-                   published: reader.store.snapshot, buffer: buffer)
+            follow(
+                events: &events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace,
+                reader: &reader,
+                published: reader.store.snapshot, buffer: buffer)
         } catch {
             signalReady(.failure(error))
         }
@@ -103,7 +112,8 @@ final class NetlinkEngine: @unchecked Sendable {
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
-        events: inout NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe, watcher: inout ResolvConfWatcher?,
+        events: inout NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
+        watcher: inout ResolvConfWatcher?,
         namespace: NamespaceHandle?, reader: inout MessageReader, published: SystemSnapshot,
         buffer: UnsafeMutableRawBufferPointer
     ) {
@@ -148,8 +158,9 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             if fds[1].revents != 0 || resyncPending || reader.lookupsStale {
                 do {
-                    changed = try reader.drain(events: &events, requests: &requests, probe: probe, buffer: buffer,
-                                               forceResync: resyncPending)
+                    changed = try reader.drain(
+                        events: &events, requests: &requests, probe: probe, buffer: buffer,
+                        forceResync: resyncPending)
                     resyncPending = false
                 } catch {
                     NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")

@@ -36,13 +36,16 @@ struct NetlinkSocket: ~Copyable {
     }
 
     private static func openSocket() throws(PathMonitorError) -> Int32 {
-        let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
+        let fd = socket(
+            AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+            NETLINK_ROUTE)
         guard fd >= 0 else { throw .netlinkFailed(operation: "socket", errno: errno) }
         return fd
     }
 
     /// Sizes the receive buffer and joins the multicast groups; returns the kernel-assigned port id.
-    private static func configure(_ fd: Int32, role: Role, receiveBufferSize: Int32) throws(PathMonitorError) -> UInt32 {
+    private static func configure(_ fd: Int32, role: Role, receiveBufferSize: Int32) throws(PathMonitorError) -> UInt32
+    {
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
         if role == .events {
@@ -53,11 +56,14 @@ struct NetlinkSocket: ~Copyable {
             }
             // Neighbours too: a router that stops answering makes the kernel route via another one
             // with no route message (IPv6 router reachability, IPv4 `fib_multipath_use_neigh`).
-            address.nl_groups = UInt32(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE
-                                       | RTMGRP_NEIGH)
+            address.nl_groups = UInt32(
+                RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE
+                    | RTMGRP_NEIGH)
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+            }
         }
         guard bound == 0 else { throw .netlinkFailed(operation: "bind", errno: errno) }
         if role == .events {
@@ -66,10 +72,14 @@ struct NetlinkSocket: ~Copyable {
             // removes its routes with only RTM_DELNEXTHOP). Groups past 31 can only be joined this
             // way; kernels before 5.3 have no nexthop group, and then there are no nexthop objects
             // to miss.
-            for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF, RTNLGRP_NEXTHOP] {
+            for group in [
+                RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_IPV4_NETCONF, RTNLGRP_IPV6_NETCONF, RTNLGRP_NEXTHOP,
+            ] {
                 var number = Int32(group.rawValue)
-                if setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &number, socklen_t(MemoryLayout<Int32>.size)) != 0,
-                   group != RTNLGRP_NEXTHOP {
+                if setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &number, socklen_t(MemoryLayout<Int32>.size))
+                    != 0,
+                    group != RTNLGRP_NEXTHOP
+                {
                     throw .netlinkFailed(operation: "join group \(group.rawValue)", errno: errno)
                 }
             }
@@ -91,9 +101,21 @@ struct NetlinkSocket: ~Copyable {
     enum Dump: CaseIterable {
         case links, addresses, routes
 
-        var requestType: UInt16 { switch self { case .links: 18; case .addresses: 22; case .routes: 26 } } // RTM_GET*
+        var requestType: UInt16 {
+            switch self {
+            case .links: 18
+            case .addresses: 22
+            case .routes: 26
+            }
+        } // RTM_GET*
         /// ifinfomsg is 16 bytes, ifaddrmsg 8, rtmsg 12; all zero = every family.
-        var bodySize: Int { switch self { case .links: 16; case .addresses: 8; case .routes: 12 } }
+        var bodySize: Int {
+            switch self {
+            case .links: 16
+            case .addresses: 8
+            case .routes: 12
+            }
+        }
     }
 
     /// Sends a dump request and returns its sequence number.
@@ -118,8 +140,10 @@ struct NetlinkSocket: ~Copyable {
         to destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false
     ) throws(PathMonitorError) -> UInt32 {
         sequence &+= 1
-        try send(RouteQuery.request(for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
-                                    sequence: sequence))
+        try send(
+            RouteQuery.request(
+                for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
+                sequence: sequence))
         return sequence
     }
 
@@ -144,13 +168,16 @@ struct NetlinkSocket: ~Copyable {
                 }
             }
             if sent == length { return }
-            if sent < 0 && errno == EINTR { continue }   // sendto: not a read or write, its own retry
+            if sent < 0 && errno == EINTR { continue } // sendto: not a read or write, its own retry
             throw .netlinkFailed(operation: "send", errno: sent < 0 ? errno : EIO)
         }
     }
 
     /// Outcome of one non-blocking receive.
-    enum Received { case bytes(Int), wouldBlock, overrun }
+    enum Received {
+        case bytes(Int)
+        case wouldBlock, overrun
+    }
 
     /// Receives one datagram into `buffer`.
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Received {

@@ -50,7 +50,8 @@ enum ResolvConf {
     /// The address of one `nameserver` line, or `nil` if glibc would not take it.
     private static func nameserver(in line: [UInt8]) -> IPAddress? {
         guard line.count > keyword.count, line.starts(with: keyword),
-              line[keyword.count] == space || line[keyword.count] == tab else { return nil }
+            line[keyword.count] == space || line[keyword.count] == tab
+        else { return nil }
         var token = line.dropFirst(keyword.count).drop { $0 == space || $0 == tab }
         if let end = token.firstIndex(where: { $0 == space || $0 == tab }) { token = token[..<end] }
         // Exact: no trailing "\r", "\v" or "\f" (C's other white space), no NUL.

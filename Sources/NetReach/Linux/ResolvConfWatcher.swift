@@ -1,5 +1,5 @@
 #if os(Linux)
-import CNetReachLinux   // inotify (IN_NONBLOCK, IN_CLOEXEC): not in the Glibc module
+import CNetReachLinux // inotify (IN_NONBLOCK, IN_CLOEXEC): not in the Glibc module
 import NetReachSystem
 import Glibc
 
@@ -87,8 +87,9 @@ struct ResolvConfWatcher: ~Copyable {
     }
 
     private mutating func apply(_ wanted: [String: Set<String>]) {
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
-                          | IN_DELETE_SELF | IN_MOVE_SELF)
+        let mask = UInt32(
+            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
+                | IN_DELETE_SELF | IN_MOVE_SELF)
         // Two spellings of one directory (`/etc/../run/systemd/resolve` from a relative link, and
         // `/run/systemd/resolve`) get the same watch: its names are the union of both.
         var fresh: [Int32: (directory: String, names: Set<String>)] = [:]

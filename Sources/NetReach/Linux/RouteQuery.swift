@@ -16,19 +16,23 @@ enum RouteQuery {
     /// and source-specific routes apply, as they do to a connected socket), bound to
     /// `interfaceIndex` when given (RTA_OIF).
     static func request(
-        for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false, sequence: UInt32
+        for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false,
+        sequence: UInt32
     ) -> [UInt8] {
         let family: UInt8 = destination.family == .ipv4 ? 2 : 10
         let source = source.flatMap { $0.family == destination.family ? $0 : nil }
         // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
-        var body: [UInt8] = [family, UInt8(destination.bytes.count * 8), UInt8((source?.bytes.count ?? 0) * 8), 0, 0, 0, 0, 0]
+        var body: [UInt8] = [
+            family, UInt8(destination.bytes.count * 8), UInt8((source?.bytes.count ?? 0) * 8), 0, 0, 0, 0, 0,
+        ]
         body += bytes(of: lookupTableFlag | (fibMatch ? fibMatchFlag : 0))
-        body += attribute(1, destination.bytes)                                       // RTA_DST
-        if let source { body += attribute(2, source.bytes) }                         // RTA_SRC
+        body += attribute(1, destination.bytes) // RTA_DST
+        if let source { body += attribute(2, source.bytes) } // RTA_SRC
         if let interfaceIndex { body += attribute(4, bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))) } // RTA_OIF
         let length = UInt32(RtnetlinkParser.headerSize + body.count)
         // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
-        return bytes(of: length) + bytes(of: UInt16(26)) + bytes(of: UInt16(1)) + bytes(of: sequence) + bytes(of: UInt32(0)) + body
+        return bytes(of: length) + bytes(of: UInt16(26)) + bytes(of: UInt16(1)) + bytes(of: sequence)
+            + bytes(of: UInt32(0)) + body
     }
 
     /// The request `ip neigh get ADDRESS dev DEV` sends (`RTM_GETNEIGH` for one entry, Linux 4.20
@@ -39,9 +43,10 @@ enum RouteQuery {
         var body: [UInt8] = [family, 0, 0, 0]
         body += bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))
         body += [0, 0, 0, 0]
-        body += attribute(1, address.bytes)                                           // NDA_DST
+        body += attribute(1, address.bytes) // NDA_DST
         let length = UInt32(RtnetlinkParser.headerSize + body.count)
-        return bytes(of: length) + bytes(of: UInt16(30)) + bytes(of: UInt16(1)) + bytes(of: sequence) + bytes(of: UInt32(0)) + body
+        return bytes(of: length) + bytes(of: UInt16(30)) + bytes(of: UInt16(1)) + bytes(of: sequence)
+            + bytes(of: UInt32(0)) + body
     }
 
     /// What the kernel said of one neighbour entry.
@@ -67,10 +72,10 @@ enum RouteQuery {
             let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + length)])
             if buffer.loadU32(at: offset + 8) == sequence {
                 switch type {
-                case 2:   // NLMSG_ERROR: no entry, or no support for a single get
+                case 2: // NLMSG_ERROR: no entry, or no support for a single get
                     guard body.count >= 4, body.loadU32(at: 0) != 0 else { return nil }
                     return .unknown
-                case 28:  // RTM_NEWNEIGH
+                case 28: // RTM_NEWNEIGH
                     guard body.count >= 12 else { return .unknown }
                     return .state(body.loadU16(at: 8))
                 default:
@@ -113,13 +118,13 @@ enum RouteQuery {
             let body = UnsafeRawBufferPointer(rebasing: buffer[(offset + header)..<(offset + length)])
             if buffer.loadU32(at: offset + 8) == sequence {
                 switch type {
-                case 2:   // NLMSG_ERROR
+                case 2: // NLMSG_ERROR
                     guard body.count >= 4 else { return Answer(lookup: .failed(errno: 74)) }
                     let code = 0 &- Int32(bitPattern: body.loadU32(at: 0))
                     // errno 0 is an acknowledgement, which a lookup does not ask for: not an answer.
                     return code == 0 ? nil : Answer(lookup: RouteLookup(errno: code))
-                case 24:  // RTM_NEWROUTE
-                    return route(body, ticksPerSecond: ticksPerSecond) ?? Answer(lookup: .failed(errno: 74))  // EBADMSG
+                case 24: // RTM_NEWROUTE
+                    return route(body, ticksPerSecond: ticksPerSecond) ?? Answer(lookup: .failed(errno: 74)) // EBADMSG
                 default:
                     break
                 }
@@ -144,13 +149,13 @@ enum RouteQuery {
         do {
             try RtnetlinkParser.forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
                 switch attribute {
-                case 4 where value.count >= 4: interfaceIndex = Int(Int32(bitPattern: value.loadU32(at: 0)))  // RTA_OIF
-                case 5 where value.count == addressSize: gateway = IPAddress(bytes: Array(value))          // RTA_GATEWAY
-                case 7 where value.count == addressSize: source = IPAddress(bytes: Array(value))           // RTA_PREFSRC
-                case 9: nextHops = try RtnetlinkParser.nextHops(value, family: family)                    // RTA_MULTIPATH
-                case 15 where value.count >= 4: table = value.loadU32(at: 0)                               // RTA_TABLE
-                case 18 where value.count >= 2: gateway = IPAddress(bytes: Array(value[2...]))             // RTA_VIA (RFC 5549)
-                case 12 where value.count >= 12:                                                            // RTA_CACHEINFO
+                case 4 where value.count >= 4: interfaceIndex = Int(Int32(bitPattern: value.loadU32(at: 0))) // RTA_OIF
+                case 5 where value.count == addressSize: gateway = IPAddress(bytes: Array(value)) // RTA_GATEWAY
+                case 7 where value.count == addressSize: source = IPAddress(bytes: Array(value)) // RTA_PREFSRC
+                case 9: nextHops = try RtnetlinkParser.nextHops(value, family: family) // RTA_MULTIPATH
+                case 15 where value.count >= 4: table = value.loadU32(at: 0) // RTA_TABLE
+                case 18 where value.count >= 2: gateway = IPAddress(bytes: Array(value[2...])) // RTA_VIA (RFC 5549)
+                case 12 where value.count >= 12: // RTA_CACHEINFO
                     // rta_expires counts whole ticks, rounded down: one more is when the route has
                     // certainly expired (waking a tick early finds it still there, with 0 left).
                     let ticks = Int32(bitPattern: value.loadU32(at: 8))
@@ -163,7 +168,7 @@ enum RouteQuery {
             return nil
         }
         switch body[7] {
-        case 1, 2, 3, 4, 5:  // unicast, local, broadcast, anycast, multicast: traffic leaves
+        case 1, 2, 3, 4, 5: // unicast, local, broadcast, anycast, multicast: traffic leaves
             // A table entry with several next hops (a fibmatch answer) names no single interface:
             // it stands for its first live leg, with every leg beside it.
             let leg = nextHops.first { !$0.isDead } ?? nextHops.first
@@ -174,14 +179,15 @@ enum RouteQuery {
             // as if the destination were on that link (it would ARP for it), which is no route
             // to the internet at all.
             if table == 0 { return Answer(lookup: .noRoute) }
-            let route = RouteLookup.KernelRoute(interfaceIndex: interfaceIndex, gateway: gateway ?? leg?.gateway, source: source,
-                                                table: table, isLocal: body[7] == 2,
-                                                nextHops: nextHops.count > 1 ? nextHops : [])
+            let route = RouteLookup.KernelRoute(
+                interfaceIndex: interfaceIndex, gateway: gateway ?? leg?.gateway, source: source,
+                table: table, isLocal: body[7] == 2,
+                nextHops: nextHops.count > 1 ? nextHops : [])
             return Answer(lookup: .route(route), expiresIn: expiresIn, prefixLength: prefixLength)
         case 6: return Answer(lookup: .refused(.blackhole), prefixLength: prefixLength)
         case 7: return Answer(lookup: .refused(.unreachable), prefixLength: prefixLength)
         case 8: return Answer(lookup: .refused(.prohibit), prefixLength: prefixLength)
-        case 9: return Answer(lookup: .noRoute, prefixLength: prefixLength)   // throw
+        case 9: return Answer(lookup: .noRoute, prefixLength: prefixLength) // throw
         default: return nil
         }
     }

@@ -74,8 +74,10 @@ enum NetlinkParseError: Error, Sendable, Equatable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .truncatedHeader(let offset, let available): "truncated netlink header at \(offset) (\(available) bytes left)"
-        case .badLength(let offset, let length, let available): "netlink length \(length) at \(offset) is invalid (\(available) bytes left)"
+        case .truncatedHeader(let offset, let available):
+            "truncated netlink header at \(offset) (\(available) bytes left)"
+        case .badLength(let offset, let length, let available):
+            "netlink length \(length) at \(offset) is invalid (\(available) bytes left)"
         case .truncatedBody(let type, let length): "message type \(type) too short (\(length) bytes)"
         case .badAttribute(let type, let offset): "attribute \(type) overruns its message at \(offset)"
         case .badAddress(let type, let length): "address attribute \(type) has \(length) bytes"

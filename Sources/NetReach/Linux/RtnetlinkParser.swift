@@ -39,10 +39,12 @@ enum RtnetlinkParser {
             let flags = bytes.loadU16(at: offset + 6)
             let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + headerSize)..<(offset + length)])
             let parsed = Result { () throws(NetlinkParseError) in try parseBody(type: type, flags: flags, body) }
-            results.append(parsed.map {
-                RtnetlinkEnvelope(sequence: bytes.loadU32(at: offset + 8), portID: bytes.loadU32(at: offset + 12),
-                                  flags: flags, message: $0)
-            })
+            results.append(
+                parsed.map {
+                    RtnetlinkEnvelope(
+                        sequence: bytes.loadU32(at: offset + 8), portID: bytes.loadU32(at: offset + 12),
+                        flags: flags, message: $0)
+                })
             offset += align(length)
         }
         return results
@@ -55,7 +57,9 @@ enum RtnetlinkParser {
 
     static func align(_ length: Int) -> Int { (length + 3) & ~3 }
 
-    private static func parseBody(type: UInt16, flags: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+    private static func parseBody(
+        type: UInt16, flags: UInt16, _ body: UnsafeRawBufferPointer
+    ) throws(NetlinkParseError) -> RtnetlinkMessage {
         switch type {
         case messageDone:
             return .done(interrupted: flags & flagDumpInterrupted != 0)
@@ -83,7 +87,9 @@ enum RtnetlinkParser {
     }
 
     // struct ifinfomsg { u8 family; u8 pad; u16 type; s32 index; u32 flags; u32 change; }
-    private static func parseLink(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+    private static func parseLink(
+        type: UInt16, _ body: UnsafeRawBufferPointer
+    ) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 16 else { throw .truncatedBody(type: type, length: body.count) }
         // Only AF_UNSPEC messages describe the link itself. AF_BRIDGE ones describe bridge ports:
         // a port leaving its bridge sends an AF_BRIDGE RTM_DELLINK while the link lives on
@@ -97,8 +103,8 @@ enum RtnetlinkParser {
         var kind: String?
         try forEachAttribute(in: body, from: 16) { (attribute, value) throws(NetlinkParseError) in
             switch attribute {
-            case 3: name = string(value)                          // IFLA_IFNAME
-            case 18:                                              // IFLA_LINKINFO (nested)
+            case 3: name = string(value) // IFLA_IFNAME
+            case 18: // IFLA_LINKINFO (nested)
                 try forEachAttribute(in: value, from: 0) { (nested, nestedValue) throws(NetlinkParseError) in
                     if nested == 1 { kind = string(nestedValue) } // IFLA_INFO_KIND
                 }
@@ -107,26 +113,30 @@ enum RtnetlinkParser {
         }
         // The kernel always names a link; a nameless one cannot be classified or shown.
         guard !name.isEmpty else { return .other(type: type) }
-        return .newLink(SystemSnapshot.Link(
-            index: index, name: name,
-            isUp: flags & 0x1 != 0,                 // IFF_UP
-            hasCarrier: flags & 0x40 != 0,          // IFF_RUNNING: LOWER_UP alone can still mean NO-CARRIER
-            isLoopback: flags & 0x8 != 0,           // IFF_LOOPBACK
-            hardwareType: hardwareType, kind: kind))
+        return .newLink(
+            SystemSnapshot.Link(
+                index: index, name: name,
+                isUp: flags & 0x1 != 0, // IFF_UP
+                hasCarrier: flags & 0x40 != 0, // IFF_RUNNING: LOWER_UP alone can still mean NO-CARRIER
+                isLoopback: flags & 0x8 != 0, // IFF_LOOPBACK
+                hardwareType: hardwareType, kind: kind))
     }
 
     // struct ifaddrmsg { u8 family; u8 prefixlen; u8 flags; u8 scope; u32 index; }
-    private static func parseAddress(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+    private static func parseAddress(
+        type: UInt16, _ body: UnsafeRawBufferPointer
+    ) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 8 else { throw .truncatedBody(type: type, length: body.count) }
         let family = body[0]
-        guard family == 2 || family == 10 else { return .other(type: type) }   // AF_INET, AF_INET6
+        guard family == 2 || family == 10 else { return .other(type: type) } // AF_INET, AF_INET6
         var flags = UInt32(body[2])
-        var local: IPAddress?, peer: IPAddress?
+        var local: IPAddress?
+        var peer: IPAddress?
         try forEachAttribute(in: body, from: 8) { (attribute, value) throws(NetlinkParseError) in
             switch attribute {
-            case 1: peer = try ipAddress(value, family: family, attribute: attribute)   // IFA_ADDRESS
-            case 2: local = try ipAddress(value, family: family, attribute: attribute)  // IFA_LOCAL
-            case 8 where value.count >= 4: flags = value.loadU32(at: 0)                // IFA_FLAGS (u32)
+            case 1: peer = try ipAddress(value, family: family, attribute: attribute) // IFA_ADDRESS
+            case 2: local = try ipAddress(value, family: family, attribute: attribute) // IFA_LOCAL
+            case 8 where value.count >= 4: flags = value.loadU32(at: 0) // IFA_FLAGS (u32)
             default: break
             }
         }
@@ -139,21 +149,25 @@ enum RtnetlinkParser {
     }
 
     // struct ndmsg { u8 family; u8 pad1; u16 pad2; s32 ifindex; u16 state; u8 flags; u8 type; }
-    private static func parseNeighbour(type: UInt16, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+    private static func parseNeighbour(
+        type: UInt16, _ body: UnsafeRawBufferPointer
+    ) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
         let family = body[0]
         // AF_BRIDGE entries (a bridge's forwarding database) share the group: not neighbours of ours.
         guard family == 2 || family == 10 else { return .other(type: type) }
         var destination: IPAddress?
         try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
-            if attribute == 1 { destination = try ipAddress(value, family: family, attribute: attribute) }  // NDA_DST
+            if attribute == 1 { destination = try ipAddress(value, family: family, attribute: attribute) } // NDA_DST
         }
         guard let destination else { return .other(type: type) }
         return .neighbour(destination)
     }
 
     // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
-    private static func parseRoute(type: UInt16, replaces: Bool, _ body: UnsafeRawBufferPointer) throws(NetlinkParseError) -> RtnetlinkMessage {
+    private static func parseRoute(
+        type: UInt16, replaces: Bool, _ body: UnsafeRawBufferPointer
+    ) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
         let family = body[0]
         guard family == 2 || family == 10 else { return .ignoredRoute(.nothing) }
@@ -164,9 +178,10 @@ enum RtnetlinkParser {
         guard body[1] == 0, body[2] == 0, body[7] == 1 else {
             var destination: [UInt8] = []
             try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
-                if attribute == 1 { destination = Array(value) }                            // RTA_DST
+                if attribute == 1 { destination = Array(value) } // RTA_DST
             }
-            return .ignoredRoute(RouteCoverage(family: routeFamily, prefix: destination, length: body[1], sourceSpecific: body[2] != 0))
+            return .ignoredRoute(
+                RouteCoverage(family: routeFamily, prefix: destination, length: body[1], sourceSpecific: body[2] != 0))
         }
         var table = UInt32(body[4])
         var interfaceIndex: Int?
@@ -175,11 +190,11 @@ enum RtnetlinkParser {
         var hops: [(Int, IPAddress?)] = []
         try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
             switch attribute {
-            case 4 where value.count >= 4: interfaceIndex = Int(value.loadU32(at: 0))       // RTA_OIF
-            case 5: gateway = try ipAddress(value, family: family, attribute: attribute)       // RTA_GATEWAY
-            case 6 where value.count >= 4: metric = value.loadU32(at: 0)                     // RTA_PRIORITY
-            case 15 where value.count >= 4: table = value.loadU32(at: 0)                     // RTA_TABLE
-            case 18 where value.count >= 2:                                                  // RTA_VIA
+            case 4 where value.count >= 4: interfaceIndex = Int(value.loadU32(at: 0)) // RTA_OIF
+            case 5: gateway = try ipAddress(value, family: family, attribute: attribute) // RTA_GATEWAY
+            case 6 where value.count >= 4: metric = value.loadU32(at: 0) // RTA_PRIORITY
+            case 15 where value.count >= 4: table = value.loadU32(at: 0) // RTA_TABLE
+            case 18 where value.count >= 2: // RTA_VIA
                 gateway = IPAddress(bytes: Array(value[2...]))
             case 9: hops = try nextHops(value, family: family).map { ($0.interfaceIndex, $0.gateway) } // RTA_MULTIPATH
             default: break
@@ -188,7 +203,8 @@ enum RtnetlinkParser {
         guard table == SystemSnapshot.DefaultRoute.mainTable else { return .ignoredRoute(.everything(routeFamily)) }
         if hops.isEmpty, let interfaceIndex { hops = [(interfaceIndex, gateway)] }
         let routes = hops.map { hop in
-            SystemSnapshot.DefaultRoute(family: routeFamily, interfaceIndex: hop.0, gateway: hop.1, metric: metric, table: table)
+            SystemSnapshot.DefaultRoute(
+                family: routeFamily, interfaceIndex: hop.0, gateway: hop.1, metric: metric, table: table)
         }
         // A default route through a nexthop object (RTA_NH_ID) is not kept; the lookups follow it.
         guard !routes.isEmpty else { return .ignoredRoute(.everything(routeFamily)) }
@@ -197,7 +213,9 @@ enum RtnetlinkParser {
 
     // struct rtnexthop { u16 len; u8 flags; u8 hops; s32 ifindex; } followed by attributes.
     /// The legs of a multipath route (`RTA_MULTIPATH`), with the kernel's dead and linkdown flags.
-    static func nextHops(_ value: UnsafeRawBufferPointer, family: UInt8) throws(NetlinkParseError) -> [RouteLookup.NextHop] {
+    static func nextHops(
+        _ value: UnsafeRawBufferPointer, family: UInt8
+    ) throws(NetlinkParseError) -> [RouteLookup.NextHop] {
         var hops: [RouteLookup.NextHop] = []
         var offset = 0
         while offset + 8 <= value.count {
@@ -206,13 +224,18 @@ enum RtnetlinkParser {
             let hop = UnsafeRawBufferPointer(rebasing: value[offset..<(offset + length)])
             var gateway: IPAddress?
             try forEachAttribute(in: hop, from: 8) { (attribute, attributeValue) throws(NetlinkParseError) in
-                if attribute == 5 { gateway = try ipAddress(attributeValue, family: family, attribute: attribute) }  // RTA_GATEWAY
-                if attribute == 18, attributeValue.count >= 2 { gateway = IPAddress(bytes: Array(attributeValue[2...])) } // RTA_VIA
+                // RTA_GATEWAY
+                if attribute == 5 { gateway = try ipAddress(attributeValue, family: family, attribute: attribute) }
+                if attribute == 18, attributeValue.count >= 2 {
+                    gateway = IPAddress(bytes: Array(attributeValue[2...]))
+                } // RTA_VIA
             }
             // RTNH_F_DEAD (1) and RTNH_F_LINKDOWN (16): the kernel sends nothing through this leg.
             let flags = hop[2]
-            hops.append(RouteLookup.NextHop(interfaceIndex: Int(Int32(bitPattern: hop.loadU32(at: 4))), gateway: gateway,
-                                            isDead: flags & 0x11 != 0))
+            hops.append(
+                RouteLookup.NextHop(
+                    interfaceIndex: Int(Int32(bitPattern: hop.loadU32(at: 4))), gateway: gateway,
+                    isDead: flags & 0x11 != 0))
             offset += align(length)
         }
         return hops
@@ -233,7 +256,9 @@ enum RtnetlinkParser {
         }
     }
 
-    private static func ipAddress(_ value: UnsafeRawBufferPointer, family: UInt8, attribute: UInt16) throws(NetlinkParseError) -> IPAddress {
+    private static func ipAddress(
+        _ value: UnsafeRawBufferPointer, family: UInt8, attribute: UInt16
+    ) throws(NetlinkParseError) -> IPAddress {
         let expected = family == 2 ? 4 : 16
         guard value.count == expected, let address = IPAddress(bytes: Array(value)) else {
             throw .badAddress(type: attribute, length: value.count)

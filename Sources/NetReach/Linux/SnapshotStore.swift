@@ -38,7 +38,10 @@ struct SnapshotStore: Sendable {
             // of several addresses leaves the default route, and prefsrc routes are notified).
             let index = address.interfaceIndex
             if address.address.family == .ipv4,
-               !snapshot.addressTable.values.contains(where: { $0.interfaceIndex == index && $0.address.family == .ipv4 }) {
+                !snapshot.addressTable.values.contains(where: {
+                    $0.interfaceIndex == index && $0.address.family == .ipv4
+                })
+            {
                 snapshot.removeRoutes(throughInterface: index, family: .ipv4)
             }
             return true
@@ -66,8 +69,10 @@ struct SnapshotStore: Sendable {
         _ lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]],
         destinations: [IPAddress: RouteLookup]
     ) -> Bool {
-        guard snapshot.routeLookups != lookups || snapshot.scopedRouteLookups != scoped
-                || snapshot.destinationLookups != destinations else { return false }
+        guard
+            snapshot.routeLookups != lookups || snapshot.scopedRouteLookups != scoped
+                || snapshot.destinationLookups != destinations
+        else { return false }
         snapshot.routeLookups = lookups
         snapshot.scopedRouteLookups = scoped
         snapshot.destinationLookups = destinations
@@ -85,8 +90,9 @@ struct SnapshotStore: Sendable {
     /// stay; route lookups stay until the lookups after the dump replace them).
     mutating func resetKernelState() {
         let previous = snapshot
-        snapshot = SystemSnapshot(nameservers: previous.nameservers, routeLookups: previous.routeLookups,
-                                  scopedRouteLookups: previous.scopedRouteLookups)
+        snapshot = SystemSnapshot(
+            nameservers: previous.nameservers, routeLookups: previous.routeLookups,
+            scopedRouteLookups: previous.scopedRouteLookups)
         snapshot.destinationLookups = previous.destinationLookups
     }
 }

@@ -14,7 +14,8 @@ struct SysfsReader: Sendable {
         let directory = "\(root)/\(name)"
         var deviceType: String?
         if let uevent = readFile("\(directory)/uevent", limit: 4096) {
-            for line in String(decoding: uevent, as: UTF8.self).split(separator: "\n") where line.hasPrefix("DEVTYPE=") {
+            for line in String(decoding: uevent, as: UTF8.self).split(separator: "\n") where line.hasPrefix("DEVTYPE=")
+            {
                 deviceType = String(line.dropFirst("DEVTYPE=".count))
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import NetReachSystem
+
 #if os(Linux)
 // SOCK_STREAM and the addrinfo constants come through the kernel-headers module: Glibc alone does
 // not reliably make them visible to every file.
@@ -44,14 +45,18 @@ package enum HostResolver {
     /// The addresses of `host` in the resolver's order (duplicates dropped), or why there are none;
     /// only those of `family` when one is given (as `getaddrinfo` with `AF_INET` or `AF_INET6`:
     /// a name with only addresses of the other family is `notFound`).
-    package static func resolve(_ host: String, family: IPAddress.Family? = nil, timeout: Duration)
-        -> Result<[IPAddress], HostResolutionError> {
+    package static func resolve(
+        _ host: String, family: IPAddress.Family? = nil, timeout: Duration
+    )
+        -> Result<[IPAddress], HostResolutionError>
+    {
         resolve(host, timeout: timeout) { systemLookUp($0, family: family) }
     }
 
     /// `resolve(_:timeout:)` around any blocking `lookUp` (tests give one that never answers in time).
     static func resolve(
-        _ host: String, timeout: Duration, lookUp: @escaping @Sendable (String) -> Result<[IPAddress], HostResolutionError>
+        _ host: String, timeout: Duration,
+        lookUp: @escaping @Sendable (String) -> Result<[IPAddress], HostResolutionError>
     ) -> Result<[IPAddress], HostResolutionError> {
         let outcome = Locked<Result<[IPAddress], HostResolutionError>?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -63,14 +68,19 @@ package enum HostResolver {
         let seconds = min(max(0, timeout.components.seconds), 86_400)
         let milliseconds = Int(seconds * 1000 + max(0, timeout.components.attoseconds) / 1_000_000_000_000_000)
         guard done.wait(timeout: .now() + .milliseconds(milliseconds)) == .success,
-              let result = outcome.withLock({ $0 }) else {
+            let result = outcome.withLock({ $0 })
+        else {
             return .failure(.timedOut(host: host, seconds: Int(max(1, seconds))))
         }
         return result
     }
 
-    private static func systemLookUp(_ host: String, family: IPAddress.Family?) -> Result<[IPAddress], HostResolutionError> {
-        guard !host.isEmpty, !host.utf8.contains(0), host.utf8.count <= 253 else { return .failure(.notFound(host: host)) }
+    private static func systemLookUp(
+        _ host: String, family: IPAddress.Family?
+    ) -> Result<[IPAddress], HostResolutionError> {
+        guard !host.isEmpty, !host.utf8.contains(0), host.utf8.count <= 253 else {
+            return .failure(.notFound(host: host))
+        }
         var hints = addrinfo()
         switch family {
         case .ipv4?: hints.ai_family = AF_INET

@@ -1,4 +1,5 @@
 import NetReachSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -28,10 +29,11 @@ public enum NetReachDiagnostics {
         init(_ body: (@Sendable (String) -> Void)?) { self.body = body }
     }
 
-    private static let sink = Locked(Handler({ message in
-        var line = "NetReach: \(message)\n"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-    }))
+    private static let sink = Locked(
+        Handler({ message in
+            var line = "NetReach: \(message)\n"
+            line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+        }))
 
     /// Receives each diagnostic message; `nil` drops them.
     public static var handler: (@Sendable (String) -> Void)? {

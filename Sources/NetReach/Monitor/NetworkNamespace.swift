@@ -53,14 +53,17 @@ public struct NetworkNamespace: Sendable, Hashable, Codable, CustomStringConvert
     /// `NAME` of `/var/run/netns/NAME` or `/run/netns/NAME`.
     package var ipNetnsName: String? {
         guard path.hasPrefix("/var/run/netns/") || path.hasPrefix("/run/netns/"),
-              let name = path.split(separator: "/").last, !name.isEmpty else { return nil }
+            let name = path.split(separator: "/").last, !name.isEmpty
+        else { return nil }
         return String(name)
     }
 
     /// `/proc/PID/root` of a `/proc/PID/ns/net` path.
     private var processRoot: String? {
         let components = path.split(separator: "/")
-        guard components.count == 4, components[0] == "proc", components[2] == "ns", components[3] == "net" else { return nil }
+        guard components.count == 4, components[0] == "proc", components[2] == "ns", components[3] == "net" else {
+            return nil
+        }
         return "/proc/\(components[1])/root"
     }
 

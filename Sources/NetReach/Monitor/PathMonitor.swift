@@ -43,8 +43,9 @@ public final class PathMonitor: Sendable {
     /// if PathMonitor.shared.currentPath.isConnected { ... }
     /// ```
     public static let shared: PathMonitor = {
-        let monitor = PathMonitor(requirements: PathRequirements(), classification: .automatic,
-                                  source: SystemPathSource.shared(), isShared: true)
+        let monitor = PathMonitor(
+            requirements: PathRequirements(), classification: .automatic,
+            source: SystemPathSource.shared(), isShared: true)
         monitor.start(queue: DispatchQueue(label: "NetReach.PathMonitor.shared"))
         return monitor
     }()
@@ -118,8 +119,9 @@ public final class PathMonitor: Sendable {
         namespace: NetworkNamespace? = nil
     ) {
         self.init(
-            requirements: PathRequirements(requiredInterfaceType: requiredInterfaceType,
-                                           prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
+            requirements: PathRequirements(
+                requiredInterfaceType: requiredInterfaceType,
+                prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
             classification: classification,
             source: SystemPathSource.shared(namespace: namespace))
     }
@@ -149,8 +151,9 @@ public final class PathMonitor: Sendable {
         resolutionTimeout: Duration = .seconds(5)
     ) {
         self.init(
-            requirements: PathRequirements(requiredInterfaceType: requiredInterfaceType,
-                                           prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
+            requirements: PathRequirements(
+                requiredInterfaceType: requiredInterfaceType,
+                prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
             classification: classification, source: SystemPathSource.shared(namespace: namespace), isShared: false,
             destination: destination, resolutionTimeout: resolutionTimeout)
     }
@@ -165,8 +168,9 @@ public final class PathMonitor: Sendable {
         source: any PathSource,
         resolutionTimeout: Duration = .seconds(5)
     ) {
-        self.init(requirements: requirements, classification: classification, source: source, isShared: false,
-                  destination: destination, resolutionTimeout: resolutionTimeout)
+        self.init(
+            requirements: requirements, classification: classification, source: source, isShared: false,
+            destination: destination, resolutionTimeout: resolutionTimeout)
     }
 
     /// Creates a monitor fed by any ``PathSource``, such as a simulated network in tests.
@@ -188,14 +192,17 @@ public final class PathMonitor: Sendable {
         destination: PathDestination, source: any PathSource,
         resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
     ) {
-        self.init(requirements: PathRequirements(), classification: .automatic, source: source, isShared: false,
-                  destination: destination, resolve: resolve)
+        self.init(
+            requirements: PathRequirements(), classification: .automatic, source: source, isShared: false,
+            destination: destination, resolve: resolve)
     }
 
     private init(
         requirements: PathRequirements, classification: InterfaceClassification, source: any PathSource, isShared: Bool,
         destination: PathDestination? = nil, resolutionTimeout: Duration = .seconds(5),
-        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError> = { HostResolver.resolve($0, timeout: $1) }
+        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError> = {
+            HostResolver.resolve($0, timeout: $1)
+        }
     ) {
         self.resolve = resolve
         self.requirements = requirements
@@ -250,7 +257,10 @@ public final class PathMonitor: Sendable {
     /// ``UnsatisfiedReason/monitorUnavailable`` and sets ``failure``.
     public func start(queue: DispatchQueue) {
         guard startIfIdle(queue: queue) else {
-            if !isShared { NetReachDiagnostics.log("PathMonitor.start(queue:) ignored: the monitor was already started or cancelled") }
+            if !isShared {
+                NetReachDiagnostics.log(
+                    "PathMonitor.start(queue:) ignored: the monitor was already started or cancelled")
+            }
             return
         }
     }
@@ -299,10 +309,15 @@ public final class PathMonitor: Sendable {
     /// ``shared`` ignores it.
     public func cancel() {
         guard !isShared else { return }
-        let (subscription, routes, streams) = state.withLock { state -> (PathSubscription?, PathSubscription?, [AsyncStream<NetworkPath>.Continuation]) in
+        let (subscription, routes, streams) = state.withLock {
+            state -> (PathSubscription?, PathSubscription?, [AsyncStream<NetworkPath>.Continuation]) in
             guard state.phase != .cancelled else { return (nil, nil, []) }
             state.phase = .cancelled
-            defer { state.subscription = nil; state.destinationRoutes = nil; state.streams = [:] }
+            defer {
+                state.subscription = nil
+                state.destinationRoutes = nil
+                state.streams = [:]
+            }
             return (state.subscription, state.destinationRoutes, Array(state.streams.values))
         }
         // Outside the lock: finishing a stream runs its termination handler, which may call back in.
@@ -377,7 +392,8 @@ public final class PathMonitor: Sendable {
         }
         let addresses = state.withLock { $0.destinationAddresses }
         if addresses.isEmpty && snapshot.observationFailure == nil { return .unsatisfied(.destinationUnresolved) }
-        return PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification, destinations: addresses)
+        return PathEvaluator.evaluate(
+            snapshot, requirements: requirements, classification: classification, destinations: addresses)
     }
 
     /// Resolves the destination (bounded by `resolutionTimeout`) and has the source look up the
@@ -419,11 +435,18 @@ public final class PathMonitor: Sendable {
             // Registered before the switch, so the snapshot evaluated below already has the answers.
             let routes = changed && !addresses.isEmpty ? self.source.lookUpRoutes(to: addresses) : nil
             let (previous, cancelled) = self.evaluation.withLock { _ in
-                let (previous, latest, cancelled) = self.state.withLock { state -> (PathSubscription?, SystemSnapshot?, Bool) in
+                let (previous, latest, cancelled) = self.state.withLock {
+                    state -> (PathSubscription?, SystemSnapshot?, Bool) in
                     state.isResolving = false
                     state.resolvedOn = context
-                    if case .failure(let error) = result { state.resolutionFailure = error } else { state.resolutionFailure = nil }
-                    guard changed, state.phase != .cancelled else { return (nil, state.lastSnapshot, state.phase == .cancelled) }
+                    if case .failure(let error) = result {
+                        state.resolutionFailure = error
+                    } else {
+                        state.resolutionFailure = nil
+                    }
+                    guard changed, state.phase != .cancelled else {
+                        return (nil, state.lastSnapshot, state.phase == .cancelled)
+                    }
                     let previous = state.destinationRoutes
                     state.destinationAddresses = addresses
                     state.destinationRoutes = routes
@@ -437,7 +460,8 @@ public final class PathMonitor: Sendable {
             // The network may have changed again while the resolver ran.
             let again = self.state.withLock { state -> SystemSnapshot? in
                 guard state.phase != .cancelled, !state.isResolving, let latest = state.lastSnapshot,
-                      ResolutionContext(latest) != state.resolvedOn else { return nil }
+                    ResolutionContext(latest) != state.resolvedOn
+                else { return nil }
                 state.isResolving = true
                 return latest
             }
@@ -455,9 +479,10 @@ public final class PathMonitor: Sendable {
     /// print(database.currentPath)   // satisfied via wg0(other) ... when a split tunnel carries it
     /// ```
     public func monitoring(_ destination: PathDestination) -> PathMonitor {
-        let monitor = PathMonitor(requirements: requirements, classification: classification, source: source,
-                                  isShared: false, destination: destination, resolutionTimeout: resolutionTimeout,
-                                  resolve: resolve)
+        let monitor = PathMonitor(
+            requirements: requirements, classification: classification, source: source,
+            isShared: false, destination: destination, resolutionTimeout: resolutionTimeout,
+            resolve: resolve)
         monitor.start(queue: DispatchQueue(label: "NetReach.PathMonitor.destination"))
         return monitor
     }
@@ -482,8 +507,9 @@ public final class PathMonitor: Sendable {
         }
         handler?(path)
         if posts {
-            NotificationCenter.default.post(name: Self.pathDidChangeNotification, object: self,
-                                            userInfo: [Self.pathUserInfoKey: path])
+            NotificationCenter.default.post(
+                name: Self.pathDidChangeNotification, object: self,
+                userInfo: [Self.pathUserInfoKey: path])
         }
     }
 }

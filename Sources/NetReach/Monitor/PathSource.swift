@@ -12,7 +12,9 @@ import NetReachSystem
 /// - stop calling it soon after the subscription is cancelled (a call already under way may finish).
 public protocol PathSource: AnyObject, Sendable {
     /// Starts delivering snapshots to `receiver`, beginning with the current one.
-    func subscribe(_ receiver: @escaping @Sendable (SystemSnapshot) -> Void) throws(PathMonitorError) -> PathSubscription
+    func subscribe(
+        _ receiver: @escaping @Sendable (SystemSnapshot) -> Void
+    ) throws(PathMonitorError) -> PathSubscription
 
     /// Asks the source to include its routes to `destinations` in its snapshots
     /// (``SystemSnapshot/destinationLookups``) until the subscription is cancelled; per-destination

@@ -71,8 +71,10 @@ public final class SystemPathSource: PathSource {
         ) {
             self.namespace = namespace
             self.resolvConfPath = resolvConfPath ?? namespace?.resolvConfPath ?? "/etc/resolv.conf"
-            resolvConfCandidates = resolvConfPath.map { [$0] } ?? namespace?.resolvConfCandidates ?? ["/etc/resolv.conf"]
-            resolvedUpstreamPath = followsResolvedStub
+            resolvConfCandidates =
+                resolvConfPath.map { [$0] } ?? namespace?.resolvConfCandidates ?? ["/etc/resolv.conf"]
+            resolvedUpstreamPath =
+                followsResolvedStub
                 ? namespace?.resolvedUpstreamPath ?? "/run/systemd/resolve/resolv.conf" : nil
             self.sysfsPath = sysfsPath
             self.receiveBufferSize = receiveBufferSize
@@ -123,7 +125,9 @@ public final class SystemPathSource: PathSource {
         self.configuration = configuration
     }
 
-    public func subscribe(_ receiver: @escaping @Sendable (SystemSnapshot) -> Void) throws(PathMonitorError) -> PathSubscription {
+    public func subscribe(
+        _ receiver: @escaping @Sendable (SystemSnapshot) -> Void
+    ) throws(PathMonitorError) -> PathSubscription {
         #if os(Linux)
         let engine = state.withLock { state -> NetlinkEngine in
             if let engine = state.engine {

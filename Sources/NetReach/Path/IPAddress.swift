@@ -89,7 +89,8 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let address = IPAddress(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an IP address: \(text)"))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not an IP address: \(text)"))
         }
         self = address
     }

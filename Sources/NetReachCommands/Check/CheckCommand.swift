@@ -41,13 +41,18 @@ struct CheckCommand: NetreachSubcommand {
 
     @OptionGroup var probing: ProbeOptions
 
-    @Flag(help: "Print one JSON object: the path (as status --json prints it) with a \"connectivity\" key, the level overall and per family with every probe's evidence; schema: Docs/netreach-json.schema.json.")
+    @Flag(
+        help:
+            "Print one JSON object: the path (as status --json prints it) with a \"connectivity\" key, the level overall and per family with every probe's evidence; schema: Docs/netreach-json.schema.json."
+    )
     var json = false
 
     // An array only so that a repeated --namespace can be refused.
-    @Option(name: .customLong("namespace"),
-            help: ArgumentHelp("Probe from inside another network namespace: an `ip netns` name or a namespace file such as /proc/PID/ns/net (needs root).",
-                               valueName: "name|path"))
+    @Option(
+        name: .customLong("namespace"),
+        help: ArgumentHelp(
+            "Probe from inside another network namespace: an `ip netns` name or a namespace file such as /proc/PID/ns/net (needs root).",
+            valueName: "name|path"))
     var namespaces: [String] = []
 
     func validate() throws {
@@ -69,7 +74,8 @@ struct CheckCommand: NetreachSubcommand {
         let paths = PathMonitor()
         paths.start(queue: DispatchQueue(label: "netreach.check.paths"))
         defer { paths.cancel() }
-        let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: capabilities.makeProber())
+        let monitor = ConnectivityMonitor(
+            configuration: configuration, pathMonitor: paths, prober: capabilities.makeProber())
         monitor.start(queue: DispatchQueue(label: "netreach.check"))
         defer { monitor.cancel() }
 
@@ -79,7 +85,7 @@ struct CheckCommand: NetreachSubcommand {
         let limit = configuration.probeTimeout * 2 + .seconds(5)
         let watchdog = Task {
             try await Task.sleep(for: limit)
-            monitor.cancel()   // ends `updates`
+            monitor.cancel() // ends `updates`
         }
         defer { watchdog.cancel() }
         for await connectivity in updates where ProbeOptions.isFinal(connectivity, configuration) {
@@ -88,7 +94,8 @@ struct CheckCommand: NetreachSubcommand {
         // The levels settle with the round; the evidence of that round is in `current`.
         let verdict = monitor.current
         do throws(StandardStream.WriteError) {
-            try StandardStream.output.writeLine(json ? PathFormatting.json(verdict, at: Date()) : ConnectivityReport.text(verdict))
+            try StandardStream.output.writeLine(
+                json ? PathFormatting.json(verdict, at: Date()) : ConnectivityReport.text(verdict))
         } catch {
             throw CLIExitCode.outputFailed(error)
         }

@@ -13,7 +13,9 @@ package enum ConditionArguments {
 
     /// Parses `127.0.0.1:8080`, `[::1]:8080`, `localhost:80`; with `allowsName`, also `api=127.0.0.1:8080`.
     /// `allowsZeroPort` accepts port 0 (a free port, for listening).
-    package static func address(_ text: String, option: String, allowsName: Bool, allowsZeroPort: Bool) throws(ValidationError) -> Address {
+    package static func address(
+        _ text: String, option: String, allowsName: Bool, allowsZeroPort: Bool
+    ) throws(ValidationError) -> Address {
         var rest = Substring(text)
         var name: String?
         if allowsName, let equals = rest.firstIndex(of: "=") {
@@ -33,13 +35,16 @@ package enum ConditionArguments {
             portText = rest[rest.index(close, offsetBy: 2)...]
         } else {
             guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].contains(":") else {
-                throw ValidationError("\(option) \(text): expected HOST:PORT, such as 127.0.0.1:8080 (IPv6 in brackets: [::1]:8080).")
+                throw ValidationError(
+                    "\(option) \(text): expected HOST:PORT, such as 127.0.0.1:8080 (IPv6 in brackets: [::1]:8080).")
             }
             host = rest[..<colon]
             portText = rest[rest.index(after: colon)...]
         }
         let lowest = allowsZeroPort ? 0 : 1
-        guard !host.isEmpty, portText.allSatisfy(\.isDigitASCII), let port = Int(portText), (lowest...65535).contains(port) else {
+        guard !host.isEmpty, portText.allSatisfy(\.isDigitASCII), let port = Int(portText),
+            (lowest...65535).contains(port)
+        else {
             throw ValidationError("\(option) \(text): expected HOST:PORT with a port from \(lowest) to 65535.")
         }
         return Address(name: name, host: String(host), port: port)
@@ -50,11 +55,12 @@ package enum ConditionArguments {
     /// and `mbps` is megabits, `MBps` megabytes.
     /// Returns bytes per second.
     package static func bandwidth(_ text: String, option: String) throws(ValidationError) -> Int {
-        let expected = "\(option) \(text): expected a bandwidth such as 780kbit, 40mbit, 1gbit, 500kB or 2MB (per second)"
+        let expected =
+            "\(option) \(text): expected a bandwidth such as 780kbit, 40mbit, 1gbit, 500kB or 2MB (per second)"
         var body = Substring(text)
         if body.hasSuffix("/s") { body = body.dropLast(2) }
-        if body.hasSuffix("bps") { body = body.dropLast(3) + "bit" }   // 10mbps: bits
-        if body.hasSuffix("Bps") { body = body.dropLast(2) }           // 10MBps: bytes
+        if body.hasSuffix("bps") { body = body.dropLast(3) + "bit" } // 10mbps: bits
+        if body.hasSuffix("Bps") { body = body.dropLast(2) } // 10MBps: bytes
         let number = body.prefix { $0.isDigitASCII || $0 == "." }
         let unit = body.dropFirst(number.count)
         let units: [String: Double] = [
@@ -64,12 +70,15 @@ package enum ConditionArguments {
         // B is bytes, b is bits: "500kb" is ambiguous, so only the spelt-out forms take a b.
         let key = unit.hasSuffix("B") ? unit.lowercased() : (unit.hasSuffix("bit") ? unit.lowercased() : "")
         guard !number.isEmpty, number.filter({ $0 == "." }).count <= 1, let value = Double(number),
-              let scale = units[key] else {
+            let scale = units[key]
+        else {
             throw ValidationError(expected + ".")
         }
         let bytes: Double = (value * scale).rounded(.toNearestOrAwayFromZero)
         guard bytes >= 1, bytes < 1e15 else {
-            throw ValidationError("\(option) \(text): a bandwidth is at least 8 bit/s (use --loss 100% or --profile 100-loss for a link that carries nothing).")
+            throw ValidationError(
+                "\(option) \(text): a bandwidth is at least 8 bit/s (use --loss 100% or --profile 100-loss for a link that carries nothing)."
+            )
         }
         return Int(bytes)
     }
@@ -107,12 +116,14 @@ package enum ConditionArguments {
     /// (default its type).
     package static func fault(_ text: String) throws(ValidationError) -> NamedFault {
         let option = "--fault"
-        let (type, rest) = text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? (text, "")
+        let (type, rest) =
+            text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? (text, "")
         var values: [String: String] = [:]
         for pair in rest.split(separator: ",", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw ValidationError("\(option) \(text): expected KEY=VALUE after the type, such as limit_data:bytes=1000.")
+                throw ValidationError(
+                    "\(option) \(text): expected KEY=VALUE after the type, such as limit_data:bytes=1000.")
             }
             guard values.updateValue(parts[1], forKey: parts[0]) == nil else {
                 throw ValidationError("\(option) \(text): \(parts[0]) is given twice.")
@@ -123,13 +134,18 @@ package enum ConditionArguments {
             "slicer": ["size", "variation", "delay"],
         ]
         guard let keys = allowed[type] else {
-            throw ValidationError("\(option) \(text): unknown fault \(type) (reset_peer, timeout, slow_close, limit_data, slicer).")
+            throw ValidationError(
+                "\(option) \(text): unknown fault \(type) (reset_peer, timeout, slow_close, limit_data, slicer).")
         }
-        if let unknown = values.keys.sorted().first(where: { !keys.contains($0) && $0 != "direction" && $0 != "name" }) {
-            throw ValidationError("\(option) \(text): \(type) takes \(keys.sorted().joined(separator: ", ")), direction and name, not \(unknown).")
+        if let unknown = values.keys.sorted().first(where: { !keys.contains($0) && $0 != "direction" && $0 != "name" })
+        {
+            throw ValidationError(
+                "\(option) \(text): \(type) takes \(keys.sorted().joined(separator: ", ")), direction and name, not \(unknown)."
+            )
         }
         func time(_ key: String) throws(ValidationError) -> Duration? {
-            try values[key].map { text throws(ValidationError) in try duration(text, option: "\(option) \(type) \(key)") }
+            try values[key].map { text throws(ValidationError) in try duration(text, option: "\(option) \(type) \(key)")
+            }
         }
         func count(_ key: String) throws(ValidationError) -> Int? {
             guard let value = values[key] else { return nil }
@@ -144,18 +160,24 @@ package enum ConditionArguments {
         case "timeout": fault = .timeout(after: try time("after"))
         case "slow_close": fault = .slowClose(delay: try time("delay") ?? .zero)
         case "limit_data":
-            guard let bytes = try count("bytes") else { throw ValidationError("\(option) \(text): limit_data needs bytes=N.") }
+            guard let bytes = try count("bytes") else {
+                throw ValidationError("\(option) \(text): limit_data needs bytes=N.")
+            }
             fault = .limitData(bytes: bytes)
         default:
-            guard let size = try count("size") else { throw ValidationError("\(option) \(text): slicer needs size=N (and may take variation=N, delay=D).") }
-            fault = .slicer(averageSize: size, sizeVariation: try count("variation") ?? 0, delay: try time("delay") ?? .zero)
+            guard let size = try count("size") else {
+                throw ValidationError("\(option) \(text): slicer needs size=N (and may take variation=N, delay=D).")
+            }
+            fault = .slicer(
+                averageSize: size, sizeVariation: try count("variation") ?? 0, delay: try time("delay") ?? .zero)
         }
         let directions: Set<LinkDirection>
         switch values["direction"] ?? "both" {
         case "both": directions = Set(LinkDirection.allCases)
         case "upstream": directions = [.upstream]
         case "downstream": directions = [.downstream]
-        case let other: throw ValidationError("\(option) \(text): direction is upstream, downstream or both, not \(other).")
+        case let other:
+            throw ValidationError("\(option) \(text): direction is upstream, downstream or both, not \(other).")
         }
         let name = values["name"] ?? type
         guard ControlRoutes.isName(name) else {

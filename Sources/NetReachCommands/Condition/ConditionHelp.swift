@@ -80,13 +80,16 @@ enum ConditionHelp {
         var rows = [["profile", "down", "delay", "up", "delay", "loss"]]
         for profile in LinkProfile.allCases {
             let c = profile.conditions
-            rows.append([profile.name, LinkProfile.rate(c.downstream.bandwidth), LinkProfile.milliseconds(c.downstream.delay),
-                         LinkProfile.rate(c.upstream.bandwidth), LinkProfile.milliseconds(c.upstream.delay),
-                         LinkProfile.percent(c.downstream.loss)])
+            rows.append([
+                profile.name, LinkProfile.rate(c.downstream.bandwidth), LinkProfile.milliseconds(c.downstream.delay),
+                LinkProfile.rate(c.upstream.bandwidth), LinkProfile.milliseconds(c.upstream.delay),
+                LinkProfile.percent(c.downstream.loss),
+            ])
         }
         let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
-            "  " + zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+            "  "
+                + zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
                 .trimmingCharacters(in: .whitespaces)
         }.joined(separator: "\n")
     }

@@ -34,13 +34,18 @@ struct ConditionOutput {
         var connections: Int
     }
 
-    func ready(listeners: [ConditionedListener], control: ConditionerControl, profile: LinkProfile?,
-               conditions: LinkConditions, faults: [NamedFault]) throws(StandardStream.WriteError) {
+    func ready(
+        listeners: [ConditionedListener], control: ConditionerControl, profile: LinkProfile?,
+        conditions: LinkConditions, faults: [NamedFault]
+    ) throws(StandardStream.WriteError) {
         let controlAddress = ConditionedProxy.address(control.host, control.port)
         if json {
-            let lines = listeners.map { ListenerLine(name: $0.name, listen: ConditionedProxy.address($0.proxy.host, $0.proxy.port),
-                                                     upstream: ConditionedProxy.address($0.proxy.upstreamHost, $0.proxy.upstreamPort),
-                                                     profile: profile?.name, conditions: conditions, faults: faults) }
+            let lines = listeners.map {
+                ListenerLine(
+                    name: $0.name, listen: ConditionedProxy.address($0.proxy.host, $0.proxy.port),
+                    upstream: ConditionedProxy.address($0.proxy.upstreamHost, $0.proxy.upstreamPort),
+                    profile: profile?.name, conditions: conditions, faults: faults)
+            }
             try write(Ready(control: controlAddress, listeners: lines))
             return
         }
@@ -48,8 +53,9 @@ struct ConditionOutput {
         let described = (profile.map { "profile \($0.name): " } ?? "") + Self.describe(conditions)
         for listener in listeners {
             let proxy = listener.proxy
-            lines.append("listener \(listener.name): \(ConditionedProxy.address(proxy.host, proxy.port)) -> "
-                + "\(ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort)), \(described)")
+            lines.append(
+                "listener \(listener.name): \(ConditionedProxy.address(proxy.host, proxy.port)) -> "
+                    + "\(ConditionedProxy.address(proxy.upstreamHost, proxy.upstreamPort)), \(described)")
         }
         for fault in faults { lines.append("fault \(fault.name): \(Self.describe(fault))") }
         try StandardStream.output.writeLine(lines.joined(separator: "\n"))
@@ -58,16 +64,21 @@ struct ConditionOutput {
     func connection(listener: String, _ statistics: ConnectionStatistics) throws(StandardStream.WriteError) {
         let refused = statistics.upstream.upstreamRefused
         if refused {
-            StandardStream.complain("listener \(listener), connection \(statistics.id): the upstream could not be connected to; the client's connection was closed")
+            StandardStream.complain(
+                "listener \(listener), connection \(statistics.id): the upstream could not be connected to; the client's connection was closed"
+            )
         }
         if json {
-            try write(Connection(listener: listener, id: statistics.id, upstream: statistics.upstream,
-                                 downstream: statistics.downstream, isOpen: statistics.isOpen))
+            try write(
+                Connection(
+                    listener: listener, id: statistics.id, upstream: statistics.upstream,
+                    downstream: statistics.downstream, isOpen: statistics.isOpen))
             return
         }
         if refused { return }
-        try StandardStream.output.writeLine("listener \(listener), connection \(statistics.id): up \(Self.describe(statistics.upstream)); "
-            + "down \(Self.describe(statistics.downstream))")
+        try StandardStream.output.writeLine(
+            "listener \(listener), connection \(statistics.id): up \(Self.describe(statistics.upstream)); "
+                + "down \(Self.describe(statistics.downstream))")
     }
 
     func stopped(connections: Int) throws(StandardStream.WriteError) {
@@ -88,7 +99,9 @@ struct ConditionOutput {
             return "no conditions"
         }
         var parts = ["down \(describe(conditions.downstream))", "up \(describe(conditions.upstream))"]
-        if conditions.connectDelay > .zero { parts.append("\(milliseconds(conditions.connectDelay)) before each connection") }
+        if conditions.connectDelay > .zero {
+            parts.append("\(milliseconds(conditions.connectDelay)) before each connection")
+        }
         return parts.joined(separator: ", ")
     }
 
@@ -96,7 +109,9 @@ struct ConditionOutput {
         if direction.loss >= 1 { return "nothing (100% loss)" }
         var parts = [direction.bandwidth.map(rate) ?? "unlimited"]
         if direction.delay > .zero || direction.jitter > .zero {
-            parts.append("+\(milliseconds(direction.delay))" + (direction.jitter > .zero ? " ±\(milliseconds(direction.jitter))" : ""))
+            parts.append(
+                "+\(milliseconds(direction.delay))"
+                    + (direction.jitter > .zero ? " ±\(milliseconds(direction.jitter))" : ""))
         }
         if direction.loss > 0 { parts.append("\(Self.number(direction.loss * 100))% loss") }
         return parts.joined(separator: " ")
@@ -104,21 +119,26 @@ struct ConditionOutput {
 
     static func describe(_ fault: NamedFault) -> String {
         let directions = fault.directions.count == 1 ? fault.directions.first!.rawValue : "both directions"
-        let what = switch fault.fault {
-        case .resetPeer(let after): "reset_peer after \(milliseconds(after))"
-        case .timeout(let after): "timeout, " + (after.map { "closed after \(milliseconds($0))" } ?? "held for ever")
-        case .slowClose(let delay): "slow_close by \(milliseconds(delay))"
-        case .limitData(let bytes): "limit_data at \(bytes) bytes"
-        case .slicer(let size, let variation, let delay): "slicer \(size)±\(variation) B every \(milliseconds(delay))"
-        }
+        let what =
+            switch fault.fault {
+            case .resetPeer(let after): "reset_peer after \(milliseconds(after))"
+            case .timeout(let after):
+                "timeout, " + (after.map { "closed after \(milliseconds($0))" } ?? "held for ever")
+            case .slowClose(let delay): "slow_close by \(milliseconds(delay))"
+            case .limitData(let bytes): "limit_data at \(bytes) bytes"
+            case .slicer(let size, let variation, let delay):
+                "slicer \(size)±\(variation) B every \(milliseconds(delay))"
+            }
         return "\(what), \(directions)"
     }
 
     static func describe(_ direction: DirectionStatistics) -> String {
-        var text = "\(direction.bytesRead) B read, \(direction.bytesDelivered) B delivered in \(direction.chunksDelivered) chunk"
+        var text =
+            "\(direction.bytesRead) B read, \(direction.bytesDelivered) B delivered in \(direction.chunksDelivered) chunk"
             + (direction.chunksDelivered == 1 ? "" : "s")
         if direction.chunksDelivered > 0 && direction.totalDelayMilliseconds > 0 {
-            text += ", delay mean \(number(direction.totalDelayMilliseconds / Double(direction.chunksDelivered))) ms, "
+            text +=
+                ", delay mean \(number(direction.totalDelayMilliseconds / Double(direction.chunksDelivered))) ms, "
                 + "max \(number(direction.maximumDelayMilliseconds)) ms"
         }
         return text

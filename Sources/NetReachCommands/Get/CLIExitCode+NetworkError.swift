@@ -14,7 +14,7 @@ extension CLIExitCode {
         case .redirectRefused: redirectRefused
         case .cannotWrite: cannotWrite
         case .cannotRead: cannotRead
-        case .invalidURL: ExitCode(64)   // validate() rejects these first; kept for completeness
+        case .invalidURL: ExitCode(64) // validate() rejects these first; kept for completeness
         case .cancelled: interrupted
         case .transport(let failure, _): exitCode(for: failure)
         }
@@ -33,7 +33,8 @@ extension CLIExitCode {
         case .decodedBodyTooLarge: bodyTooLarge
         case .invalidRequest: ExitCode(64)
         case .cancelled: interrupted
-        case .tlsFailure: failure.tlsFailureReason?.isCertificateRejection == true ? certificateRefused : tlsHandshakeFailed
+        case .tlsFailure:
+            failure.tlsFailureReason?.isCertificateRejection == true ? certificateRefused : tlsHandshakeFailed
         }
     }
 }

@@ -20,46 +20,71 @@ import NetReachHTTP
 /// }
 /// ```
 struct ConnectionOptions: ParsableArguments {
-    @Option(name: .customLong("cacert"),
-            help: ArgumentHelp("Trust the CA certificates in this PEM file instead of the system's (like curl --cacert). Without it, SSL_CERT_FILE and SSL_CERT_DIR are honoured.", valueName: "file"))
+    @Option(
+        name: .customLong("cacert"),
+        help: ArgumentHelp(
+            "Trust the CA certificates in this PEM file instead of the system's (like curl --cacert). Without it, SSL_CERT_FILE and SSL_CERT_DIR are honoured.",
+            valueName: "file"))
     var caCertificateFile: String?
 
-    @Option(name: .customLong("capath"),
-            help: ArgumentHelp("Trust the CA certificates in this directory, named by subject hash as 'openssl rehash' leaves them (like curl --capath).", valueName: "dir"))
+    @Option(
+        name: .customLong("capath"),
+        help: ArgumentHelp(
+            "Trust the CA certificates in this directory, named by subject hash as 'openssl rehash' leaves them (like curl --capath).",
+            valueName: "dir"))
     var caCertificateDirectory: String?
 
-    @Option(name: .customLong("cert"),
-            help: ArgumentHelp("Present this client certificate (PEM; the chain after it) when the server asks for one. The key is read from --key, or from this file.", valueName: "file"))
+    @Option(
+        name: .customLong("cert"),
+        help: ArgumentHelp(
+            "Present this client certificate (PEM; the chain after it) when the server asks for one. The key is read from --key, or from this file.",
+            valueName: "file"))
     var clientCertificate: String?
 
-    @Option(name: .customLong("key"),
-            help: ArgumentHelp("The private key (unencrypted PEM) of the --cert client certificate.", valueName: "file"))
+    @Option(
+        name: .customLong("key"),
+        help: ArgumentHelp("The private key (unencrypted PEM) of the --cert client certificate.", valueName: "file"))
     var clientKey: String?
 
-    @Flag(name: [.customShort("k"), .customLong("insecure")],
-          help: "Accept any server certificate, for any host name. The traffic is encrypted but anyone on the way can read and change it; a warning is printed.")
+    @Flag(
+        name: [.customShort("k"), .customLong("insecure")],
+        help:
+            "Accept any server certificate, for any host name. The traffic is encrypted but anyone on the way can read and change it; a warning is printed."
+    )
     var insecure = false
 
-    @Option(name: .customLong("proxy"),
-            help: ArgumentHelp("Send requests through this http proxy, http://[user:password@]host[:port] (port 1080 if none). '' sends directly, whatever the environment says. Default: http_proxy / https_proxy / all_proxy, as curl reads them (HTTP_PROXY in upper case is ignored).", valueName: "url"))
+    @Option(
+        name: .customLong("proxy"),
+        help: ArgumentHelp(
+            "Send requests through this http proxy, http://[user:password@]host[:port] (port 1080 if none). '' sends directly, whatever the environment says. Default: http_proxy / https_proxy / all_proxy, as curl reads them (HTTP_PROXY in upper case is ignored).",
+            valueName: "url"))
     var proxy: String?
 
-    @Option(name: .customLong("noproxy"),
-            help: ArgumentHelp("Hosts to reach directly, comma-separated: names (their subdomains too), IP addresses, CIDR blocks, or '*' for all. Default: no_proxy / NO_PROXY.", valueName: "list"))
+    @Option(
+        name: .customLong("noproxy"),
+        help: ArgumentHelp(
+            "Hosts to reach directly, comma-separated: names (their subdomains too), IP addresses, CIDR blocks, or '*' for all. Default: no_proxy / NO_PROXY.",
+            valueName: "list"))
     var noProxy: String?
 
-    @Option(name: .customLong("connect-timeout"), parsing: .unconditional,
-            help: ArgumentHelp("The longest making a connection (and the TLS handshake) may take: 5s, 500ms, 1m, or seconds. Default: limited only by the request timeout.", valueName: "duration"),
-            transform: { try WaitDuration(parsing: $0) })
+    @Option(
+        name: .customLong("connect-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The longest making a connection (and the TLS handshake) may take: 5s, 500ms, 1m, or seconds. Default: limited only by the request timeout.",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
     var connectTimeout: WaitDuration?
 
-    @Flag(name: .customLong("compressed"),
-          help: "Accepted for curl's sake: responses are always asked for and decoded with gzip or deflate.")
+    @Flag(
+        name: .customLong("compressed"),
+        help: "Accepted for curl's sake: responses are always asked for and decoded with gzip or deflate.")
     var compressed = false
 
     func validate() throws {
-        for (option, path, directory) in [("--cacert", caCertificateFile, false), ("--capath", caCertificateDirectory, true),
-                                          ("--cert", clientCertificate, false), ("--key", clientKey, false)] {
+        for (option, path, directory) in [
+            ("--cacert", caCertificateFile, false), ("--capath", caCertificateDirectory, true),
+            ("--cert", clientCertificate, false), ("--key", clientKey, false),
+        ] {
             guard let path else { continue }
             try Self.check(path, option: option, directory: directory)
         }
@@ -68,7 +93,8 @@ struct ConnectionOptions: ParsableArguments {
         }
         if let proxy, !proxy.isEmpty {
             guard let url = URL(string: proxy.contains("://") ? proxy : "http://" + proxy),
-                  url.host?.isEmpty == false, url.scheme?.lowercased() == "http" else {
+                url.host?.isEmpty == false, url.scheme?.lowercased() == "http"
+            else {
                 throw ValidationError("--proxy '\(proxy)' is not an http proxy URL such as http://proxy.example:3128.")
             }
         }
@@ -81,7 +107,9 @@ struct ConnectionOptions: ParsableArguments {
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) -> TransportSettings {
         var tls = TLSSettings()
         tls.trustRoots = TLSSettings.TrustRoots(file: caCertificateFile, directory: caCertificateDirectory)
-        tls.clientIdentity = clientCertificate.map { TLSSettings.ClientIdentity(certificateChainFile: $0, privateKeyFile: clientKey) }
+        tls.clientIdentity = clientCertificate.map {
+            TLSSettings.ClientIdentity(certificateChainFile: $0, privateKeyFile: clientKey)
+        }
         tls.verifiesCertificates = !insecure
 
         var proxySettings = ProxySettings.environment(environment)
@@ -102,9 +130,13 @@ struct ConnectionOptions: ParsableArguments {
     ///
     /// - Throws: `ValidationError` (exit status 64) naming the option when the file it names cannot
     ///   be used, or the setting cannot be honoured.
-    func makeTransport(_ make: (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport) throws -> any HTTPTransport {
+    func makeTransport(
+        _ make: (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport
+    ) throws -> any HTTPTransport {
         if insecure {
-            StandardStream.complain("warning: --insecure: the server's certificate is not checked; anyone on the way can read and change this exchange")
+            StandardStream.complain(
+                "warning: --insecure: the server's certificate is not checked; anyone on the way can read and change this exchange"
+            )
         }
         do throws(TransportSettingsError) {
             return try make(settings())

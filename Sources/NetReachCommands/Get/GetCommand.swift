@@ -55,24 +55,30 @@ struct GetCommand: NetreachSubcommand {
     @Argument(help: ArgumentHelp("The http or https URL.", valueName: "url"))
     var url: String
 
-    @Option(name: [.customShort("X"), .customLong("request")],
-            help: ArgumentHelp("The method. (default: GET, or POST with --data)", valueName: "method"))
+    @Option(
+        name: [.customShort("X"), .customLong("request")],
+        help: ArgumentHelp("The method. (default: GET, or POST with --data)", valueName: "method"))
     var method: String?
 
-    @Flag(name: [.customShort("I"), .customLong("head")],
-          help: "Send HEAD and print the status line and header fields on standard output (as curl -I).")
+    @Flag(
+        name: [.customShort("I"), .customLong("head")],
+        help: "Send HEAD and print the status line and header fields on standard output (as curl -I).")
     var head = false
 
-    @Option(name: [.customShort("H"), .customLong("header")],
-            help: ArgumentHelp("A header field, 'Name: value'; repeat for more.", valueName: "header"))
+    @Option(
+        name: [.customShort("H"), .customLong("header")],
+        help: ArgumentHelp("A header field, 'Name: value'; repeat for more.", valueName: "header"))
     var headers: [String] = []
 
-    @Option(name: [.customShort("d"), .customLong("data")],
-            help: ArgumentHelp("The body: text, @FILE for a file's bytes, or @- for standard input.", valueName: "data"))
+    @Option(
+        name: [.customShort("d"), .customLong("data")],
+        help: ArgumentHelp("The body: text, @FILE for a file's bytes, or @- for standard input.", valueName: "data"))
     var data: String?
 
-    @Option(name: [.customShort("u"), .customLong("user")],
-            help: ArgumentHelp("Basic authentication, 'user:password' (as in the URL's user:password@).", valueName: "user:password"))
+    @Option(
+        name: [.customShort("u"), .customLong("user")],
+        help: ArgumentHelp(
+            "Basic authentication, 'user:password' (as in the URL's user:password@).", valueName: "user:password"))
     var user: String?
 
     @Flag(help: "Wait for a usable network path (within --max-time) instead of failing when there is none.")
@@ -106,7 +112,8 @@ struct GetCommand: NetreachSubcommand {
     @Flag(help: "Retry a refused connection too (as curl's --retry-connrefused).")
     var retryConnrefused = false
 
-    @Option(help: ArgumentHelp("Follow at most this many redirects (0 to 50; never from https to http).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp("Follow at most this many redirects (0 to 50; never from https to http).", valueName: "n"))
     var maxRedirs = 10
 
     @Flag(help: "Do not follow redirects: a 3xx is the answer (exit 22).")
@@ -115,19 +122,27 @@ struct GetCommand: NetreachSubcommand {
     @Flag(help: "Send a new Idempotency-Key (the same on every attempt), which makes a POST or PATCH safe to retry.")
     var idempotencyKey = false
 
-    @Option(name: [.short, .long], help: ArgumentHelp(
-        "Write the body to this file instead of standard output: to FILE.part first, renamed over FILE when whole (a device or pipe is written in place).",
-        valueName: "file"))
+    @Option(
+        name: [.short, .long],
+        help: ArgumentHelp(
+            "Write the body to this file instead of standard output: to FILE.part first, renamed over FILE when whole (a device or pipe is written in place).",
+            valueName: "file"))
     var output: String?
 
-    @Flag(name: [.customShort("C"), .customLong("continue")],
-          help: "Continue a partial --output file (FILE.part, or FILE) from where it stopped, with a range request.")
+    @Flag(
+        name: [.customShort("C"), .customLong("continue")],
+        help: "Continue a partial --output file (FILE.part, or FILE) from where it stopped, with a range request.")
     var continueDownload = false
 
-    @Flag(help: "Write the body of an unsuccessful status to --output too; by default an error leaves the file as it was.")
+    @Flag(
+        help: "Write the body of an unsuccessful status to --output too; by default an error leaves the file as it was."
+    )
     var writeErrorBody = false
 
-    @Flag(help: "Print JSON lines on standard output: waiting events, then the response (or the error); the response line carries the body, up to 64 MiB, unless --output.")
+    @Flag(
+        help:
+            "Print JSON lines on standard output: waiting events, then the response (or the error); the response line carries the body, up to 64 MiB, unless --output."
+    )
     var json = false
 
     @Flag(name: [.short, .long], help: "No summary, spinner or progress bar; errors still go to standard error.")
@@ -143,14 +158,18 @@ struct GetCommand: NetreachSubcommand {
 
     func validate() throws {
         if let transport {
-            throw ValidationError("--transport \(transport): netreach get has one HTTP client, AsyncHTTPClient; --transport is no longer an option (the URLSession transport is the NetReachURLSession library's).")
+            throw ValidationError(
+                "--transport \(transport): netreach get has one HTTP client, AsyncHTTPClient; --transport is no longer an option (the URLSession transport is the NetReachURLSession library's)."
+            )
         }
         _ = try target
         _ = try httpMethod
         _ = try headerFields
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
         guard (0...50).contains(maxRedirs) else { throw ValidationError("--max-redirs must be between 0 and 50.") }
-        if maxTime != nil && timeout != nil { throw ValidationError("--timeout is the same as --max-time: give one of them.") }
+        if maxTime != nil && timeout != nil {
+            throw ValidationError("--timeout is the same as --max-time: give one of them.")
+        }
         if totalLimit?.isZero == true { throw ValidationError("--max-time must be more than 0.") }
         guard !stallTimeout.isZero else { throw ValidationError("--stall-timeout must be more than 0.") }
         if output?.isEmpty == true { throw ValidationError("--output needs a file name.") }
@@ -159,7 +178,10 @@ struct GetCommand: NetreachSubcommand {
             throw ValidationError("--continue asks for a range of its own: give it or a Range header, not both.")
         }
         if writeErrorBody && output == nil { throw ValidationError("--write-error-body needs --output.") }
-        if head && output != nil { throw ValidationError("--head prints the header fields on standard output: redirect it rather than give --output.") }
+        if head && output != nil {
+            throw ValidationError(
+                "--head prints the header fields on standard output: redirect it rather than give --output.")
+        }
         if let user, !user.contains(":") { throw ValidationError("--user takes 'user:password'.") }
     }
 
@@ -169,8 +191,10 @@ struct GetCommand: NetreachSubcommand {
     private var target: URL {
         get throws(ValidationError) {
             guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
-                  scheme == "http" || scheme == "https", parsed.host?.isEmpty == false else {
-                throw ValidationError("'\(url)' is not an http or https URL with a host, such as https://example.com/path.")
+                scheme == "http" || scheme == "https", parsed.host?.isEmpty == false
+            else {
+                throw ValidationError(
+                    "'\(url)' is not an http or https URL with a host, such as https://example.com/path.")
             }
             return parsed
         }
@@ -180,7 +204,9 @@ struct GetCommand: NetreachSubcommand {
         get throws(ValidationError) {
             if head {
                 if data != nil { throw ValidationError("--head sends no body: give --head or --data, not both.") }
-                if let method, method.uppercased() != "HEAD" { throw ValidationError("--head is the method HEAD: it cannot be -X \(method).") }
+                if let method, method.uppercased() != "HEAD" {
+                    throw ValidationError("--head is the method HEAD: it cannot be -X \(method).")
+                }
                 return .head
             }
             guard let method else { return data == nil ? .get : .post }
@@ -196,7 +222,8 @@ struct GetCommand: NetreachSubcommand {
             var fields = HTTPFields()
             for line in headers {
                 guard let colon = line.firstIndex(of: ":"),
-                      let name = HTTPField.Name(String(line[..<colon]).trimmingCharacters(in: .whitespaces)) else {
+                    let name = HTTPField.Name(String(line[..<colon]).trimmingCharacters(in: .whitespaces))
+                else {
                     throw ValidationError("'\(line)' is not a header field; write it as 'Name: value'.")
                 }
                 let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
@@ -232,19 +259,24 @@ struct GetCommand: NetreachSubcommand {
         defer { monitor.cancel() }
 
         let report = GetReport(json: json, quiet: quiet, monitor: monitor)
-        let service = NetworkService(policy: policy, transport: client, monitor: monitor,
-                                     onWaiting: { report.waiting($0) })
+        let service = NetworkService(
+            policy: policy, transport: client, monitor: monitor,
+            onWaiting: { report.waiting($0) })
 
         let started = ContinuousClock.now
-        let sending = Task { [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
+        let sending = Task {
+            [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
             // JSON lines carry the body itself (bounded by the policy's buffered limit); otherwise
             // the body goes out as it arrives, to the file or to standard output.
             if json && output == nil {
-                let response = try await service.send(request) { received, expected in report.progress(received, expected) }
+                let response = try await service.send(request) { received, expected in
+                    report.progress(received, expected)
+                }
                 return (response, Int64(response.body.count))
             }
-            return try await Self.stream(request, through: service, to: output, resume: continueDownload,
-                                         writeErrorBody: writeErrorBody, report: report)
+            return try await Self.stream(
+                request, through: service, to: output, resume: continueDownload,
+                writeErrorBody: writeErrorBody, report: report)
         }
         let signalSources = TerminationSignals.install { sending.cancel() }
         defer { signalSources.forEach { $0.cancel() } }
@@ -255,7 +287,9 @@ struct GetCommand: NetreachSubcommand {
         switch result {
         case .success(let (response, count)):
             if head && !json {
-                do throws(StandardStream.WriteError) { try StandardStream.output.write(Data(Self.headerBlock(response).utf8)) } catch {
+                do throws(StandardStream.WriteError) {
+                    try StandardStream.output.write(Data(Self.headerBlock(response).utf8))
+                } catch {
                     throw CLIExitCode.outputFailed(error)
                 }
             }
@@ -288,15 +322,19 @@ struct GetCommand: NetreachSubcommand {
     ) async throws -> (Response, Int64) {
         if let output {
             do throws(NetworkError) {
-                let result = try await service.download(request, to: URL(fileURLWithPath: output), resume: resume) { received, expected in
+                let result = try await service.download(request, to: URL(fileURLWithPath: output), resume: resume) {
+                    received, expected in
                     report.progress(received, expected)
                 }
                 if !result.resumedAt.isEmpty || result.restarts > 0 { report.resumed(result) }
-                let response = Response(status: result.status, headerFields: result.headerFields, url: result.url,
-                                        attempts: result.attempts, waitedForConnectivity: result.waitedForConnectivity)
+                let response = Response(
+                    status: result.status, headerFields: result.headerFields, url: result.url,
+                    attempts: result.attempts, waitedForConnectivity: result.waitedForConnectivity)
                 return (response, result.bytes)
             } catch {
-                if case .unsuccessfulStatus(_, let body) = error.reason, writeErrorBody { saveErrorBody(body, to: output) }
+                if case .unsuccessfulStatus(_, let body) = error.reason, writeErrorBody {
+                    saveErrorBody(body, to: output)
+                }
                 throw error
             }
         }
@@ -314,8 +352,9 @@ struct GetCommand: NetreachSubcommand {
             // A body that was lost must never end in a "200 OK" summary and status 0.
             throw CLIExitCode.outputFailed(error)
         }
-        let response = Response(status: streaming.status, headerFields: streaming.headerFields, url: streaming.url,
-                                attempts: streaming.attempts, waitedForConnectivity: streaming.waitedForConnectivity)
+        let response = Response(
+            status: streaming.status, headerFields: streaming.headerFields, url: streaming.url,
+            attempts: streaming.attempts, waitedForConnectivity: streaming.waitedForConnectivity)
         return (response, written)
     }
 
@@ -323,7 +362,10 @@ struct GetCommand: NetreachSubcommand {
     /// status line, then each header field. The status line names no HTTP version, which the
     /// transport does not report: `HTTP 200 OK`.
     static func headerBlock(_ response: Response) -> String {
-        var lines = ["HTTP \(response.status.code)" + (response.status.reasonPhrase.isEmpty ? "" : " \(response.status.reasonPhrase)")]
+        var lines = [
+            "HTTP \(response.status.code)"
+                + (response.status.reasonPhrase.isEmpty ? "" : " \(response.status.reasonPhrase)")
+        ]
         for field in response.headerFields { lines.append("\(field.name.rawName): \(field.value)") }
         return lines.joined(separator: "\r\n") + "\r\n\r\n"
     }

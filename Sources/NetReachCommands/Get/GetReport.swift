@@ -41,8 +41,10 @@ final class GetReport: Sendable {
     /// A request started waiting for connectivity.
     func waiting(_ event: WaitingEvent) {
         if json {
-            emit(WaitingLine(method: event.method.rawValue, url: event.url.absoluteString,
-                             reason: event.reason.description, path: event.path))
+            emit(
+                WaitingLine(
+                    method: event.method.rawValue, url: event.url.absoluteString,
+                    reason: event.reason.description, path: event.path))
         } else if decorates {
             startSpinner(reason: event.reason)
         } else if !quiet {
@@ -100,7 +102,9 @@ final class GetReport: Sendable {
             parts.append("resumed at byte " + result.resumedAt.map(String.init).joined(separator: ", "))
         }
         if result.restarts > 0 {
-            parts.append("started over \(result.restarts == 1 ? "once" : "\(result.restarts) times") (the server sent the whole body again)")
+            parts.append(
+                "started over \(result.restarts == 1 ? "once" : "\(result.restarts) times") (the server sent the whole body again)"
+            )
         }
         StandardStream.complain(parts.joined(separator: "; "))
     }
@@ -129,7 +133,9 @@ final class GetReport: Sendable {
             // the spinner too.
             while !Task.isCancelled, monitor.currentPath.status != .satisfied {
                 let waited = Self.seconds(ContinuousClock.now - start)
-                self?.drawStatusLine("\(Self.spinnerFrames[frame % Self.spinnerFrames.count]) waiting for the network: \(reason) (\(waited))")
+                self?.drawStatusLine(
+                    "\(Self.spinnerFrames[frame % Self.spinnerFrames.count]) waiting for the network: \(reason) (\(waited))"
+                )
                 frame += 1
                 try? await Task.sleep(for: .milliseconds(100))
             }
@@ -152,7 +158,8 @@ final class GetReport: Sendable {
         let fraction = min(1, Double(received) / Double(expected))
         let filled = Int(fraction * Double(width))
         let arrow = filled < width ? ">" : ""
-        let bar = String(repeating: "=", count: max(0, filled - arrow.count)) + arrow
+        let bar =
+            String(repeating: "=", count: max(0, filled - arrow.count)) + arrow
             + String(repeating: " ", count: width - filled)
         return "[\(bar)] \(String(format: "%3d", Int(fraction * 100)))%  \(bytes(received)) / \(bytes(expected))"
     }

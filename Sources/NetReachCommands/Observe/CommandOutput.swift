@@ -1,4 +1,5 @@
 import ArgumentParser
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -43,7 +43,8 @@ struct MonitorOptions: ParsableArguments {
     /// A monitor of the chosen network (and destination), not started.
     func makeMonitor(requiredInterfaceType: InterfaceType? = nil) -> PathMonitor {
         if let destination {
-            return PathMonitor(destination: destination, requiredInterfaceType: requiredInterfaceType, namespace: networkNamespace)
+            return PathMonitor(
+                destination: destination, requiredInterfaceType: requiredInterfaceType, namespace: networkNamespace)
         }
         return PathMonitor(requiredInterfaceType: requiredInterfaceType, namespace: networkNamespace)
     }
@@ -62,7 +63,9 @@ struct MonitorOptions: ParsableArguments {
 
     /// Throws ``CLIExitCode/monitorUnavailable`` if `monitor` could not observe the system.
     static func checkStarted(_ monitor: PathMonitor) throws(ExitCode) {
-        if let unresolved = monitor.resolutionFailure { StandardStream.complain("cannot resolve the destination: \(unresolved)") }
+        if let unresolved = monitor.resolutionFailure {
+            StandardStream.complain("cannot resolve the destination: \(unresolved)")
+        }
         guard let failure = monitor.failure else { return }
         monitor.cancel()
         throw stoppedObserving(failure)

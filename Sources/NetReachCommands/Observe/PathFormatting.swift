@@ -77,8 +77,10 @@ package enum PathFormatting {
     /// ``json(_:at:)-(NetworkPath,_)`` for the verdict's path, with a `connectivity` key: the
     /// verdict and its evidence (`check --json`, `watch --internet --json`).
     package static func json(_ verdict: Connectivity, at date: Date) -> String {
-        encode(TimestampedPath(path: verdict.path, timestamp: timestamp(date),
-                               connectivity: ConnectivityReport.Report(verdict)))
+        encode(
+            TimestampedPath(
+                path: verdict.path, timestamp: timestamp(date),
+                connectivity: ConnectivityReport.Report(verdict)))
     }
 
     private static func encode(_ value: TimestampedPath) -> String {
@@ -113,9 +115,11 @@ package enum PathFormatting {
 
     /// The words for the path's true flags, in the order they are printed.
     static func flagWords(_ path: NetworkPath) -> [String] {
-        [("ipv4", path.supportsIPv4), ("ipv6", path.supportsIPv6), ("dns", path.supportsDNS),
-         ("expensive", path.isExpensive), ("constrained", path.isConstrained)]
-            .filter(\.1).map(\.0)
+        [
+            ("ipv4", path.supportsIPv4), ("ipv6", path.supportsIPv6), ("dns", path.supportsDNS),
+            ("expensive", path.isExpensive), ("constrained", path.isConstrained),
+        ]
+        .filter(\.1).map(\.0)
     }
 
     private static func yesNo(_ value: Bool) -> String { value ? "yes" : "no" }
@@ -139,8 +143,8 @@ private struct TimestampedPath: Encodable {
     }
 }
 
-private extension Int64 {
+extension Int64 {
     /// Floor division and a non-negative remainder, so dates before 1970 format correctly too.
-    func quotient(dividingBy divisor: Int64) -> Int64 { (self - remainder(dividingBy: divisor)) / divisor }
-    func remainder(dividingBy divisor: Int64) -> Int64 { ((self % divisor) + divisor) % divisor }
+    fileprivate func quotient(dividingBy divisor: Int64) -> Int64 { (self - remainder(dividingBy: divisor)) / divisor }
+    fileprivate func remainder(dividingBy divisor: Int64) -> Int64 { ((self % divisor) + divisor) % divisor }
 }

@@ -6,25 +6,34 @@ import NetReachConnectivity
 /// The probe flags `check`, `watch --internet` and `wait --internet` share: which probes, how
 /// many must pass, over which family, for how long.
 package struct ProbeOptions: ParsableArguments {
-    @Option(name: .customLong("probe"),
-            help: ArgumentHelp("A probe: an http(s) URL, optionally =EXPECT (a status such as 204, or text the body starts with). Repeatable.",
-                               valueName: "url[=expect]"))
+    @Option(
+        name: .customLong("probe"),
+        help: ArgumentHelp(
+            "A probe: an http(s) URL, optionally =EXPECT (a status such as 204, or text the body starts with). Repeatable.",
+            valueName: "url[=expect]"))
     var probeTexts: [String] = []
 
-    @Flag(name: .customLong("well-known-probes"),
-          help: "Also probe public endpoints of Google, GNOME and Mozilla (opt-in: they learn that this machine is online).")
+    @Flag(
+        name: .customLong("well-known-probes"),
+        help:
+            "Also probe public endpoints of Google, GNOME and Mozilla (opt-in: they learn that this machine is online)."
+    )
     var wellKnownProbes = false
 
     // Optional, so `watch --quorum 2` without --internet can be refused rather than ignored.
-    @Option(help: ArgumentHelp("How many probes of a family must pass for full (1 to the number of probes). (default: 1)", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "How many probes of a family must pass for full (1 to the number of probes). (default: 1)", valueName: "n"))
     var quorum: Int?
 
     @Option(help: ArgumentHelp("Judge only this address family: 4 or 6.", valueName: "4|6"))
     var family: Int?
 
-    @Option(name: .customLong("probe-timeout"), parsing: .unconditional,
-            help: ArgumentHelp("How long one probe may take: 10s, 1500ms, or seconds. (default: 10s)", valueName: "duration"),
-            transform: { try WaitDuration(parsing: $0) })
+    @Option(
+        name: .customLong("probe-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "How long one probe may take: 10s, 1500ms, or seconds. (default: 10s)", valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
     var probeTimeout: WaitDuration?
 
     package init() {}
@@ -38,7 +47,9 @@ package struct ProbeOptions: ParsableArguments {
     package var timeout: Duration { probeTimeout?.duration ?? .seconds(10) }
 
     /// The probes to send: --probe, else NETREACH_PROBE_URLS; and the well-known ones if asked.
-    package func probes(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ValidationError) -> [ConnectivityProbe] {
+    package func probes(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ValidationError) -> [ConnectivityProbe] {
         var probes: [ConnectivityProbe] = []
         do {
             if probeTexts.isEmpty {
@@ -55,11 +66,15 @@ package struct ProbeOptions: ParsableArguments {
 
     /// The monitor's configuration from these flags; a usage error (exit 64) when no probe is
     /// configured or a value is out of range, saying how to put it right.
-    package func configuration(environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(ValidationError) -> ConnectivityMonitor.Configuration {
+    package func configuration(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        throws(ValidationError) -> ConnectivityMonitor.Configuration
+    {
         let probes = try probes(environment: environment)
         guard !probes.isEmpty else {
-            throw ValidationError("""
+            throw ValidationError(
+                """
                 no probe is configured, and none is built in (nothing is contacted unless you say so). \
                 Give one with --probe URL[=EXPECT] (for example --probe http://192.0.2.10/generate_204), \
                 set NETREACH_PROBE_URLS, or opt in to public endpoints with --well-known-probes.
@@ -85,26 +100,34 @@ package struct ProbeOptions: ParsableArguments {
     /// Whether `connectivity` is a verdict for every family that can be judged: decided by a
     /// round or by the path alone (a family no probe can be sent over stays unknown), or no probe
     /// may be sent at all.
-    package static func isFinal(_ connectivity: Connectivity, _ configuration: ConnectivityMonitor.Configuration) -> Bool {
+    package static func isFinal(
+        _ connectivity: Connectivity, _ configuration: ConnectivityMonitor.Configuration
+    ) -> Bool {
         if connectivity.probesSuspended != nil { return true }
         return configuration.families.allSatisfy { family in
             connectivity[family].level != .unknown
-                || (connectivity.path.status == .satisfied && !configuration.probes.contains { $0.canBeSent(over: family) })
+                || (connectivity.path.status == .satisfied
+                    && !configuration.probes.contains { $0.canBeSent(over: family) })
         }
     }
 }
 
 /// `--internet` and the probe flags, for `watch` and `wait`.
 package struct InternetOptions: ParsableArguments {
-    @Flag(help: "Also judge whether the internet answers, with probes judged as `netreach check` judges them; needs a probe.")
+    @Flag(
+        help:
+            "Also judge whether the internet answers, with probes judged as `netreach check` judges them; needs a probe."
+    )
     package var internet = false
 
     @OptionGroup package var probing: ProbeOptions
 
-    @Option(name: .customLong("probe-interval"), parsing: .unconditional,
-            help: ArgumentHelp("While full, probe again this often (default: never, no traffic while all is well); while not, back off from 1s up to it (default: 5m). At least 1s.",
-                               valueName: "duration"),
-            transform: { try WaitDuration(parsing: $0) })
+    @Option(
+        name: .customLong("probe-interval"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "While full, probe again this often (default: never, no traffic while all is well); while not, back off from 1s up to it (default: 5m). At least 1s.",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
     var probeInterval: WaitDuration?
 
     package init() {}
@@ -113,7 +136,9 @@ package struct InternetOptions: ParsableArguments {
         if internet {
             _ = try configuration()
         } else if probing.isAnyGiven || probeInterval != nil {
-            throw ValidationError("--probe, --well-known-probes, --quorum, --family, --probe-timeout and --probe-interval need --internet.")
+            throw ValidationError(
+                "--probe, --well-known-probes, --quorum, --family, --probe-timeout and --probe-interval need --internet."
+            )
         }
     }
 
@@ -124,7 +149,9 @@ package struct InternetOptions: ParsableArguments {
         var configuration = try probing.configuration()
         if inNamespace { configuration.usesCaptivePortalAPI = false }
         if let probeInterval {
-            guard probeInterval.duration >= .seconds(1) else { throw ValidationError("--probe-interval must be at least 1s.") }
+            guard probeInterval.duration >= .seconds(1) else {
+                throw ValidationError("--probe-interval must be at least 1s.")
+            }
             configuration.probeInterval = probeInterval.duration
             configuration.probesWhileFull = true
         }

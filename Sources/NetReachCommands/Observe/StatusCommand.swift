@@ -7,7 +7,7 @@ package struct StatusCommand: NetreachSubcommand {
     package static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Print the current network path.",
-        usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]",   // no "...": see WaitCommand
+        usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]", // no "...": see WaitCommand
         discussion: """
             Prints one `key: value` line per property (status, reason, interfaces with their \
             types, ipv4, ipv6, dns, expensive, constrained, multipath, gateways); every key is always \
@@ -22,7 +22,10 @@ package struct StatusCommand: NetreachSubcommand {
             """
     )
 
-    @Flag(help: "Print one JSON object on one line (keys sorted, with a \"timestamp\") instead of text; schema: Docs/netreach-json.schema.json.")
+    @Flag(
+        help:
+            "Print one JSON object on one line (keys sorted, with a \"timestamp\") instead of text; schema: Docs/netreach-json.schema.json."
+    )
     var json = false
 
     @OptionGroup var monitorOptions: MonitorOptions

@@ -58,14 +58,16 @@ package struct WaitCommand: NetreachSubcommand {
     // Options given as arrays only so that repeating one is refused (SingleValuedOption).
     @Option(
         name: .customLong("timeout"),
-        parsing: .unconditionalSingleValue,   // so `--timeout -3` reaches the parser and gets a clear error
+        parsing: .unconditionalSingleValue, // so `--timeout -3` reaches the parser and gets a clear error
         help: ArgumentHelp(
             "How long to wait: 30s, 500ms, 2m, 1h, 1.5s, 1m30s, or a number of seconds; infinity waits without limit; 0 checks once without waiting. (default: 30s)",
             valueName: "duration"),
         transform: { try WaitTimeout(parsing: $0) })
     var timeouts: [WaitTimeout] = []
 
-    @Option(name: .customLong("interface-type"), help: ArgumentHelp("Only count interfaces of this type.", valueName: "type"))
+    @Option(
+        name: .customLong("interface-type"),
+        help: ArgumentHelp("Only count interfaces of this type.", valueName: "type"))
     var interfaceTypes: [InterfaceType] = []
 
     @Flag(help: "Also require IPv4: an IPv4 address and an IPv4 default route.")
@@ -77,10 +79,15 @@ package struct WaitCommand: NetreachSubcommand {
     @Flag(help: "Also require a nameserver in resolv.conf.")
     var dns = false
 
-    @Flag(name: [.short, .long], help: "Print nothing on success and no NetReach diagnostics; errors still go to standard error.")
+    @Flag(
+        name: [.short, .long],
+        help: "Print nothing on success and no NetReach diagnostics; errors still go to standard error.")
     var quiet = false
 
-    @Flag(help: "Print the path (with --internet, the verdict) as one JSON object, also when the wait timed out; schema: Docs/netreach-json.schema.json.")
+    @Flag(
+        help:
+            "Print the path (with --internet, the verdict) as one JSON object, also when the wait timed out; schema: Docs/netreach-json.schema.json."
+    )
     var json = false
 
     @OptionGroup var monitorOptions: MonitorOptions
@@ -97,7 +104,9 @@ package struct WaitCommand: NetreachSubcommand {
                 throw ValidationError("--internet judges the path to the internet; it cannot be combined with --to.")
             }
             if interfaceType != nil {
-                throw ValidationError("--internet probes over the system's routes, whatever the interface; it cannot be combined with --interface-type.")
+                throw ValidationError(
+                    "--internet probes over the system's routes, whatever the interface; it cannot be combined with --interface-type."
+                )
             }
         }
     }
@@ -151,7 +160,8 @@ package struct WaitCommand: NetreachSubcommand {
         configuration.allowsConstrainedProbes = true
         let paths = try monitorOptions.startMonitor()
         defer { paths.cancel() }
-        let monitor = ConnectivityMonitor(configuration: configuration, pathMonitor: paths, prober: capabilities.makeProber())
+        let monitor = ConnectivityMonitor(
+            configuration: configuration, pathMonitor: paths, prober: capabilities.makeProber())
         defer { monitor.cancel() }
         let verdicts = monitor.verdicts
         monitor.start(queue: DispatchQueue(label: "netreach.connectivity"))
@@ -171,7 +181,10 @@ package struct WaitCommand: NetreachSubcommand {
         for await verdict in verdicts {
             last = verdict
             if condition.isMet(by: verdict.path), verdict.level == .full {
-                if !quiet { try CommandOutput.writeLine(json ? PathFormatting.json(verdict, at: Date()) : PathFormatting.line(verdict)) }
+                if !quiet {
+                    try CommandOutput.writeLine(
+                        json ? PathFormatting.json(verdict, at: Date()) : PathFormatting.line(verdict))
+                }
                 return
             }
             if verdict.path.unsatisfiedReason == .monitorUnavailable {
@@ -179,15 +192,19 @@ package struct WaitCommand: NetreachSubcommand {
             }
             if timeout.isZero, ProbeOptions.isFinal(verdict, configuration) { break }
         }
-        let shortfall = condition.isMet(by: last.path) || last.path.status != .satisfied
-            ? PathFormatting.line(last) : "\(condition.shortfall(of: last.path)); internet \(ConnectivityReport.summary(last))"
+        let shortfall =
+            condition.isMet(by: last.path) || last.path.status != .satisfied
+            ? PathFormatting.line(last)
+            : "\(condition.shortfall(of: last.path)); internet \(ConnectivityReport.summary(last))"
         StandardStream.complain("timed out after \(timeout): \(shortfall)")
         if json && !quiet { try CommandOutput.writeLine(PathFormatting.json(last, at: Date())) }
         throw CLIExitCode.timedOut
     }
 
     private func succeed(with path: NetworkPath) throws(ExitCode) {
-        if !quiet { try CommandOutput.writeLine(json ? PathFormatting.json(path, at: Date()) : PathFormatting.line(path)) }
+        if !quiet {
+            try CommandOutput.writeLine(json ? PathFormatting.json(path, at: Date()) : PathFormatting.line(path))
+        }
     }
 
     private func timeOut(lastPath: NetworkPath) throws(ExitCode) -> Never {

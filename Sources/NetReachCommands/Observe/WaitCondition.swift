@@ -22,10 +22,12 @@ struct WaitCondition: Sendable, Hashable {
 
     /// The required properties `path` lacks, as printed in the timeout message (`ipv6`, `dns`).
     func missing(in path: NetworkPath) -> [String] {
-        [("ipv4", requiresIPv4 && !path.supportsIPv4),
-         ("ipv6", requiresIPv6 && !path.supportsIPv6),
-         ("dns", requiresDNS && !path.supportsDNS)]
-            .filter(\.1).map(\.0)
+        [
+            ("ipv4", requiresIPv4 && !path.supportsIPv4),
+            ("ipv6", requiresIPv6 && !path.supportsIPv6),
+            ("dns", requiresDNS && !path.supportsDNS),
+        ]
+        .filter(\.1).map(\.0)
     }
 
     /// Why `path` does not meet the condition, in the words of the human output:

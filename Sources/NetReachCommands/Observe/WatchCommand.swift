@@ -17,7 +17,7 @@ package struct WatchCommand: NetreachSubcommand {
                 [--well-known-probes] [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>]
                 [--json] [--namespace <name|path>]
-            """,   // no "..." after single-valued options: see WaitCommand
+            """, // no "..." after single-valued options: see WaitCommand
         discussion: """
             Each line is an ISO-8601 UTC timestamp with milliseconds, then the path:
               2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1
@@ -48,7 +48,10 @@ package struct WatchCommand: NetreachSubcommand {
             """
     )
 
-    @Flag(help: "Print one JSON object per line (keys sorted, with a \"timestamp\") instead of text; schema: Docs/netreach-json.schema.json.")
+    @Flag(
+        help:
+            "Print one JSON object per line (keys sorted, with a \"timestamp\") instead of text; schema: Docs/netreach-json.schema.json."
+    )
     var json = false
 
     @OptionGroup var monitorOptions: MonitorOptions
@@ -82,8 +85,9 @@ package struct WatchCommand: NetreachSubcommand {
         }
 
         // `paths` starts with the current path, then yields each change.
-        try await Self.follow(monitor.paths, json: json, failure: { monitor.failure },
-                              write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
+        try await Self.follow(
+            monitor.paths, json: json, failure: { monitor.failure },
+            write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
         if readerGone.isSet { throw CommandOutput.failed(CommandOutput.readerGone) }
     }
 
@@ -96,9 +100,12 @@ package struct WatchCommand: NetreachSubcommand {
         now: () -> Date = Date.init, complain: (String) -> Void = StandardStream.complain,
         write: (String) throws(ExitCode) -> Void
     ) async throws(ExitCode) {
-        try await follow(paths, path: { $0 }, isRepeat: { _, _ in false },
-                         line: { path, date in json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date) },
-                         failure: failure, now: now, complain: complain, write: write)
+        try await follow(
+            paths, path: { $0 }, isRepeat: { _, _ in false },
+            line: { path, date in
+                json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date)
+            },
+            failure: failure, now: now, complain: complain, write: write)
     }
 
     /// `watch --internet`: the path and the connectivity verdict, a line whenever either changes.
@@ -106,8 +113,9 @@ package struct WatchCommand: NetreachSubcommand {
         if let namespace = monitorOptions.namespace { try capabilities.enterNamespace(namespace) }
         let paths = monitorOptions.makeMonitor()
         defer { paths.cancel() }
-        let monitor = ConnectivityMonitor(configuration: try internetOptions.configuration(inNamespace: monitorOptions.namespace != nil),
-                                          pathMonitor: paths, prober: capabilities.makeProber())
+        let monitor = ConnectivityMonitor(
+            configuration: try internetOptions.configuration(inNamespace: monitorOptions.namespace != nil),
+            pathMonitor: paths, prober: capabilities.makeProber())
         defer { monitor.cancel() }
         let signalSources = TerminationSignals.install {
             monitor.cancel()
@@ -123,8 +131,9 @@ package struct WatchCommand: NetreachSubcommand {
             readerGone.set()
             monitor.cancel()
         }
-        try await Self.follow(verdicts, json: json, failure: { paths.failure },
-                              write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
+        try await Self.follow(
+            verdicts, json: json, failure: { paths.failure },
+            write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
         if readerGone.isSet { throw CommandOutput.failed(CommandOutput.readerGone) }
     }
 
@@ -137,9 +146,12 @@ package struct WatchCommand: NetreachSubcommand {
         write: (String) throws(ExitCode) -> Void
     ) async throws(ExitCode) {
         // Evidence differs every round; a line is worth writing when the path or a level changed.
-        try await follow(verdicts, path: \.path, isRepeat: { $0.path == $1.path && $0.levels == $1.levels },
-                         line: { verdict, date in json ? PathFormatting.json(verdict, at: date) : PathFormatting.timestampedLine(verdict, at: date) },
-                         failure: failure, now: now, complain: complain, write: write)
+        try await follow(
+            verdicts, path: \.path, isRepeat: { $0.path == $1.path && $0.levels == $1.levels },
+            line: { verdict, date in
+                json ? PathFormatting.json(verdict, at: date) : PathFormatting.timestampedLine(verdict, at: date)
+            },
+            failure: failure, now: now, complain: complain, write: write)
     }
 
     /// The loop both share: a line per value that is not a repeat of the last one written, and

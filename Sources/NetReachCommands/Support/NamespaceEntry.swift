@@ -1,9 +1,10 @@
 import ArgumentParser
+import NetReach
+
 #if os(Linux)
 import CNetReachNamespaceEntry
 import Glibc
 #endif
-import NetReach
 
 /// `--namespace` for the commands that send probes (`check`, `watch --internet`,
 /// `wait --internet`): probes must leave from inside the namespace, so the command runs again
@@ -18,7 +19,8 @@ package enum NamespaceEntry {
         if getenv(tried) != nil {
             unsetenv(tried)
             if cnr_netns_entered() == 1 { return }
-            let why = cnr_netns_entry_error().map { String(cString: $0) } ?? "the start-up code that enters it did not run"
+            let why =
+                cnr_netns_entry_error().map { String(cString: $0) } ?? "the start-up code that enters it did not run"
             StandardStream.complain("cannot enter the network namespace \(argument): \(why)")
             throw CLIExitCode.monitorUnavailable
         }
@@ -33,7 +35,9 @@ package enum NamespaceEntry {
         var argv: [UnsafeMutablePointer<CChar>?] = CommandLine.arguments.map { strdup($0) }
         argv.append(nil)
         execv("/proc/self/exe", argv)
-        StandardStream.complain("cannot enter the network namespace \(argument): re-running netreach failed: \(String(cString: strerror(errno)))")
+        StandardStream.complain(
+            "cannot enter the network namespace \(argument): re-running netreach failed: \(String(cString: strerror(errno)))"
+        )
         throw CLIExitCode.monitorUnavailable
         #else
         StandardStream.complain("--namespace needs Linux")

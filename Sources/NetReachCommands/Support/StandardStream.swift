@@ -1,3 +1,5 @@
+import NetReachSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NetReachSystem
 
 /// Writes whole lines straight to a file descriptor, unbuffered.
 ///

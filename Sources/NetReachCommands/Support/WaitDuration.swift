@@ -141,7 +141,7 @@ package enum WaitTimeout: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-private extension Character {
-    var isASCIIDigit: Bool { isASCII && isNumber }
-    var isASCIILetter: Bool { isASCII && isLetter }
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+    fileprivate var isASCIILetter: Bool { isASCII && isLetter }
 }

@@ -53,8 +53,9 @@ public struct Connectivity: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Not judged yet.
-    public static let unknown = Connectivity(ipv4: Family(level: .unknown), ipv6: Family(level: .unknown),
-                                             path: .unsatisfied(.monitorUnavailable))
+    public static let unknown = Connectivity(
+        ipv4: Family(level: .unknown), ipv6: Family(level: .unknown),
+        path: .unsatisfied(.monitorUnavailable))
 
     /// One family's verdict.
     public subscript(family: IPAddress.Family) -> Family {

@@ -25,20 +25,24 @@ actor ConnectivityEngine {
     /// When the last round ended (or the evidence that stood in for one arrived).
     private var lastRoundEnded: Duration?
 
-    init(configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
-         elapsed: @escaping @Sendable () -> Duration, sleepUntil: @escaping @Sendable (Duration) async throws -> Void,
-         lastEvidence: @escaping @Sendable () -> Duration? = { nil },
-         publish: @escaping @Sendable (Connectivity) -> Void) {
+    init(
+        configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
+        elapsed: @escaping @Sendable () -> Duration, sleepUntil: @escaping @Sendable (Duration) async throws -> Void,
+        lastEvidence: @escaping @Sendable () -> Duration? = { nil },
+        publish: @escaping @Sendable (Connectivity) -> Void
+    ) {
         self.lastEvidence = lastEvidence
         self.configuration = configuration
         self.prober = prober
         self.elapsed = elapsed
         self.sleepUntil = sleepUntil
         self.publish = publish
-        let one = ConnectivityHysteresis(failedRoundsToLeaveFull: configuration.failedRoundsToLeaveFull, dwell: configuration.dwell)
+        let one = ConnectivityHysteresis(
+            failedRoundsToLeaveFull: configuration.failedRoundsToLeaveFull, dwell: configuration.dwell)
         hysteresis = [.ipv4: one, .ipv6: one]
-        schedule = ProbeSchedule(interval: configuration.probeInterval, initialBackOff: configuration.initialBackOff,
-                                 periodicWhileFull: configuration.probesWhileFull)
+        schedule = ProbeSchedule(
+            interval: configuration.probeInterval, initialBackOff: configuration.initialBackOff,
+            periodicWhileFull: configuration.probesWhileFull)
     }
 
     /// Stops the round in flight and the timer for good.
@@ -73,7 +77,9 @@ actor ConnectivityEngine {
             } else if !path.supports(family) {
                 // local only where the family has a local network (no default route); with no
                 // address of the family at all (an IPv6-only host's IPv4) there is none.
-                setLevel(hysteresis[family]!.path(.withoutRoute(familyReasons[family] ?? .noDefaultRoute)), family, evidence: [])
+                setLevel(
+                    hysteresis[family]!.path(.withoutRoute(familyReasons[family] ?? .noDefaultRoute)), family,
+                    evidence: [])
             } else if isAnotherNetwork {
                 setLevel(hysteresis[family]!.path(.unknown), family, evidence: [])
             }
@@ -112,7 +118,8 @@ actor ConnectivityEngine {
         if path.isConstrained && !configuration.allowsConstrainedProbes { return "the path is constrained" }
         let families = IPAddress.Family.allCases.filter { configuration.families.contains($0) && path.supports($0) }
         if !families.contains(where: hasProbe(for:)) {
-            return configuration.probes.isEmpty ? "no probe is configured" : "no probe can be sent over this path's families"
+            return configuration.probes.isEmpty
+                ? "no probe is configured" : "no probe can be sent over this path's families"
         }
         return nil
     }
@@ -126,12 +133,15 @@ actor ConnectivityEngine {
         let api = captivePortalAPI
         round = Task {
             // The network's own word first (RFC 8908): captive is a portal, and no probe is sent.
-            if let api, case .answered(let status, let latency) = await prober.captivePortalStatus(at: api, timeout: timeout),
-               status.isCaptive {
+            if let api,
+                case .answered(let status, let latency) = await prober.captivePortalStatus(at: api, timeout: timeout),
+                status.isCaptive
+            {
                 let evidence = "the network's captive-portal API (RFC 8908) says captive"
                 let results = families.map { family in
-                    ProbeResult(probe: ConnectivityProbe(api, expecting: .bodyPrefix("{")), family: family, status: 200,
-                                latency: latency, verdict: .portal(loginURL: status.userPortalURL, evidence: evidence))
+                    ProbeResult(
+                        probe: ConnectivityProbe(api, expecting: .bodyPrefix("{")), family: family, status: 200,
+                        latency: latency, verdict: .portal(loginURL: status.userPortalURL, evidence: evidence))
                 }
                 self.roundEnded(results, families: families, generation: generation)
                 return
@@ -153,7 +163,8 @@ actor ConnectivityEngine {
     /// The RFC 8908 API URL announced for the path's preferred interface, if one is and it is asked.
     private var captivePortalAPI: URL? {
         guard configuration.usesCaptivePortalAPI, let interface = verdict.path.primaryInterface else { return nil }
-        return CaptivePortalAPI.announcedURL(interfaceIndex: interface.index, stateDirectory: configuration.linkStateDirectory)
+        return CaptivePortalAPI.announcedURL(
+            interfaceIndex: interface.index, stateDirectory: configuration.linkStateDirectory)
     }
 
     private func roundEnded(_ results: [ProbeResult], families: [IPAddress.Family], generation: Int) {
@@ -164,8 +175,9 @@ actor ConnectivityEngine {
         for family in families {
             let own = results.filter { $0.family == family }
             // Results in the probes' order, whatever order they finished in.
-            let ordered = configuration.probes.flatMap { probe in own.filter { $0.probe == probe } }
-                + own.filter { !configuration.probes.contains($0.probe) }   // the captive-portal API's answer
+            let ordered =
+                configuration.probes.flatMap { probe in own.filter { $0.probe == probe } }
+                + own.filter { !configuration.probes.contains($0.probe) } // the captive-portal API's answer
             let applicable = ordered.count
             let level = ProbeRound.level(of: ordered, quorum: min(configuration.quorum, max(1, applicable)))
             setLevel(hysteresis[family]!.round(level, at: now), family, evidence: ordered)
@@ -194,7 +206,8 @@ actor ConnectivityEngine {
         // A request answered over this path since the last round, while all was well: it counts
         // as that round, and the next one is due an interval after it.
         if let evidence = lastEvidence(), let last = lastRoundEnded, evidence > last, verdict.level == .full,
-           !hysteresis.values.contains(where: \.isDoubtingFull) {
+            !hysteresis.values.contains(where: \.isDoubtingFull)
+        {
             lastRoundEnded = evidence
             arm(schedule.evidenceOfFull(at: evidence))
             return

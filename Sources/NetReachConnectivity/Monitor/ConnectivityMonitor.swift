@@ -60,14 +60,18 @@ public final class ConnectivityMonitor: Sendable {
     }
 
     /// A monitor of `pathMonitor`'s paths (the shared one by default), probing with `prober`.
-    public convenience init(configuration: Configuration, pathMonitor: PathMonitor = .shared,
-                            prober: any ConnectivityProber) {
+    public convenience init(
+        configuration: Configuration, pathMonitor: PathMonitor = .shared,
+        prober: any ConnectivityProber
+    ) {
         self.init(configuration: configuration, pathMonitor: pathMonitor, prober: prober, clock: ContinuousClock())
     }
 
     /// A monitor whose waits (back-off, dwell) run on `clock`: a test clock in tests.
-    public init<C: Clock>(configuration: Configuration, pathMonitor: PathMonitor = .shared,
-                          prober: any ConnectivityProber, clock: C) where C.Duration == Duration {
+    public init<C: Clock>(
+        configuration: Configuration, pathMonitor: PathMonitor = .shared,
+        prober: any ConnectivityProber, clock: C
+    ) where C.Duration == Duration {
         self.configuration = configuration
         self.pathMonitor = pathMonitor
         self.prober = prober
@@ -107,10 +111,11 @@ public final class ConnectivityMonitor: Sendable {
         guard began else { return }
         pathMonitor.startIfIdle(queue: DispatchQueue(label: "NetReach.ConnectivityMonitor.paths"))
         let lastEvidence = self.lastEvidence
-        let engine = ConnectivityEngine(configuration: configuration, prober: prober, elapsed: elapsed,
-                                        sleepUntil: sleepUntil, lastEvidence: { lastEvidence.withLock { $0 } }) { [weak self] verdict in
-            self?.emit(verdict)
-        }
+        let engine = ConnectivityEngine(
+            configuration: configuration, prober: prober, elapsed: elapsed,
+            sleepUntil: sleepUntil, lastEvidence: { lastEvidence.withLock { $0 } },
+            publish: { [weak self] verdict in self?.emit(verdict) }
+        )
         let paths = pathMonitor.paths
         let pathMonitor = self.pathMonitor
         let following = Task {
@@ -139,11 +144,19 @@ public final class ConnectivityMonitor: Sendable {
     /// Stops for good: no probe is sent after it, every ``updates`` sequence ends, no later verdict
     /// is delivered. Safe from any thread, idempotent.
     public func cancel() {
-        let (engine, following, streams, listener) = state.withLock { state
-            -> (ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation], PathSubscription?) in
+        let (engine, following, streams, listener) = state.withLock {
+            state
+                -> (
+                    ConnectivityEngine?, Task<Void, Never>?, [AsyncStream<Connectivity>.Continuation], PathSubscription?
+                ) in
             guard state.phase != .cancelled else { return (nil, nil, [], nil) }
             state.phase = .cancelled
-            defer { state.engine = nil; state.following = nil; state.streams = [:]; state.exchangeListener = nil }
+            defer {
+                state.engine = nil
+                state.following = nil
+                state.streams = [:]
+                state.exchangeListener = nil
+            }
             return (state.engine, state.following, state.streams.values.map(\.continuation), state.exchangeListener)
         }
         listener?.cancel()

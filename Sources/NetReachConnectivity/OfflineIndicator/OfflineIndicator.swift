@@ -40,14 +40,18 @@ public final class OfflineIndicator {
     ///   - policy: the grace period, the minimum display time, and whether a limited network
     ///     counts as offline.
     ///   - onChange: called on the main actor with `true` to show, `false` to hide; only on a change.
-    public convenience init(policy: OfflineIndicatorPolicy = OfflineIndicatorPolicy(),
-                            onChange: @escaping @MainActor (Bool) -> Void) {
+    public convenience init(
+        policy: OfflineIndicatorPolicy = OfflineIndicatorPolicy(),
+        onChange: @escaping @MainActor (Bool) -> Void
+    ) {
         self.init(policy: policy, clock: ContinuousClock(), onChange: onChange)
     }
 
     /// An indicator on `clock` (a test clock in tests).
-    public init<C: Clock>(policy: OfflineIndicatorPolicy = OfflineIndicatorPolicy(), clock: C,
-                          onChange: @escaping @MainActor (Bool) -> Void) where C.Duration == Duration {
+    public init<C: Clock>(
+        policy: OfflineIndicatorPolicy = OfflineIndicatorPolicy(), clock: C,
+        onChange: @escaping @MainActor (Bool) -> Void
+    ) where C.Duration == Duration {
         self.policy = policy
         self.machine = OfflineIndicatorMachine(policy: policy)
         self.onChange = onChange
@@ -104,7 +108,7 @@ public final class OfflineIndicator {
         guard let deadline = machine.deadline else { return }
         let sleepUntil = self.sleepUntil
         timer = Task { [weak self] in
-            do { try await sleepUntil(deadline) } catch { return }   // cancelled: a newer observation
+            do { try await sleepUntil(deadline) } catch { return } // cancelled: a newer observation
             guard let self else { return }
             self.apply(self.machine.advance(to: self.elapsed()))
         }

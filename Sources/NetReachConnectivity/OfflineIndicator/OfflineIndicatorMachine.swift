@@ -33,7 +33,7 @@ package struct OfflineIndicatorMachine: Sendable, Hashable {
         if offline {
             if !isShowing && showAt == nil { showAt = now + policy.gracePeriod }
         } else {
-            showAt = nil   // a blip shorter than the grace period: never shown
+            showAt = nil // a blip shorter than the grace period: never shown
         }
         return advance(to: now)
     }

@@ -20,8 +20,10 @@ public struct OfflineIndicatorPolicy: Sendable, Hashable {
     public var countsLimitedAsOffline: Bool
 
     /// A policy; the defaults suit a banner in an app or a status line in a terminal.
-    public init(gracePeriod: Duration = .seconds(2), minimumDisplayTime: Duration = .seconds(1),
-                countsLimitedAsOffline: Bool = false) {
+    public init(
+        gracePeriod: Duration = .seconds(2), minimumDisplayTime: Duration = .seconds(1),
+        countsLimitedAsOffline: Bool = false
+    ) {
         self.gracePeriod = gracePeriod
         self.minimumDisplayTime = minimumDisplayTime
         self.countsLimitedAsOffline = countsLimitedAsOffline

@@ -34,7 +34,8 @@ public enum CaptivePortalAPI {
         /// Seconds left before the session ends (`seconds-remaining`), if given.
         public var secondsRemaining: Int?
 
-        public init(isCaptive: Bool, userPortalURL: URL? = nil, venueInfoURL: URL? = nil, secondsRemaining: Int? = nil) {
+        public init(isCaptive: Bool, userPortalURL: URL? = nil, venueInfoURL: URL? = nil, secondsRemaining: Int? = nil)
+        {
             self.isCaptive = isCaptive
             self.userPortalURL = userPortalURL
             self.venueInfoURL = venueInfoURL
@@ -52,17 +53,21 @@ public enum CaptivePortalAPI {
                 throw CaptivePortalAPIError("the answer has no \"captive\"")
             } catch DecodingError.typeMismatch(_, let context) {
                 let key = context.codingPath.last?.stringValue ?? "the answer"
-                throw CaptivePortalAPIError(key == "the answer" ? "the answer is not a JSON object" : "\"\(key)\" has the wrong type")
+                throw CaptivePortalAPIError(
+                    key == "the answer" ? "the answer is not a JSON object" : "\"\(key)\" has the wrong type")
             } catch {
                 throw CaptivePortalAPIError("the answer is not JSON")
             }
             func secureURL(_ text: String?) -> URL? {
-                guard let text, let url = URL(string: text), url.scheme?.lowercased() == "https", url.host?.isEmpty == false else { return nil }
+                guard let text, let url = URL(string: text), url.scheme?.lowercased() == "https",
+                    url.host?.isEmpty == false
+                else { return nil }
                 return url
             }
-            self.init(isCaptive: wire.captive, userPortalURL: secureURL(wire.userPortalURL),
-                      venueInfoURL: secureURL(wire.venueInfoURL),
-                      secondsRemaining: wire.secondsRemaining.flatMap { $0.isFinite && $0 >= 0 && $0 < 1e15 ? Int($0) : nil })
+            self.init(
+                isCaptive: wire.captive, userPortalURL: secureURL(wire.userPortalURL),
+                venueInfoURL: secureURL(wire.venueInfoURL),
+                secondsRemaining: wire.secondsRemaining.flatMap { $0.isFinite && $0 >= 0 && $0 < 1e15 ? Int($0) : nil })
         }
 
         /// The keys NetReach reads; any other is ignored, as RFC 8908 asks. `captive` must be a
@@ -87,7 +92,8 @@ public enum CaptivePortalAPI {
     /// run), no `CAPTIVE_PORTAL` key, or a URL that is not `https`.
     public static func announcedURL(interfaceIndex: Int, stateDirectory: String = networkdLinkStateDirectory) -> URL? {
         guard interfaceIndex > 0,
-              let data = FileManager.default.contents(atPath: "\(stateDirectory)/\(interfaceIndex)") else { return nil }
+            let data = FileManager.default.contents(atPath: "\(stateDirectory)/\(interfaceIndex)")
+        else { return nil }
         return announcedURL(inLinkState: String(decoding: data.prefix(256 * 1024), as: UTF8.self))
     }
 
@@ -97,7 +103,9 @@ public enum CaptivePortalAPI {
         for line in text.split(whereSeparator: \.isNewline) {
             guard line.hasPrefix("CAPTIVE_PORTAL=") else { continue }
             let value = line.dropFirst("CAPTIVE_PORTAL=".count).trimmingCharacters(in: .whitespaces)
-            guard let url = URL(string: value), url.scheme?.lowercased() == "https", url.host?.isEmpty == false else { return nil }
+            guard let url = URL(string: value), url.scheme?.lowercased() == "https", url.host?.isEmpty == false else {
+                return nil
+            }
             return url
         }
         return nil

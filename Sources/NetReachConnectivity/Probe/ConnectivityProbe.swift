@@ -82,7 +82,9 @@ extension ConnectivityProbe {
             if !Self.isQueryValueSeparator(before) {
                 urlText = String(before)
                 if after.isEmpty {
-                    throw ConnectivityProbeError(text: text, reason: "nothing after '=' (give a status such as 204, or the text the body starts with)")
+                    throw ConnectivityProbeError(
+                        text: text,
+                        reason: "nothing after '=' (give a status such as 204, or the text the body starts with)")
                 } else if after.count == 3, let code = Int(after), (100...599).contains(code) {
                     expectation = code == 204 ? .noContent : .status(code)
                 } else {
@@ -90,7 +92,9 @@ extension ConnectivityProbe {
                 }
             }
         }
-        guard let url = URL(string: urlText), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        guard let url = URL(string: urlText), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
+        else {
             throw ConnectivityProbeError(text: text, reason: "only http and https URLs can be probes")
         }
         guard let host = url.host, !host.isEmpty else {
@@ -114,8 +118,11 @@ extension ConnectivityProbe {
     /// ```swift
     /// let probes = try ConnectivityProbe.fromEnvironment(["NETREACH_PROBE_URLS": "http://10.0.0.1/204, http://[fd00::1]/204"])
     /// ```
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(ConnectivityProbeError) -> [ConnectivityProbe] {
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        throws(ConnectivityProbeError) -> [ConnectivityProbe]
+    {
         guard let value = environment["NETREACH_PROBE_URLS"] else { return [] }
         var probes: [ConnectivityProbe] = []
         for entry in value.split(whereSeparator: { $0 == "," || $0 == "\n" }) {
@@ -138,9 +145,11 @@ extension ConnectivityProbe {
         // Android's and ChromeOS's: 204, empty.
         ConnectivityProbe(URL(string: "http://connectivitycheck.gstatic.com/generate_204")!),
         // GNOME's NetworkManager configuration.
-        ConnectivityProbe(URL(string: "http://nmcheck.gnome.org/check_network_status.txt")!,
-                          expecting: .bodyPrefix("NetworkManager is online")),
+        ConnectivityProbe(
+            URL(string: "http://nmcheck.gnome.org/check_network_status.txt")!,
+            expecting: .bodyPrefix("NetworkManager is online")),
         // Firefox's.
-        ConnectivityProbe(URL(string: "http://detectportal.firefox.com/success.txt")!, expecting: .bodyPrefix("success")),
+        ConnectivityProbe(
+            URL(string: "http://detectportal.firefox.com/success.txt")!, expecting: .bodyPrefix("success")),
     ]
 }

@@ -37,7 +37,7 @@ extension ConnectivityProbe {
     public func canBeSent(over family: IPAddress.Family) -> Bool {
         guard let host = url.host else { return false }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        guard let address = IPAddress(bare) else { return true }   // a name: resolved per family
+        guard let address = IPAddress(bare) else { return true } // a name: resolved per family
         return address.family == family
     }
 }

@@ -18,8 +18,10 @@ public struct ProbeResult: Sendable, Hashable, CustomStringConvertible {
     public var verdict: ProbeVerdict
 
     /// Makes a result.
-    public init(probe: ConnectivityProbe, family: IPAddress.Family, interface: String? = nil, status: Int? = nil,
-                latency: Duration, verdict: ProbeVerdict) {
+    public init(
+        probe: ConnectivityProbe, family: IPAddress.Family, interface: String? = nil, status: Int? = nil,
+        latency: Duration, verdict: ProbeVerdict
+    ) {
         self.probe = probe
         self.family = family
         self.interface = interface
@@ -32,7 +34,8 @@ public struct ProbeResult: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let via = interface.map { " via \($0)" } ?? ""
         let answer = status.map { "HTTP \($0)" } ?? "no answer"
-        return "\(family) \(probe.url.absoluteString)\(via): \(answer) in \(Int(latency.milliseconds.rounded())) ms, \(verdict)"
+        return
+            "\(family) \(probe.url.absoluteString)\(via): \(answer) in \(Int(latency.milliseconds.rounded())) ms, \(verdict)"
     }
 }
 

@@ -45,10 +45,14 @@ package enum ProbeJudge {
         if (300...399).contains(status) {
             // Never followed: where it points is where to sign in.
             let target = location.flatMap { URL(string: $0, relativeTo: probe.url)?.absoluteURL }
-            return .portal(loginURL: target, evidence: "HTTP \(status) redirect" + (target.map { " to \($0.absoluteString)" } ?? " without a Location"))
+            return .portal(
+                loginURL: target,
+                evidence: "HTTP \(status) redirect"
+                    + (target.map { " to \($0.absoluteString)" } ?? " without a Location"))
         }
         if bodyLength > ConnectivityProbe.maximumBodySize {
-            return .portal(loginURL: nil, evidence: "HTTP \(status) with a body over \(ConnectivityProbe.maximumBodySize) bytes")
+            return .portal(
+                loginURL: nil, evidence: "HTTP \(status) with a body over \(ConnectivityProbe.maximumBodySize) bytes")
         }
         switch probe.expectation {
         case .noContent:

@@ -1,3 +1,7 @@
+import Foundation
+import NetReachSystem
+import OpenAPIRuntime
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,9 +9,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import OpenAPIRuntime
-import NetReachSystem
 
 /// Why a file cannot be a request body: its path and the reason, as a person reads it.
 package struct FileBodyError: Error, Sendable, CustomStringConvertible {
@@ -30,11 +31,14 @@ package enum FileBody {
         guard descriptor >= 0 else { throw FileBodyError(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw FileBodyError(path: path, reason: String(cString: strerror(errno))) }
+        guard fstat(descriptor, &status) == 0 else {
+            throw FileBodyError(path: path, reason: String(cString: strerror(errno)))
+        }
         switch status.st_mode & S_IFMT {
         case S_IFREG:
             let size = Int64(status.st_size)
-            let body = HTTPBody(Chunks(path: path, size: size, progress: progress), length: .known(size), iterationBehavior: .multiple)
+            let body = HTTPBody(
+                Chunks(path: path, size: size, progress: progress), length: .known(size), iterationBehavior: .multiple)
             registry.withLock { entries in
                 entries = entries.filter { $0.value.body != nil }
                 entries[ObjectIdentifier(body)] = Registration(body: body, path: path)
@@ -107,17 +111,25 @@ package enum FileBody {
             func next() async throws -> HTTPBody.ByteChunk? {
                 if descriptor < 0 {
                     descriptor = open(path, O_RDONLY | O_CLOEXEC)
-                    guard descriptor >= 0 else { throw FileBodyError(path: path, reason: String(cString: strerror(errno))) }
+                    guard descriptor >= 0 else {
+                        throw FileBodyError(path: path, reason: String(cString: strerror(errno)))
+                    }
                     progress?(0, size)
                 }
                 var chunk = [UInt8](repeating: 0, count: FileBody.chunkSize)
                 let count = try readSome(descriptor, into: &chunk, path: path)
                 if count == 0 {
-                    guard sent == size else { throw FileBodyError(path: path, reason: "the file shrank to \(sent) bytes while it was sent (\(size) announced)") }
+                    guard sent == size else {
+                        throw FileBodyError(
+                            path: path, reason: "the file shrank to \(sent) bytes while it was sent (\(size) announced)"
+                        )
+                    }
                     return nil
                 }
                 sent += Int64(count)
-                guard sent <= size else { throw FileBodyError(path: path, reason: "the file grew while it was sent (\(size) bytes announced)") }
+                guard sent <= size else {
+                    throw FileBodyError(path: path, reason: "the file grew while it was sent (\(size) bytes announced)")
+                }
                 progress?(sent, size)
                 return chunk[..<count]
             }
@@ -145,7 +157,9 @@ package enum FileBody {
 
 /// One `read(2)`; 0 at end of file.
 private func readSome(_ descriptor: Int32, into buffer: inout [UInt8], path: String) throws(FileBodyError) -> Int {
-    let result = buffer.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try SystemCall.read(descriptor, into: raw) } }
+    let result = buffer.withUnsafeMutableBytes { raw in
+        Result { () throws(SystemError) in try SystemCall.read(descriptor, into: raw) }
+    }
     do throws(SystemError) { return try result.get() } catch {
         throw FileBodyError(path: path, reason: String(cString: strerror(error.code)))
     }

@@ -1,3 +1,6 @@
+import Foundation
+import NetReachSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,8 +8,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import NetReachSystem
 #if os(Linux)
 import CNetReachLinux
 #endif
@@ -127,7 +128,7 @@ package final class OutputFile: @unchecked Sendable {
     }
 
     deinit {
-        abandon(keepPartial: keepsPartialWhenDropped)   // does nothing after commit or abandon
+        abandon(keepPartial: keepsPartialWhenDropped) // does nothing after commit or abandon
     }
 
     // MARK: Opening
@@ -239,8 +240,10 @@ package final class OutputFile: @unchecked Sendable {
 
     /// Opens a device, a FIFO or a `/proc` reference for writing where it is. Returns nil when
     /// the name turned out to be a regular file after all (replaced since lstat): look again.
-    private static func openInPlace(_ target: String, isOpenFileReference: Bool,
-                                    path: String) throws(OutputFileError) -> OutputFile? {
+    private static func openInPlace(
+        _ target: String, isOpenFileReference: Bool,
+        path: String
+    ) throws(OutputFileError) -> OutputFile? {
         var flags = O_WRONLY | O_CLOEXEC | O_NOCTTY
         // A reference is itself a link; any other name must still not be one.
         if !isOpenFileReference { flags |= O_NOFOLLOW }
@@ -260,14 +263,17 @@ package final class OutputFile: @unchecked Sendable {
             close(descriptor)
             return nil
         }
-        return OutputFile(path: path, destination: .inPlace(target), descriptor: descriptor,
-                          resumeOffset: 0, resume: false)
+        return OutputFile(
+            path: path, destination: .inPlace(target), descriptor: descriptor,
+            resumeOffset: 0, resume: false)
     }
 
     /// Opens (creating, adopting or replacing) `final + ".part"` and locks it. Returns nil when
     /// another process changed the `.part` meanwhile: look again.
-    private static func openPartial(for final: String, path: String,
-                                    resume: Bool) throws(OutputFileError) -> OutputFile? {
+    private static func openPartial(
+        for final: String, path: String,
+        resume: Bool
+    ) throws(OutputFileError) -> OutputFile? {
         let name = final.split(separator: "/", omittingEmptySubsequences: false).last ?? ""
         // "dir/" (or ".", "..") names a directory even when there is none yet.
         guard !name.isEmpty, name != ".", name != ".." else {
@@ -296,8 +302,9 @@ package final class OutputFile: @unchecked Sendable {
                 throw OutputFileError(path: path, reason: .system(.create, file: partial, errno: code))
             }
             guard try lockPartial(descriptor, partial: partial, path: path) else { return nil }
-            let file = OutputFile(path: path, destination: destination, descriptor: descriptor,
-                                  resumeOffset: 0, resume: false)
+            let file = OutputFile(
+                path: path, destination: destination, descriptor: descriptor,
+                resumeOffset: 0, resume: false)
             if resume {
                 do throws(OutputFileError) {
                     let copied = try copyForResume(from: final, into: descriptor, partial: partial, path: path)
@@ -333,14 +340,16 @@ package final class OutputFile: @unchecked Sendable {
             close(descriptor)
             throw OutputFileError(path: path, reason: .system(.open, file: partial, errno: code))
         }
-        return OutputFile(path: path, destination: destination, descriptor: descriptor,
-                          resumeOffset: Int64(end), resume: true)
+        return OutputFile(
+            path: path, destination: destination, descriptor: descriptor,
+            resumeOffset: Int64(end), resume: true)
     }
 
     /// Takes the `.part`'s flock(2) lock. Throws ``OutputFileError/Reason/busy(partial:)`` when
     /// another process holds it; returns false (descriptor closed) when `partial` no longer names
     /// the locked file, because its holder renamed or removed it before letting go.
-    private static func lockPartial(_ descriptor: Int32, partial: String, path: String) throws(OutputFileError) -> Bool {
+    private static func lockPartial(_ descriptor: Int32, partial: String, path: String) throws(OutputFileError) -> Bool
+    {
         // A process forked by another thread of this program holds our earlier descriptor of the
         // same `.part` (and so its lock) until it execs: seen in a test that resumes a download
         // right after abandoning it. A writer that really holds the file holds it for the whole
@@ -376,8 +385,10 @@ package final class OutputFile: @unchecked Sendable {
 
     /// Copies the regular file at `final` (if any) into the new, empty `.part`; returns the bytes
     /// copied. read/write in 1 MiB steps: copy_file_range(2) is not in Swift's Glibc module.
-    private static func copyForResume(from final: String, into descriptor: Int32, partial: String,
-                                      path: String) throws(OutputFileError) -> Int64 {
+    private static func copyForResume(
+        from final: String, into descriptor: Int32, partial: String,
+        path: String
+    ) throws(OutputFileError) -> Int64 {
         let source = systemOpen(final, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard source >= 0 else {
             let code = errno
@@ -397,13 +408,16 @@ package final class OutputFile: @unchecked Sendable {
                 throw OutputFileError(path: path, reason: .system(.copy, file: final, errno: error.code))
             }
             if count == 0 { return copied }
-            try writeAll(descriptor, UnsafeRawBufferPointer(rebasing: buffer[..<count]),
-                         counting: &copied, operation: .copy, file: partial, path: path)
+            try writeAll(
+                descriptor, UnsafeRawBufferPointer(rebasing: buffer[..<count]),
+                counting: &copied, operation: .copy, file: partial, path: path)
         }
     }
 
-    private static func openRetryingInterrupts(_ target: String, _ flags: Int32,
-                                               path: String) throws(OutputFileError) -> Int32 {
+    private static func openRetryingInterrupts(
+        _ target: String, _ flags: Int32,
+        path: String
+    ) throws(OutputFileError) -> Int32 {
         // EINTR: a signal while a FIFO waited for its reader.
         do throws(SystemError) { return try SystemCall.retryingInterrupts { systemOpen(target, flags) } } catch {
             throw OutputFileError(path: path, reason: .system(.open, file: target, errno: error.code))
@@ -438,8 +452,9 @@ package final class OutputFile: @unchecked Sendable {
                 throw OutputFileError(path: path, reason: .system(.write, file: writtenFile, errno: EBADF))
             }
             do throws(OutputFileError) {
-                try Self.writeAll(state.descriptor, bytes, counting: &state.written, operation: .write,
-                                  file: writtenFile, path: path)
+                try Self.writeAll(
+                    state.descriptor, bytes, counting: &state.written, operation: .write,
+                    file: writtenFile, path: path)
             } catch {
                 state.failure = error
                 throw error
@@ -495,7 +510,8 @@ package final class OutputFile: @unchecked Sendable {
             do throws(SystemError) {
                 try SystemCall.retryingInterrupts { ftruncate(state.descriptor, 0) }
             } catch {
-                let error = OutputFileError(path: path, reason: .system(.truncate, file: writtenFile, errno: error.code))
+                let error = OutputFileError(
+                    path: path, reason: .system(.truncate, file: writtenFile, errno: error.code))
                 state.failure = error
                 throw error
             }
@@ -543,8 +559,10 @@ package final class OutputFile: @unchecked Sendable {
     }
 
     /// Gives the `.part` the owner and mode of the file it replaces, flushes it, renames it.
-    private func replace(_ final: String, with partial: String, descriptor: Int32,
-                         failure: inout OutputFileError?) throws(OutputFileError) {
+    private func replace(
+        _ final: String, with partial: String, descriptor: Int32,
+        failure: inout OutputFileError?
+    ) throws(OutputFileError) {
         var existing = stat()
         if lstat(final, &existing) == 0 {
             // Something else took the name meanwhile (a device, a directory, a link): renaming
@@ -618,9 +636,11 @@ package final class OutputFile: @unchecked Sendable {
 
     /// Writes all of `bytes` (a FIFO or terminal someone made non-blocking is waited for), adding
     /// what got through to `counter`, also when it fails.
-    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, counting counter: inout Int64,
-                                 operation: OutputFileError.Operation, file: String,
-                                 path: String) throws(OutputFileError) {
+    private static func writeAll(
+        _ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, counting counter: inout Int64,
+        operation: OutputFileError.Operation, file: String,
+        path: String
+    ) throws(OutputFileError) {
         var written = 0
         defer { counter += Int64(written) }
         do throws(SystemError) {
@@ -732,9 +752,11 @@ package struct OutputFileError: Error, Sendable, Hashable, CustomStringConvertib
         case .busy(let partial):
             return "\(name) is being written by another process ('\(partial)' is locked)"
         case .partialInTheWay(let partial):
-            return "\(name): '\(partial)', where the download goes until it is complete, is not a regular file; move it away"
+            return
+                "\(name): '\(partial)', where the download goes until it is complete, is not a regular file; move it away"
         case .cannotRestart:
-            return "\(name) is written in place (a device or a pipe), so the bytes already written cannot be taken back to start again"
+            return
+                "\(name) is written in place (a device or a pipe), so the bytes already written cannot be taken back to start again"
         case .destinationChanged:
             return "\(name) stopped being a regular file during the download, so it was not replaced"
         case .system(let operation, let file, let code):

@@ -32,7 +32,7 @@ enum RetryAfter {
             for byte in text {
                 let (shifted, overflowTen) = seconds.multipliedReportingOverflow(by: 10)
                 let (sum, overflowDigit) = shifted.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-                if overflowTen || overflowDigit { return nil }   // too many digits: absurd, ignore
+                if overflowTen || overflowDigit { return nil } // too many digits: absurd, ignore
                 seconds = sum
             }
             return .seconds(seconds)
@@ -67,8 +67,9 @@ enum RetryAfter {
     private static func imfFixdate(_ bytes: ArraySlice<UInt8>) -> Date? {
         var reader = Reader(bytes)
         guard reader.name(days) != nil, reader.literal(", "), let day = reader.digits(2), reader.literal(" "),
-              let month = reader.name(months), reader.literal(" "), let year = reader.digits(4), reader.literal(" "),
-              let time = reader.timeOfDay(), reader.literal(" GMT"), reader.isAtEnd else { return nil }
+            let month = reader.name(months), reader.literal(" "), let year = reader.digits(4), reader.literal(" "),
+            let time = reader.timeOfDay(), reader.literal(" GMT"), reader.isAtEnd
+        else { return nil }
         return Timestamp(year: year, month: month + 1, day: day, time: time)?.date
     }
 
@@ -76,14 +77,18 @@ enum RetryAfter {
     private static func rfc850Date(_ bytes: ArraySlice<UInt8>, now: Date) -> Date? {
         var reader = Reader(bytes)
         guard reader.name(longDays) != nil, reader.literal(", "), let day = reader.digits(2), reader.literal("-"),
-              let month = reader.name(months), reader.literal("-"), let twoDigitYear = reader.digits(2), reader.literal(" "),
-              let time = reader.timeOfDay(), reader.literal(" GMT"), reader.isAtEnd else { return nil }
+            let month = reader.name(months), reader.literal("-"), let twoDigitYear = reader.digits(2),
+            reader.literal(" "),
+            let time = reader.timeOfDay(), reader.literal(" GMT"), reader.isAtEnd
+        else { return nil }
         // The latest year ending in those digits that is not more than 50 years after now (§5.6.7).
         let today = Timestamp(now)
         let limit = today.year + 50
         var year = limit - ((limit - twoDigitYear) % 100 + 100) % 100
-        if year == limit, (month + 1, day, time.hour, time.minute, time.second)
-            > (today.month, today.day, today.time.hour, today.time.minute, today.time.second) {
+        if year == limit,
+            (month + 1, day, time.hour, time.minute, time.second)
+                > (today.month, today.day, today.time.hour, today.time.minute, today.time.second)
+        {
             year -= 100
         }
         return Timestamp(year: year, month: month + 1, day: day, time: time)?.date
@@ -92,10 +97,14 @@ enum RetryAfter {
     /// `day-name SP month SP ( 2DIGIT / ( SP DIGIT ) ) SP 2DIGIT ":" 2DIGIT ":" 2DIGIT SP 4DIGIT`.
     private static func asctimeDate(_ bytes: ArraySlice<UInt8>) -> Date? {
         var reader = Reader(bytes)
-        guard reader.name(days) != nil, reader.literal(" "), let month = reader.name(months), reader.literal(" ") else { return nil }
+        guard reader.name(days) != nil, reader.literal(" "), let month = reader.name(months), reader.literal(" ") else {
+            return nil
+        }
         let day = reader.literal(" ") ? reader.digits(1) : reader.digits(2)
-        guard let day, reader.literal(" "), let time = reader.timeOfDay(), reader.literal(" "), let year = reader.digits(4),
-              reader.isAtEnd else { return nil }
+        guard let day, reader.literal(" "), let time = reader.timeOfDay(), reader.literal(" "),
+            let year = reader.digits(4),
+            reader.isAtEnd
+        else { return nil }
         return Timestamp(year: year, month: month + 1, day: day, time: time)?.date
     }
 
@@ -129,7 +138,8 @@ enum RetryAfter {
 
         /// `2DIGIT ":" 2DIGIT ":" 2DIGIT`, unchecked.
         mutating func timeOfDay() -> Timestamp.TimeOfDay? {
-            guard let hour = digits(2), literal(":"), let minute = digits(2), literal(":"), let second = digits(2) else { return nil }
+            guard let hour = digits(2), literal(":"), let minute = digits(2), literal(":"), let second = digits(2)
+            else { return nil }
             return Timestamp.TimeOfDay(hour: hour, minute: minute, second: second)
         }
     }
@@ -152,7 +162,8 @@ enum RetryAfter {
         /// (a leap second, which reads as the next minute's first second).
         init?(year: Int, month: Int, day: Int, time: TimeOfDay) {
             guard (1...12).contains(month), (1...Self.daysIn(month: month, year: year)).contains(day),
-                  (0...23).contains(time.hour), (0...59).contains(time.minute), (0...60).contains(time.second) else { return nil }
+                (0...23).contains(time.hour), (0...59).contains(time.minute), (0...60).contains(time.second)
+            else { return nil }
             self.year = year
             self.month = month
             self.day = day

@@ -50,7 +50,10 @@ public struct RetryAttempt: Sendable {
     public var hasIdempotencyKey: Bool
 
     /// Creates an attempt description (for tests of custom policies).
-    public init(method: HTTPRequest.Method, number: Int, failure: Failure, elapsed: Duration = .zero, hasIdempotencyKey: Bool = false) {
+    public init(
+        method: HTTPRequest.Method, number: Int, failure: Failure, elapsed: Duration = .zero,
+        hasIdempotencyKey: Bool = false
+    ) {
         self.method = method
         self.number = number
         self.failure = failure
@@ -115,7 +118,9 @@ public struct DefaultRetryPolicy: RetryPolicy {
     /// repeating them only repeats the failure. curl's `--retry` leaves out refused connections
     /// too unless asked (`--retry-connrefused`); a library keeps them, since a server that is
     /// restarting refuses for a moment (`netreach get` follows curl).
-    public var retryableTransportFailures: Set<TransportError.Kind> = [.connectionLost, .timedOut, .dnsFailure, .cannotConnect, .connectTimeout]
+    public var retryableTransportFailures: Set<TransportError.Kind> = [
+        .connectionLost, .timedOut, .dnsFailure, .cannotConnect, .connectTimeout,
+    ]
 
     /// The defaults above.
     public init() {}
@@ -130,28 +135,37 @@ public struct DefaultRetryPolicy: RetryPolicy {
     /// ```
     public func decision(for attempt: RetryAttempt) -> RetryDecision {
         guard attempt.number <= retryLimit else { return .giveUp("retry limit of \(retryLimit) reached") }
-        guard attempt.isSafeToRepeat else { return .giveUp("\(attempt.method) may have reached the server and has no Idempotency-Key") }
+        guard attempt.isSafeToRepeat else {
+            return .giveUp("\(attempt.method) may have reached the server and has no Idempotency-Key")
+        }
         let delay: Duration
         switch attempt.failure {
         case .status(let code, let retryAfter):
             guard retryableStatusCodes.contains(code) else { return .giveUp("status \(code) is not retryable") }
             if let retryAfter {
-                guard retryAfter <= maximumDelay else { return .giveUp("Retry-After \(retryAfter) exceeds \(maximumDelay)") }
+                guard retryAfter <= maximumDelay else {
+                    return .giveUp("Retry-After \(retryAfter) exceeds \(maximumDelay)")
+                }
                 delay = retryAfter
             } else {
                 delay = backoff(beforeRetry: attempt.number)
             }
         case .transport(let error):
-            guard retryableTransportFailures.contains(error.kind) else { return .giveUp("\(error.kind) is not retryable") }
+            guard retryableTransportFailures.contains(error.kind) else {
+                return .giveUp("\(error.kind) is not retryable")
+            }
             delay = backoff(beforeRetry: attempt.number)
         }
-        if let deadline, attempt.elapsed + delay > deadline { return .giveUp("the retry deadline of \(deadline) would pass") }
+        if let deadline, attempt.elapsed + delay > deadline {
+            return .giveUp("the retry deadline of \(deadline) would pass")
+        }
         return .retry(after: delay)
     }
 
     /// The jittered, capped delay before retry `number`.
     func backoff(beforeRetry number: Int) -> Duration {
-        let seconds = Double(exponentialScale.components.seconds) + Double(exponentialScale.components.attoseconds) * 1e-18
+        let seconds =
+            Double(exponentialScale.components.seconds) + Double(exponentialScale.components.attoseconds) * 1e-18
         let raw = min(seconds * pow(exponentialBase, Double(number - 1)), Self.seconds(maximumDelay))
         let jittered = jitter == .full ? Double.random(in: 0...raw) : raw
         return .milliseconds(Int64((jittered * 1000).rounded()))

@@ -69,7 +69,8 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
                 // One line, whatever the body holds: logs and summaries are read line by line.
                 let preview = String(decoding: body.prefix(200), as: UTF8.self)
                     .split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
-                let head = status.reasonPhrase.isEmpty ? "HTTP \(status.code)" : "HTTP \(status.code) \(status.reasonPhrase)"
+                let head =
+                    status.reasonPhrase.isEmpty ? "HTTP \(status.code)" : "HTTP \(status.code) \(status.reasonPhrase)"
                 return head + (preview.isEmpty ? "" : ": \(preview)")
             case .invalidResponse(let detail):
                 return "the server's answer is not valid HTTP: \(detail)"

@@ -1,6 +1,6 @@
 import Foundation
-import NetReachSystem
 import HTTPTypes
+import NetReachSystem
 import OpenAPIRuntime
 
 extension NetworkService {
@@ -73,7 +73,8 @@ extension NetworkService {
                     !askedRange && response.status.code == 416 && state.isWholeAccording(to: response)
                 },
                 read: { exchange throws(AttemptFailure) in
-                    try await Self.receive(exchange, into: file, state: state, askedRange: askedRange, progress: progress)
+                    try await Self.receive(
+                        exchange, into: file, state: state, askedRange: askedRange, progress: progress)
                 })
             do throws(OutputFileError) { try file.commit() } catch {
                 throw NetworkError.cannotWrite(error.description).after(attempts: head.attempts)
@@ -104,33 +105,43 @@ extension NetworkService {
         _ exchange: Exchange, into file: OutputFile, state: DownloadState, askedRange: Bool,
         progress: (@Sendable (Int64, Int64?) -> Void)?
     ) async throws(AttemptFailure) -> DownloadHead {
-        let head = DownloadHead(status: exchange.head.status, headerFields: exchange.head.headerFields,
-                                url: exchange.url, attempts: exchange.attempt, waited: exchange.waited)
-        if exchange.head.status.code == 416 { return head }   // already whole (see `accepts`)
+        let head = DownloadHead(
+            status: exchange.head.status, headerFields: exchange.head.headerFields,
+            url: exchange.url, attempts: exchange.attempt, waited: exchange.waited)
+        if exchange.head.status.code == 416 { return head } // already whole (see `accepts`)
         var present = state.snapshot.present
         let expected: Int64?
         if exchange.head.status.code == 206 && !askedRange {
-            guard let range = ContentRange(exchange.head.headerFields[.contentRange] ?? ""), range.start == present else {
-                throw .transport(TransportError(.invalidResponse,
-                    "206 with Content-Range '\(exchange.head.headerFields[.contentRange] ?? "")', asked for bytes \(present)-"))
+            guard let range = ContentRange(exchange.head.headerFields[.contentRange] ?? ""), range.start == present
+            else {
+                throw .transport(
+                    TransportError(
+                        .invalidResponse,
+                        "206 with Content-Range '\(exchange.head.headerFields[.contentRange] ?? "")', asked for bytes \(present)-"
+                    ))
             }
             state.resumed(at: present)
             expected = range.total
         } else {
             if present > 0 {
-                do throws(OutputFileError) { try file.truncateForRestart() } catch { throw .local(.cannotWrite(error.description)) }
+                do throws(OutputFileError) { try file.truncateForRestart() } catch {
+                    throw .local(.cannotWrite(error.description))
+                }
                 state.restarted()
                 present = 0
             }
             if case .known(let length) = exchange.body.length { expected = length } else { expected = nil }
         }
         // A 206 continues the body the validator guards; a 200 is a (possibly new) body of its own.
-        state.remember(validator: Validator(exchange.head.headerFields), total: expected,
-                       replacing: exchange.head.status.code != 206)
+        state.remember(
+            validator: Validator(exchange.head.headerFields), total: expected,
+            replacing: exchange.head.status.code != 206)
         progress?(present, expected)
         do {
             for try await chunk in exchange.body {
-                do throws(OutputFileError) { try file.write(chunk) } catch { throw AttemptFailure.local(.cannotWrite(error.description)) }
+                do throws(OutputFileError) { try file.write(chunk) } catch {
+                    throw AttemptFailure.local(.cannotWrite(error.description))
+                }
                 present += Int64(chunk.count)
                 state.wrote(chunk.count)
                 progress?(present, expected)
@@ -173,9 +184,12 @@ extension NetworkService {
         }
         return try await perform(request, body: body) { exchange throws(AttemptFailure) in
             let limit = exchange.policy.maximumBufferedBodySize
-            let data = try await Self.collect(exchange.body, upTo: limit, progress: nil) { _ in .local(.bodyTooLarge(limit: limit)) }
-            return Response(status: exchange.head.status, headerFields: exchange.head.headerFields, body: data,
-                            url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
+            let data = try await Self.collect(exchange.body, upTo: limit, progress: nil) { _ in
+                .local(.bodyTooLarge(limit: limit))
+            }
+            return Response(
+                status: exchange.head.status, headerFields: exchange.head.headerFields, body: data,
+                url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
         }
     }
 }
@@ -226,8 +240,10 @@ private final class DownloadState: Sendable {
     private let state: Locked<State>
 
     init(present: Int64, validator: Validator?, trustedWithoutValidator: Bool) {
-        state = Locked(State(present: present, validator: validator,
-                             trustedWithoutValidator: trustedWithoutValidator && present > 0))
+        state = Locked(
+            State(
+                present: present, validator: validator,
+                trustedWithoutValidator: trustedWithoutValidator && present > 0))
     }
 
     var snapshot: Snapshot {
@@ -246,7 +262,8 @@ private final class DownloadState: Sendable {
     /// Whether a 416 says the file is already whole: `Content-Range: bytes */N` with N what we have.
     func isWholeAccording(to response: HTTPResponse) -> Bool {
         guard let value = response.headerFields[.contentRange], value.hasPrefix("bytes */"),
-              let total = Int64(value.dropFirst("bytes */".count)) else { return false }
+            let total = Int64(value.dropFirst("bytes */".count))
+        else { return false }
         return state.withLock { $0.present > 0 && total == $0.present }
     }
 
@@ -276,7 +293,7 @@ private struct Validator: Sendable {
 
     init?(_ fields: HTTPFields) {
         if let tag = fields[.eTag], tag.hasPrefix("\""), tag.count >= 2 {
-            value = tag          // a weak tag (W/"…") cannot guard a range
+            value = tag // a weak tag (W/"…") cannot guard a range
         } else if let date = fields[.lastModified], !date.isEmpty {
             value = date
         } else {
@@ -296,7 +313,9 @@ private struct ContentRange {
         let parts = value.dropFirst("bytes ".count).split(separator: "/", maxSplits: 1)
         guard parts.count == 2 else { return nil }
         let bounds = parts[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else { return nil }
+        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else {
+            return nil
+        }
         self.start = start
         self.end = end
         total = parts[1] == "*" ? nil : Int64(parts[1])

@@ -1,9 +1,9 @@
 import Dispatch
-import NetReachSystem
 import Foundation
 import HTTPTypes
 import Logging
 import NetReach
+import NetReachSystem
 import OpenAPIRuntime
 
 /// Sends requests that wait for the network instead of failing, are retried only when that is
@@ -111,7 +111,8 @@ public final class NetworkService: Sendable {
         // A monitor that is not observing (cancelled, failed) explains nothing, and neither would
         // one made from it.
         guard let monitor, monitor.currentPath.unsatisfiedReason != .monitorUnavailable,
-              let host = url.host?.lowercased() else { return monitor }
+            let host = url.host?.lowercased()
+        else { return monitor }
         let destination = PathDestination(host)
         if case .host(let name) = destination, name != "localhost" { return monitor }
         if let existing = destinationMonitors.existing(for: destination) { return existing }
@@ -173,8 +174,9 @@ public final class NetworkService: Sendable {
             let body = try await Self.collect(exchange.body, upTo: limit, progress: progress) { _ in
                 .local(.bodyTooLarge(limit: limit))
             }
-            return Response(status: exchange.head.status, headerFields: exchange.head.headerFields, body: body,
-                            url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
+            return Response(
+                status: exchange.head.status, headerFields: exchange.head.headerFields, body: body,
+                url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
         }
     }
 
@@ -194,9 +196,10 @@ public final class NetworkService: Sendable {
     /// ```
     public func bytes(_ request: Request) async throws(NetworkError) -> StreamingResponse {
         try await perform(request) { exchange throws(AttemptFailure) in
-            StreamingResponse(status: exchange.head.status, headerFields: exchange.head.headerFields,
-                              body: ResponseBody(exchange.body, path: exchange.monitor, attempts: exchange.attempt),
-                              url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
+            StreamingResponse(
+                status: exchange.head.status, headerFields: exchange.head.headerFields,
+                body: ResponseBody(exchange.body, path: exchange.monitor, attempts: exchange.attempt),
+                url: exchange.url, attempts: exchange.attempt, waitedForConnectivity: exchange.waited)
         }
     }
 
@@ -236,7 +239,8 @@ public final class NetworkService: Sendable {
         let policy = self.policy.applying(request.policyOverrides)
         // The path is needed before an attempt only to wait or to deny; otherwise only a failure
         // needs it (to explain), so a per-destination monitor is made then, not on every request.
-        let needsPathFirst = policy.waitsForConnectivity || !policy.allowsExpensiveNetworkAccess
+        let needsPathFirst =
+            policy.waitsForConnectivity || !policy.allowsExpensiveNetworkAccess
             || !policy.allowsConstrainedNetworkAccess || !policy.allowsCellularAccess
         var monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
         var monitorIsForURL = needsPathFirst
@@ -253,117 +257,140 @@ public final class NetworkService: Sendable {
         // Times the request was handed to the transport: what a failure reports as its attempts.
         var sent = 0
         do throws(NetworkError) {
-        while true {
-            if Task.isCancelled { throw .cancelled }
-            attempt += 1
-            waited += try await clearance(for: request, url: url, policy: policy, monitor: monitor, until: resourceDeadline)
-            let remaining = resourceDeadline - clock.now
-            guard remaining > .zero else { throw .timedOut(path: monitor?.currentPath) }
+            while true {
+                if Task.isCancelled { throw .cancelled }
+                attempt += 1
+                waited += try await clearance(
+                    for: request, url: url, policy: policy, monitor: monitor, until: resourceDeadline)
+                let remaining = resourceDeadline - clock.now
+                guard remaining > .zero else { throw .timedOut(path: monitor?.currentPath) }
 
-            let failure: RetryAttempt.Failure
-            let explained: NetworkError
-            do throws(AttemptFailure) {
-                var head = baseHead
-                prepare(&head)
-                if let interceptor {
-                    do { try await interceptor.adapt(&head, attempt: attempt) } catch {
-                        if error is CancellationError || Task.isCancelled { throw AttemptFailure.local(.cancelled) }
-                        throw AttemptFailure.local(.transport(TransportError(.other, "the request interceptor failed: \(error)"),
-                                                              path: monitor?.currentPath))
+                let failure: RetryAttempt.Failure
+                let explained: NetworkError
+                do throws(AttemptFailure) {
+                    var head = baseHead
+                    prepare(&head)
+                    if let interceptor {
+                        do { try await interceptor.adapt(&head, attempt: attempt) } catch {
+                            if error is CancellationError || Task.isCancelled { throw AttemptFailure.local(.cancelled) }
+                            throw AttemptFailure.local(
+                                .transport(
+                                    TransportError(.other, "the request interceptor failed: \(error)"),
+                                    path: monitor?.currentPath))
+                        }
                     }
-                }
-                logger.debug("attempt", metadata: ["attempt": "\(attempt)", "method": "\(head.method)",
-                                                   "url": "\(Self.withoutPassword(url))"])
-                let options = TransportOptions(stallTimeout: policy.timeoutIntervalForRequest, deadline: resourceDeadline)
-                let response: HTTPResponse
-                let responseBody: HTTPBody
-                sent += 1
-                do throws(TransportError) {
-                    (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
+                    logger.debug(
+                        "attempt",
+                        metadata: [
+                            "attempt": "\(attempt)", "method": "\(head.method)",
+                            "url": "\(Self.withoutPassword(url))",
+                        ])
+                    let options = TransportOptions(
+                        stallTimeout: policy.timeoutIntervalForRequest, deadline: resourceDeadline)
+                    let response: HTTPResponse
+                    let responseBody: HTTPBody
+                    sent += 1
+                    do throws(TransportError) {
+                        (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
+                    } catch {
+                        throw .transport(error)
+                    }
+                    if let next = try redirect(
+                        from: response, body: responseBody, url: url, head: baseHead, method: method,
+                        requestBody: body, policy: policy, followed: redirects)
+                    {
+                        // Another hop, not another attempt: the retry budget and the deadline carry over.
+                        redirects += 1
+                        url = next.url
+                        baseHead = next.head
+                        method = next.head.method
+                        body = next.keepsBody ? body : nil
+                        if next.changesOrigin {
+                            monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
+                            monitorIsForURL = needsPathFirst
+                        }
+                        attempt -= 1
+                        sent -= 1
+                        continue
+                    }
+                    if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
+                        // An answer over the internet path is evidence that it works (a connectivity
+                        // monitor of the same path monitor postpones its probes); one to a local
+                        // address or localhost says nothing about the internet.
+                        if let evidence = self.monitor?.evidence, evidence.isHeard, Self.isJudgedByInternetPath(url) {
+                            evidence.report(.exchangeSucceeded)
+                        }
+                        return try await read(
+                            Exchange(
+                                head: response, body: responseBody, url: url, attempt: attempt,
+                                waited: waited, policy: policy, monitor: monitor))
+                    }
+                    // What the server said about the failure: the start of its body, enough to read.
+                    let errorBody = try await Self.collect(responseBody, upTo: Self.errorBodyLimit, progress: nil) {
+                        prefix in
+                        .local(.unsuccessfulStatus(response.status, body: prefix))
+                    }
+                    let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0) }
+                    failure = .status(response.status.code, retryAfter: retryAfter)
+                    explained = .unsuccessfulStatus(response.status, body: errorBody)
+                    logger.debug(
+                        "unsuccessful status", metadata: ["attempt": "\(attempt)", "status": "\(response.status.code)"])
+                    // The interceptor's one extra attempt (a refreshed token), under the safety rule.
+                    if let interceptor, !interceptorRetried,
+                        RetryAttempt(
+                            method: method, number: attempt, failure: failure, elapsed: clock.now - start,
+                            hasIdempotencyKey: request.idempotencyKey != nil
+                        ).isSafeToRepeat,
+                        body?.canReplay ?? true, await interceptor.retry(after: response, attempt: attempt)
+                    {
+                        interceptorRetried = true
+                        logger.info(
+                            "retrying at the interceptor's request", metadata: ["status": "\(response.status.code)"])
+                        continue
+                    }
                 } catch {
-                    throw .transport(error)
-                }
-                if let next = try redirect(from: response, body: responseBody, url: url, head: baseHead, method: method,
-                                           requestBody: body, policy: policy, followed: redirects) {
-                    // Another hop, not another attempt: the retry budget and the deadline carry over.
-                    redirects += 1
-                    url = next.url
-                    baseHead = next.head
-                    method = next.head.method
-                    body = next.keepsBody ? body : nil
-                    if next.changesOrigin {
-                        monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
-                        monitorIsForURL = needsPathFirst
+                    switch error {
+                    case .local(let error):
+                        // An error body longer than what is kept: the status is the failure.
+                        guard case .unsuccessfulStatus(let status, let body) = error.reason,
+                            !policy.acceptableStatusCodes.contains(status.code)
+                        else { throw error }
+                        failure = .status(status.code, retryAfter: nil)
+                        explained = .unsuccessfulStatus(status, body: body)
+                    case .transport(let error):
+                        if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
+                        if !monitorIsForURL {
+                            monitor = await pathMonitor(for: url)
+                            monitorIsForURL = true
+                        }
+                        failure = .transport(error)
+                        explained = explain(error, policy: policy, monitor: monitor)
                     }
-                    attempt -= 1
-                    sent -= 1
-                    continue
                 }
-                if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
-                    // An answer over the internet path is evidence that it works (a connectivity
-                    // monitor of the same path monitor postpones its probes); one to a local
-                    // address or localhost says nothing about the internet.
-                    if let evidence = self.monitor?.evidence, evidence.isHeard, Self.isJudgedByInternetPath(url) {
-                        evidence.report(.exchangeSucceeded)
-                    }
-                    return try await read(Exchange(head: response, body: responseBody, url: url, attempt: attempt,
-                                                   waited: waited, policy: policy, monitor: monitor))
-                }
-                // What the server said about the failure: the start of its body, enough to read.
-                let errorBody = try await Self.collect(responseBody, upTo: Self.errorBodyLimit, progress: nil) { prefix in
-                    .local(.unsuccessfulStatus(response.status, body: prefix))
-                }
-                let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0) }
-                failure = .status(response.status.code, retryAfter: retryAfter)
-                explained = .unsuccessfulStatus(response.status, body: errorBody)
-                logger.debug("unsuccessful status", metadata: ["attempt": "\(attempt)", "status": "\(response.status.code)"])
-                // The interceptor's one extra attempt (a refreshed token), under the safety rule.
-                if let interceptor, !interceptorRetried,
-                   RetryAttempt(method: method, number: attempt, failure: failure, elapsed: clock.now - start,
-                                hasIdempotencyKey: request.idempotencyKey != nil).isSafeToRepeat,
-                   body?.canReplay ?? true, await interceptor.retry(after: response, attempt: attempt) {
-                    interceptorRetried = true
-                    logger.info("retrying at the interceptor's request", metadata: ["status": "\(response.status.code)"])
-                    continue
-                }
-            } catch {
-                switch error {
-                case .local(let error):
-                    // An error body longer than what is kept: the status is the failure.
-                    guard case .unsuccessfulStatus(let status, let body) = error.reason,
-                          !policy.acceptableStatusCodes.contains(status.code) else { throw error }
-                    failure = .status(status.code, retryAfter: nil)
-                    explained = .unsuccessfulStatus(status, body: body)
-                case .transport(let error):
-                    if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
-                    if !monitorIsForURL {
-                        monitor = await pathMonitor(for: url)
-                        monitorIsForURL = true
-                    }
-                    failure = .transport(error)
-                    explained = explain(error, policy: policy, monitor: monitor)
-                }
-            }
 
-            // An attempt that could not leave while the monitor sees no usable path: without waiting,
-            // no back-off will bring the network back, so say so now (as URLSession's
-            // notConnectedToInternet does). With waiting, the next attempt waits for the path first.
-            if case .notConnected = explained.reason, !policy.waitsForConnectivity { throw explained }
+                // An attempt that could not leave while the monitor sees no usable path: without waiting,
+                // no back-off will bring the network back, so say so now (as URLSession's
+                // notConnectedToInternet does). With waiting, the next attempt waits for the path first.
+                if case .notConnected = explained.reason, !policy.waitsForConnectivity { throw explained }
 
-            let context = RetryAttempt(method: method, number: attempt, failure: failure,
-                                       elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
-            // The safety rule is the service's, not the policy's: no custom policy can make a POST
-            // that may have reached the server go out twice, and a single-pass body that was read
-            // cannot be sent again.
-            guard context.isSafeToRepeat, body?.canReplay ?? true,
-                  case .retry(let delay) = policy.retryPolicy.decision(for: context),
-                  clock.now + delay < resourceDeadline else {
-                logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained.reason)"])
-                throw explained
+                let context = RetryAttempt(
+                    method: method, number: attempt, failure: failure,
+                    elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
+                // The safety rule is the service's, not the policy's: no custom policy can make a POST
+                // that may have reached the server go out twice, and a single-pass body that was read
+                // cannot be sent again.
+                guard context.isSafeToRepeat, body?.canReplay ?? true,
+                    case .retry(let delay) = policy.retryPolicy.decision(for: context),
+                    clock.now + delay < resourceDeadline
+                else {
+                    logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained.reason)"])
+                    throw explained
+                }
+                logger.info(
+                    "retrying",
+                    metadata: ["attempt": "\(attempt)", "after": "\(delay)", "error": "\(explained.reason)"])
+                do { try await Task.sleep(for: delay) } catch { throw .cancelled }
             }
-            logger.info("retrying", metadata: ["attempt": "\(attempt)", "after": "\(delay)", "error": "\(explained.reason)"])
-            do { try await Task.sleep(for: delay) } catch { throw .cancelled }
-        }
         } catch {
             throw error.after(attempts: sent)
         }
@@ -372,12 +399,16 @@ public final class NetworkService: Sendable {
     /// The next hop of a redirect the policy follows, or `nil` when `response` is not one (no
     /// `Location`, a status that is not 301, 302, 303, 307 or 308, or redirects not followed).
     private func redirect(
-        from response: HTTPResponse, body responseBody: HTTPBody, url: URL, head: HTTPRequest, method: HTTPRequest.Method,
+        from response: HTTPResponse, body responseBody: HTTPBody, url: URL, head: HTTPRequest,
+        method: HTTPRequest.Method,
         requestBody: ReplayTracker?, policy: RequestPolicy, followed: Int
     ) throws(AttemptFailure) -> Redirect.Hop? {
         guard case .follow(let limit, let allowsInsecure) = policy.redirects,
-              let location = response.headerFields[.location] else { return nil }
-        guard let hop = Redirect.hop(status: response.status.code, location: location, from: url, head: head) else { return nil }
+            let location = response.headerFields[.location]
+        else { return nil }
+        guard let hop = Redirect.hop(status: response.status.code, location: location, from: url, head: head) else {
+            return nil
+        }
         guard followed < limit else {
             throw .local(.redirectRefused("more than \(limit) redirects", location: hop.url))
         }
@@ -385,10 +416,12 @@ public final class NetworkService: Sendable {
             throw .local(.redirectRefused("from https to http", location: hop.url))
         }
         if hop.keepsBody, let requestBody, !requestBody.canReplay {
-            throw .local(.redirectRefused("a \(response.status.code) must send the body again, and it was a single-pass stream",
-                                          location: hop.url))
+            throw .local(
+                .redirectRefused(
+                    "a \(response.status.code) must send the body again, and it was a single-pass stream",
+                    location: hop.url))
         }
-        _ = responseBody   // dropped unread: the connection closes if the body was not empty
+        _ = responseBody // dropped unread: the connection closes if the body was not empty
         return hop
     }
 
@@ -436,7 +469,8 @@ public final class NetworkService: Sendable {
     /// ```
     @discardableResult
     public func send(
-        _ request: Request, queue: DispatchQueue, completion: @escaping @Sendable (Result<Response, NetworkError>) -> Void
+        _ request: Request, queue: DispatchQueue,
+        completion: @escaping @Sendable (Result<Response, NetworkError>) -> Void
     ) -> RequestHandle {
         let task = Task {
             let result: Result<Response, NetworkError>
@@ -450,19 +484,23 @@ public final class NetworkService: Sendable {
 
     /// Returns once the request may be attempted (after how long a wait), or throws why not.
     private func clearance(
-        for request: Request, url: URL, policy: RequestPolicy, monitor: PathMonitor?, until deadline: ContinuousClock.Instant
+        for request: Request, url: URL, policy: RequestPolicy, monitor: PathMonitor?,
+        until deadline: ContinuousClock.Instant
     ) async throws(NetworkError) -> Duration {
         guard let monitor else { return .zero }
         let path = monitor.currentPath
         // A monitor that cannot see the system explains nothing and must not hold requests back.
-        guard path.unsatisfiedReason != .monitorUnavailable, let denial = ConnectivityGate.denial(for: path, policy: policy) else {
+        guard path.unsatisfiedReason != .monitorUnavailable,
+            let denial = ConnectivityGate.denial(for: path, policy: policy)
+        else {
             return .zero
         }
         if policy.waitsForConnectivity {
-            return try await waitForClearance(monitor: monitor, request: request, url: url, policy: policy,
-                                              reason: denial, path: path, until: deadline)
+            return try await waitForClearance(
+                monitor: monitor, request: request, url: url, policy: policy,
+                reason: denial, path: path, until: deadline)
         }
-        if case .noPath = denial { return .zero }   // don't preflight: attempt, and explain a failure
+        if case .noPath = denial { return .zero } // don't preflight: attempt, and explain a failure
         throw .notConnected(denial, path: path)
     }
 
@@ -473,13 +511,16 @@ public final class NetworkService: Sendable {
         reason: NotConnectedReason, path: NetworkPath, until deadline: ContinuousClock.Instant
     ) async throws(NetworkError) -> Duration {
         let started = ContinuousClock.now
-        logger.info("waiting for connectivity", metadata: ["reason": "\(reason)", "url": "\(Self.withoutPassword(url))"])
-        let paths = monitor.paths   // created before the event, so no change can slip between
+        logger.info(
+            "waiting for connectivity", metadata: ["reason": "\(reason)", "url": "\(Self.withoutPassword(url))"])
+        let paths = monitor.paths // created before the event, so no change can slip between
         waiting.send(WaitingEvent(method: request.method, url: url, reason: reason, path: path))
         let outcome = await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask {
-                for await path in paths where path.unsatisfiedReason == .monitorUnavailable
-                    || ConnectivityGate.denial(for: path, policy: policy) == nil {
+                for await path in paths
+                where path.unsatisfiedReason == .monitorUnavailable
+                    || ConnectivityGate.denial(for: path, policy: policy) == nil
+                {
                     return .ready
                 }
                 return .cancelled
@@ -497,7 +538,8 @@ public final class NetworkService: Sendable {
             return ContinuousClock.now - started
         case .deadline where !Task.isCancelled:
             let now = monitor.currentPath
-            throw .waitingForConnectivityTimedOut(ConnectivityGate.denial(for: now, policy: policy) ?? reason, path: now)
+            throw .waitingForConnectivityTimedOut(
+                ConnectivityGate.denial(for: now, policy: policy) ?? reason, path: now)
         default:
             throw .cancelled
         }
@@ -515,8 +557,9 @@ public final class NetworkService: Sendable {
             let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
             fields[.authorization] = "Basic \(token)"
         }
-        return HTTPRequest(method: request.method, scheme: target.scheme, authority: target.authority,
-                           path: target.pathAndQuery, headerFields: fields)
+        return HTTPRequest(
+            method: request.method, scheme: target.scheme, authority: target.authority,
+            path: target.pathAndQuery, headerFields: fields)
     }
 
     /// A transport failure as a ``NetworkError``, with the path at this moment: a request that could
@@ -526,7 +569,9 @@ public final class NetworkService: Sendable {
         let path = monitor?.currentPath
         switch error.kind {
         case .cannotConnect, .dnsFailure, .hostNotFound, .connectTimeout:
-            if let path, path.unsatisfiedReason != .monitorUnavailable, let denial = ConnectivityGate.denial(for: path, policy: policy) {
+            if let path, path.unsatisfiedReason != .monitorUnavailable,
+                let denial = ConnectivityGate.denial(for: path, policy: policy)
+            {
                 return .notConnected(denial, path: path)
             }
             return .transport(error, path: path)
@@ -549,7 +594,8 @@ public final class NetworkService: Sendable {
     /// `url` as text with any password replaced by `***`: error messages end up in logs.
     static func withoutPassword(_ url: URL) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-              components.percentEncodedPassword != nil else { return url.absoluteString }
+            components.percentEncodedPassword != nil
+        else { return url.absoluteString }
         components.percentEncodedPassword = "***"
         return components.string ?? "(a URL with a password)"
     }

@@ -35,7 +35,9 @@ enum Redirect {
     }
 
     /// Fields that describe a body, dropped when the body is.
-    private static let bodyFields: [HTTPField.Name] = [.contentType, .contentLength, .contentEncoding, .contentLanguage, .contentLocation]
+    private static let bodyFields: [HTTPField.Name] = [
+        .contentType, .contentLength, .contentEncoding, .contentLanguage, .contentLocation,
+    ]
     /// Fields that carry credentials, dropped when the origin changes.
     private static let credentialFields: [HTTPField.Name] = [.authorization, .cookie, .proxyAuthorization]
 
@@ -43,8 +45,9 @@ enum Redirect {
     /// `nil` when the status is not a redirect or the location is not an http(s) URL that can be sent.
     static func hop(status: Int, location: String, from url: URL, head: HTTPRequest) -> Hop? {
         guard [301, 302, 303, 307, 308].contains(status),
-              let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: url)?.absoluteURL,
-              let target = ResolvedTarget.resolve(.url(next), queryItems: [], base: nil) else { return nil }
+            let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: url)?.absoluteURL,
+            let target = ResolvedTarget.resolve(.url(next), queryItems: [], base: nil)
+        else { return nil }
         var method = head.method
         var keepsBody = true
         if (status == 303 && method != .head) || ((status == 301 || status == 302) && method == .post) {
@@ -60,8 +63,9 @@ enum Redirect {
             let token = Data("\(credentials.user):\(credentials.password)".utf8).base64EncodedString()
             fields[.authorization] = "Basic \(token)"
         }
-        let nextHead = HTTPRequest(method: method, scheme: target.scheme, authority: target.authority,
-                                   path: target.pathAndQuery, headerFields: fields)
+        let nextHead = HTTPRequest(
+            method: method, scheme: target.scheme, authority: target.authority,
+            path: target.pathAndQuery, headerFields: fields)
         return Hop(url: target.url, head: nextHead, keepsBody: keepsBody, changesOrigin: changesOrigin)
     }
 

@@ -58,9 +58,13 @@ public struct Request: Sendable {
 
     /// Creates a request for a path relative to the service's base URL, or for an absolute
     /// `http://` or `https://` URL given as text (`.get("https://example.com/x")`).
-    public init(_ method: HTTPRequest.Method, _ path: String, query: KeyValuePairs<String, String> = [:], body: Data? = nil) {
-        self.init(method: method, target: Self.target(path), queryItems: query.map { URLQueryItem(name: $0.key, value: $0.value) },
-                  body: body.map { HTTPBody($0) })
+    public init(
+        _ method: HTTPRequest.Method, _ path: String, query: KeyValuePairs<String, String> = [:], body: Data? = nil
+    ) {
+        self.init(
+            method: method, target: Self.target(path),
+            queryItems: query.map { URLQueryItem(name: $0.key, value: $0.value) },
+            body: body.map { HTTPBody($0) })
     }
 
     /// `.url` for an absolute http(s) URL, `.path` for anything else.
@@ -82,7 +86,9 @@ public struct Request: Sendable {
     }
 
     /// `GET path`.
-    public static func get(_ path: String, query: KeyValuePairs<String, String> = [:]) -> Request { Request(.get, path, query: query) }
+    public static func get(_ path: String, query: KeyValuePairs<String, String> = [:]) -> Request {
+        Request(.get, path, query: query)
+    }
     /// `HEAD path`.
     public static func head(_ path: String) -> Request { Request(.head, path) }
     /// `DELETE path`.
@@ -90,7 +96,9 @@ public struct Request: Sendable {
     /// `POST path` with a raw body.
     public static func post(_ path: String, body: Data? = nil) -> Request { Request(.post, path, body: body) }
     /// `POST path` with a JSON body.
-    public static func post<Body: Encodable>(_ path: String, json value: Body, encoder: JSONEncoder = JSONEncoder()) throws -> Request {
+    public static func post<Body: Encodable>(
+        _ path: String, json value: Body, encoder: JSONEncoder = JSONEncoder()
+    ) throws -> Request {
         try Request(.post, path, json: value, encoder: encoder)
     }
     /// `PUT path` with a raw body.

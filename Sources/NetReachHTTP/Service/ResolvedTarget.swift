@@ -76,8 +76,10 @@ struct ResolvedTarget: Sendable, Equatable {
             let colon = userInfo.firstIndex(of: ":")
             let rawUser = colon.map { userInfo[..<$0] } ?? userInfo
             let rawPassword = colon.map { userInfo[userInfo.index(after: $0)...] } ?? ""
-            guard let user = String(rawUser).removingPercentEncoding, let password = String(rawPassword).removingPercentEncoding,
-                  !user.contains(":"), !Self.hasControlCharacter(user), !Self.hasControlCharacter(password) else { return nil }
+            guard let user = String(rawUser).removingPercentEncoding,
+                let password = String(rawPassword).removingPercentEncoding,
+                !user.contains(":"), !Self.hasControlCharacter(user), !Self.hasControlCharacter(password)
+            else { return nil }
             self.init(user: user, password: password)
         }
 
@@ -112,14 +114,16 @@ struct ResolvedTarget: Sendable, Equatable {
         init(_ url: URL) {
             self.url = url
             guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-                  let origin = Origin(of: url), origin.userInfo == nil else {
+                let origin = Origin(of: url), origin.userInfo == nil
+            else {
                 parts = nil
                 return
             }
             let path = components.percentEncodedPath
             let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "/"
-            parts = Parts(scheme: origin.scheme, authority: origin.authority, origin: "\(origin.scheme)://\(origin.authority)",
-                          directory: ResolvedTarget.hasDotSegment(directory) ? nil : directory)
+            parts = Parts(
+                scheme: origin.scheme, authority: origin.authority, origin: "\(origin.scheme)://\(origin.authority)",
+                directory: ResolvedTarget.hasDotSegment(directory) ? nil : directory)
         }
 
         static func isHTTP(_ scheme: String) -> Bool {
@@ -132,7 +136,9 @@ struct ResolvedTarget: Sendable, Equatable {
     /// result is not an absolute http or https URL that can be sent as it reads (see the type's
     /// documentation for everything that makes it `nil`).
     static func resolve(_ target: Request.Target, queryItems: [URLQueryItem], base: Base?) -> ResolvedTarget? {
-        if case .path(let path) = target, let parts = base?.parts, let joined = join(path, queryItems: queryItems, to: parts) {
+        if case .path(let path) = target, let parts = base?.parts,
+            let joined = join(path, queryItems: queryItems, to: parts)
+        {
             return joined
         }
         return resolveGenerally(target, queryItems: queryItems, baseURL: base?.url)
@@ -140,7 +146,8 @@ struct ResolvedTarget: Sendable, Equatable {
 
     /// The general way, for every target: Foundation resolves and parses, ``Origin`` reads the
     /// authority from the result.
-    static func resolveGenerally(_ target: Request.Target, queryItems: [URLQueryItem], baseURL: URL?) -> ResolvedTarget? {
+    static func resolveGenerally(_ target: Request.Target, queryItems: [URLQueryItem], baseURL: URL?) -> ResolvedTarget?
+    {
         let resolved: URL?
         switch target {
         case .url(let url): resolved = url
@@ -150,8 +157,9 @@ struct ResolvedTarget: Sendable, Equatable {
             resolved = URL(string: path, relativeTo: baseURL)?.absoluteURL
         }
         guard let resolved, hasValidPercentEncoding(resolved.absoluteString),
-              let components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
-              let origin = Origin(of: resolved) else { return nil }
+            let components = URLComponents(url: resolved, resolvingAgainstBaseURL: true),
+            let origin = Origin(of: resolved)
+        else { return nil }
         var credentials: BasicCredentials?
         if let userInfo = origin.userInfo {
             guard let decoded = BasicCredentials(userInfo: userInfo) else { return nil }
@@ -162,10 +170,12 @@ struct ResolvedTarget: Sendable, Equatable {
         if let query = query(components.percentEncodedQuery, appending: queryItems) { pathAndQuery += "?\(query)" }
         let fragment = components.percentEncodedFragment.map { "#\($0)" } ?? ""
         guard pathAndQuery.hasPrefix("/"), isVisibleASCII(pathAndQuery), isVisibleASCII(fragment),
-              let url = URL(string: "\(origin.scheme)://\(origin.authority)\(pathAndQuery)\(fragment)"),
-              url.host == origin.connectedHost else { return nil }
-        return ResolvedTarget(url: url, scheme: origin.scheme, authority: origin.authority, pathAndQuery: pathAndQuery,
-                              credentials: credentials)
+            let url = URL(string: "\(origin.scheme)://\(origin.authority)\(pathAndQuery)\(fragment)"),
+            url.host == origin.connectedHost
+        else { return nil }
+        return ResolvedTarget(
+            url: url, scheme: origin.scheme, authority: origin.authority, pathAndQuery: pathAndQuery,
+            credentials: credentials)
     }
 
     /// The fast way: a path made only of characters a URL path or query may hold as they are, with
@@ -200,7 +210,7 @@ struct ResolvedTarget: Sendable, Equatable {
         guard !bytes.isEmpty, !path.hasPrefix("//") else { return false }
         let queryMark = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
         let pathBytes = bytes[..<queryMark]
-        guard !pathBytes.isEmpty else { return false }   // "?q" keeps the base's whole path, not its directory
+        guard !pathBytes.isEmpty else { return false } // "?q" keeps the base's whole path, not its directory
         let firstSlash = pathBytes.firstIndex(of: UInt8(ascii: "/")) ?? queryMark
         if pathBytes[..<firstSlash].contains(UInt8(ascii: ":")) { return false }
         if hasDotSegment(pathBytes) { return false }
@@ -208,7 +218,9 @@ struct ResolvedTarget: Sendable, Equatable {
         while let byte = rest.popFirst() {
             switch byte {
             case UInt8(ascii: "%"):
-                guard let high = rest.popFirst(), let low = rest.popFirst(), isHexDigit(high), isHexDigit(low) else { return false }
+                guard let high = rest.popFirst(), let low = rest.popFirst(), isHexDigit(high), isHexDigit(low) else {
+                    return false
+                }
             case UInt8(ascii: ":"), UInt8(ascii: "/"), UInt8(ascii: "?"):
                 continue
             default:
@@ -230,7 +242,9 @@ struct ResolvedTarget: Sendable, Equatable {
         var rest = text.utf8[...]
         while let percent = rest.firstIndex(of: UInt8(ascii: "%")) {
             rest = rest[rest.index(after: percent)...]
-            guard let high = rest.popFirst(), let low = rest.popFirst(), isHexDigit(high), isHexDigit(low) else { return false }
+            guard let high = rest.popFirst(), let low = rest.popFirst(), isHexDigit(high), isHexDigit(low) else {
+                return false
+            }
         }
         return true
     }
@@ -255,8 +269,9 @@ struct ResolvedTarget: Sendable, Equatable {
     private static func isRegNameCharacter(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
-             UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
-             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+            UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+            UInt8(ascii: ")"),
+            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
             true
         default:
             isAlphanumeric(byte)
@@ -272,14 +287,18 @@ struct ResolvedTarget: Sendable, Equatable {
 
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
         default: false
         }
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
         default: false
         }
     }
@@ -409,7 +428,8 @@ struct ResolvedTarget: Sendable, Equatable {
             let halves = text.split(separator: "::", maxSplits: 1, omittingEmptySubsequences: false)
             let elided = halves.count == 2
             let head = halves[0].isEmpty ? [] : halves[0].split(separator: ":", omittingEmptySubsequences: false)
-            let tail = elided && !halves[1].isEmpty ? halves[1].split(separator: ":", omittingEmptySubsequences: false) : []
+            let tail =
+                elided && !halves[1].isEmpty ? halves[1].split(separator: ":", omittingEmptySubsequences: false) : []
             let pieces = head + tail
             var count = 0
             for (index, piece) in pieces.enumerated() {
@@ -417,7 +437,9 @@ struct ResolvedTarget: Sendable, Equatable {
                     guard isIPv4Address(piece) else { return false }
                     count += 2
                 } else {
-                    guard (1...4).contains(piece.utf8.count), piece.utf8.allSatisfy(ResolvedTarget.isHexDigit) else { return false }
+                    guard (1...4).contains(piece.utf8.count), piece.utf8.allSatisfy(ResolvedTarget.isHexDigit) else {
+                        return false
+                    }
                     count += 1
                 }
             }
@@ -427,10 +449,12 @@ struct ResolvedTarget: Sendable, Equatable {
         /// RFC 3986 `IPv4address`: four decimal octets, no leading zeros.
         static func isIPv4Address(_ text: Substring) -> Bool {
             let octets = text.split(separator: ".", omittingEmptySubsequences: false)
-            return octets.count == 4 && octets.allSatisfy { octet in
-                (1...3).contains(octet.utf8.count) && octet.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-                    && (octet.utf8.count == 1 || octet.first != "0") && Int(octet).map { $0 <= 255 } == true
-            }
+            return octets.count == 4
+                && octets.allSatisfy { octet in
+                    (1...3).contains(octet.utf8.count)
+                        && octet.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+                        && (octet.utf8.count == 1 || octet.first != "0") && Int(octet).map { $0 <= 255 } == true
+                }
         }
     }
 }
@@ -441,7 +465,8 @@ extension HTTPRequest {
     /// cannot be sent. Connectivity probes are made this way.
     package static func get(_ url: URL) -> (head: HTTPRequest, host: String)? {
         guard let target = ResolvedTarget.resolve(.url(url), queryItems: [], base: nil) else { return nil }
-        let head = HTTPRequest(method: .get, scheme: target.scheme, authority: target.authority, path: target.pathAndQuery)
+        let head = HTTPRequest(
+            method: .get, scheme: target.scheme, authority: target.authority, path: target.pathAndQuery)
         var host = Substring(target.authority)
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
             host = host[host.index(after: host.startIndex)..<close]

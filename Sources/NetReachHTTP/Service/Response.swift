@@ -23,8 +23,10 @@ public struct Response: Sendable {
     public var waitedForConnectivity: Duration
 
     /// Creates a response.
-    public init(status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: Data = Data(), url: URL,
-                attempts: Int = 1, waitedForConnectivity: Duration = .zero) {
+    public init(
+        status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: Data = Data(), url: URL,
+        attempts: Int = 1, waitedForConnectivity: Duration = .zero
+    ) {
         self.status = status
         self.headerFields = headerFields
         self.body = body
@@ -35,7 +37,8 @@ public struct Response: Sendable {
 
     /// Decodes the body as JSON. Decoding is apart from transport: a failure here throws the
     /// decoder's `DecodingError`, not a ``NetworkError``.
-    public func decode<Value: Decodable>(_ type: Value.Type, using decoder: JSONDecoder = JSONDecoder()) throws -> Value {
+    public func decode<Value: Decodable>(_ type: Value.Type, using decoder: JSONDecoder = JSONDecoder()) throws -> Value
+    {
         try decoder.decode(type, from: body)
     }
 

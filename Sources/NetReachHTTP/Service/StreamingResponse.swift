@@ -58,7 +58,9 @@ public struct ResponseBody: AsyncSequence, Sendable {
         self.attempts = attempts
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), monitor: monitor, attempts: attempts) }
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: base.makeAsyncIterator(), monitor: monitor, attempts: attempts)
+    }
 
     /// Yields the body's chunks; throws ``NetworkError``.
     public struct Iterator: AsyncIteratorProtocol {

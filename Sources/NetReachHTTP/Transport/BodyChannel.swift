@@ -28,7 +28,10 @@ package final class BodyChannel: @unchecked Sendable {
     private let limit: Int
     private let watchdog: StallWatchdog?
 
-    private enum Ending { case finished, failed(TransportError) }
+    private enum Ending {
+        case finished
+        case failed(TransportError)
+    }
 
     /// Creates a channel that holds the producer once `limit` bytes wait; `watchdog` is told of
     /// every chunk the consumer takes, and that a held producer is not a stalled network.
@@ -74,15 +77,16 @@ package final class BodyChannel: @unchecked Sendable {
     /// Ends the body: normally (`nil`) or with `error`, which the consumer gets after the chunks
     /// already queued. Only the first ending counts.
     package func finish(throwing error: TransportError? = nil) {
-        let (consumer, held): (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) = condition.withLock {
-            guard ending == nil else { return (nil, nil) }
-            ending = error.map(Ending.failed) ?? .finished
-            condition.broadcast()
-            // A consumer waits only when nothing is queued.
-            let waiting = self.consumer
-            self.consumer = nil
-            return (waiting, releaseProducer())
-        }
+        let (consumer, held): (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) =
+            condition.withLock {
+                guard ending == nil else { return (nil, nil) }
+                ending = error.map(Ending.failed) ?? .finished
+                condition.broadcast()
+                // A consumer waits only when nothing is queued.
+                let waiting = self.consumer
+                self.consumer = nil
+                return (waiting, releaseProducer())
+            }
         held?.resume(returning: true)
         if let error { consumer?.resume(throwing: error) } else { consumer?.resume(returning: nil) }
     }
@@ -95,7 +99,8 @@ package final class BodyChannel: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Chunk?, any Error>) in
                 let ready: Result<Chunk?, any Error>?
                 let held: CheckedContinuation<Bool, Never>?
-                (ready, held) = condition.withLock { () -> (Result<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) in
+                (ready, held) = condition.withLock {
+                    () -> (Result<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) in
                     if let chunk = dequeue() { return (.success(chunk), wakeProducerIfRoom()) }
                     switch ending {
                     case .finished?: return (.success(nil), nil)
@@ -120,21 +125,24 @@ package final class BodyChannel: @unchecked Sendable {
     }
 
     private func terminate(with error: TransportError?) {
-        let (consumer, held, action): (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?, (@Sendable () -> Void)?) =
-            condition.withLock {
-                let endedAlready = ending != nil
-                consumerGone = true
-                chunks = []
-                first = 0
-                buffered = 0
-                if ending == nil { ending = .failed(error ?? TransportError(.cancelled, "the body was dropped unread")) }
-                condition.broadcast()
-                let waiting = self.consumer
-                self.consumer = nil
-                let action = endedAlready ? nil : onTerminate
-                onTerminate = nil
-                return (waiting, releaseProducer(), action)
-            }
+        let (consumer, held, action):
+            (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?, (@Sendable () -> Void)?) =
+                condition.withLock {
+                    let endedAlready = ending != nil
+                    consumerGone = true
+                    chunks = []
+                    first = 0
+                    buffered = 0
+                    if ending == nil {
+                        ending = .failed(error ?? TransportError(.cancelled, "the body was dropped unread"))
+                    }
+                    condition.broadcast()
+                    let waiting = self.consumer
+                    self.consumer = nil
+                    let action = endedAlready ? nil : onTerminate
+                    onTerminate = nil
+                    return (waiting, releaseProducer(), action)
+                }
         held?.resume(returning: false)
         consumer?.resume(throwing: error ?? TransportError(.cancelled, "the body was dropped unread"))
         action?()

@@ -37,7 +37,9 @@ import OpenAPIRuntime
 public protocol HTTPTransport: Sendable {
     /// Sends `request` with `body`; returns the response head once it has arrived, and its body
     /// as a single-pass stream.
-    func send(_ request: HTTPRequest, body: HTTPBody?, options: TransportOptions) async throws(TransportError) -> (HTTPResponse, HTTPBody)
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, options: TransportOptions
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody)
 }
 
 /// Per-request settings a transport honours.
@@ -134,7 +136,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     /// `true` only when the request cannot have reached the server, so even a POST may be repeated.
     public var requestWasProvablyNotSent: Bool {
         switch kind {
-        case .cannotConnect, .dnsFailure, .hostNotFound, .proxyFailure, .connectTimeout, .invalidRequest, .tlsFailure: true
+        case .cannotConnect, .dnsFailure, .hostNotFound, .proxyFailure, .connectTimeout, .invalidRequest, .tlsFailure:
+            true
         default: false
         }
     }

@@ -25,7 +25,9 @@ package final class StallWatchdog: Sendable {
     private static let queue = DispatchQueue(label: "NetReach.StallWatchdog")
 
     /// Starts the clock; `onExpire` is called at most once, with the reason, from the timer's queue.
-    package init(stall: Duration, deadline: ContinuousClock.Instant?, onExpire: @escaping @Sendable (TransportError) -> Void) {
+    package init(
+        stall: Duration, deadline: ContinuousClock.Instant?, onExpire: @escaping @Sendable (TransportError) -> Void
+    ) {
         self.stall = stall
         self.deadline = deadline
         timer = DispatchSource.makeTimerSource(queue: Self.queue)

@@ -87,7 +87,9 @@ public struct TLSSettings: Sendable, Hashable {
     /// ```swift
     /// let tls = TLSSettings(trustRoots: .directory("/etc/ssl/my-cas"))   // hashed, as `openssl rehash` makes
     /// ```
-    public init(trustRoots: TrustRoots = .default, clientIdentity: ClientIdentity? = nil, verifiesCertificates: Bool = true) {
+    public init(
+        trustRoots: TrustRoots = .default, clientIdentity: ClientIdentity? = nil, verifiesCertificates: Bool = true
+    ) {
         self.trustRoots = trustRoots
         self.clientIdentity = clientIdentity
         self.verifiesCertificates = verifiesCertificates
@@ -210,7 +212,9 @@ public struct ProxySettings: Sendable, Hashable {
     /// ```swift
     /// let proxy = ProxySettings.environment(["https_proxy": "http://127.0.0.1:3128", "no_proxy": "localhost"])
     /// ```
-    public static func environment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> ProxySettings {
+    public static func environment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> ProxySettings {
         func value(_ names: String...) -> String? {
             for name in names {
                 if let value = environment[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty { return value }
@@ -283,7 +287,8 @@ public struct ProxySettings: Sendable, Hashable {
     /// An address against an entry: the same address, or inside the entry's CIDR block.
     private static func matches(_ address: IPAddress, entry: String) -> Bool {
         let parts = entry.split(separator: "/", maxSplits: 1).map(String.init)
-        guard let first = parts.first, let network = IPAddress(normalize(first)), network.family == address.family else { return false }
+        guard let first = parts.first, let network = IPAddress(normalize(first)), network.family == address.family
+        else { return false }
         let bits = parts.count == 2 ? Int(parts[1]) : network.bytes.count * 8
         guard let bits, (0...network.bytes.count * 8).contains(bits) else { return false }
         for index in 0..<network.bytes.count {
@@ -339,14 +344,17 @@ extension TransportSettings {
     /// Checks that every file the TLS settings name exists and is of the right kind (a file, or a
     /// directory for ``TLSSettings/TrustRoots/directory``), including `SSL_CERT_FILE` and
     /// `SSL_CERT_DIR` when they are in force.
-    package func checkFiles(environment: [String: String] = ProcessInfo.processInfo.environment) throws(TransportSettingsError) {
+    package func checkFiles(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(TransportSettingsError) {
         let roots = tls.trustRoots.resolved(in: environment)
         let fromEnvironment = tls.trustRoots.isDefault
         if let file = roots.file {
             try Self.check(file, directory: false, what: fromEnvironment ? "SSL_CERT_FILE" : "the trust roots file")
         }
         if let directory = roots.directory {
-            try Self.check(directory, directory: true, what: fromEnvironment ? "SSL_CERT_DIR" : "the trust roots directory")
+            try Self.check(
+                directory, directory: true, what: fromEnvironment ? "SSL_CERT_DIR" : "the trust roots directory")
         }
         if let identity = tls.clientIdentity {
             try Self.check(identity.certificateChainFile, directory: false, what: "the client certificate")
@@ -360,7 +368,8 @@ extension TransportSettings {
             throw TransportSettingsError(.unreadableFile, "\(what) \(path) does not exist")
         }
         if isDirectory.boolValue != directory {
-            throw TransportSettingsError(.unreadableFile, "\(what) \(path) is \(directory ? "not a directory" : "a directory")")
+            throw TransportSettingsError(
+                .unreadableFile, "\(what) \(path) is \(directory ? "not a directory" : "a directory")")
         }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
@@ -407,7 +416,8 @@ public enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
         case .expired: "the server's certificate has expired"
         case .notYetValid: "the server's certificate is not valid yet"
         case .hostnameMismatch: "the server's certificate is for another host name"
-        case .verificationFailed: "the server's certificate could not be verified (not trusted, expired or not yet valid)"
+        case .verificationFailed:
+            "the server's certificate could not be verified (not trusted, expired or not yet valid)"
         case .protocolMismatch(let detail): "no TLS protocol version or cipher in common with the server (\(detail))"
         case .clientCertificateRejected: "the server requires a client certificate, or refused the one sent"
         case .other(let detail): detail

@@ -1,7 +1,9 @@
 import Foundation
 import NetReachTestSupport
-@testable import NetReach
 import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -193,10 +195,12 @@ enum NetreachProcess {
             }
         }
         let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let fallback = packageRoot.appendingPathComponent(".build/debug/netreach")
         guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-            throw LabError.systemCall("locate netreach", "not next to \(directories.map(\.path)) nor at \(fallback.path)")
+            throw LabError.systemCall(
+                "locate netreach", "not next to \(directories.map(\.path)) nor at \(fallback.path)")
         }
         return fallback
     }

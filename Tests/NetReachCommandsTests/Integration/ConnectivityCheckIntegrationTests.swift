@@ -1,16 +1,20 @@
 import Foundation
 import NetReachTestSupport
+import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import NetReach
-import Testing
 
 /// `netreach check` run inside a lab namespace (`ip netns exec`) whose default route leads to a
 /// gateway namespace; the probe server listens there on 10.123.1.1, beyond the local network, and
 /// switches answers by path. Every verdict is checked from both ends: the exit status and output,
 /// and the requests the server saw. Nothing leaves the two namespaces.
-@Suite("netreach check in network namespaces (integration)", .needsNamespaceRoot, .offPool, .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "netreach check in network namespaces (integration)", .needsNamespaceRoot, .offPool, .serialized,
+    .timeLimit(.minutes(3)))
 struct ConnectivityCheckIntegrationTests {
     static let probeAddress = "10.123.1.1"
 
@@ -32,7 +36,8 @@ struct ConnectivityCheckIntegrationTests {
         let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
         switch path {
         case "/204": return .response("204 No Content")
-        case "/portal": return .response("302 Found", headers: ["Location: http://\(probeAddress)/login"], body: "moved")
+        case "/portal":
+            return .response("302 Found", headers: ["Location: http://\(probeAddress)/login"], body: "moved")
         case "/html": return .response("200 OK", body: "<html><body>Welcome to Hotel Wi-Fi. Sign in.</body></html>")
         case "/big": return .response("200 OK", body: String(repeating: "x", count: 200 * 1024))
         case "/online": return .response("200 OK", body: "NetworkManager is online\n")
@@ -43,13 +48,16 @@ struct ConnectivityCheckIntegrationTests {
 
     /// Runs `netreach check ARGUMENTS...` inside the lab.
     static func check(_ lab: NetnsLab, _ arguments: String...) throws -> RunResult {
-        try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, try NetreachProcess.executable().path, "check"] + arguments)
+        try run(
+            LabCommand.ipExecutable,
+            ["netns", "exec", lab.name, try NetreachProcess.executable().path, "check"] + arguments)
     }
 
     @Test("204 is full; NetworkManager's text is full; the server saw one probe each")
     func full() async throws {
         try await Self.withGateway { lab in
-            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            let server = try NamespaceHTTPServer(
+                namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
             defer { server.stop() }
             let base = "http://\(Self.probeAddress):\(server.port)"
             let plain = try Self.check(lab, "--probe", "\(base)/204")
@@ -65,12 +73,14 @@ struct ConnectivityCheckIntegrationTests {
     @Test("A redirect is a portal with its login URL; another page or 200 KiB is a portal too")
     func portals() async throws {
         try await Self.withGateway { lab in
-            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            let server = try NamespaceHTTPServer(
+                namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
             defer { server.stop() }
             let base = "http://\(Self.probeAddress):\(server.port)"
             let redirect = try Self.check(lab, "--probe", "\(base)/portal")
             #expect(redirect.status == 80, "\(redirect.output)\(redirect.error)")
-            #expect(redirect.output.hasPrefix("portal: sign in at http://\(Self.probeAddress)/login"), "\(redirect.output)")
+            #expect(
+                redirect.output.hasPrefix("portal: sign in at http://\(Self.probeAddress)/login"), "\(redirect.output)")
             let page = try Self.check(lab, "--probe", "\(base)/html", "--json")
             #expect(page.status == 80)
             try CLIJSONSchemaTests.expectConforms(page.output.trimmingCharacters(in: .newlines))
@@ -115,7 +125,9 @@ struct ConnectivityCheckIntegrationTests {
         }
     }
 
-    @Test("An https probe whose certificate is not trusted was intercepted: a portal, not offline, and no request got through; trusting the certificate makes the same server full")
+    @Test(
+        "An https probe whose certificate is not trusted was intercepted: a portal, not offline, and no request got through; trusting the certificate makes the same server full"
+    )
     func untrustedCertificate() async throws {
         try await Self.withGateway { lab in
             let nginx = try GatewayTLSServer.start(namespace: lab.peerName, address: Self.probeAddress)
@@ -127,8 +139,12 @@ struct ConnectivityCheckIntegrationTests {
             #expect(untrusted.output.contains("intercepted"), "\(untrusted.output)")
             #expect(nginx.requests().isEmpty, "the handshake failed: no request reached the server")
 
-            let trusted = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, "/usr/bin/env", "SSL_CERT_FILE=\(nginx.certificate)",
-                                                             try NetreachProcess.executable().path, "check", "--probe", url, "--family", "4"])
+            let trusted = try run(
+                LabCommand.ipExecutable,
+                [
+                    "netns", "exec", lab.name, "/usr/bin/env", "SSL_CERT_FILE=\(nginx.certificate)",
+                    try NetreachProcess.executable().path, "check", "--probe", url, "--family", "4",
+                ])
             #expect(trusted.status == 0, "\(trusted.output)\(trusted.error)")
             #expect(trusted.output.hasPrefix("full (ipv4 full"), "\(trusted.output)")
             #expect(nginx.requests() == ["GET /generate_204 HTTP/1.1 204"])
@@ -146,12 +162,15 @@ struct ConnectivityCheckIntegrationTests {
             try await lab.peerIP("addr", "add", "\(probeAddress6)/128", "dev", "lo", "nodad")
             try await lab.waitForCarrier()
             // The probe server answers over IPv4 only: the IPv6 probe reaches the gateway and is refused.
-            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            let server = try NamespaceHTTPServer(
+                namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
             defer { server.stop() }
-            let result = try Self.check(lab, "--probe", "http://\(Self.probeAddress):\(server.port)/204",
-                                        "--probe", "http://[\(probeAddress6)]:\(server.port)/204", "--json")
+            let result = try Self.check(
+                lab, "--probe", "http://\(Self.probeAddress):\(server.port)/204",
+                "--probe", "http://[\(probeAddress6)]:\(server.port)/204", "--json")
             #expect(result.status == 0, "\(result.output)\(result.error)")
-            let object = try #require(try JSONSerialization.jsonObject(with: result.outputData) as? [String: Any], "\(result.output)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: result.outputData) as? [String: Any], "\(result.output)")
             let json = try #require(object["connectivity"] as? [String: Any])
             #expect(json["level"] as? String == "full")
             let ipv4 = try #require(json["ipv4"] as? [String: Any])
@@ -166,8 +185,9 @@ struct ConnectivityCheckIntegrationTests {
             #expect(probes6.first?["verdict"] as? String == "failed", "\(probes6)")
             #expect(server.received.map(\.requestLine) == ["GET /204 HTTP/1.1"])
 
-            let text = try Self.check(lab, "--probe", "http://\(Self.probeAddress):\(server.port)/204",
-                                      "--probe", "http://[\(probeAddress6)]:\(server.port)/204")
+            let text = try Self.check(
+                lab, "--probe", "http://\(Self.probeAddress):\(server.port)/204",
+                "--probe", "http://[\(probeAddress6)]:\(server.port)/204")
             #expect(text.output.hasPrefix("full (ipv4 full, ipv6 limited)"), "\(text.output)")
         }
     }
@@ -182,7 +202,8 @@ struct ConnectivityCheckIntegrationTests {
             try await lab.waitForCarrier()
             // Nothing listens behind the probe: refused, so IPv6 is limited and decides the verdict.
             let result = try Self.check(lab, "--probe", "http://[\(probeAddress6)]:9/204", "--json")
-            let object = try #require(try JSONSerialization.jsonObject(with: result.outputData) as? [String: Any], "\(result.output)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: result.outputData) as? [String: Any], "\(result.output)")
             let json = try #require(object["connectivity"] as? [String: Any])
             #expect((json["ipv4"] as? [String: Any])?["level"] as? String == "none", "\(json)")
             #expect((json["ipv6"] as? [String: Any])?["level"] as? String == "limited", "\(json)")
@@ -195,7 +216,8 @@ struct ConnectivityCheckIntegrationTests {
     @Test("The path decides without a probe: no default route is local, no link is none")
     func pathFacts() async throws {
         try await Self.withGateway { lab in
-            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            let server = try NamespaceHTTPServer(
+                namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
             defer { server.stop() }
             let base = "http://\(Self.probeAddress):\(server.port)"
             try await lab.deleteDefaultRoute()
@@ -210,27 +232,35 @@ struct ConnectivityCheckIntegrationTests {
         }
     }
 
-    @Test("--namespace: a probe by name, resolved by dnsmasq in the gateway through /etc/netns/NAME/resolv.conf; resolver down is limited, with the DNS reason")
+    @Test(
+        "--namespace: a probe by name, resolved by dnsmasq in the gateway through /etc/netns/NAME/resolv.conf; resolver down is limited, with the DNS reason"
+    )
     func namespaceAndNames() async throws {
         try await Self.withGateway { lab in
-            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
+            let server = try NamespaceHTTPServer(
+                namespace: lab.peerName, address: Self.probeAddress, reply: Self.answers)
             defer { server.stop() }
             let etc = "/etc/netns/\(lab.name)"
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: etc) }
-            try "nameserver \(NetnsLab.ipv4Gateway)\noptions timeout:1 attempts:1\n".write(toFile: etc + "/resolv.conf", atomically: true, encoding: .utf8)
+            try "nameserver \(NetnsLab.ipv4Gateway)\noptions timeout:1 attempts:1\n".write(
+                toFile: etc + "/resolv.conf", atomically: true, encoding: .utf8)
             // dnsmasq as a daemon (its pid in a file): a child process left running would keep
             // the output pipes of the commands run after it open.
             let pidFile = "\(lab.directory)/dnsmasq.pid"
-            let started = try run(LabCommand.ipExecutable, [
-                "netns", "exec", lab.peerName, "dnsmasq", "--no-resolv", "--no-hosts", "--bind-interfaces",
-                "--listen-address=\(NetnsLab.ipv4Gateway)", "--except-interface=lo",
-                "--address=/probe.lab/\(Self.probeAddress)", "--local=/lab/", "--pid-file=\(pidFile)", "--log-facility=\(lab.directory)/dnsmasq.log",
-            ])
+            let started = try run(
+                LabCommand.ipExecutable,
+                [
+                    "netns", "exec", lab.peerName, "dnsmasq", "--no-resolv", "--no-hosts", "--bind-interfaces",
+                    "--listen-address=\(NetnsLab.ipv4Gateway)", "--except-interface=lo",
+                    "--address=/probe.lab/\(Self.probeAddress)", "--local=/lab/", "--pid-file=\(pidFile)",
+                    "--log-facility=\(lab.directory)/dnsmasq.log",
+                ])
             #expect(started.status == 0, "dnsmasq: \(started.error)")
             func stopDnsmasq() {
                 guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-                      let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
+                    let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+                else { return }
                 // SIGKILL: dnsmasq keeps the signal mask it inherits, and the test runner blocks SIGTERM.
                 kill(pid, SIGKILL)
                 for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
@@ -238,10 +268,14 @@ struct ConnectivityCheckIntegrationTests {
             defer { stopDnsmasq() }
             // Ready when it answers (bounded).
             let url = "http://probe.lab:\(server.port)/204"
-            var named = try run(try NetreachProcess.executable().path, ["check", "--namespace", lab.name, "--family", "4", "--probe", url])
+            var named = try run(
+                try NetreachProcess.executable().path,
+                ["check", "--namespace", lab.name, "--family", "4", "--probe", url])
             for _ in 0..<20 where named.status != 0 {
                 try await Task.sleep(for: .milliseconds(100))
-                named = try run(try NetreachProcess.executable().path, ["check", "--namespace", lab.name, "--family", "4", "--probe", url])
+                named = try run(
+                    try NetreachProcess.executable().path,
+                    ["check", "--namespace", lab.name, "--family", "4", "--probe", url])
             }
             #expect(named.status == 0, "\(named.output)\(named.error)")
             #expect(named.output.hasPrefix("full"), "\(named.output)")
@@ -250,38 +284,58 @@ struct ConnectivityCheckIntegrationTests {
             // get: a name that does not exist (NXDOMAIN from dnsmasq) is exit 6 at once, not
             // retried; curl, in the same namespace, says 6 too.
             let netreach = try NetreachProcess.executable().path
-            let missing = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, netreach, "get", "--json", "--retries", "2",
-                                                            "http://missing.lab:\(server.port)/"])
+            let missing = try run(
+                LabCommand.ipExecutable,
+                [
+                    "netns", "exec", lab.name, netreach, "get", "--json", "--retries", "2",
+                    "http://missing.lab:\(server.port)/",
+                ])
             #expect(missing.status == 6, "\(missing.output)\(missing.error)")
-            #expect(missing.output.contains("\"transportKind\":\"hostNotFound\"") && missing.output.contains("\"attempts\":1"), "\(missing.output)")
+            #expect(
+                missing.output.contains("\"transportKind\":\"hostNotFound\"")
+                    && missing.output.contains("\"attempts\":1"), "\(missing.output)")
             #expect(missing.output.contains("cannot resolve missing.lab"), "\(missing.output)")
-            let curlMissing = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, "curl", "-sS", "http://missing.lab:\(server.port)/"])
+            let curlMissing = try run(
+                LabCommand.ipExecutable,
+                ["netns", "exec", lab.name, "curl", "-sS", "http://missing.lab:\(server.port)/"])
             #expect(curlMissing.status == 6, "curl: \(curlMissing.error)")
 
             stopDnsmasq()
             // The resolver gone: the lookup could not be answered now (EAI_AGAIN), which can pass:
             // retried, then exit 6.
-            let noResolver = try run(LabCommand.ipExecutable, ["netns", "exec", lab.name, netreach, "get", "--json", "--retries", "1",
-                                                               "http://probe.lab:\(server.port)/"])
+            let noResolver = try run(
+                LabCommand.ipExecutable,
+                [
+                    "netns", "exec", lab.name, netreach, "get", "--json", "--retries", "1",
+                    "http://probe.lab:\(server.port)/",
+                ])
             #expect(noResolver.status == 6, "\(noResolver.output)\(noResolver.error)")
-            #expect(noResolver.output.contains("\"transportKind\":\"dnsFailure\"") && noResolver.output.contains("\"attempts\":2"), "\(noResolver.output)")
-            let unresolved = try run(try NetreachProcess.executable().path,
-                                     ["check", "--namespace", lab.name, "--family", "4", "--probe-timeout", "3s", "--probe", url])
+            #expect(
+                noResolver.output.contains("\"transportKind\":\"dnsFailure\"")
+                    && noResolver.output.contains("\"attempts\":2"), "\(noResolver.output)")
+            let unresolved = try run(
+                try NetreachProcess.executable().path,
+                ["check", "--namespace", lab.name, "--family", "4", "--probe-timeout", "3s", "--probe", url])
             #expect(unresolved.status == 81, "\(unresolved.output)\(unresolved.error)")
             #expect(unresolved.output.hasPrefix("limited"), "\(unresolved.output)")
             #expect(unresolved.output.contains("DNS"), "\(unresolved.output)")
 
             // A namespace file instead of a name: no /etc/netns files, same verdict by address.
-            let byPath = try run(try NetreachProcess.executable().path,
-                                 ["check", "--namespace", "/var/run/netns/\(lab.name)", "--probe", "http://\(Self.probeAddress):\(server.port)/204"])
+            let byPath = try run(
+                try NetreachProcess.executable().path,
+                [
+                    "check", "--namespace", "/var/run/netns/\(lab.name)", "--probe",
+                    "http://\(Self.probeAddress):\(server.port)/204",
+                ])
             #expect(byPath.status == 0, "\(byPath.output)\(byPath.error)")
         }
     }
 
     @Test("A namespace that does not exist: status 2 and why")
     func missingNamespace() async throws {
-        let result = try run(try NetreachProcess.executable().path,
-                             ["check", "--namespace", "nr-no-such-namespace", "--probe", "http://10.123.1.1/204"])
+        let result = try run(
+            try NetreachProcess.executable().path,
+            ["check", "--namespace", "nr-no-such-namespace", "--probe", "http://10.123.1.1/204"])
         #expect(result.status == 2)
         #expect(result.error.contains("nr-no-such-namespace"), "\(result.error)")
     }
@@ -306,11 +360,13 @@ private struct GatewayTLSServer {
     static func start(namespace: String, address: String) throws -> GatewayTLSServer {
         let scratch = NSTemporaryDirectory() + "netreach-gateway-tls-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch + "/tmp", withIntermediateDirectories: true)
-        let made = try run("/usr/bin/openssl", [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
-            "-subj", "/CN=\(address)", "-addext", "subjectAltName=IP:\(address)",
-        ])
+        let made = try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
+                "-subj", "/CN=\(address)", "-addext", "subjectAltName=IP:\(address)",
+            ])
         guard made.status == 0 else { throw LabError.systemCall("openssl req", made.error) }
         let config = """
             daemon off;
@@ -335,8 +391,10 @@ private struct GatewayTLSServer {
             }
             """
         try config.write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
-        let process = try ChildProcess(LabCommand.ipExecutable, ["netns", "exec", namespace, "/usr/sbin/nginx", "-c", scratch + "/nginx.conf", "-p", scratch],
-                                       output: .null, error: .null)
+        let process = try ChildProcess(
+            LabCommand.ipExecutable,
+            ["netns", "exec", namespace, "/usr/sbin/nginx", "-c", scratch + "/nginx.conf", "-p", scratch],
+            output: .null, error: .null)
         let server = GatewayTLSServer(scratch: scratch, process: process)
         // nginx writes its pid file once its sockets listen (bounded: 10 s).
         for _ in 0..<500 where process.isRunning {

@@ -1,17 +1,21 @@
 import Foundation
+import NetReachSystem
 import NetReachTestSupport
+import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import NetReach
-import NetReachSystem
-import Testing
 
 /// `netreach watch --internet` and `wait --internet` over time, in a lab namespace whose probe
 /// server (in the gateway namespace, beyond the local network) changes its answer while they run.
 /// The server counts the probes each answer got, so the rules are checked from its end: how
 /// many probes a transition took, and that none came while all was well.
-@Suite("watch and wait --internet in network namespaces (integration)", .needsNamespaceRoot, .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "watch and wait --internet in network namespaces (integration)", .needsNamespaceRoot, .serialized,
+    .timeLimit(.minutes(3)))
 struct ConnectivityWatchIntegrationTests {
     /// What the probe server answers now, and how many probes it answered so since the answer
     /// was last changed (counted under the same lock as the change: exact, whatever the timing).
@@ -35,17 +39,23 @@ struct ConnectivityWatchIntegrationTests {
             }
             switch answer {
             case .pass: return .response("204 No Content")
-            case .portal: return .response("302 Found", headers: ["Location: http://\(ConnectivityCheckIntegrationTests.probeAddress)/login"])
+            case .portal:
+                return .response(
+                    "302 Found", headers: ["Location: http://\(ConnectivityCheckIntegrationTests.probeAddress)/login"])
             case .reset: return .close
             }
         }
     }
 
     /// A lab with its gateway, and a probe server answering as `script` says.
-    static func withProbeServer(_ script: ProbeScript,
-                                _ body: (NetnsLab, String) async throws -> Void) async throws {
+    static func withProbeServer(
+        _ script: ProbeScript,
+        _ body: (NetnsLab, String) async throws -> Void
+    ) async throws {
         try await ConnectivityCheckIntegrationTests.withGateway { lab in
-            let server = try NamespaceHTTPServer(namespace: lab.peerName, address: ConnectivityCheckIntegrationTests.probeAddress) {
+            let server = try NamespaceHTTPServer(
+                namespace: lab.peerName, address: ConnectivityCheckIntegrationTests.probeAddress
+            ) {
                 script.reply($0)
             }
             defer { server.stop() }
@@ -58,18 +68,24 @@ struct ConnectivityWatchIntegrationTests {
         watch.outputLines.filter { $0.contains("; internet \(level)") }
     }
 
-    @Test("watch --internet: portal, then full one probe after signing in; none while full and idle over 10 s; one round after a path change")
+    @Test(
+        "watch --internet: portal, then full one probe after signing in; none while full and idle over 10 s; one round after a path change"
+    )
     func portalToFullThenQuiet() async throws {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
             // `netreach` enters the namespace (it runs again inside it) before probing.
-            let watch = try NetreachProcess.start(["watch", "--internet", "--probe", probe, "--family", "4", "--namespace", lab.name])
+            let watch = try NetreachProcess.start([
+                "watch", "--internet", "--probe", probe, "--family", "4", "--namespace", lab.name,
+            ])
             defer { watch.kill() }
             await LabPoll.until("watch shows the portal") { !Self.lines(watch, saying: "portal").isEmpty }
-            #expect(Self.lines(watch, saying: "portal").first?.contains("sign in at http://\(ConnectivityCheckIntegrationTests.probeAddress)/login") == true,
-                    "\(watch.outputLines)")
+            #expect(
+                Self.lines(watch, saying: "portal").first?.contains(
+                    "sign in at http://\(ConnectivityCheckIntegrationTests.probeAddress)/login") == true,
+                "\(watch.outputLines)")
 
-            script.answer(.pass)   // signed in
+            script.answer(.pass) // signed in
             await LabPoll.until("watch shows full") { !Self.lines(watch, saying: "full").isEmpty }
             #expect(script.since == 1, "one probe after signing in (back-off 1 s), then full")
 
@@ -86,8 +102,13 @@ struct ConnectivityWatchIntegrationTests {
             try await lab.addDefaultRoute()
             await LabPoll.until("watch shows full again") { Self.lines(watch, saying: "full").count >= 2 }
             await LabPoll.settle()
-            let satisfiedPaths = Set(watch.outputLines.dropFirst(beforeRoute).filter { $0.contains(" satisfied ") }
-                .map { $0.split(separator: " ", maxSplits: 1).last.map { $0.components(separatedBy: "; internet").first! } ?? "" })
+            let satisfiedPaths = Set(
+                watch.outputLines.dropFirst(beforeRoute).filter { $0.contains(" satisfied ") }
+                    .map {
+                        $0.split(separator: " ", maxSplits: 1).last.map {
+                            $0.components(separatedBy: "; internet").first!
+                        } ?? ""
+                    })
             #expect(script.since == 1 + satisfiedPaths.count, "one round per path change: \(watch.outputLines)")
             #expect(satisfiedPaths.count == 1, "\(watch.outputLines)")
 
@@ -96,24 +117,32 @@ struct ConnectivityWatchIntegrationTests {
         }
     }
 
-    @Test("watch --internet --probe-interval 3s: full survives failed rounds until two have failed over 10 s (the sixth failed probe), then limited; one passing round returns")
+    @Test(
+        "watch --internet --probe-interval 3s: full survives failed rounds until two have failed over 10 s (the sixth failed probe), then limited; one passing round returns"
+    )
     func hysteresis() async throws {
         let script = ProbeScript(.pass)
         try await Self.withProbeServer(script) { lab, probe in
-            let watch = try NetreachProcess.start(["watch", "--internet", "--probe", probe, "--family", "4",
-                                             "--probe-interval", "3s", "--namespace", lab.name])
+            let watch = try NetreachProcess.start([
+                "watch", "--internet", "--probe", probe, "--family", "4",
+                "--probe-interval", "3s", "--namespace", lab.name,
+            ])
             defer { watch.kill() }
             await LabPoll.until("watch shows full") { !Self.lines(watch, saying: "full").isEmpty }
             let printed = watch.outputLines.count
             script.answer(.reset)
             // Periodic round 3 s after full fails (t = 0), then checked after 1, 2, 3 and 3 s:
             // failures at 0, 1, 3, 6, 9 s stay full (under 10 s); the one at 12 s is limited.
-            await LabPoll.until("watch shows limited", timeout: .seconds(30)) { !Self.lines(watch, saying: "limited").isEmpty }
+            await LabPoll.until("watch shows limited", timeout: .seconds(30)) {
+                !Self.lines(watch, saying: "limited").isEmpty
+            }
             #expect(script.since == 6, "limited on the sixth failed probe, not before")
             #expect(watch.outputLines.count == printed + 1, "no line between full and limited: \(watch.outputLines)")
 
             script.answer(.pass)
-            await LabPoll.until("watch shows full again", timeout: .seconds(10)) { Self.lines(watch, saying: "full").count >= 2 }
+            await LabPoll.until("watch shows full again", timeout: .seconds(10)) {
+                Self.lines(watch, saying: "full").count >= 2
+            }
             #expect(script.since == 1, "one passing round returns to full")
             watch.signal(SIGTERM)
             #expect(await watch.exitStatus() == 0, "\(watch.standardError)")
@@ -124,15 +153,22 @@ struct ConnectivityWatchIntegrationTests {
     func watchJSON() async throws {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
-            let watch = try NetreachProcess.start(["watch", "--internet", "--json", "--probe", probe, "--namespace", lab.name])
+            let watch = try NetreachProcess.start([
+                "watch", "--internet", "--json", "--probe", probe, "--namespace", lab.name,
+            ])
             defer { watch.kill() }
-            await LabPoll.until("watch shows the portal") { watch.outputLines.contains { $0.contains(#""level":"portal""#) } }
+            await LabPoll.until("watch shows the portal") {
+                watch.outputLines.contains { $0.contains(#""level":"portal""#) }
+            }
             script.answer(.pass)
             await LabPoll.until("watch shows full") { watch.outputLines.contains { $0.contains(#""level":"full""#) } }
             watch.signal(SIGTERM)
             #expect(await watch.exitStatus() == 0, "\(watch.standardError)")
             for line in watch.outputLines { try CLIJSONSchemaTests.expectConforms(line) }
-            let last = try #require(watch.outputLines.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+            let last = try #require(
+                watch.outputLines.last.flatMap {
+                    try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                })
             let connectivity = try #require(last["connectivity"] as? [String: Any])
             let ipv4 = try #require(connectivity["ipv4"] as? [String: Any])
             let probes = try #require(ipv4["probes"] as? [[String: Any]])
@@ -141,21 +177,29 @@ struct ConnectivityWatchIntegrationTests {
         }
     }
 
-    @Test("wait --internet: waits through a portal and exits 0 once signed in; times out with status 1 and the verdict while limited")
+    @Test(
+        "wait --internet: waits through a portal and exits 0 once signed in; times out with status 1 and the verdict while limited"
+    )
     func waitForInternet() async throws {
         let script = ProbeScript(.portal)
         try await Self.withProbeServer(script) { lab, probe in
-            let wait = try NetreachProcess.start(["wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "30s", "--namespace", lab.name])
+            let wait = try NetreachProcess.start([
+                "wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "30s", "--namespace", lab.name,
+            ])
             defer { wait.kill() }
             await LabPoll.until("wait has been answered a portal") { script.since >= 1 }
             try await Task.sleep(for: .milliseconds(200))
             #expect(wait.isRunning, "a portal is not the internet")
             script.answer(.pass)
             #expect(await wait.exitStatus(timeout: .seconds(10)) == 0, "\(wait.standardError)")
-            #expect(wait.outputLines.first?.hasSuffix("; internet full (ipv4 full, ipv6 unknown)") == true, "\(wait.outputLines)")
+            #expect(
+                wait.outputLines.first?.hasSuffix("; internet full (ipv4 full, ipv6 unknown)") == true,
+                "\(wait.outputLines)")
 
             script.answer(.reset)
-            let limited = try NetreachProcess.start(["wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "2s", "--namespace", lab.name])
+            let limited = try NetreachProcess.start([
+                "wait", "--internet", "--probe", probe, "--family", "4", "--timeout", "2s", "--namespace", lab.name,
+            ])
             defer { limited.kill() }
             #expect(await limited.exitStatus(timeout: .seconds(10)) == 1)
             #expect(limited.standardError.contains("timed out after 2s: satisfied "), "\(limited.standardError)")
@@ -164,7 +208,9 @@ struct ConnectivityWatchIntegrationTests {
 
             // --timeout 0: the first verdict decides.
             script.answer(.pass)
-            let once = try NetreachProcess.start(["wait", "--internet", "--probe", probe, "--timeout", "0", "--quiet", "--namespace", lab.name])
+            let once = try NetreachProcess.start([
+                "wait", "--internet", "--probe", probe, "--timeout", "0", "--quiet", "--namespace", lab.name,
+            ])
             defer { once.kill() }
             #expect(await once.exitStatus(timeout: .seconds(10)) == 0, "\(once.standardError)")
             #expect(once.outputLines.isEmpty, "--quiet")

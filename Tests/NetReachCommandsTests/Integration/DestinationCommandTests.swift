@@ -11,7 +11,9 @@ struct DestinationCommandTests {
     /// Runs `netreach ARGUMENTS` inside the lab (`ip netns exec`), whose resolv.conf names only a
     /// nameserver on the lab's own loopback, where nothing listens: a name that is not in
     /// /etc/hosts fails at once, and no query can leave the lab.
-    private static func netreachInLab(_ lab: NetnsLab, _ arguments: [String]) async throws -> (status: Int32?, output: [String], error: String) {
+    private static func netreachInLab(
+        _ lab: NetnsLab, _ arguments: [String]
+    ) async throws -> (status: Int32?, output: [String], error: String) {
         defer { EtcNetns.remove(for: lab) }
         try EtcNetns.writeResolvConf("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", for: lab)
         let process = try NetreachProcess.start(arguments, inNamespace: lab.name)
@@ -33,7 +35,8 @@ struct DestinationCommandTests {
 
     @Test func aNameThatDoesNotResolveIsSaidAndIsDestinationUnresolved() async throws {
         try await NetnsLab.withLab { lab in
-            let (status, output, error) = try await Self.netreachInLab(lab, ["status", "--json", "--to", "no-such-host.invalid"])
+            let (status, output, error) = try await Self.netreachInLab(
+                lab, ["status", "--json", "--to", "no-such-host.invalid"])
             #expect(status == 0, "status reports the path, whatever it is: \(error)")
             #expect(output.first?.contains("\"unsatisfiedReason\":\"destinationUnresolved\"") == true, "\(output)")
             #expect(error.contains("cannot resolve the destination: no-such-host.invalid"), "\(error)")
@@ -42,11 +45,14 @@ struct DestinationCommandTests {
 
     @Test func aRequestToLoopbackInANamespaceWithOnlyLoIsNotHeldBack() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, defaultRoutes: false)) { lab in
-            try await lab.ip("link", "del", NetnsLab.interface)   // nothing left but lo
+            try await lab.ip("link", "del", NetnsLab.interface) // nothing left but lo
             let server = try NamespaceHTTPServer(namespace: lab.name, address: "127.0.0.1")
             defer { server.stop() }
             let get = try NetreachProcess.start(
-                ["get", "--wait-for-connectivity", "--json", "--timeout", "20s", "http://127.0.0.1:\(server.port)/hello"],
+                [
+                    "get", "--wait-for-connectivity", "--json", "--timeout", "20s",
+                    "http://127.0.0.1:\(server.port)/hello",
+                ],
                 inNamespace: lab.name)
             defer { get.kill() }
             let status = await get.exitStatus(timeout: .seconds(30))
@@ -65,7 +71,9 @@ struct DestinationCommandTests {
             let status = await watch.exitStatus(timeout: .seconds(15))
             #expect(status == 2, "standard error: \(watch.standardError)")
             #expect(watch.outputLines.last?.contains("monitor unavailable") == true, "\(watch.outputLines)")
-            #expect(watch.standardError.contains("network namespace /var/run/netns/\(lab.name) is gone"), "\(watch.standardError)")
+            #expect(
+                watch.standardError.contains("network namespace /var/run/netns/\(lab.name) is gone"),
+                "\(watch.standardError)")
         }
     }
 }

@@ -11,14 +11,19 @@ import Glibc
 /// `netreach get -o` against nginx on 127.0.0.1, compared with curl on the same files in the same
 /// run: bytes, resuming, what an error status does to the file, owners and modes, and device nodes
 /// (in a private mount namespace, never the machine's /dev).
-@Suite("netreach get -o against nginx and curl (integration)", .offPool, .serialized, .needsNamespaceRoot, .timeLimit(.minutes(3)))
+@Suite(
+    "netreach get -o against nginx and curl (integration)", .offPool, .serialized, .needsNamespaceRoot,
+    .timeLimit(.minutes(3)))
 struct GetDownloadTests {
-    @Test func aDownloadIsByteForByteWhatCurlGets() async throws { try await offPool { try Self.aDownloadIsByteForByteWhatCurlGetsBody() } }
+    @Test func aDownloadIsByteForByteWhatCurlGets() async throws {
+        try await offPool { try Self.aDownloadIsByteForByteWhatCurlGetsBody() }
+    }
 
     private static func aDownloadIsByteForByteWhatCurlGetsBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
-        let ours = nginx.scratch + "/ours.bin", theirs = nginx.scratch + "/theirs.bin"
+        let ours = nginx.scratch + "/ours.bin"
+        let theirs = nginx.scratch + "/theirs.bin"
         let get = try run(netreachPath(), ["get", "-q", "-o", ours, nginx.url("/file.bin")])
         #expect(get.status == 0, "\(get.error)")
         let curl = try run("/usr/bin/curl", ["-sS", "-o", theirs, nginx.url("/file.bin")])
@@ -27,14 +32,18 @@ struct GetDownloadTests {
         #expect(!FileManager.default.fileExists(atPath: ours + ".part"))
     }
 
-    @Test func anInterruptedDownloadKeepsItsPartAndContinueFinishesIt() async throws { try await offPool { try Self.anInterruptedDownloadKeepsItsPartAndContinueFinishesItBody() } }
+    @Test func anInterruptedDownloadKeepsItsPartAndContinueFinishesIt() async throws {
+        try await offPool { try Self.anInterruptedDownloadKeepsItsPartAndContinueFinishesItBody() }
+    }
 
     private static func anInterruptedDownloadKeepsItsPartAndContinueFinishesItBody() throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         let ours = nginx.scratch + "/slow.bin"
         // nginx sends /slow/ at 2 MB/s; a 600 ms limit cuts the 4 MB file part way.
-        let cut = try run(netreachPath(), ["get", "-q", "--retries", "0", "--max-time", "600ms", "-o", ours, nginx.url("/slow/file.bin")])
+        let cut = try run(
+            netreachPath(),
+            ["get", "-q", "--retries", "0", "--max-time", "600ms", "-o", ours, nginx.url("/slow/file.bin")])
         #expect(cut.status == 28, "a transfer cut by --max-time timed out (curl 28): \(cut.status) \(cut.error)")
         #expect(!FileManager.default.fileExists(atPath: ours), "a half download under the final name")
         let part = try FileManager.default.attributesOfItem(atPath: ours + ".part")[.size] as? Int ?? 0
@@ -50,7 +59,9 @@ struct GetDownloadTests {
         #expect(log.contains("\"GET /file.bin HTTP/1.1\" 206"), "\(log)")
     }
 
-    @Test func aRangeTheUserAsksForIsSavedAsCurlSavesIt() async throws { try await offPool { try Self.aRangeTheUserAsksForIsSavedAsCurlSavesItBody() } }
+    @Test func aRangeTheUserAsksForIsSavedAsCurlSavesIt() async throws {
+        try await offPool { try Self.aRangeTheUserAsksForIsSavedAsCurlSavesItBody() }
+    }
 
     private static func aRangeTheUserAsksForIsSavedAsCurlSavesItBody() throws {
         let nginx = try Nginx.start()
@@ -58,7 +69,8 @@ struct GetDownloadTests {
         for range in ["bytes=0-99", "bytes=1000-1999", "bytes=-10"] {
             let ours = nginx.scratch + "/range-ours.bin"
             let theirs = nginx.scratch + "/range-curl.bin"
-            let get = try run(netreachPath(), ["get", "-q", "-H", "Range: \(range)", "-o", ours, nginx.url("/file.bin")])
+            let get = try run(
+                netreachPath(), ["get", "-q", "-H", "Range: \(range)", "-o", ours, nginx.url("/file.bin")])
             #expect(get.status == 0, "\(range): \(get.error)")
             let curl = try run("/usr/bin/curl", ["-sS", "-H", "Range: \(range)", "-o", theirs, nginx.url("/file.bin")])
             #expect(curl.status == 0, "\(curl.error)")
@@ -67,11 +79,15 @@ struct GetDownloadTests {
             #expect(saved.count < Nginx.fileSize)
         }
         // Two ranges of their own: a usage error.
-        let both = try run(netreachPath(), ["get", "-H", "Range: bytes=0-9", "--continue", "-o", nginx.scratch + "/x", nginx.url("/file.bin")])
+        let both = try run(
+            netreachPath(),
+            ["get", "-H", "Range: bytes=0-9", "--continue", "-o", nginx.scratch + "/x", nginx.url("/file.bin")])
         #expect(both.status == 64, "\(both.error)")
     }
 
-    @Test func headPrintsTheHeaderFieldsAsCurlDoes() async throws { try await offPool { try Self.headPrintsTheHeaderFieldsAsCurlDoesBody() } }
+    @Test func headPrintsTheHeaderFieldsAsCurlDoes() async throws {
+        try await offPool { try Self.headPrintsTheHeaderFieldsAsCurlDoesBody() }
+    }
 
     private static func headPrintsTheHeaderFieldsAsCurlDoesBody() throws {
         let nginx = try Nginx.start()
@@ -82,7 +98,9 @@ struct GetDownloadTests {
         #expect(ours.output.hasPrefix("HTTP 200 OK\r\n") && ours.output.hasSuffix("\r\n\r\n"), "\(ours.output)")
         // The same fields as curl's (but Date, which moves), in the same order.
         func fields(_ text: String) -> [String] {
-            text.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty && !$0.lowercased().hasPrefix("date:") }.map { $0.lowercased() }
+            text.components(separatedBy: "\r\n").dropFirst().filter {
+                !$0.isEmpty && !$0.lowercased().hasPrefix("date:")
+            }.map { $0.lowercased() }
         }
         #expect(fields(ours.output) == fields(curl.output), "ours: \(ours.output) curl: \(curl.output)")
         let log = (try? String(contentsOfFile: nginx.scratch + "/access.log", encoding: .utf8)) ?? ""
@@ -91,7 +109,9 @@ struct GetDownloadTests {
         #expect(conflicting.status == 64, "\(conflicting.error)")
     }
 
-    @Test func anErrorStatusLeavesTheOutputFileAsItWas() async throws { try await offPool { try Self.anErrorStatusLeavesTheOutputFileAsItWasBody() } }
+    @Test func anErrorStatusLeavesTheOutputFileAsItWas() async throws {
+        try await offPool { try Self.anErrorStatusLeavesTheOutputFileAsItWasBody() }
+    }
 
     private static func anErrorStatusLeavesTheOutputFileAsItWasBody() throws {
         let nginx = try Nginx.start()
@@ -101,12 +121,15 @@ struct GetDownloadTests {
         let missing = try run(netreachPath(), ["get", "-q", "--retries", "0", "-o", file, nginx.url("/missing")])
         #expect(missing.status == 22, "\(missing.error)")
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious\n")
-        let asked = try run(netreachPath(), ["get", "-q", "--retries", "0", "--write-error-body", "-o", file, nginx.url("/missing")])
+        let asked = try run(
+            netreachPath(), ["get", "-q", "--retries", "0", "--write-error-body", "-o", file, nginx.url("/missing")])
         #expect(asked.status == 22)
         #expect(try String(contentsOfFile: file, encoding: .utf8).contains("404"))
     }
 
-    @Test func aFailureSaysHowManyAttemptsWereMade() async throws { try await offPool { try Self.aFailureSaysHowManyAttemptsWereMadeBody() } }
+    @Test func aFailureSaysHowManyAttemptsWereMade() async throws {
+        try await offPool { try Self.aFailureSaysHowManyAttemptsWereMadeBody() }
+    }
 
     private static func aFailureSaysHowManyAttemptsWereMadeBody() throws {
         let nginx = try Nginx.start()
@@ -121,14 +144,19 @@ struct GetDownloadTests {
         let refused = try run(netreachPath(), ["get", "--retries", "2", "--json", "http://127.0.0.1:\(port)/"])
         #expect(refused.status == 7, "\(refused.error)")
         #expect(refused.output.contains("\"attempts\":1"), "\(refused.output)")
-        #expect(refused.output.contains("\"exitStatus\":7") && refused.output.contains("\"transportKind\":\"cannotConnect\""), "\(refused.output)")
+        #expect(
+            refused.output.contains("\"exitStatus\":7")
+                && refused.output.contains("\"transportKind\":\"cannotConnect\""), "\(refused.output)")
         #expect(refused.output.contains("cannot connect to 127.0.0.1:\(port): Connection refused"), "\(refused.output)")
-        let asked = try run(netreachPath(), ["get", "--retries", "2", "--retry-connrefused", "--json", "http://127.0.0.1:\(port)/"])
+        let asked = try run(
+            netreachPath(), ["get", "--retries", "2", "--retry-connrefused", "--json", "http://127.0.0.1:\(port)/"])
         #expect(asked.status == 7, "\(asked.error)")
         #expect(asked.output.contains("\"attempts\":3"), "\(asked.output)")
     }
 
-    @Test func aPrivateCAIsTrustedWithCacertAsCurlDoes() async throws { try await offPool { try Self.aPrivateCAIsTrustedWithCacertAsCurlDoesBody() } }
+    @Test func aPrivateCAIsTrustedWithCacertAsCurlDoes() async throws {
+        try await offPool { try Self.aPrivateCAIsTrustedWithCacertAsCurlDoesBody() }
+    }
 
     private static func aPrivateCAIsTrustedWithCacertAsCurlDoesBody() throws {
         let nginx = try Nginx.start(tls: true)
@@ -143,7 +171,8 @@ struct GetDownloadTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == curl.outputData)
 
         // Without it: a refused certificate that names the host, exit 60 as curl, nothing saved.
-        let untrusted = try run(netreachPath(), ["get", "-q", "--retries", "0", "-o", nginx.scratch + "/untrusted.bin", url])
+        let untrusted = try run(
+            netreachPath(), ["get", "-q", "--retries", "0", "-o", nginx.scratch + "/untrusted.bin", url])
         #expect(untrusted.status == 60, "\(untrusted.error)")
         #expect(untrusted.error.contains("not trusted"), "\(untrusted.error)")
         #expect(untrusted.error.contains("TLS") && untrusted.error.contains("127.0.0.1"), "\(untrusted.error)")
@@ -154,8 +183,11 @@ struct GetDownloadTests {
         let byName = "https://localhost:\(nginx.tlsPort)/file.bin"
         let mismatch = try run(netreachPath(), ["get", "-q", "--retries", "0", "--cacert", cert, byName])
         let curlByName = try run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "--cacert", cert, byName])
-        #expect(mismatch.status == 60 && curlByName.status == 60, "ours \(mismatch.status) \(mismatch.error); curl \(curlByName.status)")
-        #expect(mismatch.error.contains("another host name") && mismatch.error.contains("localhost"), "\(mismatch.error)")
+        #expect(
+            mismatch.status == 60 && curlByName.status == 60,
+            "ours \(mismatch.status) \(mismatch.error); curl \(curlByName.status)")
+        #expect(
+            mismatch.error.contains("another host name") && mismatch.error.contains("localhost"), "\(mismatch.error)")
 
         // --insecure works, and says what it costs.
         let insecure = try run(netreachPath(), ["get", "-q", "--insecure", "-o", nginx.scratch + "/insecure.bin", url])
@@ -171,7 +203,9 @@ struct GetDownloadTests {
         #expect(missing.status == 64 && missing.error.contains("/nonexistent/ca.pem"), "\(missing.error)")
     }
 
-    @Test func replacingAFileKeepsItsOwnerAndMode() async throws { try await offPool { try Self.replacingAFileKeepsItsOwnerAndModeBody() } }
+    @Test func replacingAFileKeepsItsOwnerAndMode() async throws {
+        try await offPool { try Self.replacingAFileKeepsItsOwnerAndModeBody() }
+    }
 
     private static func replacingAFileKeepsItsOwnerAndModeBody() throws {
         let nginx = try Nginx.start()
@@ -188,7 +222,9 @@ struct GetDownloadTests {
         #expect(Int(status.st_size) == Nginx.fileSize)
     }
 
-    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23() async throws { try await offPool { try Self.aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23Body() } }
+    @Test func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23() async throws {
+        try await offPool { try Self.aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23Body() }
+    }
 
     private static func aDeviceNodeIsWrittenInPlaceAndAFullDeviceIsExit23Body() throws {
         let nginx = try Nginx.start()
@@ -205,8 +241,12 @@ struct GetDownloadTests {
             "$1" get -q --retries 0 -o "$d/full" "$2" 2>"$d/err"; echo "full:$?:$(stat -c %F "$d/full"):$(cat "$d/err")"
             ls "$d"
             """
-        let result = try run("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, "sh",
-                                                  netreachPath(), nginx.url("/file.bin")])
+        let result = try run(
+            "/usr/bin/unshare",
+            [
+                "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                netreachPath(), nginx.url("/file.bin"),
+            ])
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("null:0:character special file"), "\(result.output)")
         #expect(result.output.contains("full:23:character special file"), "\(result.output)")
@@ -239,15 +279,21 @@ struct Nginx {
         try bytes.write(to: URL(fileURLWithPath: scratch + "/root/slow/file.bin"))
         try bytes.prefix(smallSize).write(to: URL(fileURLWithPath: scratch + "/root/small.bin"))
         if tls {
-            let made = try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                                                "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
-                                                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+            let made = try run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", scratch + "/server.key", "-out", scratch + "/server.pem", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                ])
             guard made.status == 0 else { throw NginxError(log: "openssl: \(made.error)") }
         }
         for attempt in 0..<5 {
             let port = try ExternalServer.freePort()
             let tlsPort = tls ? try ExternalServer.freePort() : 0
-            let tlsServer = tls ? """
+            let tlsServer =
+                tls
+                ? """
                     server {
                         listen 127.0.0.1:\(tlsPort) ssl;
                         ssl_certificate \(scratch)/server.pem;
@@ -277,12 +323,14 @@ struct Nginx {
                 }
                 """
             try config.write(toFile: scratch + "/nginx.conf", atomically: true, encoding: .utf8)
-            let process = try ChildProcess("/usr/sbin/nginx", ["-c", scratch + "/nginx.conf", "-p", scratch], output: .null, error: .null)
+            let process = try ChildProcess(
+                "/usr/sbin/nginx", ["-c", scratch + "/nginx.conf", "-p", scratch], output: .null, error: .null)
             // Ready when it accepts a connection (bounded: 10 s).
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline && process.isRunning {
                 if ExternalServer.canConnect(host: "127.0.0.1", port: port)
-                    && (!tls || ExternalServer.canConnect(host: "127.0.0.1", port: tlsPort)) {
+                    && (!tls || ExternalServer.canConnect(host: "127.0.0.1", port: tlsPort))
+                {
                     return Nginx(scratch: scratch, port: port, tlsPort: tlsPort, process: process)
                 }
                 usleep(20_000)

@@ -1,7 +1,9 @@
 import Foundation
 import NetReachTestSupport
-@testable import NetReach
 import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 import NetReachSystem
@@ -61,9 +63,12 @@ struct WaitingForConnectivityTests {
             let status = await get.exitStatus(timeout: .seconds(20))
             #expect(status == 0, "standard error: \(get.standardError)")
             let lines = get.outputLines
-            #expect(lines.filter { $0.contains("\"event\":\"waiting\"") }.count == 1, "one waiting event per wait: \(lines)")
+            #expect(
+                lines.filter { $0.contains("\"event\":\"waiting\"") }.count == 1, "one waiting event per wait: \(lines)"
+            )
             for line in lines {
-                try CLIJSONSchemaTests.expectConforms(line, definition: line.contains(#""event":"waiting""#) ? "getWaitingLine" : "getResponseLine")
+                try CLIJSONSchemaTests.expectConforms(
+                    line, definition: line.contains(#""event":"waiting""#) ? "getWaitingLine" : "getResponseLine")
             }
             let response = lines.last.flatMap(Self.jsonObject)
             #expect(response?["event"] as? String == "response", "\(lines)")
@@ -94,7 +99,8 @@ struct WaitingForConnectivityTests {
             // into the 600 s --timeout: no attempt made and an end well inside a minute show that
             // none is spent on a path that is not there.
             let get = try NetreachProcess.start(
-                ["get", "--json", "--retries", "10", "--timeout", "600s", Self.url(server, "/hello")], inNamespace: lab.name)
+                ["get", "--json", "--retries", "10", "--timeout", "600s", Self.url(server, "/hello")],
+                inNamespace: lab.name)
             defer { get.kill() }
             let status = await get.exitStatus(timeout: .seconds(90))
             let elapsed = ContinuousClock.now - started
@@ -118,7 +124,8 @@ struct WaitingForConnectivityTests {
             defer { server.stop() }
             let started = ContinuousClock.now
             let get = try NetreachProcess.start(
-                ["get", "--wait-for-connectivity", "--timeout", "1s", Self.url(server, "/hello")], inNamespace: lab.name)
+                ["get", "--wait-for-connectivity", "--timeout", "1s", Self.url(server, "/hello")], inNamespace: lab.name
+            )
             defer { get.kill() }
             let status = await get.exitStatus(timeout: .seconds(10))
             let elapsed = ContinuousClock.now - started

@@ -153,7 +153,8 @@ struct FaultInjectingServerTests {
             let (bytes, end) = try await offPool {
                 let socket = try LoopbackSocket(port: port)
                 defer { socket.close() }
-                try socket.send("POST /close-before-response HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello")
+                try socket.send(
+                    "POST /close-before-response HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello")
                 return socket.readUntilClosed()
             }
             #expect(bytes.isEmpty)
@@ -255,7 +256,8 @@ struct FaultInjectingServerTests {
         try await withServer { server, session in
             var codes: [Int] = []
             for _ in 0..<3 {
-                codes.append(try await session.httpData(from: server.url("/fail-then-ok?status=502&times=2")).1.statusCode)
+                codes.append(
+                    try await session.httpData(from: server.url("/fail-then-ok?status=502&times=2")).1.statusCode)
             }
             #expect(codes == [502, 502, 200])
             let (_, defaulted) = try await session.httpData(from: server.url("/fail-then-ok?times=1"))
@@ -311,7 +313,7 @@ private func withServer(
 ) async throws {
     let server = try await FaultInjectingServer.start()
     let configuration = URLSessionConfiguration.ephemeral
-    configuration.timeoutIntervalForRequest = 45   // past /slow-headers?ms=20000, inside the time limit
+    configuration.timeoutIntervalForRequest = 45 // past /slow-headers?ms=20000, inside the time limit
     configuration.timeoutIntervalForResource = 55
     let session = URLSession(configuration: configuration)
     do {
@@ -421,7 +423,8 @@ private final class LoopbackSocket {
             headEnd = bytes.indices.first { bytes[$0...].starts(with: separator) }
         }
         let head = String(decoding: bytes[..<headEnd!], as: UTF8.self)
-        let length = head.split(separator: "\r\n")
+        let length =
+            head.split(separator: "\r\n")
             .first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
         let bodyStart = headEnd! + separator.count

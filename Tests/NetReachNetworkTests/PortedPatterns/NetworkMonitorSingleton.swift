@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Network)
 import Network
 #else
 import NetReachNetwork
 #endif
-import Foundation
 
 // The offline-overlay singleton: one shared monitor, flags the app reads anywhere, and a
 // notification when the path changes.

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Network)
 import Network
 #else
 import NetReachNetwork
 #endif
-import Foundation
 
 // Reachability.swift's closures on top of NWPathMonitor: called on transitions only.
 

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Network)
 import Network
 #else
 import NetReachNetwork
 #endif
-import Foundation
 
 // The protocol people put in front of NWPathMonitor so tests can swap it, and the stream
 // people wrapped it in before the monitor was an AsyncSequence.
@@ -46,6 +47,6 @@ func statusText(_ status: NWPath.Status) -> String {
     case .satisfied: "online"
     case .unsatisfied: "offline"
     case .requiresConnection: "on demand"
-    @unknown default: "unknown"   // as written for Apple's resilient enum; no warning here either
+    @unknown default: "unknown" // as written for Apple's resilient enum; no warning here either
     }
 }

@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Network)
 import Network
 #else
 import NetReachNetwork
 #endif
-import Foundation
 
 // Reads the monitor's current path from whichever thread asks, with no queue hop.
 

@@ -1,11 +1,12 @@
 import Dispatch
 import Foundation
 import NetReach
+import NetReachSystem
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import NetReachSystem
 
 // MARK: Root gating
 
@@ -20,7 +21,8 @@ package enum NamespaceTestGate {
 extension Trait where Self == ConditionTrait {
     /// Skips a test or suite that creates network namespaces unless it can (root) or must (CI=true).
     package static var needsNamespaceRoot: Self {
-        .enabled(if: NamespaceTestGate.shouldRun, "needs root to create network namespaces; run as root or with CI=true")
+        .enabled(
+            if: NamespaceTestGate.shouldRun, "needs root to create network namespaces; run as root or with CI=true")
     }
 }
 
@@ -67,8 +69,12 @@ package final class PathLog: Sendable {
 
     /// ``steps`` once there are at least `count` of them (waiting at most `timeout`): a stream's
     /// consumer runs on its own task, so its log trails `currentPath`.
-    package func steps(awaiting count: Int, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation) async -> [PathStep] {
-        await LabPoll.until("the log holds \(count) paths", timeout: timeout, sourceLocation: sourceLocation) { self.count >= count }
+    package func steps(
+        awaiting count: Int, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> [PathStep] {
+        await LabPoll.until("the log holds \(count) paths", timeout: timeout, sourceLocation: sourceLocation) {
+            self.count >= count
+        }
         return steps
     }
 }
@@ -141,11 +147,14 @@ package enum LabPoll {
 
 extension PathMonitor {
     /// A started monitor of a lab namespace (through the process-wide shared source).
-    package static func started(in lab: NetnsLab, requiredInterfaceType: InterfaceType? = nil,
-                        prohibitedInterfaceTypes: [InterfaceType] = [],
-                        handler: (@Sendable (NetworkPath) -> Void)? = nil) -> PathMonitor {
-        let monitor = PathMonitor(requiredInterfaceType: requiredInterfaceType,
-                                  prohibitedInterfaceTypes: prohibitedInterfaceTypes, namespace: lab.namespace)
+    package static func started(
+        in lab: NetnsLab, requiredInterfaceType: InterfaceType? = nil,
+        prohibitedInterfaceTypes: [InterfaceType] = [],
+        handler: (@Sendable (NetworkPath) -> Void)? = nil
+    ) -> PathMonitor {
+        let monitor = PathMonitor(
+            requiredInterfaceType: requiredInterfaceType,
+            prohibitedInterfaceTypes: prohibitedInterfaceTypes, namespace: lab.namespace)
         monitor.pathUpdateHandler = handler
         monitor.start(queue: DispatchQueue(label: "NetReachTestSupport.lab.monitor"))
         return monitor
@@ -189,7 +198,7 @@ package enum EtcNetns {
     /// Removes the lab's directory (and `/etc/netns`, if the tests made it and it is empty now).
     package static func remove(for lab: NetnsLab) {
         try? FileManager.default.removeItem(atPath: directory(for: lab))
-        if !existedBefore { rmdir("/etc/netns") }   // fails, harmlessly, while another lab uses it
+        if !existedBefore { rmdir("/etc/netns") } // fails, harmlessly, while another lab uses it
     }
 
     package static func directory(for lab: NetnsLab) -> String { "/etc/netns/\(lab.name)" }

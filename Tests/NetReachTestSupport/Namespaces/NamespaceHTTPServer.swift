@@ -1,10 +1,11 @@
 import CNetReachLinux
 import Foundation
 import NetReach
+import NetReachSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import NetReachSystem
 
 /// A minimal HTTP/1.1 server whose listening socket lives in another network namespace: it answers
 /// every request with `200 ok` and `Connection: close` (or what `reply` says for its request line),
@@ -53,8 +54,10 @@ package final class NamespaceHTTPServer: Sendable {
 
     /// Listens on `address` (IPv4) in the `ip netns` namespace `namespace`, on a free port;
     /// `reply` decides each answer from the request line (`200 ok` by default).
-    package init(namespace: String, address: String,
-         reply: @escaping @Sendable (String) -> Reply = { _ in .response("200 OK", body: "ok\n") }) throws {
+    package init(
+        namespace: String, address: String,
+        reply: @escaping @Sendable (String) -> Reply = { _ in .response("200 OK", body: "ok\n") }
+    ) throws {
         self.reply = reply
         let listener = try Self.listen(inNamespace: "/var/run/netns/\(namespace)", address: address)
         var bound = sockaddr_in()
@@ -106,7 +109,9 @@ package final class NamespaceHTTPServer: Sendable {
                 case .bytes(let bytes):
                     var sent = 0
                     while sent < bytes.count {
-                        let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        let count = bytes[sent...].withUnsafeBytes {
+                            send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                        }
                         guard count > 0 else { return }
                         sent += count
                     }
@@ -126,7 +131,9 @@ package final class NamespaceHTTPServer: Sendable {
         let result = Locked<Result<Int32, LabError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
-            result.withLock { $0 = Result { () throws(LabError) in try listenHere(inNamespace: path, address: address) } }
+            result.withLock {
+                $0 = Result { () throws(LabError) in try listenHere(inNamespace: path, address: address) }
+            }
             done.signal()
         }.start()
         done.wait()
@@ -153,7 +160,9 @@ package final class NamespaceHTTPServer: Sendable {
             throw .systemCall("inet_pton \(address)", "not an IPv4 address")
         }
         let bound = withUnsafePointer(to: &socketAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, Glibc.listen(fd, 16) == 0 else {
             let error = String(cString: strerror(errno))

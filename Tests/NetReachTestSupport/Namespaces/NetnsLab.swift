@@ -1,5 +1,6 @@
 import Foundation
 import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -90,7 +91,8 @@ package struct NetnsLab: Sendable {
         do {
             try await LabCommand.ip(["netns", "add", lab.name])
             try await LabCommand.ip(["netns", "add", lab.peerName])
-            try await lab.ip("link", "add", interface, "type", "veth", "peer", "name", peerInterface, "netns", lab.peerName)
+            try await lab.ip(
+                "link", "add", interface, "type", "veth", "peer", "name", peerInterface, "netns", lab.peerName)
             try await lab.ip("link", "set", "lo", "up")
             if setup.ipv4 { try await lab.addAddress(.ipv4) }
             if setup.ipv6 { try await lab.addAddress(.ipv6) }
@@ -210,7 +212,9 @@ package struct NetnsLab: Sendable {
     /// Writes `text` to `<lab>/<subdirectory>/resolv.conf` and atomically replaces the lab's
     /// resolv.conf with a symlink to it (as systemd-resolved's stub link does). Returns the target.
     @discardableResult
-    package func replaceResolvConfWithSymlink(toNewFileIn subdirectory: String, containing text: String) throws -> String {
+    package func replaceResolvConfWithSymlink(
+        toNewFileIn subdirectory: String, containing text: String
+    ) throws -> String {
         let targetDirectory = directory + "/" + subdirectory
         try FileManager.default.createDirectory(atPath: targetDirectory, withIntermediateDirectories: true)
         let target = targetDirectory + "/resolv.conf"

@@ -1,6 +1,7 @@
 import Foundation
 import NetReach
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,7 +71,9 @@ extension NetnsLab {
             case .failure(let failure): return .error(failure.message)
             }
         }
-        switch try await ipRouteGet(address, family: family, extra: ["from", source] + (oif.map { ["oif", $0] } ?? [])) {
+        switch try await ipRouteGet(
+            address, family: family, extra: ["from", source] + (oif.map { ["oif", $0] } ?? []))
+        {
         case .entry(var entry):
             entry.prefsrc = entry.prefsrc ?? source
             return try await truth(of: entry)
@@ -94,7 +97,9 @@ extension NetnsLab {
         let output = try await LabCommand.ip(["netns", "exec", name, "python3", "-c", script, address])
             .trimmingCharacters(in: .whitespacesAndNewlines)
         if output.hasPrefix("source ") { return .success(String(output.dropFirst("source ".count))) }
-        return .failure(ConnectError(message: output.split(separator: " ", maxSplits: 2).dropFirst(2).first.map(String.init) ?? output))
+        return .failure(
+            ConnectError(
+                message: output.split(separator: " ", maxSplits: 2).dropFirst(2).first.map(String.init) ?? output))
     }
 
     package struct ConnectError: Error {
@@ -132,10 +137,13 @@ extension NetnsLab {
 
     private func truth(of entry: RouteEntry) async throws -> RouteTruth {
         struct Link: Decodable { var flags: [String] }
-        let link = try JSONDecoder().decode([Link].self, from: Data(try await ip("-j", "link", "show", "dev", entry.dev).utf8)).first
+        let link = try JSONDecoder().decode(
+            [Link].self, from: Data(try await ip("-j", "link", "show", "dev", entry.dev).utf8)
+        ).first
         let hasCarrier = link.map { $0.flags.contains("UP") && !$0.flags.contains("NO-CARRIER") } ?? false
-        return .route(device: entry.dev, gateway: (entry.gateway ?? entry.via?.host).flatMap(IPAddress.init),
-                      source: entry.prefsrc.flatMap(IPAddress.init), linkdown: !hasCarrier)
+        return .route(
+            device: entry.dev, gateway: (entry.gateway ?? entry.via?.host).flatMap(IPAddress.init),
+            source: entry.prefsrc.flatMap(IPAddress.init), linkdown: !hasCarrier)
     }
 
     /// Writes a network sysctl of the lab (`/proc/sys/net/...` as seen from inside it; no
@@ -151,14 +159,18 @@ extension NetnsLab {
 
     /// Adds a second uplink: `veth2` here (with `address`), its peer `veth3` up in the peer
     /// namespace, and waits for carrier.
-    package func addUplink(_ device: String = "veth2", peer: String = "veth3", address: String = "10.124.0.2/24") async throws {
+    package func addUplink(
+        _ device: String = "veth2", peer: String = "veth3", address: String = "10.124.0.2/24"
+    ) async throws {
         try await ip("link", "add", device, "type", "veth", "peer", "name", peer, "netns", peerName)
         try await ip("addr", "add", address, "dev", device)
         try await peerIP("link", "set", peer, "up")
         try await ip("link", "set", device, "up")
         let deadline = ContinuousClock.now + .seconds(15)
         while !(try await ip("-o", "link", "show", "dev", device)).contains("state UP") {
-            guard ContinuousClock.now < deadline else { throw LabError.timedOut("\(device) in \(name) never got carrier") }
+            guard ContinuousClock.now < deadline else {
+                throw LabError.timedOut("\(device) in \(name) never got carrier")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -172,8 +184,12 @@ package func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteT
         let supported = family == .ipv4 ? path.supportsIPv4 : path.supportsIPv6
         if supported != answer.isUsable { problems.append("\(family): path supports=\(supported), kernel: \(answer)") }
         guard answer.isUsable, case .route(let device, let gateway, _, _) = answer else { continue }
-        if !path.availableInterfaces.map(\.name).contains(device) { problems.append("\(family): \(device) not among \(path.availableInterfaces)") }
-        if let gateway, !path.gateways.contains(gateway) { problems.append("\(family): gateway \(gateway) not among \(path.gateways)") }
+        if !path.availableInterfaces.map(\.name).contains(device) {
+            problems.append("\(family): \(device) not among \(path.availableInterfaces)")
+        }
+        if let gateway, !path.gateways.contains(gateway) {
+            problems.append("\(family): gateway \(gateway) not among \(path.gateways)")
+        }
         let primaryFamily = family == .ipv4 || !(truth[.ipv4]?.isUsable ?? false)
         // Over a multipath route each flow hashes to one leg: the reference's flow may take
         // another leg than the monitor's lookup, and both are listed.
@@ -182,7 +198,9 @@ package func disagreement(_ path: NetworkPath, _ truth: [NetnsLab.Family: RouteT
         }
     }
     let satisfied = truth.values.contains { $0.isUsable }
-    if (path.status == .satisfied) != satisfied { problems.append("status \(path.status), kernel usable: \(satisfied)") }
+    if (path.status == .satisfied) != satisfied {
+        problems.append("status \(path.status), kernel usable: \(satisfied)")
+    }
     return problems.isEmpty ? nil : problems.joined(separator: "; ") + " — path: \(path)"
 }
 
@@ -193,7 +211,8 @@ package func expectAgreement(
     _ monitor: PathMonitor, in lab: NetnsLab, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> [NetnsLab.Family: RouteTruth] {
     let truth = try await lab.routeTruth()
-    let agreed = await LabPoll.until("the monitor agrees with ip route get (\(truth))", sourceLocation: sourceLocation) {
+    let agreed = await LabPoll.until("the monitor agrees with ip route get (\(truth))", sourceLocation: sourceLocation)
+    {
         disagreement(monitor.currentPath, truth) == nil
     }
     if !agreed, let problem = disagreement(monitor.currentPath, truth) {

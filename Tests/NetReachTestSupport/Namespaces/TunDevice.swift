@@ -16,12 +16,14 @@ package final class TunDevice: Sendable {
             print("ready", flush=True)
             while True: time.sleep(3600)
             """
-        let helper = try ChildProcess(LabCommand.ipExecutable, ["netns", "exec", lab.name, "python3", "-c", script, name])
+        let helper = try ChildProcess(
+            LabCommand.ipExecutable, ["netns", "exec", lab.name, "python3", "-c", script, name])
         let device = TunDevice(helper: helper)
         let line = await helper.nextLine(timeout: .seconds(30))
         guard line == "ready" else {
             device.close()
-            throw LabError.systemCall("open tun \(name) in \(lab.name)", "helper said: \(line ?? "nothing") \(helper.standardError)")
+            throw LabError.systemCall(
+                "open tun \(name) in \(lab.name)", "helper said: \(line ?? "nothing") \(helper.standardError)")
         }
         try await lab.ip("link", "set", name, "up")
         if let address { try await lab.ip("addr", "add", address, "dev", name) }

@@ -23,7 +23,9 @@ package final class ExternalServer: Sendable {
     }
 
     /// Starts `executable` and waits (up to 10 s) until every port in `ports` on `host` accepts.
-    package static func start(executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]) async throws -> ExternalServer {
+    package static func start(
+        executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]
+    ) async throws -> ExternalServer {
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try ChildProcess(executable, arguments, output: .file(logFile.path), error: .file(logFile.path))
         let server = ExternalServer(process: process, logFile: logFile)
@@ -70,7 +72,9 @@ package final class ExternalServer: Sendable {
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             close(fd)
             if bound == 0 { return port }
@@ -90,7 +94,9 @@ package final class ExternalServer: Sendable {
             address.sin6_port = in_port_t(UInt16(port).bigEndian)
             inet_pton(AF_INET6, host, &address.sin6_addr)
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             } == 0
         }
         var address = sockaddr_in()
@@ -98,7 +104,9 @@ package final class ExternalServer: Sendable {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr(host)
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         } == 0
     }
 
@@ -121,7 +129,8 @@ package final class ExternalServer: Sendable {
     /// The path of `name`, or a failure saying how to install it.
     package static func require(_ name: String) throws -> String {
         guard let path = tool(name) else {
-            throw ExternalServerError.missingTool("\(name) is not installed: apt-get install -y nginx tinyproxy openssl")
+            throw ExternalServerError.missingTool(
+                "\(name) is not installed: apt-get install -y nginx tinyproxy openssl")
         }
         return path
     }
@@ -157,6 +166,8 @@ package struct TemporaryDirectory {
 package func runCommand(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws {
     let finished = try ChildProcess.runBlocking(executable, arguments, directory: directory?.path)
     guard finished.status == 0 else {
-        throw ExternalServerError.commandFailed("\(executable) \(arguments.joined(separator: " ")) failed: \(finished.standardOutput)\(finished.standardError)")
+        throw ExternalServerError.commandFailed(
+            "\(executable) \(arguments.joined(separator: " ")) failed: \(finished.standardOutput)\(finished.standardError)"
+        )
     }
 }

@@ -52,7 +52,9 @@ package final class FaultInjectingServer: Sendable {
     private let serverChannel: any Channel
     private let state: FaultServerState
 
-    private init(group: MultiThreadedEventLoopGroup, serverChannel: any Channel, state: FaultServerState, port: Int, host: String) {
+    private init(
+        group: MultiThreadedEventLoopGroup, serverChannel: any Channel, state: FaultServerState, port: Int, host: String
+    ) {
         self.group = group
         self.serverChannel = serverChannel
         self.state = state
@@ -73,7 +75,8 @@ package final class FaultInjectingServer: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations
                         try pipeline.addHandler(HTTPResponseEncoder(), name: FaultHandler.encoderName)
-                        try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+                        try pipeline.addHandler(
+                            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
                         try pipeline.addHandler(FaultHandler(state: state))
                     }
                 }
@@ -141,9 +144,9 @@ package final class FaultInjectingServer: Sendable {
         // there on 8 matches (104 bits) are exactly the same 13 bytes, repeated. Written bit by
         // bit in a debug build, the millions of matches would take seconds of CPU.
         var start = BitWriter()
-        start.write(1, count: 1)             // BFINAL
-        start.write(1, count: 2)             // BTYPE 01: fixed Huffman codes
-        start.write(0x0C, count: 8)          // literal 0: code 00110000, most significant bit first
+        start.write(1, count: 1) // BFINAL
+        start.write(1, count: 2) // BTYPE 01: fixed Huffman codes
+        start.write(0x0C, count: 8) // literal 0: code 00110000, most significant bit first
         for _ in 0..<9 { start.write(Self.match, count: 13) }
         let periods = max(0, matches - 1) / 8
         var bytes = Array(start.bytes[0..<2])
@@ -159,7 +162,7 @@ package final class FaultInjectingServer: Sendable {
             bytes = Array(start.bytes[0..<1])
             end.write(UInt64(start.bytes[1]) & 0b111, count: 3)
         }
-        end.write(0, count: 7)               // end of block (symbol 256)
+        end.write(0, count: 7) // end of block (symbol 256)
         end.flush()
         bytes.append(contentsOf: end.bytes)
         var data = Data([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 3])
@@ -167,7 +170,9 @@ package final class FaultInjectingServer: Sendable {
         let crc = decoded <= 8 << 20 ? crc32OfZeros(count: decoded) : 0
         let size = UInt32(truncatingIfNeeded: decoded)
         for value in [crc, size] {
-            data.append(contentsOf: [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)])
+            data.append(contentsOf: [
+                UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24),
+            ])
         }
         return data
     }
@@ -308,20 +313,22 @@ private final class FaultHandler: ChannelInboundHandler {
             for (name, value) in head.headers {
                 headers[name.lowercased()] = value
             }
-            recordIndex = state.record(ReceivedRequest(
-                method: head.method.rawValue,
-                path: path,
-                query: query,
-                headers: headers,
-                body: Data(),
-                idempotencyKey: headers["idempotency-key"]
-            ))
+            recordIndex = state.record(
+                ReceivedRequest(
+                    method: head.method.rawValue,
+                    path: path,
+                    query: query,
+                    headers: headers,
+                    body: Data(),
+                    idempotencyKey: headers["idempotency-key"]
+                ))
             if path == "/reset-after-headers" {
                 reset(context: context)
                 return
             }
             if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
             }
         case .body(var chunk):
             body.writeBuffer(&chunk)
@@ -373,7 +380,9 @@ private final class FaultHandler: ChannelInboundHandler {
         case "/retry-after":
             if failing() {
                 let seconds = parameters["seconds"] ?? "1"
-                send(.serviceUnavailable, body: "retry after \(seconds)", extraHeaders: [("retry-after", seconds)], to: head, context: context)
+                send(
+                    .serviceUnavailable, body: "retry after \(seconds)", extraHeaders: [("retry-after", seconds)],
+                    to: head, context: context)
             } else {
                 send(.ok, body: "ok", to: head, context: context)
             }
@@ -381,13 +390,17 @@ private final class FaultHandler: ChannelInboundHandler {
             if failing() {
                 let seconds = parameters["seconds"].flatMap(Int.init) ?? 1
                 let date = Self.imfFixdate(secondsFromNow: seconds)
-                send(.serviceUnavailable, body: "retry after \(date)", extraHeaders: [("retry-after", date)], to: head, context: context)
+                send(
+                    .serviceUnavailable, body: "retry after \(date)", extraHeaders: [("retry-after", date)], to: head,
+                    context: context)
             } else {
                 send(.ok, body: "ok", to: head, context: context)
             }
         case "/too-many":
             if failing() {
-                send(.tooManyRequests, body: "too many requests", extraHeaders: [("retry-after", "0")], to: head, context: context)
+                send(
+                    .tooManyRequests, body: "too many requests", extraHeaders: [("retry-after", "0")], to: head,
+                    context: context)
             } else {
                 send(.ok, body: "ok", to: head, context: context)
             }
@@ -408,23 +421,31 @@ private final class FaultHandler: ChannelInboundHandler {
         case "/drip":
             // `count` lines, one every `ms`; after `stallAfter` lines, nothing more (the
             // connection stays open), so a client must time the stall itself.
-            drip(line: 0, count: parameters["count"].flatMap(Int.init) ?? 5,
-                 every: .milliseconds(parameters["ms"].flatMap(Int64.init) ?? 100),
-                 stallAfter: parameters["stallAfter"].flatMap(Int.init), to: head, context: context)
+            drip(
+                line: 0, count: parameters["count"].flatMap(Int.init) ?? 5,
+                every: .milliseconds(parameters["ms"].flatMap(Int64.init) ?? 100),
+                stallAfter: parameters["stallAfter"].flatMap(Int.init), to: head, context: context)
         case "/big":
             sendBig(count: parameters["bytes"].flatMap(Int.init) ?? 0, to: head, context: context)
         case "/redirect":
             let code = parameters["status"].flatMap(Int.init) ?? 302
             let location = (parameters["to"] ?? "/ok").removingPercentEncoding ?? "/ok"
-            send(HTTPResponseStatus(statusCode: code), body: "redirect", extraHeaders: [("location", location)], to: head, context: context)
+            send(
+                HTTPResponseStatus(statusCode: code), body: "redirect", extraHeaders: [("location", location)],
+                to: head, context: context)
         case "/gzip-bomb":
             let bomb = FaultInjectingServer.gzipBomb(decodedBytes: parameters["bytes"].flatMap(Int.init) ?? (1 << 30))
-            send(.ok, body: ByteBuffer(bytes: bomb), extraHeaders: [("content-encoding", "gzip"), ("content-type", "application/octet-stream")],
-                 to: head, context: context)
+            send(
+                .ok, body: ByteBuffer(bytes: bomb),
+                extraHeaders: [("content-encoding", "gzip"), ("content-type", "application/octet-stream")],
+                to: head, context: context)
         default:
-            if path.hasPrefix("/status/"), let code = Int(path.dropFirst("/status/".count)), (200...599).contains(code) {
+            if path.hasPrefix("/status/"), let code = Int(path.dropFirst("/status/".count)), (200...599).contains(code)
+            {
                 let bodiless = code == 204 || code == 304
-                send(HTTPResponseStatus(statusCode: code), body: bodiless ? nil : "status \(code)", to: head, context: context)
+                send(
+                    HTTPResponseStatus(statusCode: code), body: bodiless ? nil : "status \(code)", to: head,
+                    context: context)
             } else {
                 send(.notFound, body: "not found", to: head, context: context)
             }
@@ -438,7 +459,9 @@ private final class FaultHandler: ChannelInboundHandler {
         to request: HTTPRequestHead,
         context: ChannelHandlerContext
     ) {
-        send(status, body: text.map { ByteBuffer(string: $0) }, extraHeaders: extraHeaders, to: request, context: context)
+        send(
+            status, body: text.map { ByteBuffer(string: $0) }, extraHeaders: extraHeaders, to: request, context: context
+        )
     }
 
     private func send(
@@ -456,7 +479,9 @@ private final class FaultHandler: ChannelInboundHandler {
         if !keepAlive {
             headers.add(name: "connection", value: "close")
         }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))),
+            promise: nil)
         if let body, body.readableBytes > 0 {
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         }
@@ -471,8 +496,11 @@ private final class FaultHandler: ChannelInboundHandler {
     private func resetMidBody(head: HTTPRequestHead, context: ChannelHandlerContext) {
         finished = true
         let headers = HTTPHeaders([("content-length", "1000")])
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
-        let sent = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: UInt8(ascii: "x"), count: 100)))))
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil
+        )
+        let sent = context.writeAndFlush(
+            wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: UInt8(ascii: "x"), count: 100)))))
         sent.assumeIsolated().whenComplete { _ in
             // Give the client a moment to read the 100 bytes, so it sees them before the reset.
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) {
@@ -506,18 +534,25 @@ private final class FaultHandler: ChannelInboundHandler {
         }
     }
 
-    private func sendRanged(head: HTTPRequestHead, parameters: [String: String], failing: Bool, context: ChannelHandlerContext) {
+    private func sendRanged(
+        head: HTTPRequestHead, parameters: [String: String], failing: Bool, context: ChannelHandlerContext
+    ) {
         let count = parameters["bytes"].flatMap(Int.init) ?? 0
         let etag = parameters["etag"] ?? "\"v1\""
         var start = 0
-        if parameters["ranges"] != "no", let range = head.headers.first(name: "range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
-           let from = Int(range.dropFirst("bytes=".count).dropLast()) {
+        if parameters["ranges"] != "no", let range = head.headers.first(name: "range"), range.hasPrefix("bytes="),
+            range.hasSuffix("-"),
+            let from = Int(range.dropFirst("bytes=".count).dropLast())
+        {
             let ifRange = head.headers.first(name: "if-range")
             if ifRange == nil || (etag != "none" && ifRange == etag) { start = from }
         }
         if start >= count && start > 0 {
             let headers = HTTPHeaders([("content-range", "bytes */\(count)"), ("content-length", "0")])
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .rangeNotSatisfiable, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    .head(HTTPResponseHead(version: head.version, status: .rangeNotSatisfiable, headers: headers))),
+                promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             return
         }
@@ -525,7 +560,9 @@ private final class FaultHandler: ChannelInboundHandler {
         if etag != "none" { headers.add(name: "etag", value: etag) }
         if start > 0 { headers.add(name: "content-range", value: "bytes \(start)-\(count - 1)/\(count)") }
         let status: HTTPResponseStatus = start > 0 ? .partialContent : .ok
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil)
         let body = FaultInjectingServer.bigBody(count: count)
         let failAt = failing ? parameters["failAt"].flatMap(Int.init) : nil
         let end = failAt.map { min(count, start + $0) } ?? count
@@ -547,10 +584,12 @@ private final class FaultHandler: ChannelInboundHandler {
     /// Sends line `line` of `count` ("line N\n", chunked), the head with the first, then the next
     /// after `every`; stops sending (without closing) after `stallAfter` lines.
     private func drip(
-        line: Int, count: Int, every: TimeAmount, stallAfter: Int?, to request: HTTPRequestHead, context: ChannelHandlerContext
+        line: Int, count: Int, every: TimeAmount, stallAfter: Int?, to request: HTTPRequestHead,
+        context: ChannelHandlerContext
     ) {
         if line == 0 {
-            let head = HTTPResponseHead(version: request.version, status: .ok, headers: ["transfer-encoding": "chunked"])
+            let head = HTTPResponseHead(
+                version: request.version, status: .ok, headers: ["transfer-encoding": "chunked"])
             context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
         }
         if let stallAfter, line >= stallAfter { return }
@@ -572,7 +611,9 @@ private final class FaultHandler: ChannelInboundHandler {
         if !keepAlive {
             headers.add(name: "connection", value: "close")
         }
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers))),
+            promise: nil)
         let chunkSize = 16 * 1024
         var offset = 0
         while offset < count {

@@ -113,7 +113,9 @@ package final class NginxServer: Sendable {
         do {
             let process = try await ExternalServer.start(
                 executable: nginx,
-                arguments: ["-e", directory.path("error.log"), "-p", directory.url.path, "-c", directory.path("nginx.conf")],
+                arguments: [
+                    "-e", directory.path("error.log"), "-p", directory.url.path, "-c", directory.path("nginx.conf"),
+                ],
                 logFile: directory.url.appendingPathComponent("stdout.log"), ports: ports)
             return NginxServer(ports: ports, directory: directory, process: process, json: json)
         } catch {

@@ -27,7 +27,9 @@ package final class TinyproxyServer: Sendable {
     /// Starts tinyproxy. `connectPorts` are the ports `CONNECT` may reach: Debian's stock
     /// configuration (443 and 563) unless a test needs tunnels to its own servers (`[]`: any port);
     /// `basicAuth` makes it ask for credentials (407).
-    package static func start(connectPorts: [Int] = [443, 563], basicAuth: (user: String, password: String)? = nil) async throws -> TinyproxyServer {
+    package static func start(
+        connectPorts: [Int] = [443, 563], basicAuth: (user: String, password: String)? = nil
+    ) async throws -> TinyproxyServer {
         let tinyproxy = try ExternalServer.require("tinyproxy")
         let directory = try TemporaryDirectory("netreach-tinyproxy")
         let port = try ExternalServer.freePort()
@@ -60,7 +62,7 @@ package final class TinyproxyServer: Sendable {
     package func requests() -> [String] {
         let data = (try? Data(contentsOf: directory.url.appendingPathComponent("tinyproxy.log"))) ?? Data()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
-            guard let range = line.range(of: "): ") , line.contains("Request (file descriptor") else { return nil }
+            guard let range = line.range(of: "): "), line.contains("Request (file descriptor") else { return nil }
             return String(line[range.upperBound...])
         }
     }

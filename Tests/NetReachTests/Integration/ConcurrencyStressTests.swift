@@ -1,7 +1,9 @@
 import CNetReachLinux
 import Foundation
-@testable import NetReach
 import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 import NetReachSystem
@@ -52,10 +54,13 @@ struct ConcurrencyStressTests {
             }
 
             // One `ip -batch` process for all the flaps; it ends with the route in place.
-            try await lab.batch((0..<Self.flapCount).flatMap { _ in
-                ["route del default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)",
-                 "route add default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)"]
-            })
+            try await lab.batch(
+                (0..<Self.flapCount).flatMap { _ in
+                    [
+                        "route del default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)",
+                        "route add default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)",
+                    ]
+                })
             let fresh = PathMonitor.freshPath(in: lab)
             #expect(fresh.isLabIPv4Satisfied)
             await LabPoll.until("the monitor settles on the final path", timeout: .seconds(20)) {

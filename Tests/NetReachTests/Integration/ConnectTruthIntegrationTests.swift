@@ -19,7 +19,8 @@ struct ConnectTruthIntegrationTests {
         try await NetnsLab.withLab(Self.ipv6Only) { lab in
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
-            try await lab.ip("-6", "route", "add", "default", "via", NetnsLab.ipv6Gateway, "dev", "veth0", "table", "100")
+            try await lab.ip(
+                "-6", "route", "add", "default", "via", NetnsLab.ipv6Gateway, "dev", "veth0", "table", "100")
             try await lab.ip("-6", "rule", "add", "from", "2001:db8:123::/64", "table", "100")
             // The stand-in: a lookup with no source matches no rule and finds no route...
             let sourceless = try? await lab.ip("-6", "route", "get", RouteTruth.lookupAddress(.ipv6))
@@ -36,13 +37,17 @@ struct ConnectTruthIntegrationTests {
         try await NetnsLab.withLab(Self.ipv6Only) { lab in
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
-            try await lab.ip("-6", "route", "add", "default", "from", "2001:db8:123::/64", "via", NetnsLab.ipv6Gateway, "dev", "veth0")
+            try await lab.ip(
+                "-6", "route", "add", "default", "from", "2001:db8:123::/64", "via", NetnsLab.ipv6Gateway, "dev",
+                "veth0")
             let truth = try await expectAgreement(monitor, in: lab)
             #expect(truth[.ipv6]?.isUsable == true, "\(truth)")
             #expect(monitor.currentPath.supportsIPv6)
             #expect(monitor.currentPath.gateways == [IPAddress(NetnsLab.ipv6Gateway)!])
             // Deleting it is seen as well.
-            try await lab.ip("-6", "route", "del", "default", "from", "2001:db8:123::/64", "via", NetnsLab.ipv6Gateway, "dev", "veth0")
+            try await lab.ip(
+                "-6", "route", "del", "default", "from", "2001:db8:123::/64", "via", NetnsLab.ipv6Gateway, "dev",
+                "veth0")
             try await expectAgreement(monitor, in: lab)
             #expect(monitor.currentPath.unsatisfiedReason == .noDefaultRoute)
         }
@@ -59,7 +64,9 @@ struct ConnectTruthIntegrationTests {
             // `ip route get` without a source says veth0; a connection from 10.123.0.2 goes through tun0.
             #expect(try await lab.ip("-4", "route", "get", RouteTruth.lookupAddress(.ipv4)).contains("dev veth0"))
             let truth = try await expectAgreement(monitor, in: lab)
-            #expect(truth[.ipv4] == .route(device: "tun0", gateway: nil, source: IPAddress("10.123.0.2"), linkdown: false), "\(truth)")
+            #expect(
+                truth[.ipv4] == .route(device: "tun0", gateway: nil, source: IPAddress("10.123.0.2"), linkdown: false),
+                "\(truth)")
             #expect(monitor.currentPath.primaryInterface?.name == "tun0")
         }
     }
@@ -97,7 +104,8 @@ struct ConnectTruthIntegrationTests {
             #expect(truth[.ipv4]?.isUsable == true && truth[.ipv6]?.isUsable == true)
             #expect(monitor.currentPath.supportsIPv4 && monitor.currentPath.supportsIPv6, "\(monitor.currentPath)")
             await LabPoll.settle()
-            #expect(await log.steps(awaiting: 1) == [.satisfied], "nothing changed for the internet at large: \(log.paths)")
+            #expect(
+                await log.steps(awaiting: 1) == [.satisfied], "nothing changed for the internet at large: \(log.paths)")
         }
     }
 
@@ -122,8 +130,10 @@ struct ConnectTruthIntegrationTests {
     @Test func anIPv6RouterThatStopsAnsweringIsLeftForTheNextOne() async throws {
         try await NetnsLab.withLab(Self.ipv6Only) { lab in
             // Two routers; the kernel prefers the first (lower metric) while it may be reachable.
-            try await lab.ip("-6", "neigh", "replace", "fe80::1", "dev", "veth0", "lladdr", "02:00:00:00:00:01", "nud", "reachable")
-            try await lab.ip("-6", "neigh", "replace", "fe80::2", "dev", "veth0", "lladdr", "02:00:00:00:00:02", "nud", "reachable")
+            try await lab.ip(
+                "-6", "neigh", "replace", "fe80::1", "dev", "veth0", "lladdr", "02:00:00:00:00:01", "nud", "reachable")
+            try await lab.ip(
+                "-6", "neigh", "replace", "fe80::2", "dev", "veth0", "lladdr", "02:00:00:00:00:02", "nud", "reachable")
             try await lab.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "veth0", "metric", "1024")
             try await lab.ip("-6", "route", "add", "default", "via", "fe80::2", "dev", "veth0", "metric", "1025")
             let monitor = PathMonitor.started(in: lab)
@@ -145,7 +155,8 @@ struct ConnectTruthIntegrationTests {
     @Test func ignoringLinkdownRoutesFailsOverWithOnlyANetconfMessage() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
             try await lab.addUplink()
-            try await lab.ip("-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "100")
+            try await lab.ip(
+                "-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "100")
             try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "metric", "200")
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
@@ -163,8 +174,9 @@ struct ConnectTruthIntegrationTests {
     @Test func anECMPRouteIsMultipathWithEveryLeg() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
             try await lab.addUplink()
-            try await lab.ip("-4", "route", "add", "default",
-                             "nexthop", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "nexthop", "via", "10.124.0.1", "dev", "veth2")
+            try await lab.ip(
+                "-4", "route", "add", "default",
+                "nexthop", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "nexthop", "via", "10.124.0.1", "dev", "veth2")
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             try await expectAgreement(monitor, in: lab)
@@ -174,7 +186,9 @@ struct ConnectTruthIntegrationTests {
             #expect(Set(path.gateways) == [IPAddress(NetnsLab.ipv4Gateway)!, IPAddress("10.124.0.1")!], "\(path)")
             // One leg loses carrier: the kernel marks it linkdown and the path no longer lists it.
             try await lab.peerIP("link", "set", "veth3", "down")
-            await LabPoll.until("the dead leg is gone") { monitor.currentPath.availableInterfaces.map(\.name) == ["veth0"] }
+            await LabPoll.until("the dead leg is gone") {
+                monitor.currentPath.availableInterfaces.map(\.name) == ["veth0"]
+            }
             #expect(!monitor.currentPath.isMultipath, "\(monitor.currentPath)")
         }
     }
@@ -185,8 +199,9 @@ extension ConnectTruthIntegrationTests {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
             try await lab.addUplink()
             try await lab.setSysctl("net/ipv4/fib_multipath_use_neigh", "1")
-            try await lab.ip("-4", "route", "add", "default",
-                             "nexthop", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "nexthop", "via", "10.124.0.1", "dev", "veth2")
+            try await lab.ip(
+                "-4", "route", "add", "default",
+                "nexthop", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "nexthop", "via", "10.124.0.1", "dev", "veth2")
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             await LabPoll.until("both legs are listed") { monitor.currentPath.isMultipath }
@@ -194,7 +209,9 @@ extension ConnectTruthIntegrationTests {
             // sends every flow through the first.
             try await lab.ip("-4", "neigh", "replace", "10.124.0.1", "dev", "veth2", "nud", "failed")
             for port in 1...8 {
-                let probe = try await lab.ip("-4", "route", "get", "203.0.113.\(port)", "ipproto", "udp", "sport", "\(40000 + port)", "dport", "443")
+                let probe = try await lab.ip(
+                    "-4", "route", "get", "203.0.113.\(port)", "ipproto", "udp", "sport", "\(40000 + port)", "dport",
+                    "443")
                 #expect(!probe.contains("veth2"), "the kernel still uses the failed leg: \(probe)")
             }
             await LabPoll.until("the failed leg is gone") { !monitor.currentPath.isMultipath }
@@ -202,7 +219,9 @@ extension ConnectTruthIntegrationTests {
             #expect(monitor.currentPath.availableInterfaces.map(\.name) == ["veth0"], "\(monitor.currentPath)")
             try await expectAgreement(monitor, in: lab)
             // Reachable again: both legs.
-            try await lab.ip("-4", "neigh", "replace", "10.124.0.1", "dev", "veth2", "lladdr", "02:00:00:00:00:09", "nud", "reachable")
+            try await lab.ip(
+                "-4", "neigh", "replace", "10.124.0.1", "dev", "veth2", "lladdr", "02:00:00:00:00:09", "nud",
+                "reachable")
             await LabPoll.until("the leg is back") { monitor.currentPath.isMultipath }
         }
     }

@@ -1,8 +1,10 @@
 import Dispatch
 import Foundation
 import NetReachTestSupport
-@testable import NetReach
 import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,18 +26,30 @@ struct DestinationIntegrationTests {
             let internet = PathMonitor.started(in: lab)
             defer { internet.cancel() }
 
-            #expect(try await lab.routeGet(to: Self.destination) == .route(device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("10.123.0.2"), linkdown: false))
+            #expect(
+                try await lab.routeGet(to: Self.destination)
+                    == .route(
+                        device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("10.123.0.2"),
+                        linkdown: false))
             #expect(monitor.currentPath.primaryInterface?.name == "veth0")
 
             // A split tunnel for one network: only that destination moves.
             try await lab.ip("-4", "route", "add", "198.51.100.0/24", "via", "10.124.0.1", "dev", "veth2")
-            #expect(try await lab.routeGet(to: Self.destination) == .route(device: "veth2", gateway: IPAddress("10.124.0.1"), source: IPAddress("10.124.0.2"), linkdown: false))
-            await LabPoll.until("the destination's path uses veth2") { monitor.currentPath.primaryInterface?.name == "veth2" }
+            #expect(
+                try await lab.routeGet(to: Self.destination)
+                    == .route(
+                        device: "veth2", gateway: IPAddress("10.124.0.1"), source: IPAddress("10.124.0.2"),
+                        linkdown: false))
+            await LabPoll.until("the destination's path uses veth2") {
+                monitor.currentPath.primaryInterface?.name == "veth2"
+            }
             #expect(monitor.currentPath.gateways == [IPAddress("10.124.0.1")!])
             #expect(internet.currentPath.primaryInterface?.name == "veth0")
 
             try await lab.ip("-4", "route", "del", "198.51.100.0/24", "via", "10.124.0.1", "dev", "veth2")
-            await LabPoll.until("the destination's path is back on veth0") { monitor.currentPath.primaryInterface?.name == "veth0" }
+            await LabPoll.until("the destination's path is back on veth0") {
+                monitor.currentPath.primaryInterface?.name == "veth0"
+            }
             // The stream delivers after `currentPath` changed, on its consumer's task: wait for it too.
             await LabPoll.until("the stream delivered the change back") { log.paths.count >= 3 }
             #expect(log.paths.map { $0.primaryInterface?.name ?? "-" } == ["veth0", "veth2", "veth0"])
@@ -54,7 +68,10 @@ struct DestinationIntegrationTests {
             #expect(gateway.currentPath.status == .satisfied && gateway.currentPath.primaryInterface?.name == "veth0")
             #expect(gateway.currentPath.gateways.isEmpty)
             #expect(remote.currentPath.unsatisfiedReason == .noDefaultRoute)
-            if case .error = try await lab.routeGet(to: Self.destination) {} else { Issue.record("ip route get found a route") }
+            if case .error = try await lab.routeGet(to: Self.destination) {
+            } else {
+                Issue.record("ip route get found a route")
+            }
         }
     }
 }

@@ -8,10 +8,14 @@ import Testing
 struct FanOutIntegrationTests {
     @Test func twoMonitorsAndThreeStreamsSeeTheSameSequenceOverTwentyRouteFlaps() async throws {
         try await NetnsLab.withLab { lab in
-            let firstHandler = PathLog(), secondHandler = PathLog()
+            let firstHandler = PathLog()
+            let secondHandler = PathLog()
             let first = PathMonitor.started(in: lab, handler: firstHandler.append)
             let second = PathMonitor.started(in: lab, handler: secondHandler.append)
-            defer { first.cancel(); second.cancel() }
+            defer {
+                first.cancel()
+                second.cancel()
+            }
             let streams = [first.paths, first.paths, second.paths].map(PathLog.consuming)
             let logs = [firstHandler, secondHandler] + streams
 

@@ -1,7 +1,9 @@
 import Dispatch
 import Foundation
-@testable import NetReach
 import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 import NetReachSystem
@@ -162,7 +164,9 @@ struct LifecycleIntegrationTests {
             await LabPoll.until("the first path is delivered") { calls.count == 1 }
 
             monitor.cancel()
-            await LabPoll.finishes("start(queue:) after cancel()") { monitor.start(queue: DispatchQueue(label: "restart")) }
+            await LabPoll.finishes("start(queue:) after cancel()") {
+                monitor.start(queue: DispatchQueue(label: "restart"))
+            }
             try await lab.deleteDefaultRoute()
             await LabPoll.until("the witness sees the change") { witnessLog.count == 2 }
             await LabPoll.settle()

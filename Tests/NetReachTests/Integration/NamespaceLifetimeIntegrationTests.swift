@@ -1,11 +1,13 @@
 import Dispatch
 import Foundation
 import NetReachTestSupport
+import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import NetReach
-import Testing
 
 /// A watched namespace that goes away: the monitor keeps the namespace it opened (never re-opening
 /// it by path), and says so when its name is deleted, reused, or its process exits.
@@ -18,7 +20,9 @@ struct NamespaceLifetimeIntegrationTests {
             let log = PathLog.consuming(monitor.paths)
             #expect(monitor.currentPath.isLabIPv4Satisfied)
             try await LabCommand.ip(["netns", "del", lab.name])
-            await LabPoll.until("the monitor reports the namespace gone") { log.last?.unsatisfiedReason == .monitorUnavailable }
+            await LabPoll.until("the monitor reports the namespace gone") {
+                log.last?.unsatisfiedReason == .monitorUnavailable
+            }
             #expect(monitor.failure == .namespaceGone(path: lab.namespace.path))
             #expect(log.steps == [.satisfied, .unsatisfied(.monitorUnavailable)])
         }
@@ -29,8 +33,10 @@ struct NamespaceLifetimeIntegrationTests {
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             try await LabCommand.ip(["netns", "del", lab.name])
-            try await LabCommand.ip(["netns", "add", lab.name])   // same name, empty namespace
-            await LabPoll.until("the old monitor reports the namespace gone") { monitor.currentPath.unsatisfiedReason == .monitorUnavailable }
+            try await LabCommand.ip(["netns", "add", lab.name]) // same name, empty namespace
+            await LabPoll.until("the old monitor reports the namespace gone") {
+                monitor.currentPath.unsatisfiedReason == .monitorUnavailable
+            }
             #expect(monitor.failure == .namespaceGone(path: lab.namespace.path))
             // A monitor started now reads the namespace the name refers to now: only a down `lo`.
             let fresh = PathMonitor.started(in: lab)
@@ -47,19 +53,25 @@ struct NamespaceLifetimeIntegrationTests {
             defer { process.kill() }
             // `ip netns exec` execs sleep in the same process once it has entered the namespace.
             let namespace = NetworkNamespace.process(process.pid)
-            await LabPoll.until("the process is in the lab's namespace") { Self.sameNamespace(namespace.path, lab.namespace.path) }
+            await LabPoll.until("the process is in the lab's namespace") {
+                Self.sameNamespace(namespace.path, lab.namespace.path)
+            }
             let monitor = PathMonitor(namespace: namespace)
             monitor.start(queue: DispatchQueue(label: "process-namespace"))
             defer { monitor.cancel() }
             #expect(monitor.currentPath.isLabIPv4Satisfied, "\(monitor.currentPath)")
             process.kill()
-            await LabPoll.until("the monitor reports the namespace gone") { monitor.currentPath.unsatisfiedReason == .monitorUnavailable }
+            await LabPoll.until("the monitor reports the namespace gone") {
+                monitor.currentPath.unsatisfiedReason == .monitorUnavailable
+            }
             #expect(monitor.failure == .namespaceGone(path: namespace.path))
         }
     }
 
     private static func sameNamespace(_ a: String, _ b: String) -> Bool {
-        var first = stat(), second = stat()
-        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_ino == second.st_ino && first.st_dev == second.st_dev
+        var first = stat()
+        var second = stat()
+        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_ino == second.st_ino
+            && first.st_dev == second.st_dev
     }
 }

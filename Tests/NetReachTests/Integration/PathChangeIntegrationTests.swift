@@ -15,12 +15,14 @@ struct PathChangeIntegrationTests {
             defer { monitor.cancel() }
             monitor.pathUpdateHandler = handlerLog.append
             monitor.start(queue: DispatchQueue(label: "start"))
-            let atStart = monitor.currentPath      // read at once: no waiting
+            let atStart = monitor.currentPath // read at once: no waiting
             let streamLog = PathLog.consuming(monitor.paths)
 
             #expect(atStart.isLabIPv4Satisfied, "\(atStart)")
             #expect(!atStart.supportsIPv6)
-            await LabPoll.until("the handler and the stream got a path") { handlerLog.count >= 1 && streamLog.count >= 1 }
+            await LabPoll.until("the handler and the stream got a path") {
+                handlerLog.count >= 1 && streamLog.count >= 1
+            }
             #expect(handlerLog.paths.first == atStart)
             #expect(streamLog.paths.first == atStart)
         }
@@ -34,7 +36,9 @@ struct PathChangeIntegrationTests {
             let initial = monitor.currentPath
 
             try await lab.deleteDefaultRoute()
-            await LabPoll.until("the path is unsatisfied(noDefaultRoute)") { log.last?.unsatisfiedReason == .noDefaultRoute }
+            await LabPoll.until("the path is unsatisfied(noDefaultRoute)") {
+                log.last?.unsatisfiedReason == .noDefaultRoute
+            }
             try await lab.addDefaultRoute()
             await LabPoll.until("the path is satisfied again") { log.count >= 3 }
 
@@ -54,7 +58,9 @@ struct PathChangeIntegrationTests {
             let linkDownAt = log.count
 
             try await lab.setLink(up: true)
-            await LabPoll.until("the path is unsatisfied(noDefaultRoute)") { log.last?.unsatisfiedReason == .noDefaultRoute }
+            await LabPoll.until("the path is unsatisfied(noDefaultRoute)") {
+                log.last?.unsatisfiedReason == .noDefaultRoute
+            }
             // The kernel flushed the IPv4 default route without RTM_DELROUTE: link up alone is not enough.
             #expect(try await lab.hasDefaultRoute(.ipv4) == false)
             await LabPoll.settle()
@@ -111,7 +117,8 @@ struct PathChangeIntegrationTests {
             try await lab.deleteAddress(.ipv4)
             await LabPoll.until("the path is unsatisfied(noAddress)") { log.last?.unsatisfiedReason == .noAddress }
             try await lab.addAddress(.ipv4)
-            #expect(try await lab.hasDefaultRoute(.ipv4) == false, "the kernel flushed the default route with the address")
+            #expect(
+                try await lab.hasDefaultRoute(.ipv4) == false, "the kernel flushed the default route with the address")
             let fresh = PathMonitor.freshPath(in: lab)
             #expect(fresh.unsatisfiedReason == .noDefaultRoute)
             await LabPoll.until("the monitor leaves noAddress") { log.last?.unsatisfiedReason != .noAddress }
@@ -161,7 +168,9 @@ struct PathChangeIntegrationTests {
             let log = PathLog.consuming(monitor.paths)
 
             try await lab.deleteDefaultRoute(.ipv6)
-            await LabPoll.until("the path is unsatisfied(noDefaultRoute)") { log.last?.unsatisfiedReason == .noDefaultRoute }
+            await LabPoll.until("the path is unsatisfied(noDefaultRoute)") {
+                log.last?.unsatisfiedReason == .noDefaultRoute
+            }
             try await lab.addDefaultRoute(.ipv6)
             await LabPoll.until("the path is satisfied again") { log.count >= 3 }
             #expect(log.steps == [.satisfied, .unsatisfied(.noDefaultRoute), .satisfied])

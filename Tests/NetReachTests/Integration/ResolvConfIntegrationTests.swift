@@ -1,8 +1,10 @@
 import Dispatch
 import Foundation
 import NetReachTestSupport
-@testable import NetReach
 import Testing
+
+@testable import NetReach
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,10 +35,14 @@ struct ResolvConfIntegrationTests {
             await LabPoll.until("a nameserver written in place turns supportsDNS on") { log.last?.supportsDNS == true }
 
             try lab.replaceResolvConf("# renamed over, no nameserver\noptions ndots:1\n")
-            await LabPoll.until("a file renamed over it without nameserver turns supportsDNS off") { log.last?.supportsDNS == false }
+            await LabPoll.until("a file renamed over it without nameserver turns supportsDNS off") {
+                log.last?.supportsDNS == false
+            }
 
             try lab.replaceResolvConfWithSymlink(toNewFileIn: "stub", containing: "nameserver 2001:db8:123::53\n")
-            await LabPoll.until("a symlink to a file with a nameserver turns supportsDNS on") { log.last?.supportsDNS == true }
+            await LabPoll.until("a symlink to a file with a nameserver turns supportsDNS on") {
+                log.last?.supportsDNS == true
+            }
 
             #expect(log.paths.map(\.supportsDNS) == [false, true, false, true])
             #expect(log.paths.allSatisfy { $0.status == .satisfied })
@@ -45,7 +51,8 @@ struct ResolvConfIntegrationTests {
 
     @Test func editingTheSymlinkTargetInPlaceIsSeen() async throws {
         try await NetnsLab.withLab { lab in
-            let target = try lab.replaceResolvConfWithSymlink(toNewFileIn: "stub", containing: "nameserver 10.123.0.53\n")
+            let target = try lab.replaceResolvConfWithSymlink(
+                toNewFileIn: "stub", containing: "nameserver 10.123.0.53\n")
             let monitor = Self.startedMonitor(in: lab)
             defer { monitor.cancel() }
             let log = PathLog.consuming(monitor.paths)
@@ -68,13 +75,19 @@ struct ResolvConfIntegrationTests {
             let log = PathLog.consuming(monitor.paths)
             #expect(!monitor.currentPath.supportsDNS)
 
-            try FileManager.default.createDirectory(atPath: lab.directory + "/run/systemd/resolve", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: lab.directory + "/run/systemd/resolve", withIntermediateDirectories: true)
             try "nameserver 10.123.0.53\n".write(toFile: target, atomically: false, encoding: .utf8)
-            await LabPoll.until("the target created under new directories turns supportsDNS on") { log.last?.supportsDNS == true }
+            await LabPoll.until("the target created under new directories turns supportsDNS on") {
+                log.last?.supportsDNS == true
+            }
 
             try FileManager.default.removeItem(atPath: lab.directory + "/run")
-            await LabPoll.until("the target's directories removed turn supportsDNS off") { log.last?.supportsDNS == false }
-            try FileManager.default.createDirectory(atPath: lab.directory + "/run/systemd/resolve", withIntermediateDirectories: true)
+            await LabPoll.until("the target's directories removed turn supportsDNS off") {
+                log.last?.supportsDNS == false
+            }
+            try FileManager.default.createDirectory(
+                atPath: lab.directory + "/run/systemd/resolve", withIntermediateDirectories: true)
             try "nameserver 10.123.0.54\n".write(toFile: target, atomically: false, encoding: .utf8)
             await LabPoll.until("created again, it is picked up again") { log.last?.supportsDNS == true }
             #expect(log.paths.map(\.supportsDNS) == [false, true, false, true])
@@ -100,7 +113,9 @@ struct ResolvConfIntegrationTests {
             try "search .\n".write(toFile: upstream, atomically: false, encoding: .utf8)
             await LabPoll.until("no upstream server turns it off again") { log.last?.supportsDNS == false }
             try FileManager.default.removeItem(atPath: upstream)
-            await LabPoll.until("without the upstream file the stub is taken at its word") { log.last?.supportsDNS == true }
+            await LabPoll.until("without the upstream file the stub is taken at its word") {
+                log.last?.supportsDNS == true
+            }
             #expect(log.paths.map(\.supportsDNS) == [false, true, false, true])
         }
     }
@@ -115,8 +130,10 @@ struct ResolvConfIntegrationTests {
             let log = PathLog.consuming(monitor.paths)
             // The machine's own resolv.conf (only read) decides first; the namespace's own file,
             // once it appears, must decide the other way.
-            let hostHasDNS = !NameserverSource(candidates: ["/etc/resolv.conf"], resolvedUpstreamPath: source.configuration.resolvedUpstreamPath)
-                .nameservers().isEmpty
+            let hostHasDNS = !NameserverSource(
+                candidates: ["/etc/resolv.conf"], resolvedUpstreamPath: source.configuration.resolvedUpstreamPath
+            )
+            .nameservers().isEmpty
             #expect(monitor.currentPath.supportsDNS == hostHasDNS)
 
             try EtcNetns.writeResolvConf(hostHasDNS ? "search lab.invalid\n" : "nameserver 10.123.0.53\n", for: lab)

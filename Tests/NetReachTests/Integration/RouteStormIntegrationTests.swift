@@ -12,8 +12,9 @@ struct RouteStormIntegrationTests {
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             // A tiny receive buffer makes the storm overrun the socket, forcing resyncs.
-            let smallBuffer = PathMonitor(source: SystemPathSource(
-                configuration: .init(namespace: lab.namespace, receiveBufferSize: 4096)))
+            let smallBuffer = PathMonitor(
+                source: SystemPathSource(
+                    configuration: .init(namespace: lab.namespace, receiveBufferSize: 4096)))
             smallBuffer.start(queue: DispatchQueue(label: "small buffer"))
             defer { smallBuffer.cancel() }
             let logs = [PathLog.consuming(monitor.paths), PathLog.consuming(smallBuffer.paths)]

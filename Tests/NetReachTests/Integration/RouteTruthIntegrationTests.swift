@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import NetReachTestSupport
 import NetReach
+import NetReachTestSupport
 import Testing
 
 /// Differential tests: each setup from a real machine is built in a namespace, and the monitor's
@@ -36,7 +36,9 @@ struct RouteTruthIntegrationTests {
             try await lab.ip("-4", "rule", "add", "not", "fwmark", "51820", "table", "51820")
             try await lab.ip("-4", "rule", "add", "table", "main", "suppress_prefixlength", "0")
             try await expectAgreement(monitor, in: lab)
-            #expect(monitor.currentPath.primaryInterface?.name == "wg0" && monitor.currentPath.primaryInterfaceType == .other)
+            #expect(
+                monitor.currentPath.primaryInterface?.name == "wg0"
+                    && monitor.currentPath.primaryInterfaceType == .other)
 
             // wg-quick down removes the rules first: that alone must move the path back.
             try await lab.ip("-4", "rule", "del", "not", "fwmark", "51820", "table", "51820")
@@ -81,7 +83,8 @@ struct RouteTruthIntegrationTests {
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             #expect(monitor.currentPath.unsatisfiedReason == .noDefaultRoute)
-            try await lab.ip("-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "table", "200")
+            try await lab.ip(
+                "-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "table", "200")
             try await lab.ip("-4", "rule", "add", "pref", "200", "table", "200")
             try await expectAgreement(monitor, in: lab)
             #expect(monitor.currentPath.isLabIPv4Satisfied, "\(monitor.currentPath)")
@@ -91,8 +94,10 @@ struct RouteTruthIntegrationTests {
     @Test(arguments: ["unreachable", "blackhole", "prohibit"])
     func aRefusingDefaultRouteWithABetterMetricIsRouteRefused(_ type: String) async throws {
         try await NetnsLab.withLab { lab in
-            try await lab.ip("-4", "route", "replace", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "100")
-            try await lab.ip("-4", "route", "del", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "0")
+            try await lab.ip(
+                "-4", "route", "replace", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "100")
+            try await lab.ip(
+                "-4", "route", "del", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "0")
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
             let log = PathLog.consuming(monitor.paths)
@@ -133,7 +138,8 @@ struct RouteTruthIntegrationTests {
             // systemd-networkd gives every DHCP link metric 1024; the cellular one came up first.
             try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "metric", "1024")
             // IPv4 keeps a second route of equal metric only when appended (NLM_F_APPEND).
-            try await lab.ip("-4", "route", "append", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "1024")
+            try await lab.ip(
+                "-4", "route", "append", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "1024")
             try await expectAgreement(monitor, in: lab)
             #expect(monitor.currentPath.primaryInterfaceType == .cellular)
             #expect(monitor.currentPath.isExpensive)
@@ -146,9 +152,13 @@ struct RouteTruthIntegrationTests {
             try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "metric", "500")
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
-            try await lab.setPeer(up: false)   // veth0 loses carrier; its metric-0 route stays, linkdown
+            try await lab.setPeer(up: false) // veth0 loses carrier; its metric-0 route stays, linkdown
             let truth = try await expectAgreement(monitor, in: lab)
-            #expect(truth[.ipv4] == .route(device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("10.123.0.2"), linkdown: true))
+            #expect(
+                truth[.ipv4]
+                    == .route(
+                        device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("10.123.0.2"),
+                        linkdown: true))
             #expect(monitor.currentPath.unsatisfiedReason == .linkDown)
         }
     }
@@ -206,7 +216,11 @@ struct RouteTruthIntegrationTests {
             try await lab.ip("addr", "add", "192.0.2.77/32", "dev", "lo")
             try await lab.ip("-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "onlink")
             let truth = try await expectAgreement(monitor, in: lab)
-            #expect(truth[.ipv4] == .route(device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("192.0.2.77"), linkdown: false))
+            #expect(
+                truth[.ipv4]
+                    == .route(
+                        device: "veth0", gateway: IPAddress(NetnsLab.ipv4Gateway), source: IPAddress("192.0.2.77"),
+                        linkdown: false))
             #expect(monitor.currentPath.primaryInterface?.name == "veth0")
         }
     }
@@ -250,7 +264,11 @@ struct RouteTruthIntegrationTests {
             try await lab.ip("-6", "addr", "add", "2001:db8:123::2/64", "dev", "veth0", "optimistic")
             try await lab.ip("-6", "route", "add", "default", "via", "fe80::1", "dev", "veth0")
             let truth = try await expectAgreement(monitor, in: lab)
-            #expect(truth[.ipv6] == .route(device: "veth0", gateway: IPAddress("fe80::1"), source: IPAddress("2001:db8:123::2"), linkdown: false))
+            #expect(
+                truth[.ipv6]
+                    == .route(
+                        device: "veth0", gateway: IPAddress("fe80::1"), source: IPAddress("2001:db8:123::2"),
+                        linkdown: false))
             #expect(monitor.currentPath.supportsIPv6)
         }
     }
@@ -279,9 +297,11 @@ struct RouteTruthIntegrationTests {
         try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
             try await lab.addUplink()
             try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "metric", "100")
-            try await lab.ip("-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "600")
+            try await lab.ip(
+                "-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "metric", "600")
             let classification = InterfaceClassification(typeOverrides: ["veth2": .cellular])
-            let noCellular = PathMonitor(prohibitedInterfaceTypes: [.cellular], classification: classification, namespace: lab.namespace)
+            let noCellular = PathMonitor(
+                prohibitedInterfaceTypes: [.cellular], classification: classification, namespace: lab.namespace)
             noCellular.start(queue: DispatchQueue(label: "no-cellular"))
             defer { noCellular.cancel() }
             // What a socket bound to veth0 would get, as Network.framework scopes such a connection.

@@ -63,7 +63,8 @@ struct NetlinkBytes {
     ) -> NetlinkBytes {
         let payload = Self.padded(body) + attributes.flatMap(\.encoded)
         let length = declaredLength ?? UInt32(16 + payload.count)
-        let header = Self.hostOrder(length) + Self.hostOrder(type) + Self.hostOrder(flags)
+        let header =
+            Self.hostOrder(length) + Self.hostOrder(type) + Self.hostOrder(flags)
             + Self.hostOrder(sequence) + Self.hostOrder(portID)
         return appending(header + payload)
     }
@@ -85,7 +86,9 @@ struct NetlinkBytes {
     }
 
     /// `struct ifaddrmsg { u8 family; u8 prefixlen; u8 flags; u8 scope; u32 index; }`
-    static func ifaddrmsg(family: UInt8, prefixLength: UInt8, flags: UInt8 = 0, scope: UInt8 = 0, index: UInt32) -> [UInt8] {
+    static func ifaddrmsg(
+        family: UInt8, prefixLength: UInt8, flags: UInt8 = 0, scope: UInt8 = 0, index: UInt32
+    ) -> [UInt8] {
         [family, prefixLength, flags, scope] + hostOrder(index)
     }
 
@@ -93,7 +96,8 @@ struct NetlinkBytes {
     static func rtmsg(
         family: UInt8, destinationLength: UInt8 = 0, table: UInt8 = mainTable, type: UInt8 = unicast
     ) -> [UInt8] {
-        [family, destinationLength, 0, 0, table, 3 /* RTPROT_BOOT */, 0 /* RT_SCOPE_UNIVERSE */, type] + hostOrder(UInt32(0))
+        [family, destinationLength, 0, 0, table, 3 /* RTPROT_BOOT */, 0 /* RT_SCOPE_UNIVERSE */, type]
+            + hostOrder(UInt32(0))
     }
 
     /// The body of NLMSG_ERROR: the negative errno, then the request's header.
@@ -114,11 +118,13 @@ struct NetlinkBytes {
     static let up = UInt32(IFF_UP), running = UInt32(IFF_RUNNING), loopback = UInt32(IFF_LOOPBACK)
     static let lowerUp = UInt32(IFF_LOWER_UP.rawValue)
     static let ethernet = UInt16(ARPHRD_ETHER), loopbackHardware = UInt16(ARPHRD_LOOPBACK)
-    static let iflaIfname = UInt16(IFLA_IFNAME), iflaLinkinfo = UInt16(IFLA_LINKINFO), iflaInfoKind = UInt16(IFLA_INFO_KIND)
+    static let iflaIfname = UInt16(IFLA_IFNAME), iflaLinkinfo = UInt16(IFLA_LINKINFO),
+        iflaInfoKind = UInt16(IFLA_INFO_KIND)
 
     static let inet = UInt8(AF_INET), inet6 = UInt8(AF_INET6)
     static let ifaAddress = UInt16(IFA_ADDRESS), ifaLocal = UInt16(IFA_LOCAL), ifaFlags = UInt16(IFA_FLAGS)
-    static let tentative = UInt32(IFA_F_TENTATIVE), dadFailed = UInt32(IFA_F_DADFAILED), permanent = UInt32(IFA_F_PERMANENT)
+    static let tentative = UInt32(IFA_F_TENTATIVE), dadFailed = UInt32(IFA_F_DADFAILED),
+        permanent = UInt32(IFA_F_PERMANENT)
     static let scopeLink = UInt8(RT_SCOPE_LINK.rawValue), scopeHost = UInt8(RT_SCOPE_HOST.rawValue)
 
     static let rtaDst = UInt16(RTA_DST.rawValue)

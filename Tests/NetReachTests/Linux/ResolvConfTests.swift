@@ -47,11 +47,17 @@ struct ResolvConfWatcherTests {
         try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: root + "/run/resolve", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        try "nameserver 127.0.0.53\n".write(toFile: root + "/run/resolve/stub-resolv.conf", atomically: false, encoding: .utf8)
-        try "nameserver 192.0.2.53\n".write(toFile: root + "/run/resolve/resolv.conf", atomically: false, encoding: .utf8)
-        try FileManager.default.createSymbolicLink(atPath: root + "/etc/resolv.conf", withDestinationPath: "../run/resolve/stub-resolv.conf")
-        guard var watcher = ResolvConfWatcher(source: NameserverSource(
-            candidates: [root + "/etc/resolv.conf"], resolvedUpstreamPath: root + "/run/resolve/resolv.conf")) else {
+        try "nameserver 127.0.0.53\n".write(
+            toFile: root + "/run/resolve/stub-resolv.conf", atomically: false, encoding: .utf8)
+        try "nameserver 192.0.2.53\n".write(
+            toFile: root + "/run/resolve/resolv.conf", atomically: false, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/etc/resolv.conf", withDestinationPath: "../run/resolve/stub-resolv.conf")
+        guard
+            var watcher = ResolvConfWatcher(
+                source: NameserverSource(
+                    candidates: [root + "/etc/resolv.conf"], resolvedUpstreamPath: root + "/run/resolve/resolv.conf"))
+        else {
             Issue.record("inotify_init1 failed")
             return
         }
@@ -59,7 +65,8 @@ struct ResolvConfWatcherTests {
         #expect(!quiet)
         // Both files' changes count, whichever spelling of the directory the watch was filed under.
         for name in ["resolv.conf", "stub-resolv.conf", "resolv.conf"] {
-            try "nameserver 192.0.2.54\n".write(toFile: root + "/run/resolve/" + name, atomically: false, encoding: .utf8)
+            try "nameserver 192.0.2.54\n".write(
+                toFile: root + "/run/resolve/" + name, atomically: false, encoding: .utf8)
             // The close that raises IN_CLOSE_WRITE can be delayed: a process spawned by another
             // test at that moment holds a copy of the descriptor until it execs. Wait for it.
             let seen = drainWhenReadable(&watcher)
@@ -77,12 +84,14 @@ struct ResolvConfTextTests {
     }
 
     @Test func commentedLinesAreSkipped() {
-        #expect(parse("""
-            # nameserver 192.0.2.1
-            ; nameserver 192.0.2.2
-            #nameserver 192.0.2.3
-            nameserver 192.0.2.53
-            """) == [ip("192.0.2.53")])
+        #expect(
+            parse(
+                """
+                # nameserver 192.0.2.1
+                ; nameserver 192.0.2.2
+                #nameserver 192.0.2.3
+                nameserver 192.0.2.53
+                """) == [ip("192.0.2.53")])
     }
 
     @Test func tabsSeparateFields() {
@@ -99,20 +108,27 @@ struct ResolvConfTextTests {
     }
 
     @Test func ipv4IsReadAsInetAtonReadsIt() {
-        #expect(parse("nameserver 127.1\nnameserver 0x7f.0.0.2\nnameserver 2130706435\n")
-            == [ip("127.0.0.1"), ip("127.0.0.2"), ip("127.0.0.3")])
+        #expect(
+            parse("nameserver 127.1\nnameserver 0x7f.0.0.2\nnameserver 2130706435\n")
+                == [ip("127.0.0.1"), ip("127.0.0.2"), ip("127.0.0.3")])
         #expect(parse("nameserver 010.0.0.1\n") == [ip("8.0.0.1")])
     }
 
     @Test func onlyTheFirstThreeCountDuplicatesIncluded() {
-        #expect(ResolvConf.configuredNameservers(in: "nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n")
-            == [ip("192.0.2.1"), ip("192.0.2.1"), ip("192.0.2.1")])
-        #expect(parse("nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n") == [ip("192.0.2.1")])
+        #expect(
+            ResolvConf.configuredNameservers(
+                in: "nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n")
+                == [ip("192.0.2.1"), ip("192.0.2.1"), ip("192.0.2.1")])
+        #expect(
+            parse("nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n") == [
+                ip("192.0.2.1")
+            ])
     }
 
     @Test func anyZoneIsAcceptedAndDropped() {
-        #expect(parse("nameserver fe80::1%lo\nnameserver fe80::2%7\nnameserver fe80::3%no-such-if0\n")
-            == [ip("fe80::1"), ip("fe80::2"), ip("fe80::3")])
+        #expect(
+            parse("nameserver fe80::1%lo\nnameserver fe80::2%7\nnameserver fe80::3%no-such-if0\n")
+                == [ip("fe80::1"), ip("fe80::2"), ip("fe80::3")])
         #expect(parse("nameserver fe80::4%\n") == [ip("fe80::4")])
     }
 
@@ -121,19 +137,22 @@ struct ResolvConfTextTests {
     }
 
     @Test func duplicatesAreKeptOnce() {
-        #expect(parse("nameserver 192.0.2.53\nnameserver 198.51.100.53\nnameserver 192.0.2.53\n")
-            == [ip("192.0.2.53"), ip("198.51.100.53")])
+        #expect(
+            parse("nameserver 192.0.2.53\nnameserver 198.51.100.53\nnameserver 192.0.2.53\n")
+                == [ip("192.0.2.53"), ip("198.51.100.53")])
     }
 
     @Test func otherDirectivesAndGarbageLinesAreSkipped() {
-        #expect(parse("""
-            search example.com
-            options edns0 trust-ad
-            this is not a resolv.conf line
-            nameserverr 192.0.2.1
-            NAMESERVER 192.0.2.2
-            nameserver 203.0.113.53
-            """) == [ip("203.0.113.53")])
+        #expect(
+            parse(
+                """
+                search example.com
+                options edns0 trust-ad
+                this is not a resolv.conf line
+                nameserverr 192.0.2.1
+                NAMESERVER 192.0.2.2
+                nameserver 203.0.113.53
+                """) == [ip("203.0.113.53")])
     }
 
     @Test func nameserverWithoutAddressIsSkipped() {
@@ -141,8 +160,10 @@ struct ResolvConfTextTests {
     }
 
     @Test func invalidAddressIsSkipped() {
-        #expect(parse("nameserver 192.0.2.256\nnameserver dns.example.com\nnameserver 2001:db8:::1\nnameserver 192.0.2.53\n")
-            == [ip("192.0.2.53")])
+        #expect(
+            parse(
+                "nameserver 192.0.2.256\nnameserver dns.example.com\nnameserver 2001:db8:::1\nnameserver 192.0.2.53\n")
+                == [ip("192.0.2.53")])
     }
 
     @Test func aCarriageReturnIsPartOfTheAddressAsInGlibc() {
@@ -165,14 +186,16 @@ struct ResolvConfTextTests {
 struct ResolvConfGlibcDifferentialTests {
     static let texts = [
         "nameserver 192.0.2.53\n", " nameserver 192.0.2.1\nnameserver 192.0.2.53\n", "nameserver 192.0.2.53#x\n",
-        "nameserver 192.0.2.53 #x\n", "nameserver 192.0.2.53;x\n", "nameserver 192.0.2.53\r\nnameserver 2001:db8::1\r\n",
+        "nameserver 192.0.2.53 #x\n", "nameserver 192.0.2.53;x\n",
+        "nameserver 192.0.2.53\r\nnameserver 2001:db8::1\r\n",
         "nameserver 127.1\nnameserver 0x7f.0.0.2\nnameserver 2130706435\n", "nameserver 1.2.3\n",
         "nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 192.0.2.3\nnameserver 192.0.2.4\n",
         "nameserver fe80::1%lo\nnameserver 2001:db8::53\n", "nameserver fe80::1%no-such-if0\nnameserver 192.0.2.1\n",
         "nameserver fe80::1%1\n", "nameserver fe80::1%\n", "nameserver1.2.3.4\n", "", "#nameserver 192.0.2.1\n;x\n",
         "nameserver 192.0.2.256\nnameserver 010.0.0.1\n", "nameserver 192.0.2.53\rnameserver 198.51.100.53\r",
         "nameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.1\nnameserver 192.0.2.9\n",
-        "nameserver\t\t192.0.2.1\t# c\n", "nameserver 192.0.2.1\u{0B}x\n", "search a b\noptions ndots:2\nnameserver 192.0.2.7\n",
+        "nameserver\t\t192.0.2.1\t# c\n", "nameserver 192.0.2.1\u{0B}x\n",
+        "search a b\noptions ndots:2\nnameserver 192.0.2.7\n",
         "nameserver 2001:db8::53\nnameserver fe80::1%no-such-if0\nnameserver 192.0.2.1\n",
     ]
 
@@ -183,12 +206,18 @@ struct ResolvConfGlibcDifferentialTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = directory + "/resolv.conf"
         try text.write(toFile: file, atomically: false, encoding: .utf8)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/glibc_nameservers.py").path
-        let output = try await LabCommand.run("/usr/bin/unshare", ["-m", "sh", "-c", "mount --bind \"$0\" /etc/resolv.conf && exec python3 \"$1\"", file, script])
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Fixtures/glibc_nameservers.py"
+        ).path
+        let output = try await LabCommand.run(
+            "/usr/bin/unshare",
+            ["-m", "sh", "-c", "mount --bind \"$0\" /etc/resolv.conf && exec python3 \"$1\"", file, script])
         let glibc = output.split(separator: "\n").map(String.init)
         let ours = ResolvConf.configuredNameservers(in: Substring(text))
         // With no valid line glibc falls back on 127.0.0.1; we report no nameserver instead.
-        let expected = ours.isEmpty ? ["count 1", "127.0.0.1"]
+        let expected =
+            ours.isEmpty
+            ? ["count 1", "127.0.0.1"]
             : ["count \(ours.count)"] + ours.map { $0.family == .ipv4 ? $0.description : "ipv6" }
         #expect(glibc == expected, "text \(text.debugDescription): ours \(ours)")
     }
@@ -214,7 +243,8 @@ struct ResolvConfFileTests {
     @Test func binaryGarbageInsideTheAddressIsRejected() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let file = try directory.write(Array("nameserver 192.0.2.53".utf8) + [0xff, 0x00] + Array("\n".utf8), to: "resolv.conf")
+        let file = try directory.write(
+            Array("nameserver 192.0.2.53".utf8) + [0xff, 0x00] + Array("\n".utf8), to: "resolv.conf")
         #expect(ResolvConf.nameservers(atPath: file).isEmpty)
     }
 
@@ -242,7 +272,7 @@ struct ResolvConfFileTests {
         defer { directory.remove() }
         // 1 MiB: a nameserver at the start, comment padding, another nameserver past 64 KiB.
         var text = "nameserver 192.0.2.53\n"
-        let padding = "# " + String(repeating: "x", count: 1021) + "\n"         // 1 KiB a line
+        let padding = "# " + String(repeating: "x", count: 1021) + "\n" // 1 KiB a line
         while text.utf8.count < 1 << 20 { text += padding }
         text += "nameserver 198.51.100.53\n"
         let file = try directory.write(text, to: "resolv.conf")
@@ -283,7 +313,8 @@ struct SysfsReaderTests {
         let root = try TemporaryDirectory()
         defer { root.remove() }
         try root.write("INTERFACE=wlp2s0\nIFINDEX=3\n", to: "wlp2s0/uevent")
-        try FileManager.default.createDirectory(atPath: "\(root.path)/wlp2s0/wireless", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: "\(root.path)/wlp2s0/wireless", withIntermediateDirectories: true)
         let facts = SysfsReader(root: root.path).facts(forInterface: "wlp2s0")
         #expect(facts.deviceType == nil)
         #expect(facts.isWireless)
@@ -294,7 +325,8 @@ struct SysfsReaderTests {
         defer { root.remove() }
         try root.write("INTERFACE=wlan0\n", to: "wlan0/uevent")
         try FileManager.default.createDirectory(atPath: "\(root.path)/phy0", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: "\(root.path)/wlan0/phy80211", withDestinationPath: "../phy0")
+        try FileManager.default.createSymbolicLink(
+            atPath: "\(root.path)/wlan0/phy80211", withDestinationPath: "../phy0")
         #expect(SysfsReader(root: root.path).facts(forInterface: "wlan0").isWireless)
     }
 

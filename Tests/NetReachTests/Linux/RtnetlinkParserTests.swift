@@ -14,7 +14,9 @@ private func messages(_ buffer: NetlinkBytes) throws -> [RtnetlinkMessage] {
 }
 
 /// The one message in `buffer`.
-private func onlyMessage(_ buffer: NetlinkBytes, sourceLocation: SourceLocation = #_sourceLocation) throws -> RtnetlinkMessage {
+private func onlyMessage(
+    _ buffer: NetlinkBytes, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> RtnetlinkMessage {
     let parsed = try messages(buffer)
     try #require(parsed.count == 1, "expected one message, got \(parsed)", sourceLocation: sourceLocation)
     return parsed[0]
@@ -22,7 +24,8 @@ private func onlyMessage(_ buffer: NetlinkBytes, sourceLocation: SourceLocation 
 
 /// RTM_NEWLINK for `eth0` (index 2, Ethernet) with the given `ifi_flags`.
 private func eth0Link(flags: UInt32) -> NetlinkBytes {
-    NetlinkBytes().message(NL.newLink, body: NL.ifinfomsg(index: 2, flags: flags), attributes: [.string(NL.iflaIfname, "eth0")])
+    NetlinkBytes().message(
+        NL.newLink, body: NL.ifinfomsg(index: 2, flags: flags), attributes: [.string(NL.iflaIfname, "eth0")])
 }
 
 private func ip(_ text: String) -> IPAddress { IPAddress(text)! }
@@ -38,44 +41,57 @@ struct RtnetlinkParserLinkTests {
                 .nested(NL.iflaLinkinfo, [.string(NL.iflaInfoKind, "veth")]),
             ])
         let parsed = try #require(RtnetlinkParser.parse(buffer.bytes).first).get()
-        #expect(parsed == RtnetlinkEnvelope(
-            sequence: 7, portID: 4242, flags: NL.multi,
-            message: .newLink(SystemSnapshot.Link(index: 5, name: "veth0", isUp: true, hasCarrier: true, kind: "veth"))))
+        #expect(
+            parsed
+                == RtnetlinkEnvelope(
+                    sequence: 7, portID: 4242, flags: NL.multi,
+                    message: .newLink(
+                        SystemSnapshot.Link(index: 5, name: "veth0", isUp: true, hasCarrier: true, kind: "veth"))))
     }
 
     @Test func runningFlagIsCarrier() throws {
-        #expect(try onlyMessage(eth0Link(flags: NL.up | NL.running))
-            == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: true)))
+        #expect(
+            try onlyMessage(eth0Link(flags: NL.up | NL.running))
+                == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: true)))
     }
 
     @Test func lowerUpWithoutRunningIsNoCarrier() throws {
         // `ip link` shows such a link as <NO-CARRIER,UP,LOWER_UP>: the driver is up, carrier is not.
-        #expect(try onlyMessage(eth0Link(flags: NL.up | NL.lowerUp))
-            == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: false)))
+        #expect(
+            try onlyMessage(eth0Link(flags: NL.up | NL.lowerUp))
+                == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: false)))
     }
 
     @Test func linkWithoutUpFlagIsAdministrativelyDown() throws {
-        #expect(try onlyMessage(eth0Link(flags: 0))
-            == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: false, hasCarrier: false)))
+        #expect(
+            try onlyMessage(eth0Link(flags: 0))
+                == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: false, hasCarrier: false)))
     }
 
     @Test func loopbackFlagAndHardwareTypeAreKept() throws {
         let buffer = NetlinkBytes().message(
-            NL.newLink, body: NL.ifinfomsg(hardwareType: NL.loopbackHardware, index: 1, flags: NL.up | NL.running | NL.loopback),
+            NL.newLink,
+            body: NL.ifinfomsg(hardwareType: NL.loopbackHardware, index: 1, flags: NL.up | NL.running | NL.loopback),
             attributes: [.string(NL.iflaIfname, "lo")])
-        #expect(try onlyMessage(buffer) == .newLink(SystemSnapshot.Link(
-            index: 1, name: "lo", isUp: true, hasCarrier: true, isLoopback: true, hardwareType: NL.loopbackHardware)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newLink(
+                    SystemSnapshot.Link(
+                        index: 1, name: "lo", isUp: true, hasCarrier: true, isLoopback: true,
+                        hardwareType: NL.loopbackHardware)))
     }
 
     @Test func deleteLinkCarriesTheIndex() throws {
-        let buffer = NetlinkBytes().message(NL.deleteLink, body: NL.ifinfomsg(index: 7, flags: 0),
-                                            attributes: [.string(NL.iflaIfname, "eth7")])
+        let buffer = NetlinkBytes().message(
+            NL.deleteLink, body: NL.ifinfomsg(index: 7, flags: 0),
+            attributes: [.string(NL.iflaIfname, "eth7")])
         #expect(try onlyMessage(buffer) == .deleteLink(index: 7))
     }
 
     @Test func bridgePortDeleteIsNotALinkDeletion() throws {
         // AF_BRIDGE RTM_DELLINK: a port left its bridge, the link itself lives on.
-        let buffer = NetlinkBytes().message(NL.deleteLink, body: NL.ifinfomsg(family: UInt8(AF_BRIDGE), index: 7, flags: NL.up))
+        let buffer = NetlinkBytes().message(
+            NL.deleteLink, body: NL.ifinfomsg(family: UInt8(AF_BRIDGE), index: 7, flags: NL.up))
         #expect(try onlyMessage(buffer) == .other(type: NL.deleteLink))
     }
 }
@@ -87,32 +103,44 @@ struct RtnetlinkParserAddressTests {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet, prefixLength: 24, index: 2),
             attributes: [.address(NL.ifaAddress, "203.0.113.9"), .address(NL.ifaLocal, "192.0.2.10")])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)))
     }
 
     @Test func ipv6AddressComesFromTheAddressAttributeAlone() throws {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),
             attributes: [.address(NL.ifaAddress, "2001:db8::10")])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64)))
     }
 
     @Test func scopeIsKept() throws {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, scope: NL.scopeLink, index: 3),
             attributes: [.address(NL.ifaAddress, "fe80::1")])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 3, address: ip("fe80::1"), prefixLength: 64, scope: NL.scopeLink)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("fe80::1"), prefixLength: 64, scope: NL.scopeLink)))
     }
 
     @Test func tentativeFlagInTheHeaderByteMarksTentative() throws {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, flags: UInt8(NL.tentative), index: 3),
             attributes: [.address(NL.ifaAddress, "2001:db8::10")])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true)))
     }
 
     @Test func flagsAttributeOverridesTheHeaderByte() throws {
@@ -120,32 +148,45 @@ struct RtnetlinkParserAddressTests {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, flags: UInt8(NL.tentative), index: 3),
             attributes: [.address(NL.ifaAddress, "2001:db8::10"), .u32(NL.ifaFlags, NL.permanent)])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64)))
     }
 
     @Test func tentativeFromTheFlagsAttribute() throws {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),
             attributes: [.address(NL.ifaAddress, "2001:db8::10"), .u32(NL.ifaFlags, NL.tentative)])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true)))
     }
 
     @Test func dadFailedFromTheFlagsAttribute() throws {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),
             attributes: [.address(NL.ifaAddress, "2001:db8::10"), .u32(NL.ifaFlags, NL.dadFailed | NL.tentative)])
-        #expect(try onlyMessage(buffer) == .newAddress(SystemSnapshot.Address(
-            interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true, isDADFailed: true)))
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true,
+                        isDADFailed: true)))
     }
 
     @Test func deleteAddress() throws {
         let buffer = NetlinkBytes().message(
             NL.deleteAddress, body: NL.ifaddrmsg(family: NL.inet, prefixLength: 24, index: 2),
             attributes: [.address(NL.ifaLocal, "192.0.2.10")])
-        #expect(try onlyMessage(buffer) == .deleteAddress(SystemSnapshot.Address(
-            interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)))
+        #expect(
+            try onlyMessage(buffer)
+                == .deleteAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)))
     }
 }
 
@@ -155,51 +196,71 @@ struct RtnetlinkParserRouteTests {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2), .u32(NL.rtaPriority, 100)])
-        #expect(try onlyMessage(buffer) == .newDefaultRoute(
-            [SystemSnapshot.DefaultRoute(family: .ipv4, interfaceIndex: 2, gateway: ip("192.0.2.1"), metric: 100)],
-            replaces: false))
+        #expect(
+            try onlyMessage(buffer)
+                == .newDefaultRoute(
+                    [
+                        SystemSnapshot.DefaultRoute(
+                            family: .ipv4, interfaceIndex: 2, gateway: ip("192.0.2.1"), metric: 100)
+                    ],
+                    replaces: false))
     }
 
     @Test func ipv6DefaultRoute() throws {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet6),
             attributes: [.u32(NL.rtaPriority, 1024), .address(NL.rtaGateway, "2001:db8::1"), .u32(NL.rtaOif, 3)])
-        #expect(try onlyMessage(buffer) == .newDefaultRoute(
-            [SystemSnapshot.DefaultRoute(family: .ipv6, interfaceIndex: 3, gateway: ip("2001:db8::1"), metric: 1024)],
-            replaces: false))
+        #expect(
+            try onlyMessage(buffer)
+                == .newDefaultRoute(
+                    [
+                        SystemSnapshot.DefaultRoute(
+                            family: .ipv6, interfaceIndex: 3, gateway: ip("2001:db8::1"), metric: 1024)
+                    ],
+                    replaces: false))
     }
 
     @Test func deviceRouteHasNoGateway() throws {
         // ip route add default dev tun0
-        let buffer = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet), attributes: [.u32(NL.rtaOif, 9)])
-        #expect(try onlyMessage(buffer) == .newDefaultRoute(
-            [SystemSnapshot.DefaultRoute(family: .ipv4, interfaceIndex: 9)], replaces: false))
+        let buffer = NetlinkBytes().message(
+            NL.newRoute, body: NL.rtmsg(family: NL.inet), attributes: [.u32(NL.rtaOif, 9)])
+        #expect(
+            try onlyMessage(buffer)
+                == .newDefaultRoute(
+                    [SystemSnapshot.DefaultRoute(family: .ipv4, interfaceIndex: 9)], replaces: false))
     }
 
     @Test func replaceFlagIsReported() throws {
         let buffer = NetlinkBytes().message(
             NL.newRoute, flags: NL.replace, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .newDefaultRoute(
-            [SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"))], replaces: true))
+        #expect(
+            try onlyMessage(buffer)
+                == .newDefaultRoute(
+                    [SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"))], replaces: true))
     }
 
     @Test func deleteDefaultRoute() throws {
         let buffer = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .deleteDefaultRoute(
-            [SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"))]))
+        #expect(
+            try onlyMessage(buffer)
+                == .deleteDefaultRoute(
+                    [SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"))]))
     }
 
     @Test func multipathRouteIsOneRoutePerNextHop() throws {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.u32(NL.rtaPriority, 10), .multipath([(2, "192.0.2.1"), (3, "198.51.100.1")])])
-        #expect(try onlyMessage(buffer) == .newDefaultRoute([
-            SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"), metric: 10),
-            SystemSnapshot.DefaultRoute(interfaceIndex: 3, gateway: ip("198.51.100.1"), metric: 10),
-        ], replaces: false))
+        #expect(
+            try onlyMessage(buffer)
+                == .newDefaultRoute(
+                    [
+                        SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"), metric: 10),
+                        SystemSnapshot.DefaultRoute(interfaceIndex: 3, gateway: ip("198.51.100.1"), metric: 10),
+                    ], replaces: false))
     }
 
     @Test func tableAttributeOtherThanMainIsIgnored() throws {
@@ -221,7 +282,10 @@ struct RtnetlinkParserRouteTests {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 24),
             attributes: [.address(NL.rtaDst, "192.0.2.0"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute(RouteCoverage(family: .ipv4, prefix: [192, 0, 2, 0], length: 24, sourceSpecific: false)))
+        #expect(
+            try onlyMessage(buffer)
+                == .ignoredRoute(
+                    RouteCoverage(family: .ipv4, prefix: [192, 0, 2, 0], length: 24, sourceSpecific: false)))
     }
 
     @Test func blackholeDefaultRouteIsIgnored() throws {
@@ -234,7 +298,9 @@ struct RtnetlinkParserRouteTests {
         let buffer = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet6, destinationLength: 64), attributes: [.u32(NL.rtaOif, 2)])
         // No RTA_DST: the prefix reads as zeros (::/64).
-        #expect(try onlyMessage(buffer) == .ignoredRoute(RouteCoverage(family: .ipv6, prefix: [], length: 64, sourceSpecific: false)))
+        #expect(
+            try onlyMessage(buffer)
+                == .ignoredRoute(RouteCoverage(family: .ipv6, prefix: [], length: 64, sourceSpecific: false)))
     }
 
     @Test func aRouteCoversTheAddressesInItsPrefix() {
@@ -242,8 +308,12 @@ struct RtnetlinkParserRouteTests {
         #expect(openVPNHalf.covers(ip("8.8.8.8")) && !openVPNHalf.covers(ip("198.51.100.1")))
         let host = RouteCoverage(family: .ipv4, prefix: [10, 1, 2, 3], length: 32, sourceSpecific: false)
         #expect(!host.covers(ip("8.8.8.8")) && host.covers(ip("10.1.2.3")))
-        #expect(RouteCoverage.everything(.ipv6).covers(ip("2001:4860:4860::8888")) && !RouteCoverage.everything(.ipv6).covers(ip("8.8.8.8")))
-        #expect(RouteCoverage(family: .ipv6, prefix: [0x20, 0x01, 0x0d, 0xb8], length: 32, sourceSpecific: true).covers(ip("2001:4860::1")))
+        #expect(
+            RouteCoverage.everything(.ipv6).covers(ip("2001:4860:4860::8888"))
+                && !RouteCoverage.everything(.ipv6).covers(ip("8.8.8.8")))
+        #expect(
+            RouteCoverage(family: .ipv6, prefix: [0x20, 0x01, 0x0d, 0xb8], length: 32, sourceSpecific: true).covers(
+                ip("2001:4860::1")))
         #expect(!RouteCoverage.nothing.covers(ip("8.8.8.8")))
     }
 
@@ -252,13 +322,15 @@ struct RtnetlinkParserRouteTests {
         reader.lookupsStale = false
         var batch = NetlinkBytes()
         for third in 0..<200 {
-            batch = batch.message(NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 32),
-                                  attributes: [.address(NL.rtaDst, "10.99.\(third).1"), .u32(NL.rtaOif, 2)])
+            batch = batch.message(
+                NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 32),
+                attributes: [.address(NL.rtaDst, "10.99.\(third).1"), .u32(NL.rtaOif, 2)])
         }
         _ = batch.bytes.withUnsafeBytes { reader.apply($0) }
         #expect(!reader.lookupsStale, "no route of the batch covers 8.8.8.8 or 2001:4860:4860::8888")
-        let split = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 1),
-                                           attributes: [.address(NL.rtaDst, "0.0.0.0"), .u32(NL.rtaOif, 5)])
+        let split = NetlinkBytes().message(
+            NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 1),
+            attributes: [.address(NL.rtaDst, "0.0.0.0"), .u32(NL.rtaOif, 5)])
         _ = split.bytes.withUnsafeBytes { reader.apply($0) }
         #expect(reader.lookupsStale, "0.0.0.0/1 covers 8.8.8.8")
     }
@@ -268,12 +340,14 @@ struct RtnetlinkParserRouteTests {
         // can still find it: removals schedule rechecks, additions (announced after) do not.
         var reader = MessageReader(sysfs: nil)
         reader.removalSeen = false
-        let add = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet),
-                                         attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
+        let add = NetlinkBytes().message(
+            NL.newRoute, body: NL.rtmsg(family: NL.inet),
+            attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
         _ = add.bytes.withUnsafeBytes { reader.apply($0) }
         #expect(reader.lookupsStale && !reader.removalSeen)
-        let delete = NetlinkBytes().message(NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
-                                            attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
+        let delete = NetlinkBytes().message(
+            NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
+            attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
         _ = delete.bytes.withUnsafeBytes { reader.apply($0) }
         #expect(reader.removalSeen)
     }
@@ -312,54 +386,67 @@ struct RtnetlinkParserControlTests {
     }
 
     @Test func aNeighbourChangeNamesItsAddress() throws {
-        let failed = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: NL.inet6),
-                                            attributes: [.address(NL.ndaDst, "fe80::1")])
+        let failed = NetlinkBytes().message(
+            NL.newNeighbour, body: Self.ndmsg(family: NL.inet6),
+            attributes: [.address(NL.ndaDst, "fe80::1")])
         #expect(try onlyMessage(failed) == .neighbour(IPAddress("fe80::1")!))
-        let gone = NetlinkBytes().message(NL.deleteNeighbour, body: Self.ndmsg(family: NL.inet, state: 0),
-                                          attributes: [.address(NL.ndaDst, "10.123.0.1")])
+        let gone = NetlinkBytes().message(
+            NL.deleteNeighbour, body: Self.ndmsg(family: NL.inet, state: 0),
+            attributes: [.address(NL.ndaDst, "10.123.0.1")])
         #expect(try onlyMessage(gone) == .neighbour(IPAddress("10.123.0.1")!))
     }
 
     @Test func aBridgeForwardingEntryOrANeighbourWithoutAddressIsNotANeighbour() throws {
         // AF_BRIDGE (7) entries share RTNLGRP_NEIGH; their NDA_LLADDR is no IP address.
-        let bridge = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: 7),
-                                            attributes: [.raw(NL.ndaLladdr, [2, 0, 0, 0, 0, 1])])
+        let bridge = NetlinkBytes().message(
+            NL.newNeighbour, body: Self.ndmsg(family: 7),
+            attributes: [.raw(NL.ndaLladdr, [2, 0, 0, 0, 0, 1])])
         #expect(try onlyMessage(bridge) == .other(type: NL.newNeighbour))
         let bare = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: NL.inet))
         #expect(try onlyMessage(bare) == .other(type: NL.newNeighbour))
     }
 
     @Test func aNeighbourWithAMalformedAddressOrBodyIsAnError() {
-        let wrongSize = NetlinkBytes().message(NL.newNeighbour, body: Self.ndmsg(family: NL.inet),
-                                               attributes: [.raw(NL.ndaDst, [10, 0, 0])])
+        let wrongSize = NetlinkBytes().message(
+            NL.newNeighbour, body: Self.ndmsg(family: NL.inet),
+            attributes: [.raw(NL.ndaDst, [10, 0, 0])])
         let short = NetlinkBytes().message(NL.newNeighbour, body: [2, 0, 0, 0])
         for buffer in [wrongSize, short] {
             let results = RtnetlinkParser.parse(buffer.bytes)
             #expect(results.count == 1)
-            if case .success(let envelope)? = results.first { Issue.record("parsed \(String(describing: envelope.message))") }
+            if case .success(let envelope)? = results.first {
+                Issue.record("parsed \(String(describing: envelope.message))")
+            }
         }
     }
 
     @Test func aNetconfChangeIsANetworkConfigurationChange() throws {
         // struct netconfmsg { u8 family; } then NETCONFA_* attributes.
-        let netconf = NetlinkBytes().message(NL.newNetconf, body: [NL.inet],
-                                             attributes: [.u32(1 /* NETCONFA_IFINDEX */, UInt32(bitPattern: -1))])
+        let netconf = NetlinkBytes().message(
+            NL.newNetconf, body: [NL.inet],
+            attributes: [.u32(1 /* NETCONFA_IFINDEX */, UInt32(bitPattern: -1))])
         #expect(try onlyMessage(netconf) == .networkConfiguration)
     }
 
     @Test func severalMessagesInOneBufferParseInOrder() throws {
         let buffer = eth0Link(flags: NL.up | NL.running)
-            .message(NL.newAddress, body: NL.ifaddrmsg(family: NL.inet, prefixLength: 24, index: 2),
-                     attributes: [.address(NL.ifaLocal, "192.0.2.10")])
-            .message(NL.newRoute, body: NL.rtmsg(family: NL.inet),
-                     attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
+            .message(
+                NL.newAddress, body: NL.ifaddrmsg(family: NL.inet, prefixLength: 24, index: 2),
+                attributes: [.address(NL.ifaLocal, "192.0.2.10")]
+            )
+            .message(
+                NL.newRoute, body: NL.rtmsg(family: NL.inet),
+                attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)]
+            )
             .message(NL.done, flags: NL.multi, body: NL.hostOrder(Int32(0)))
-        #expect(try messages(buffer) == [
-            .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: true)),
-            .newAddress(SystemSnapshot.Address(interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)),
-            .newDefaultRoute([SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"))], replaces: false),
-            .done(interrupted: false),
-        ])
+        #expect(
+            try messages(buffer) == [
+                .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: true)),
+                .newAddress(SystemSnapshot.Address(interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)),
+                .newDefaultRoute(
+                    [SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: ip("192.0.2.1"))], replaces: false),
+                .done(interrupted: false),
+            ])
     }
 }
 
@@ -386,7 +473,8 @@ struct RtnetlinkParserBadInputTests {
 
     @Test func lengthBeyondTheBufferIsBadLength() {
         let buffer = NetlinkBytes().message(NL.done, body: NL.hostOrder(Int32(0)), declaredLength: 4096)
-        #expect(RtnetlinkParser.parse(buffer.bytes).map(failure) == [.badLength(offset: 0, length: 4096, available: 20)])
+        #expect(
+            RtnetlinkParser.parse(buffer.bytes).map(failure) == [.badLength(offset: 0, length: 4096, available: 20)])
     }
 
     @Test func linkBodyShorterThanIfinfomsgIsTruncatedBody() {
@@ -419,11 +507,15 @@ struct RtnetlinkParserBadInputTests {
         // The first message's body is garbage but its nlmsg_len is right, so framing holds.
         let buffer = NetlinkBytes()
             .message(NL.newLink, body: [UInt8](repeating: 0xaa, count: 8))
-            .message(NL.newLink, body: NL.ifinfomsg(index: 2, flags: NL.up | NL.running), attributes: [.string(NL.iflaIfname, "eth0")])
+            .message(
+                NL.newLink, body: NL.ifinfomsg(index: 2, flags: NL.up | NL.running),
+                attributes: [.string(NL.iflaIfname, "eth0")])
         let results = RtnetlinkParser.parse(buffer.bytes)
         #expect(results.count == 2)
         #expect(failure(results[0]) == .truncatedBody(type: NL.newLink, length: 8))
-        #expect(try results[1].get().message == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: true)))
+        #expect(
+            try results[1].get().message
+                == .newLink(SystemSnapshot.Link(index: 2, name: "eth0", isUp: true, hasCarrier: true)))
     }
 
     @Test func brokenFramingEndsTheBuffer() {
@@ -450,22 +542,25 @@ struct RtnetlinkParserBadInputTests {
     @Test(.offPool) func twentyThousandRandomBuffersNeverCrashTheParser() throws {
         var random = SeededRandom(seed: 0x5eed_2026)
         let corpus = try Self.validMessages()
-        let knownTypes: [UInt16] = [NL.error, NL.done, NL.newLink, NL.deleteLink, NL.newAddress, NL.deleteAddress,
-                                    NL.newRoute, NL.deleteRoute]
-        var parsedMessages = 0, parseErrors = 0
+        let knownTypes: [UInt16] = [
+            NL.error, NL.done, NL.newLink, NL.deleteLink, NL.newAddress, NL.deleteAddress,
+            NL.newRoute, NL.deleteRoute,
+        ]
+        var parsedMessages = 0
+        var parseErrors = 0
         var violations: [String] = []
         for round in 0..<20_000 {
             var buffer: [UInt8]
             switch round % 3 {
-            case 0:   // pure noise
+            case 0: // pure noise
                 buffer = random.bytes(count: Int.random(in: 0...512, using: &random))
-            case 1:   // noise behind a plausible header, so the body parsers run on it
+            case 1: // noise behind a plausible header, so the body parsers run on it
                 let count = Int.random(in: 16...512, using: &random)
                 buffer = random.bytes(count: count)
                 let declared = UInt32(random.next() % 4 == 0 ? Int.random(in: 0...count, using: &random) : count)
                 buffer.replaceSubrange(0..<4, with: NL.hostOrder(declared))
                 buffer.replaceSubrange(4..<6, with: NL.hostOrder(knownTypes.randomElement(using: &random)!))
-            default:  // a valid message (or a whole captured receive) with a few bytes changed
+            default: // a valid message (or a whole captured receive) with a few bytes changed
                 buffer = corpus.randomElement(using: &random)!
                 for _ in 0..<Int.random(in: 1...8, using: &random) {
                     buffer[Int.random(in: 0..<buffer.count, using: &random)] = UInt8(truncatingIfNeeded: random.next())
@@ -491,20 +586,28 @@ struct RtnetlinkParserBadInputTests {
 
     private static func validMessages() throws -> [[UInt8]] {
         let handmade: [NetlinkBytes] = [
-            NetlinkBytes().message(NL.newLink, body: NL.ifinfomsg(index: 5, flags: NL.up | NL.running),
-                                   attributes: [.string(NL.iflaIfname, "veth0"), .nested(NL.iflaLinkinfo, [.string(NL.iflaInfoKind, "veth")])]),
-            NetlinkBytes().message(NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),
-                                   attributes: [.address(NL.ifaAddress, "2001:db8::10"), .u32(NL.ifaFlags, NL.tentative)]),
-            NetlinkBytes().message(NL.newAddress, body: NL.ifaddrmsg(family: NL.inet, prefixLength: 24, index: 2),
-                                   attributes: [.address(NL.ifaAddress, "203.0.113.9"), .address(NL.ifaLocal, "192.0.2.10")]),
-            NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet),
-                                   attributes: [.u32(NL.rtaPriority, 10), .multipath([(2, "192.0.2.1"), (3, "198.51.100.1")])]),
-            NetlinkBytes().message(NL.newRoute, flags: NL.replace, body: NL.rtmsg(family: NL.inet6),
-                                   attributes: [.address(NL.rtaGateway, "2001:db8::1"), .u32(NL.rtaOif, 3), .u32(NL.rtaTable, 254)]),
+            NetlinkBytes().message(
+                NL.newLink, body: NL.ifinfomsg(index: 5, flags: NL.up | NL.running),
+                attributes: [
+                    .string(NL.iflaIfname, "veth0"), .nested(NL.iflaLinkinfo, [.string(NL.iflaInfoKind, "veth")]),
+                ]),
+            NetlinkBytes().message(
+                NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),
+                attributes: [.address(NL.ifaAddress, "2001:db8::10"), .u32(NL.ifaFlags, NL.tentative)]),
+            NetlinkBytes().message(
+                NL.newAddress, body: NL.ifaddrmsg(family: NL.inet, prefixLength: 24, index: 2),
+                attributes: [.address(NL.ifaAddress, "203.0.113.9"), .address(NL.ifaLocal, "192.0.2.10")]),
+            NetlinkBytes().message(
+                NL.newRoute, body: NL.rtmsg(family: NL.inet),
+                attributes: [.u32(NL.rtaPriority, 10), .multipath([(2, "192.0.2.1"), (3, "198.51.100.1")])]),
+            NetlinkBytes().message(
+                NL.newRoute, flags: NL.replace, body: NL.rtmsg(family: NL.inet6),
+                attributes: [.address(NL.rtaGateway, "2001:db8::1"), .u32(NL.rtaOif, 3), .u32(NL.rtaTable, 254)]),
             NetlinkBytes().message(NL.error, body: NL.errorBody(errno: EBUSY)),
             NetlinkBytes().message(NL.done, flags: NL.multi | NL.dumpInterrupted, body: NL.hostOrder(Int32(0))),
         ]
-        let captured = try ["dump-links", "dump-addresses", "dump-routes", "notify-flap"].flatMap(CapturedFixture.receives)
+        let captured = try ["dump-links", "dump-addresses", "dump-routes", "notify-flap"].flatMap(
+            CapturedFixture.receives)
         return handmade.map(\.bytes) + captured
     }
 }
@@ -514,9 +617,9 @@ private func failure(_ result: Result<RtnetlinkEnvelope, NetlinkParseError>) -> 
     return nil
 }
 
-private extension NetlinkParseError {
+extension NetlinkParseError {
     /// The buffer offset the error points at, for the errors that have one.
-    var offset: Int? {
+    fileprivate var offset: Int? {
         switch self {
         case .truncatedHeader(let offset, _), .badLength(let offset, _, _): offset
         default: nil
@@ -535,7 +638,8 @@ private extension NetlinkParseError {
 ///
 /// Each line of a `.hex` file is one `recv()` from the kernel.
 private enum CapturedFixture {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures")
 
     static func receives(_ name: String) throws -> [[UInt8]] {
         let text = try String(contentsOf: directory.appendingPathComponent("\(name).hex"), encoding: .utf8)
@@ -568,11 +672,13 @@ struct RtnetlinkParserCapturedDumpTests {
             if case .newLink(let link) = envelope.message { return link }
             return nil
         }
-        #expect(links == [
-            SystemSnapshot.Link(index: 1, name: "lo", isUp: true, hasCarrier: true, isLoopback: true, hardwareType: 772),
-            SystemSnapshot.Link(index: Self.v1, name: "v1", isUp: true, hasCarrier: true, kind: "veth"),
-            SystemSnapshot.Link(index: Self.v0, name: "v0", isUp: true, hasCarrier: true, kind: "veth"),
-        ])
+        #expect(
+            links == [
+                SystemSnapshot.Link(
+                    index: 1, name: "lo", isUp: true, hasCarrier: true, isLoopback: true, hardwareType: 772),
+                SystemSnapshot.Link(index: Self.v1, name: "v1", isUp: true, hasCarrier: true, kind: "veth"),
+                SystemSnapshot.Link(index: Self.v0, name: "v0", isUp: true, hasCarrier: true, kind: "veth"),
+            ])
     }
 
     @Test func everyDumpEndsWithAnUninterruptedDone() throws {
@@ -583,21 +689,25 @@ struct RtnetlinkParserCapturedDumpTests {
     }
 
     @Test func addressDumpHasTheConfiguredAndAutomaticAddresses() throws {
-        let addresses = try CapturedFixture.messages("dump-addresses").compactMap { envelope -> SystemSnapshot.Address? in
+        let addresses = try CapturedFixture.messages("dump-addresses").compactMap {
+            envelope -> SystemSnapshot.Address? in
             if case .newAddress(let address) = envelope.message { return address }
             return nil
         }
         // (interface, address, prefix, scope); the link-local addresses' interface ids are random
         // per capture, so only their prefix is checked.
-        let summary = addresses.map { "\($0.interfaceIndex) \($0.address.isLinkLocal ? "fe80::/64" : "\($0.address)/\($0.prefixLength)") scope \($0.scope)" }
-        #expect(Set(summary) == [
-            "1 127.0.0.1/8 scope 254",
-            "1 ::1/128 scope 254",
-            "3 10.66.0.1/24 scope 0",
-            "3 2001:db8:66::1/64 scope 0",
-            "2 fe80::/64 scope 253",
-            "3 fe80::/64 scope 253",
-        ])
+        let summary = addresses.map {
+            "\($0.interfaceIndex) \($0.address.isLinkLocal ? "fe80::/64" : "\($0.address)/\($0.prefixLength)") scope \($0.scope)"
+        }
+        #expect(
+            Set(summary) == [
+                "1 127.0.0.1/8 scope 254",
+                "1 ::1/128 scope 254",
+                "3 10.66.0.1/24 scope 0",
+                "3 2001:db8:66::1/64 scope 0",
+                "2 fe80::/64 scope 253",
+                "3 fe80::/64 scope 253",
+            ])
         #expect(addresses.allSatisfy { !$0.isTentative && !$0.isDADFailed })
     }
 
@@ -612,26 +722,32 @@ struct RtnetlinkParserCapturedDumpTests {
             default: Issue.record("unexpected \(envelope.message)")
             }
         }
-        #expect(defaults == [
-            SystemSnapshot.DefaultRoute(family: .ipv4, interfaceIndex: Self.v0, gateway: ip("10.66.0.2"), metric: 0),
-            SystemSnapshot.DefaultRoute(family: .ipv6, interfaceIndex: Self.v0, gateway: ip("2001:db8:66::2"), metric: 1024),
-        ])
+        #expect(
+            defaults == [
+                SystemSnapshot.DefaultRoute(
+                    family: .ipv4, interfaceIndex: Self.v0, gateway: ip("10.66.0.2"), metric: 0),
+                SystemSnapshot.DefaultRoute(
+                    family: .ipv6, interfaceIndex: Self.v0, gateway: ip("2001:db8:66::2"), metric: 1024),
+            ])
         #expect(ignored > 0, "the dump also holds prefix and local-table routes")
     }
 
     @Test func dumpsThroughStoreAndEvaluatorGiveSatisfiedViaV0() throws {
         let store = try Self.storeFromDumps()
-        #expect(PathEvaluator.evaluate(store.snapshot) == NetworkPath(
-            status: .satisfied,
-            availableInterfaces: [NetworkInterface(name: "v0", index: Self.v0, type: .wiredEthernet)],
-            supportsIPv4: true, supportsIPv6: true,
-            gateways: [ip("10.66.0.2"), ip("2001:db8:66::2")]))
+        #expect(
+            PathEvaluator.evaluate(store.snapshot)
+                == NetworkPath(
+                    status: .satisfied,
+                    availableInterfaces: [NetworkInterface(name: "v0", index: Self.v0, type: .wiredEthernet)],
+                    supportsIPv4: true, supportsIPv6: true,
+                    gateways: [ip("10.66.0.2"), ip("2001:db8:66::2")]))
     }
 
     @Test func dumpsGiveASatisfiedLoopbackPathWhenLoopbackIsRequired() throws {
         // The kernel scopes 127.0.0.1 and ::1 as host (254); a required loopback must use them.
         let store = try Self.storeFromDumps()
-        let path = PathEvaluator.evaluate(store.snapshot, requirements: PathRequirements(requiredInterfaceType: .loopback))
+        let path = PathEvaluator.evaluate(
+            store.snapshot, requirements: PathRequirements(requiredInterfaceType: .loopback))
         #expect(path.status == .satisfied)
         #expect(path.availableInterfaces == [NetworkInterface(name: "lo", index: 1, type: .loopback)])
     }
@@ -643,10 +759,16 @@ struct RtnetlinkParserCapturedDumpTests {
             if case .deleteDefaultRoute = envelope.message { return envelope.message }
             return nil
         }
-        #expect(deletions == [.deleteDefaultRoute([
-            SystemSnapshot.DefaultRoute(family: .ipv6, interfaceIndex: Self.v0, gateway: ip("2001:db8:66::2"), metric: 1024),
-        ])])
-        let rawIPv4Deletions = try CapturedFixture.receives("notify-flap").flatMap(Self.routeDeletionFamilies).filter { $0 == NL.inet }
+        #expect(
+            deletions == [
+                .deleteDefaultRoute([
+                    SystemSnapshot.DefaultRoute(
+                        family: .ipv6, interfaceIndex: Self.v0, gateway: ip("2001:db8:66::2"), metric: 1024)
+                ])
+            ])
+        let rawIPv4Deletions = try CapturedFixture.receives("notify-flap").flatMap(Self.routeDeletionFamilies).filter {
+            $0 == NL.inet
+        }
         #expect(rawIPv4Deletions.isEmpty)
     }
 

@@ -9,14 +9,14 @@ private typealias Link = SystemSnapshot.Link
 private typealias Address = SystemSnapshot.Address
 private typealias Route = SystemSnapshot.DefaultRoute
 
-private let eth0 = Link(index: 2, name: "eth0")                                        // UP, carrier
+private let eth0 = Link(index: 2, name: "eth0") // UP, carrier
 private let eth0AdminDown = Link(index: 2, name: "eth0", isUp: false, hasCarrier: false)
 private let eth0NoCarrier = Link(index: 2, name: "eth0", isUp: true, hasCarrier: false)
 private let eth1 = Link(index: 3, name: "eth1")
 private let eth0v4 = Address(interfaceIndex: 2, address: ip("192.0.2.10"), prefixLength: 24)
 private let eth0v6 = Address(interfaceIndex: 2, address: ip("2001:db8::10"), prefixLength: 64)
 private let eth1v4 = Address(interfaceIndex: 3, address: ip("198.51.100.10"), prefixLength: 24)
-private let eth0DefaultV4 = Route(interfaceIndex: 2, gateway: ip("192.0.2.1"))              // metric 0
+private let eth0DefaultV4 = Route(interfaceIndex: 2, gateway: ip("192.0.2.1")) // metric 0
 private let eth0DefaultV6 = Route(interfaceIndex: 2, gateway: ip("2001:db8::1"), metric: 1024)
 private let eth1DefaultV4 = Route(interfaceIndex: 3, gateway: ip("198.51.100.1"), metric: 100)
 
@@ -43,7 +43,9 @@ private func store(holding snapshot: SystemSnapshot) -> SnapshotStore {
 }
 
 /// Applies each step in order and checks its `changed` and resulting snapshot.
-private func play(_ steps: [Step], from initial: SystemSnapshot = SystemSnapshot(), sourceLocation: SourceLocation = #_sourceLocation) {
+private func play(
+    _ steps: [Step], from initial: SystemSnapshot = SystemSnapshot(), sourceLocation: SourceLocation = #_sourceLocation
+) {
     var store = store(holding: initial)
     #expect(store.snapshot == initial, "fixture", sourceLocation: sourceLocation)
     for (number, step) in steps.enumerated() {
@@ -57,16 +59,22 @@ private func play(_ steps: [Step], from initial: SystemSnapshot = SystemSnapshot
 struct SnapshotStoreTests {
     @Test func bringingUpAnInterfaceChangesTheSnapshotAtEachStep() {
         play([
-            Step(message: .newLink(eth0), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0])),
-            Step(message: .newAddress(eth0v4), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4])),
-            Step(message: .newAddress(eth0v6), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4, eth0v6])),
-            Step(message: .newDefaultRoute([eth0DefaultV4], replaces: false), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4, eth0v6], defaultRoutes: [eth0DefaultV4])),
-            Step(message: .newDefaultRoute([eth0DefaultV6], replaces: false), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4, eth0v6], defaultRoutes: [eth0DefaultV4, eth0DefaultV6])),
+            Step(
+                message: .newLink(eth0), changed: true,
+                snapshot: SystemSnapshot(links: [eth0])),
+            Step(
+                message: .newAddress(eth0v4), changed: true,
+                snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4])),
+            Step(
+                message: .newAddress(eth0v6), changed: true,
+                snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4, eth0v6])),
+            Step(
+                message: .newDefaultRoute([eth0DefaultV4], replaces: false), changed: true,
+                snapshot: SystemSnapshot(links: [eth0], addresses: [eth0v4, eth0v6], defaultRoutes: [eth0DefaultV4])),
+            Step(
+                message: .newDefaultRoute([eth0DefaultV6], replaces: false), changed: true,
+                snapshot: SystemSnapshot(
+                    links: [eth0], addresses: [eth0v4, eth0v6], defaultRoutes: [eth0DefaultV4, eth0DefaultV6])),
         ])
     }
 
@@ -96,78 +104,106 @@ struct SnapshotStoreTests {
 
     @Test func adminDownDropsTheLinksRoutesOfBothFamilies() {
         // The kernel flushes IPv4 routes of a downed link without RTM_DELROUTE.
-        play([
-            Step(message: .newLink(eth0AdminDown), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0AdminDown, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [eth1DefaultV4])),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .newLink(eth0AdminDown), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0AdminDown, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [eth1DefaultV4]))
+            ], from: twoLinks)
     }
 
     @Test func linkUpAgainDoesNotBringRoutesBack() {
-        play([
-            Step(message: .newLink(eth0AdminDown), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0AdminDown, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [eth1DefaultV4])),
-            Step(message: .newLink(eth0), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [eth1DefaultV4])),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .newLink(eth0AdminDown), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0AdminDown, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [eth1DefaultV4])),
+                Step(
+                    message: .newLink(eth0), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [eth1DefaultV4])),
+            ], from: twoLinks)
     }
 
     @Test func carrierLossKeepsRoutes() {
-        play([
-            Step(message: .newLink(eth0NoCarrier), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0NoCarrier, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [eth0DefaultV4, eth0DefaultV6, eth1DefaultV4])),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .newLink(eth0NoCarrier), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0NoCarrier, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [eth0DefaultV4, eth0DefaultV6, eth1DefaultV4]))
+            ], from: twoLinks)
     }
 
     @Test func deleteLinkDropsItsAddressesAndRoutes() {
-        play([
-            Step(message: .deleteLink(index: 2), changed: true,
-                 snapshot: SystemSnapshot(links: [eth1], addresses: [eth1v4], defaultRoutes: [eth1DefaultV4])),
-            Step(message: .deleteLink(index: 2), changed: false,
-                 snapshot: SystemSnapshot(links: [eth1], addresses: [eth1v4], defaultRoutes: [eth1DefaultV4])),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .deleteLink(index: 2), changed: true,
+                    snapshot: SystemSnapshot(links: [eth1], addresses: [eth1v4], defaultRoutes: [eth1DefaultV4])),
+                Step(
+                    message: .deleteLink(index: 2), changed: false,
+                    snapshot: SystemSnapshot(links: [eth1], addresses: [eth1v4], defaultRoutes: [eth1DefaultV4])),
+            ], from: twoLinks)
     }
 
     @Test func replaceSwapsTheRouteOfSameFamilyTableAndMetric() {
-        let newGateway = Route(interfaceIndex: 2, gateway: ip("192.0.2.254"))              // IPv4, main, metric 0
-        play([
-            Step(message: .newDefaultRoute([newGateway], replaces: true), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [newGateway, eth0DefaultV6, eth1DefaultV4])),
-        ], from: twoLinks)
+        let newGateway = Route(interfaceIndex: 2, gateway: ip("192.0.2.254")) // IPv4, main, metric 0
+        play(
+            [
+                Step(
+                    message: .newDefaultRoute([newGateway], replaces: true), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [newGateway, eth0DefaultV6, eth1DefaultV4]))
+            ], from: twoLinks)
     }
 
     @Test func replaceWithAnotherMetricAddsBesideTheExistingRoute() {
         let otherMetric = Route(interfaceIndex: 2, gateway: ip("192.0.2.254"), metric: 50)
-        play([
-            Step(message: .newDefaultRoute([otherMetric], replaces: true), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [eth0DefaultV4, eth0DefaultV6, eth1DefaultV4, otherMetric])),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .newDefaultRoute([otherMetric], replaces: true), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [eth0DefaultV4, eth0DefaultV6, eth1DefaultV4, otherMetric]))
+            ], from: twoLinks)
     }
 
     @Test func deleteOfARouteNotPresentChangesNothing() {
-        play([
-            Step(message: .deleteDefaultRoute([Route(interfaceIndex: 2, gateway: ip("192.0.2.99"))]), changed: false,
-                 snapshot: twoLinks),
-            Step(message: .deleteDefaultRoute([Route(interfaceIndex: 2, gateway: ip("192.0.2.1"), metric: 7)]), changed: false,
-                 snapshot: twoLinks),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .deleteDefaultRoute([Route(interfaceIndex: 2, gateway: ip("192.0.2.99"))]), changed: false,
+                    snapshot: twoLinks),
+                Step(
+                    message: .deleteDefaultRoute([Route(interfaceIndex: 2, gateway: ip("192.0.2.1"), metric: 7)]),
+                    changed: false,
+                    snapshot: twoLinks),
+            ], from: twoLinks)
     }
 
     @Test func deleteOfAPresentRouteRemovesExactlyIt() {
-        play([
-            Step(message: .deleteDefaultRoute([eth0DefaultV6]), changed: true,
-                 snapshot: SystemSnapshot(links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
-                                          defaultRoutes: [eth0DefaultV4, eth1DefaultV4])),
-        ], from: twoLinks)
+        play(
+            [
+                Step(
+                    message: .deleteDefaultRoute([eth0DefaultV6]), changed: true,
+                    snapshot: SystemSnapshot(
+                        links: [eth0, eth1], addresses: [eth0v4, eth0v6, eth1v4],
+                        defaultRoutes: [eth0DefaultV4, eth1DefaultV4]))
+            ], from: twoLinks)
     }
 
     @Test(arguments: [
-        RtnetlinkMessage.ignoredRoute(.everything(.ipv4)), .done(interrupted: false), .done(interrupted: true), .error(errno: 16),
+        RtnetlinkMessage.ignoredRoute(.everything(.ipv4)), .done(interrupted: false), .done(interrupted: true),
+        .error(errno: 16),
         .error(errno: 0), .other(type: 28),
     ])
     func messagesWithoutStateChangeNothing(message: RtnetlinkMessage) {
@@ -175,12 +211,14 @@ struct SnapshotStoreTests {
     }
 
     @Test func deleteAddressRemovesItOnce() {
-        let afterDelete = SystemSnapshot(links: [eth0, eth1], addresses: [eth0v4, eth1v4],
-                                         defaultRoutes: [eth0DefaultV4, eth0DefaultV6, eth1DefaultV4])
-        play([
-            Step(message: .deleteAddress(eth0v6), changed: true, snapshot: afterDelete),
-            Step(message: .deleteAddress(eth0v6), changed: false, snapshot: afterDelete),
-        ], from: twoLinks)
+        let afterDelete = SystemSnapshot(
+            links: [eth0, eth1], addresses: [eth0v4, eth1v4],
+            defaultRoutes: [eth0DefaultV4, eth0DefaultV6, eth1DefaultV4])
+        play(
+            [
+                Step(message: .deleteAddress(eth0v6), changed: true, snapshot: afterDelete),
+                Step(message: .deleteAddress(eth0v6), changed: false, snapshot: afterDelete),
+            ], from: twoLinks)
     }
 
     @Test func addressFlagChangeReplacesTheAddress() {
@@ -196,11 +234,16 @@ struct SnapshotStoreTests {
         // sysfs is read when a link first appears; later RTM_NEWLINKs carry kernel facts only.
         let wlan0 = Link(index: 4, name: "wlan0", deviceType: "wlan", isWireless: true)
         let wlan0NoCarrierFromKernel = Link(index: 4, name: "wlan0", isUp: true, hasCarrier: false)
-        let wlan0NoCarrier = Link(index: 4, name: "wlan0", isUp: true, hasCarrier: false, deviceType: "wlan", isWireless: true)
+        let wlan0NoCarrier = Link(
+            index: 4, name: "wlan0", isUp: true, hasCarrier: false, deviceType: "wlan", isWireless: true)
         play([
             Step(message: .newLink(wlan0), changed: true, snapshot: SystemSnapshot(links: [wlan0])),
-            Step(message: .newLink(wlan0NoCarrierFromKernel), changed: true, snapshot: SystemSnapshot(links: [wlan0NoCarrier])),
-            Step(message: .newLink(wlan0NoCarrierFromKernel), changed: false, snapshot: SystemSnapshot(links: [wlan0NoCarrier])),
+            Step(
+                message: .newLink(wlan0NoCarrierFromKernel), changed: true,
+                snapshot: SystemSnapshot(links: [wlan0NoCarrier])),
+            Step(
+                message: .newLink(wlan0NoCarrierFromKernel), changed: false,
+                snapshot: SystemSnapshot(links: [wlan0NoCarrier])),
         ])
     }
 
@@ -238,10 +281,12 @@ struct SnapshotStoreTests {
 struct SnapshotStoreLastAddressTests {
     static let eth0 = SystemSnapshot.Link(index: 2, name: "eth0")
     static let first = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("192.0.2.10")!, prefixLength: 24)
-    static let second = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("198.51.100.10")!, prefixLength: 24)
+    static let second = SystemSnapshot.Address(
+        interfaceIndex: 2, address: IPAddress("198.51.100.10")!, prefixLength: 24)
     static let v6 = SystemSnapshot.Address(interfaceIndex: 2, address: IPAddress("2001:db8::10")!, prefixLength: 64)
     static let routeV4 = SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: IPAddress("192.0.2.1")!)
-    static let routeV6 = SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: IPAddress("2001:db8::1")!, metric: 1024)
+    static let routeV6 = SystemSnapshot.DefaultRoute(
+        interfaceIndex: 2, gateway: IPAddress("2001:db8::1")!, metric: 1024)
 
     func store(_ addresses: [SystemSnapshot.Address]) -> SnapshotStore {
         var store = SnapshotStore()

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-@testable import NetReach
 import NetReachTestSupport
 import Testing
+
+@testable import NetReach
 
 /// The system source on this machine's own namespace: needs no root (netlink dumps and
 /// notifications are open to every user).
