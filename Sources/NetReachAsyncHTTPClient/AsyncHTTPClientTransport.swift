@@ -265,15 +265,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             producer.cancel()
             watchdog.stop()
         }
-        do {
-            return try await withTaskCancellationHandler {
-                try await exchange.response()
-            } onCancel: {
-                exchange.fail(TransportError(.cancelled, "the task was cancelled"))
-            }
-        } catch {
-            throw error as? TransportError ?? TransportError(.other, String(describing: error))
-        }
+        return try await exchange.response()
     }
 
     // MARK: Conversions
@@ -390,7 +382,10 @@ private final class Exchange: Sendable {
         if let already { action(already) }
     }
 
-    func response() async throws -> (HTTPResponse, HTTPBody) { try await promise.value() }
+    /// The head and body, or the first failure; cancelling the waiting task fails the exchange.
+    func response() async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        try await promise.response(failingWith: { [self] in fail($0) })
+    }
 
     private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) { promise.settle(outcome) }
 }

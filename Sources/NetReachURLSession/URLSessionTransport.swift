@@ -242,15 +242,7 @@ public struct URLSessionTransport: HTTPTransport {
             task.cancel()
             watchdog.stop()
         }
-        do {
-            return try await withTaskCancellationHandler {
-                try await transfer.response()
-            } onCancel: {
-                transfer.fail(TransportError(.cancelled, "the task was cancelled"))
-            }
-        } catch {
-            throw error as? TransportError ?? TransportError(.other, String(describing: error))
-        }
+        return try await transfer.response()
     }
 
     // MARK: Conversions
@@ -573,7 +565,10 @@ private final class Transfer: @unchecked Sendable {
         channel.finish(throwing: error)
     }
 
-    func response() async throws -> (HTTPResponse, HTTPBody) { try await promise.value() }
+    /// The head and body, or the first failure; cancelling the waiting task fails the transfer.
+    func response() async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        try await promise.response(failingWith: { [self] in fail($0) })
+    }
 
     private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) { promise.settle(outcome) }
 }

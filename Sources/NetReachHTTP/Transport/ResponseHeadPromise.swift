@@ -40,4 +40,25 @@ package final class ResponseHeadPromise: Sendable {
             if let settled { continuation.resume(with: settled.mapError { $0 as any Error }) }
         }
     }
+
+    /// What a transport's `send` returns: the kept outcome, as ``value()``, where cancelling the
+    /// waiting task calls `fail` with a `.cancelled` error (the transport stops its transfer and
+    /// settles this promise), and whatever else is thrown arrives as a `TransportError`.
+    ///
+    /// ```swift
+    /// return try await promise.response(failingWith: { exchange.fail($0) })
+    /// ```
+    package func response(
+        failingWith fail: @escaping @Sendable (TransportError) -> Void
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        do {
+            return try await withTaskCancellationHandler {
+                try await value()
+            } onCancel: {
+                fail(TransportError(.cancelled, "the task was cancelled"))
+            }
+        } catch {
+            throw error as? TransportError ?? TransportError(.other, String(describing: error))
+        }
+    }
 }
