@@ -15,7 +15,6 @@ import OpenAPIRuntime
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
-import NetReachSystem
 #endif
 
 // MARK: - Clients made from settings

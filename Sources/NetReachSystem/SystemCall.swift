@@ -102,22 +102,38 @@ package enum SystemCall {
     /// if try SystemCall.poll(&watched, timeout: .seconds(1)) > 0 { ... }
     /// ```
     package static func poll(_ descriptors: inout [pollfd], timeout: Duration?) throws(SystemError) -> Int {
-        let deadline = timeout.map { ContinuousClock.now + max($0, .zero) }
-        while true {
-            for index in descriptors.indices { descriptors[index].revents = 0 }
-            let milliseconds = deadline.map { Self.milliseconds(until: $0) } ?? -1
-            let ready = systemPoll(&descriptors, nfds_t(descriptors.count), milliseconds)
-            if ready >= 0 { return Int(ready) }
-            let code = errno
-            if code != EINTR { throw SystemError(code) }
+        if descriptors.isEmpty {
+            // Nothing to watch: poll(2) only waits out the time.
+            var none = pollfd()
+            return try poll(&none, count: 0, timeout: timeout)
         }
+        let count = descriptors.count
+        let result = descriptors.withUnsafeMutableBufferPointer { buffer in
+            Result { () throws(SystemError) in try poll(buffer.baseAddress!, count: count, timeout: timeout) }
+        }
+        return try result.get()
     }
 
     /// poll(2) on one descriptor: the events it has (`revents`, 0 when the time ran out).
     package static func poll(_ descriptor: Int32, events: Int16, timeout: Duration?) throws(SystemError) -> Int16 {
-        var watched = [pollfd(fd: descriptor, events: events, revents: 0)]
-        _ = try poll(&watched, timeout: timeout)
-        return watched[0].revents
+        var watched = pollfd(fd: descriptor, events: events, revents: 0)
+        _ = try poll(&watched, count: 1, timeout: timeout)
+        return watched.revents
+    }
+
+    /// The one poll loop, over `count` descriptors at `descriptors` (no allocation).
+    private static func poll(
+        _ descriptors: UnsafeMutablePointer<pollfd>, count: Int, timeout: Duration?
+    ) throws(SystemError) -> Int {
+        let deadline = timeout.map { ContinuousClock.now + max($0, .zero) }
+        while true {
+            for index in 0..<count { descriptors[index].revents = 0 }
+            let milliseconds = deadline.map { Self.milliseconds(until: $0) } ?? -1
+            let ready = systemPoll(descriptors, nfds_t(count), milliseconds)
+            if ready >= 0 { return Int(ready) }
+            let code = errno
+            if code != EINTR { throw SystemError(code) }
+        }
     }
 
     /// Adds one to an eventfd(2) counter, waking whoever polls it. Cannot fail but for a bad

@@ -174,6 +174,14 @@ struct SystemCallTests {
         #expect(soon == 2 || soon == 1, "1.5 ms ahead is 2 ms, or 1 ms if 0.5 ms passed meanwhile: \(soon)")
     }
 
+    @Test("Polling nothing waits out the time and reports nothing ready")
+    func pollingNothingWaits() throws {
+        var nothing: [pollfd] = []
+        let start = ContinuousClock.now
+        #expect(try SystemCall.poll(&nothing, timeout: .milliseconds(50)) == 0)
+        #expect(ContinuousClock.now - start >= .milliseconds(50))
+    }
+
     @Test("An eventfd signalled twice is read back to zero at once")
     func eventDescriptor() throws {
         let descriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))

@@ -1,3 +1,4 @@
+import ArgumentParser
 import NetReachSystem
 
 #if canImport(Glibc)
@@ -52,12 +53,20 @@ package enum StandardStream: Sendable {
 
     /// Writes `line` and a newline, in one write(2) when the pipe takes it whole.
     package func writeLine(_ line: String) throws(WriteError) {
-        try write(Array((line + "\n").utf8))
+        var text = line
+        text.append("\n")
+        try write(text)
     }
 
-    /// Writes `text` as it is (no newline): for a terminal status line rewritten in place.
+    /// Writes `text` as it is (no newline): for a terminal status line rewritten in place. The
+    /// string's own UTF-8 storage is written, not a copy of it.
     package func write(_ text: String) throws(WriteError) {
-        try write(Array(text.utf8))
+        var text = text
+        let descriptor = fileDescriptor
+        let result = text.withUTF8 { buffer in
+            Result { () throws(SystemError) in try SystemCall.writeAll(descriptor, UnsafeRawBufferPointer(buffer)) }
+        }
+        do throws(SystemError) { try result.get() } catch { throw WriteError(stream: self, errno: error.code) }
     }
 
     /// Writes bytes as they are: a response body. Throws, having written a prefix at most, when the
@@ -80,4 +89,25 @@ package enum StandardStream: Sendable {
     package static func complain(_ message: String) {
         try? StandardStream.error.writeLine("netreach: \(message)")
     }
+}
+
+/// What `status`, `watch` and `wait` print on standard output goes through here, so a line that
+/// could not be written ends the command with ``CLIExitCode/outputFailed`` and a reason on
+/// standard error, never with status 0 and the line lost.
+package enum CommandOutput {
+    /// Writes `line` and a newline to standard output; if it cannot, says why on standard error
+    /// and throws ``CLIExitCode/outputFailed``.
+    package static func writeLine(_ line: String) throws(ExitCode) {
+        do {
+            try StandardStream.output.writeLine(line)
+        } catch {
+            throw failed(error)
+        }
+    }
+
+    /// Says why the output could not be written and returns the status to exit with.
+    package static func failed(_ error: StandardStream.WriteError) -> ExitCode { CLIExitCode.outputFailed(error) }
+
+    /// The failure when standard output's reader went away before a write noticed (``OutputHangup``).
+    package static let readerGone = StandardStream.WriteError(stream: .output, errno: EPIPE)
 }
