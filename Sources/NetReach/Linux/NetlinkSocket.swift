@@ -1,6 +1,7 @@
 #if os(Linux)
 import CNetReachLinux
 import Glibc
+import NetReachSystem
 
 /// A NETLINK_ROUTE socket: either subscribed to link, address, route, rule and nexthop changes of
 /// both families (the *events* socket), or joined to no group (the *requests* socket, for dumps and
@@ -159,18 +160,24 @@ struct NetlinkSocket: ~Copyable {
         let length = request.count
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
-        while true {
-            let sent = request.withUnsafeBytes { raw in
-                withUnsafePointer(to: &kernel) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        sendto(fd, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+        let sent = request.withUnsafeBytes { raw in
+            withUnsafePointer(to: &kernel) { address in
+                address.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    Result { () throws(SystemError) in
+                        try SystemCall.retryingInterrupts {
+                            sendto(
+                                fd, raw.baseAddress, raw.count, 0, address, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                        }
                     }
                 }
             }
-            if sent == length { return }
-            if sent < 0 && errno == EINTR { continue } // sendto: not a read or write, its own retry
-            throw .netlinkFailed(operation: "send", errno: sent < 0 ? errno : EIO)
         }
+        let count: Int
+        do throws(SystemError) { count = try sent.get() } catch {
+            throw .netlinkFailed(operation: "send", errno: error.code)
+        }
+        // A datagram goes whole or not at all; anything else is a kernel surprise.
+        guard count == length else { throw .netlinkFailed(operation: "send", errno: EIO) }
     }
 
     /// Outcome of one non-blocking receive.
@@ -181,14 +188,13 @@ struct NetlinkSocket: ~Copyable {
 
     /// Receives one datagram into `buffer`.
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Received {
-        while true {
-            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if count >= 0 { return .bytes(count) }
-            switch errno {
-            case EINTR: continue
+        do throws(SystemError) {
+            return .bytes(try SystemCall.retryingInterrupts { recv(fd, buffer.baseAddress, buffer.count, 0) })
+        } catch {
+            switch error.code {
             case EAGAIN, EWOULDBLOCK: return .wouldBlock
             case ENOBUFS: return .overrun
-            default: throw .netlinkFailed(operation: "recv", errno: errno)
+            default: throw .netlinkFailed(operation: "recv", errno: error.code)
             }
         }
     }
