@@ -19,34 +19,50 @@ private func installInterruptingHandler() {
     sigaction(SIGUSR2, &action, nil)
 }
 
-/// Starts `body` on a thread of its own and returns that thread's id (to send it signals) and a
-/// semaphore signalled when `body` returned.
-private func startThread(_ body: @escaping @Sendable () -> Void) -> (thread: pthread_t, done: DispatchSemaphore) {
-    let id = Locked<pthread_t?>(nil)
-    let started = DispatchSemaphore(value: 0)
-    let done = DispatchSemaphore(value: 0)
-    BlockingWork.start(named: "nr-test") {
-        // Threads may inherit a mask that blocks it (the test runner's); this one must take it.
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        sigaddset(&unblocked, SIGUSR2)
-        pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
-        id.withLock { $0 = pthread_self() }
-        started.signal()
-        body()
-        done.signal()
-    }
-    started.wait()
-    return (id.withLock { $0! }, done)
-}
+/// A thread of its own running one test's blocking call, kept alive until ``release()`` so that
+/// signals sent to it never reach a thread that has exited (pthread_kill on an exited detached
+/// thread is undefined behaviour).
+private struct TestThread {
+    let id: pthread_t
+    /// Signalled when the body returned.
+    let done: DispatchSemaphore
+    private let released: DispatchSemaphore
 
-/// Sends SIGUSR2 to `thread` every 10 ms until `done` is signalled (at most 10 s).
-private func interrupt(_ thread: pthread_t, until done: DispatchSemaphore) -> Bool {
-    for _ in 0..<1000 {
-        pthread_kill(thread, SIGUSR2)
-        if done.wait(timeout: .now() + .milliseconds(10)) == .success { return true }
+    /// Starts `body` on a thread of its own and returns once the thread is running.
+    init(_ body: @escaping @Sendable () -> Void) {
+        let id = Locked<pthread_t?>(nil)
+        let started = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        BlockingWork.start(named: "nr-test") {
+            // Threads may inherit a mask that blocks it (the test runner's); this one must take it.
+            var unblocked = sigset_t()
+            sigemptyset(&unblocked)
+            sigaddset(&unblocked, SIGUSR2)
+            pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+            id.withLock { $0 = pthread_self() }
+            started.signal()
+            body()
+            done.signal()
+            released.wait()
+        }
+        started.wait()
+        self.id = id.withLock { $0! }
+        self.done = done
+        self.released = released
     }
-    return false
+
+    /// Sends SIGUSR2 every 10 ms until the body returned (at most 10 s); whether it did.
+    func interruptUntilDone() -> Bool {
+        for _ in 0..<1000 {
+            pthread_kill(id, SIGUSR2)
+            if done.wait(timeout: .now() + .milliseconds(10)) == .success { return true }
+        }
+        return false
+    }
+
+    /// Lets the thread end; no signal may be sent to it after this.
+    func release() { released.signal() }
 }
 
 @Suite("One system-call layer: EINTR, EAGAIN and partial writes handled once", .offPool, .serialized)
@@ -64,7 +80,7 @@ struct SystemCallTests {
         let before = caughtSignals.load(ordering: .relaxed)
         let result = Locked<Result<Int, SystemError>?>(nil)
         let reader = ends[0]
-        let (thread, done) = startThread {
+        let thread = TestThread {
             var byte: UInt8 = 0
             let outcome = withUnsafeMutableBytes(of: &byte) { buffer in
                 Result { () throws(SystemError) in try SystemCall.read(reader, into: buffer) }
@@ -72,13 +88,14 @@ struct SystemCallTests {
             result.withLock { $0 = outcome }
         }
         // Interrupt the blocked read for a while, then give it its byte.
+        defer { thread.release() }
         for _ in 0..<10 {
-            pthread_kill(thread, SIGUSR2)
+            pthread_kill(thread.id, SIGUSR2)
             usleep(10_000)
         }
         var byte: UInt8 = 42
         #expect(write(ends[1], &byte, 1) == 1)
-        #expect(interrupt(thread, until: done))
+        #expect(thread.interruptUntilDone())
         #expect(try result.withLock { $0 }?.get() == 1)
         #expect(caughtSignals.load(ordering: .relaxed) > before)
     }
@@ -94,13 +111,14 @@ struct SystemCallTests {
         let reader = ends[0]
         let before = caughtSignals.load(ordering: .relaxed)
         let outcome = Locked<(ready: Int, waited: Duration)?>(nil)
-        let (thread, done) = startThread {
+        let thread = TestThread {
             let start = ContinuousClock.now
             let ready =
                 (try? SystemCall.poll(reader, events: Int16(POLLIN), timeout: .milliseconds(300))).map(Int.init) ?? -1
             outcome.withLock { $0 = (ready, ContinuousClock.now - start) }
         }
-        #expect(interrupt(thread, until: done))
+        defer { thread.release() }
+        #expect(thread.interruptUntilDone())
         let (ready, waited) = try #require(outcome.withLock { $0 })
         #expect(ready == 0, "nothing was written: the time ran out")
         #expect(waited >= .milliseconds(300), "ended early after a signal: \(waited)")
@@ -118,7 +136,7 @@ struct SystemCallTests {
         let sent = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
         let received = Locked<[UInt8]>([])
         let reader = ends[0]
-        let (_, done) = startThread {
+        let thread = TestThread {
             usleep(50_000) // let the writer find the pipe full first
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -133,7 +151,8 @@ struct SystemCallTests {
         }
         try result.get()
         close(writer)
-        #expect(done.wait(timeout: .now() + .seconds(30)) == .success)
+        defer { thread.release() }
+        #expect(thread.done.wait(timeout: .now() + .seconds(30)) == .success)
         #expect(written == sent.count)
         #expect(received.withLock { $0 } == sent)
     }
