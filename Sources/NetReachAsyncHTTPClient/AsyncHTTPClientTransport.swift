@@ -273,10 +273,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     package static func makeClientRequest(
         _ request: HTTPRequest, body: HTTPBody?, watchdog: StallWatchdog
     ) throws(TransportError) -> HTTPClientRequest {
-        guard let scheme = request.scheme, let authority = request.authority else {
-            throw TransportError(.invalidRequest, "request has no scheme or authority: \(request)")
-        }
-        var clientRequest = HTTPClientRequest(url: "\(scheme)://\(authority)\(request.path ?? "/")")
+        let (scheme, authority, path) = try request.target()
+        var clientRequest = HTTPClientRequest(url: "\(scheme)://\(authority)\(path)")
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headerFields {
             clientRequest.headers.add(name: field.name.rawName, value: field.value)

@@ -250,15 +250,12 @@ public struct URLSessionTransport: HTTPTransport {
     package static func makeURLRequest(
         _ request: HTTPRequest, body: Data?, stallTimeout: Duration
     ) throws(TransportError) -> SendableURLRequest {
-        guard let scheme = request.scheme, let authority = request.authority else {
-            throw TransportError(.invalidRequest, "request has no scheme or authority: \(request)")
-        }
+        let (scheme, authority, path) = try request.target()
         // Decided here, before anything is sent: URLSession's own "unsupported URL" also stands for
         // a garbled response on Linux, so it cannot be trusted to mean "never left".
         guard ["http", "https"].contains(scheme.lowercased()) else {
             throw TransportError(.invalidRequest, "unsupported scheme \(scheme): only http and https are sent")
         }
-        let path = request.path ?? "/"
         guard let url = URL(string: "\(scheme)://\(authority)\(path)"), url.host != nil else {
             throw TransportError(.invalidRequest, "cannot form a URL from \(scheme)://\(authority)\(path)")
         }

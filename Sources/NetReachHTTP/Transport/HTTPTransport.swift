@@ -145,3 +145,20 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     /// The kind, then the transport's own detail: `cannotConnect: connection refused`.
     public var description: String { "\(kind): \(detail)" }
 }
+
+extension HTTPRequest {
+    /// What a transport puts on the wire as the request's URL: its scheme, authority and path
+    /// (`/` when it has none), or ``TransportError/Kind/invalidRequest`` when it lacks a scheme or
+    /// an authority, before anything is sent.
+    ///
+    /// ```swift
+    /// let (scheme, authority, path) = try request.target()
+    /// let url = "\(scheme)://\(authority)\(path)"
+    /// ```
+    package func target() throws(TransportError) -> (scheme: String, authority: String, path: String) {
+        guard let scheme, let authority else {
+            throw TransportError(.invalidRequest, "request has no scheme or authority: \(self)")
+        }
+        return (scheme, authority, path ?? "/")
+    }
+}
