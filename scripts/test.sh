@@ -7,6 +7,7 @@
 #   through tinyproxy).
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
+# - Fails if a commit since the rule began has a subject over 72 characters.
 # - Fails if a Swift source is not formatted as .swift-format says (scripts/format.sh fixes it).
 # - Fails if our own sources build with a warning (Swift 6 strict concurrency, zero warnings).
 # - Runs `swift test`: unit suites always; the network-namespace suites when root (they skip with a
@@ -56,6 +57,18 @@ if [ "$snippets" = 1 ]; then
 elif [ "$snippets" != 0 ]; then
     echo "error: scripts/extract-snippets.py could not run, or could not read a document (above)" >&2
     exit 1
+fi
+
+echo "== commit subjects (72 characters at most, since the rule began at c112f3a)"
+if git rev-parse -q --verify 'c112f3a^{commit}' >/dev/null 2>&1; then
+    long=$(git log --format=%s 'c112f3a..HEAD' | awk 'length > 72')
+    if [ -n "$long" ]; then
+        printf '%s\n' "$long" >&2
+        echo "error: commit subjects over 72 characters (above): the reasons go in the body" >&2
+        exit 1
+    fi
+else
+    echo "note: no history to check here (not a git clone, or a shallow one)"
 fi
 
 echo "== swift-format (.swift-format; scripts/format.sh formats, this checks)"
