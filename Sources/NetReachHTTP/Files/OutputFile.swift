@@ -295,11 +295,14 @@ package final class OutputFile: @unchecked Sendable {
                 throw OutputFileError(path: path, reason: .system(.create, file: partial, errno: code))
             }
             // O_EXCL: if another process creates it first, the next turn finds it (and its lock).
-            let descriptor = systemOpen(partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
-            guard descriptor >= 0 else {
-                let code = errno
-                if code == EEXIST || code == EINTR { return nil }
-                throw OutputFileError(path: path, reason: .system(.create, file: partial, errno: code))
+            let descriptor: Int32
+            do throws(SystemError) {
+                descriptor = try SystemCall.retryingInterrupts {
+                    systemOpen(partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+                }
+            } catch {
+                if error.code == EEXIST { return nil }
+                throw OutputFileError(path: path, reason: .system(.create, file: partial, errno: error.code))
             }
             guard try lockPartial(descriptor, partial: partial, path: path) else { return nil }
             let file = OutputFile(
@@ -320,11 +323,12 @@ package final class OutputFile: @unchecked Sendable {
         guard existing.st_mode & S_IFMT == S_IFREG else {
             throw OutputFileError(path: path, reason: .partialInTheWay(partial: partial))
         }
-        let descriptor = systemOpen(partial, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == ENOENT || code == EINTR { return nil }
-            throw OutputFileError(path: path, reason: .system(.open, file: partial, errno: code))
+        let descriptor: Int32
+        do throws(SystemError) {
+            descriptor = try SystemCall.retryingInterrupts { systemOpen(partial, O_WRONLY | O_NOFOLLOW | O_CLOEXEC) }
+        } catch {
+            if error.code == ENOENT { return nil }
+            throw OutputFileError(path: path, reason: .system(.open, file: partial, errno: error.code))
         }
         guard try lockPartial(descriptor, partial: partial, path: path) else { return nil }
         guard resume else {
