@@ -11,9 +11,9 @@ import NetReachHTTP
 ///
 /// ```swift
 /// let capabilities = Capabilities(
-///     makeTransport: { settings throws(TransportSettingsError) in try AsyncHTTPClientTransport(settings: settings) },
+///     makeTransport: AsyncHTTPClientTransport.init(settings:),
 ///     makeProber: { AsyncHTTPClientProber() },
-///     enterNamespace: { namespace throws(ExitCode) in try NamespaceEntry.enter(namespace) })
+///     enterNamespace: NamespaceEntry.enter)
 /// exit(await NetreachCommand.run(Array(CommandLine.arguments.dropFirst()), capabilities: capabilities).rawValue)
 /// ```
 package struct Capabilities: Sendable {

@@ -14,7 +14,7 @@ import Musl
 // namespace by running again inside it (NamespaceEntry).
 StandardDescriptors.prepare()
 let capabilities = Capabilities(
-    makeTransport: { settings throws(TransportSettingsError) in try AsyncHTTPClientTransport(settings: settings) },
+    makeTransport: AsyncHTTPClientTransport.init(settings:),
     makeProber: { AsyncHTTPClientProber() },
-    enterNamespace: { namespace throws(ExitCode) in try NamespaceEntry.enter(namespace) })
+    enterNamespace: NamespaceEntry.enter)
 exit(await NetreachCommand.run(Array(CommandLine.arguments.dropFirst()), capabilities: capabilities).rawValue)
