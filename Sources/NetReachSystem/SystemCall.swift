@@ -130,7 +130,12 @@ package enum SystemCall {
             for index in 0..<count { descriptors[index].revents = 0 }
             let milliseconds = deadline.map { Self.milliseconds(until: $0) } ?? -1
             let ready = systemPoll(descriptors, nfds_t(count), milliseconds)
-            if ready >= 0 { return Int(ready) }
+            if ready > 0 { return Int(ready) }
+            if ready == 0 {
+                // One poll waits a day at most: a longer timeout polls again for the rest.
+                if let deadline, ContinuousClock.now < deadline { continue }
+                return 0
+            }
             let code = errno
             if code != EINTR { throw SystemError(code) }
         }
