@@ -32,7 +32,8 @@ public enum NetReachDiagnostics {
     private static let sink = Locked(
         Handler({ message in
             var line = "NetReach: \(message)\n"
-            line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+            // Nobody is left to tell if standard error refuses it.
+            line.withUTF8 { try? SystemCall.writeAll(2, UnsafeRawBufferPointer($0)) }
         }))
 
     /// Receives each diagnostic message; `nil` drops them.

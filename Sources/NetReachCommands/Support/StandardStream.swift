@@ -62,23 +62,24 @@ package enum StandardStream: Sendable {
     /// string's own UTF-8 storage is written, not a copy of it.
     package func write(_ text: String) throws(WriteError) {
         var text = text
-        let descriptor = fileDescriptor
-        let result = text.withUTF8 { buffer in
-            Result { () throws(SystemError) in try SystemCall.writeAll(descriptor, UnsafeRawBufferPointer(buffer)) }
-        }
-        do throws(SystemError) { try result.get() } catch { throw WriteError(stream: self, errno: error.code) }
+        try text.withUTF8 { writeAll(UnsafeRawBufferPointer($0)) }.get()
     }
 
     /// Writes bytes as they are: a response body. Throws, having written a prefix at most, when the
     /// stream refuses the rest.
     package func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) throws(WriteError) {
-        // A descriptor someone made non-blocking (a shared pipe) is waited for; with the reader
-        // gone the write fails with EPIPE.
-        let descriptor = fileDescriptor
-        let result = Array(bytes).withUnsafeBytes { buffer in
-            Result { () throws(SystemError) in try SystemCall.writeAll(descriptor, buffer) }
+        try Array(bytes).withUnsafeBytes { writeAll($0) }.get()
+    }
+
+    /// All of `buffer`, or why not. A descriptor someone made non-blocking (a shared pipe) is
+    /// waited for; with the reader gone the write fails with EPIPE.
+    private func writeAll(_ buffer: UnsafeRawBufferPointer) -> Result<Void, WriteError> {
+        do throws(SystemError) {
+            try SystemCall.writeAll(fileDescriptor, buffer)
+            return .success(())
+        } catch {
+            return .failure(WriteError(stream: self, errno: error.code))
         }
-        do throws(SystemError) { try result.get() } catch { throw WriteError(stream: self, errno: error.code) }
     }
 
     /// Whether this stream is a terminal (spinners and progress bars only make sense there).
