@@ -53,6 +53,39 @@ package enum SystemCall {
         try retryingInterrupts { systemRead(descriptor, buffer.baseAddress, buffer.count) }
     }
 
+    /// What one non-blocking ``receive(_:into:)`` got.
+    package enum Received: Equatable, Sendable {
+        /// A datagram of this many bytes (0 for an empty one).
+        case bytes(Int)
+        /// Nothing is queued (`EAGAIN`).
+        case wouldBlock
+        /// Datagrams were dropped because the receive buffer was full (`ENOBUFS`, which a netlink
+        /// socket reports once, on the next receive after an overrun).
+        case overrun
+    }
+
+    /// One recv(2) of a datagram into `buffer`, retried on `EINTR`. A descriptor with nothing
+    /// queued is ``Received/wouldBlock``, a netlink overrun ``Received/overrun``; any other errno
+    /// is thrown.
+    ///
+    /// ```swift
+    /// if case .bytes(let count) = try SystemCall.receive(socket, into: buffer) { ... }
+    /// ```
+    package static func receive(
+        _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer
+    ) throws(SystemError) -> Received {
+        while true {
+            let count = systemReceive(descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return .bytes(count) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case ENOBUFS: return .overrun
+            case let code: throw SystemError(code)
+            }
+        }
+    }
+
     /// Writes all of `bytes`: partial writes are continued, `EINTR` retried, and `EAGAIN` (a
     /// descriptor somebody made non-blocking, such as a shared pipe) waits until it takes more.
     /// `written` grows by each step, so after a failure it says how much got through.
@@ -168,6 +201,10 @@ package enum SystemCall {
 // The system calls under names `SystemCall`'s own methods do not shadow.
 private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
     read(descriptor, buffer, count)
+}
+
+private func systemReceive(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    recv(descriptor, buffer, count, 0)
 }
 
 private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {

@@ -212,6 +212,24 @@ struct SystemCallTests {
         SystemCall.clear(eventDescriptor: descriptor)
         #expect(try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: .zero) == 0)
     }
+
+    @Test("A datagram is received whole, an empty socket says so, and a closed one's error is thrown")
+    func receiveDatagrams() throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &ends) == 0)
+        defer { close(ends[0]) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buffer.deallocate() }
+        #expect(try SystemCall.receive(ends[0], into: buffer) == .wouldBlock)
+        #expect(write(ends[1], "datagram", 8) == 8)
+        #expect(write(ends[1], "", 0) == 0)
+        #expect(try SystemCall.receive(ends[0], into: buffer) == .bytes(8))
+        #expect(String(decoding: UnsafeRawBufferPointer(rebasing: buffer[0..<8]), as: UTF8.self) == "datagram")
+        #expect(try SystemCall.receive(ends[0], into: buffer) == .bytes(0), "an empty datagram is one too")
+        #expect(try SystemCall.receive(ends[0], into: buffer) == .wouldBlock)
+        close(ends[1])
+        #expect(throws: SystemError(EBADF)) { try SystemCall.receive(ends[1], into: buffer) }
+    }
 }
 
 @Suite("One lock, one executor for blocking work", .offPool)

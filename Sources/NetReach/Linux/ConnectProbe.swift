@@ -51,17 +51,31 @@ struct ConnectProbe: ~Copyable {
         if useNeighbourFile >= 0 { close(useNeighbourFile) }
     }
 
-    /// `net.ipv4.fib_multipath_use_neigh` in the namespace, now: whether the kernel leaves out a
-    /// multipath leg whose gateway's neighbour entry is not valid. `false` when it cannot be read.
-    var multipathUsesNeighbours: Bool {
+    /// What one `connect()` got: the source the kernel chose and, for IPv4, whether it leaves out
+    /// a multipath leg whose gateway's neighbour entry is not valid.
+    struct Connection: Equatable {
+        var source: IPAddress
+        /// `net.ipv4.fib_multipath_use_neigh` in the namespace, read with the connect (`false` for
+        /// IPv6, or when it cannot be read).
+        var multipathUsesNeighbours = false
+    }
+
+    /// The source address the kernel chose for a connection to `destination`, or the error the
+    /// `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
+    func connect(to destination: IPAddress) -> Result<Connection, ConnectFailure> {
+        source(for: destination).map { source in
+            Connection(source: source, multipathUsesNeighbours: destination.family == .ipv4 && usesNeighbours())
+        }
+    }
+
+    /// `net.ipv4.fib_multipath_use_neigh`, now. `false` when it cannot be read.
+    private func usesNeighbours() -> Bool {
         guard useNeighbourFile >= 0 else { return false }
         var byte: UInt8 = 0
         return pread(useNeighbourFile, &byte, 1, 0) == 1 && byte == UInt8(ascii: "1")
     }
 
-    /// The source address the kernel chose for a connection to `destination`, or the error the
-    /// `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
-    func source(for destination: IPAddress) -> Result<IPAddress, ConnectFailure> {
+    private func source(for destination: IPAddress) -> Result<IPAddress, ConnectFailure> {
         guard let fd = sockets[destination.family] else {
             return .failure(ConnectFailure(errno: unavailable[destination.family] ?? EAFNOSUPPORT))
         }
@@ -70,11 +84,11 @@ struct ConnectProbe: ~Copyable {
         // routed from that address, even after it was removed or another became preferred.
         var unspecified = sockaddr()
         unspecified.sa_family = sa_family_t(AF_UNSPEC)
-        _ = connect(fd, &unspecified, socklen_t(MemoryLayout<sockaddr>.size))
+        _ = Glibc.connect(fd, &unspecified, socklen_t(MemoryLayout<sockaddr>.size))
         var storage = sockaddr_storage()
         let length = Self.fill(&storage, with: destination)
         let connected = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
         }
         guard connected == 0 else { return .failure(ConnectFailure(errno: errno)) }
         var local = sockaddr_storage()

@@ -7,28 +7,35 @@ import Glibc
 /// The thread that reads the kernel: a netlink socket for notifications, a second one for dumps and
 /// route lookups, an inotify descriptor for resolv.conf, the watched namespace's watch, and two
 /// eventfds (stop; look routes up again), all in a blocking `poll` with no timeout (unless a route
-/// the kernel uses is due to expire), so an idle monitor makes no wakeups. It keeps a ``SnapshotStore``, asks the kernel for its route choice
-/// after every batch of messages that can change it, and hands each changed snapshot to
-/// `publish`, once per batch of messages read in one wakeup.
+/// the kernel uses is due to expire or a removal to be rechecked), so an idle monitor makes no
+/// wakeups.
+///
+/// Each wake-up runs the stages in one direction: the datagrams are read here, each parsed
+/// (``RtnetlinkParser``) and absorbed by the ``SnapshotStore``, which says whether the kernel's route
+/// choice may have changed; then ``KernelQueries`` asks the kernel again if so and adds its answers;
+/// the snapshot goes to `publish` if it differs from the last one, once per wake-up. An overrun or
+/// a broken stream re-reads everything with dumps (`resync`), here too.
 final class NetlinkEngine: @unchecked Sendable {
-    // @unchecked: the socket, watcher and store exist only as locals of `run()` on the engine's own
-    // thread; `readiness` is guarded by its lock; `wakeFD` and `refreshFD` are written with
-    // write(2), which is thread-safe, and closed only in deinit, after every user has let go.
+    // @unchecked: the sockets, watcher and store exist only as locals of `run()` on the engine's
+    // own thread; `readiness` is guarded by its lock and `destinations` is `Locked`; `wakeFD` and
+    // `refreshFD` are written with write(2), which is thread-safe, and closed only in deinit,
+    // after every user has let go.
     private let configuration: SystemPathSource.Configuration
     private let publish: @Sendable (SystemSnapshot) -> Void
-    /// The addresses per-destination monitors want looked up; read at each refresh.
-    private let destinations: @Sendable () -> Set<IPAddress>
+    /// The addresses per-destination monitors want looked up: set by the source
+    /// (``setDestinations(_:)``), read at each refresh.
+    private let destinations: Locked<Set<IPAddress>>
     private let readiness = NSCondition()
     private var readyResult: Result<Void, PathMonitorError>?
     private let wakeFD: Int32
     private let refreshFD: Int32
 
     init(
-        configuration: SystemPathSource.Configuration, destinations: @escaping @Sendable () -> Set<IPAddress>,
+        configuration: SystemPathSource.Configuration, destinations: Set<IPAddress>,
         publish: @escaping @Sendable (SystemSnapshot) -> Void
     ) {
         self.configuration = configuration
-        self.destinations = destinations
+        self.destinations = Locked(destinations)
         self.publish = publish
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         refreshFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -39,9 +46,12 @@ final class NetlinkEngine: @unchecked Sendable {
         if refreshFD >= 0 { close(refreshFD) }
     }
 
-    /// Asks the thread to look routes up again (the destinations changed); it publishes if the
-    /// answers differ.
-    func requestRefresh() { SystemCall.signal(eventDescriptor: refreshFD) }
+    /// Replaces the destinations to look up and asks the thread to look routes up again; it
+    /// publishes if the answers differ.
+    func setDestinations(_ addresses: Set<IPAddress>) {
+        destinations.withLock { $0 = addresses }
+        SystemCall.signal(eventDescriptor: refreshFD)
+    }
 
     /// Starts the engine's thread; it reads the initial state, then follows changes.
     func launch() {
@@ -74,9 +84,6 @@ final class NetlinkEngine: @unchecked Sendable {
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 8)
         defer { buffer.deallocate() }
-        var reader = MessageReader(
-            sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
-            lookupAddresses: configuration.routeLookupAddresses, destinations: destinations)
         do throws(PathMonitorError) {
             // Opened once: every socket is made through this descriptor, so all of them read the
             // namespace that was there at start, whatever its path names later.
@@ -85,7 +92,7 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             let namespaceFD = namespace.map { (fd: $0.fd, path: $0.path) }
             // The events socket joins its groups before the first dump, so nothing is missed between.
-            var events = try NetlinkSocket(
+            let events = try NetlinkSocket(
                 .events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
             let probe = try ConnectProbe(namespace: namespaceFD)
@@ -94,33 +101,59 @@ final class NetlinkEngine: @unchecked Sendable {
             if watcher == nil {
                 NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))")
             }
-            _ = reader.store.setNameservers(nameserverSource.nameservers())
-            try reader.resync(events: &events, requests: &requests, buffer: buffer)
-            reader.removalSeen = false
-            _ = try reader.refreshRouteLookups(requests: &requests, probe: probe, buffer: buffer)
-            publish(reader.store.snapshot)
+            var kernel = Kernel(
+                sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
+                queries: KernelQueries(lookupAddresses: configuration.routeLookupAddresses))
+            _ = kernel.store.setNameservers(nameserverSource.nameservers())
+            try resync(&kernel, events: events, requests: &requests, buffer: buffer)
+            let first = try kernel.queries.snapshot(
+                of: kernel.store.snapshot, removalSeen: false, destinations: destinations.withLock { $0 },
+                requests: &requests, probe: probe, buffer: buffer)
+            publish(first)
             signalReady(.success(()))
             follow(
-                events: &events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace,
-                reader: &reader,
-                published: reader.store.snapshot, buffer: buffer)
+                events: events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace,
+                kernel: &kernel, published: first, buffer: buffer)
         } catch {
             signalReady(.failure(error))
+        }
+    }
+
+    /// What the engine keeps between wake-ups: the kernel's objects, its route choices, and
+    /// what the messages read since the last publish said about them.
+    private struct Kernel {
+        var store = SnapshotStore()
+        let sysfs: SysfsReader?
+        var queries: KernelQueries
+        /// A message since the last lookups announced a removal the kernel may finish later.
+        var removalSeen = false
+
+        init(sysfs: SysfsReader?, queries: KernelQueries) {
+            self.sysfs = sysfs
+            self.queries = queries
+        }
+
+        /// `message` with what sysfs says of a link first seen under its name (read once: a flag
+        /// change does not repeat it).
+        func withSysfsFacts(_ message: RtnetlinkMessage) -> RtnetlinkMessage {
+            guard case .newLink(var link) = message, let sysfs, store.snapshot.links[link.index]?.name != link.name
+            else { return message }
+            (link.deviceType, link.isWireless) = sysfs.facts(forInterface: link.name)
+            return .newLink(link)
         }
     }
 
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     private func follow(
-        events: inout NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
-        watcher: inout ResolvConfWatcher?,
-        namespace: NamespaceHandle?, reader: inout MessageReader, published: SystemSnapshot,
-        buffer: UnsafeMutableRawBufferPointer
+        events: borrowing NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
+        watcher: inout ResolvConfWatcher?, namespace: NamespaceHandle?, kernel: inout Kernel,
+        published: SystemSnapshot, buffer: UnsafeMutableRawBufferPointer
     ) {
         var resyncPending = false
         var published = published
-        // A drain that failed part-way may have applied changes it never reported: publish them
-        // once a later drain succeeds, even if that one changes nothing more.
+        // A wake-up that failed part-way may have applied changes it never published: publish
+        // them once a later one succeeds, even if that one changes nothing more.
         var unpublished = false
         var fds = [
             pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
@@ -130,11 +163,11 @@ final class NetlinkEngine: @unchecked Sendable {
             pollfd(fd: refreshFD, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            // Only a failed resync or a route due to expire sets a timeout; otherwise poll sleeps
+            // Only a failed resync or a due recheck or expiry sets a timeout; otherwise poll sleeps
             // until something happens.
-            let wakeAt = [reader.nextExpiry, reader.recheckAt].compactMap { $0 }.min()
             do throws(SystemError) {
-                _ = try SystemCall.poll(&fds, timeout: Self.pollTimeout(resyncPending: resyncPending, expiry: wakeAt))
+                let timeout = Self.pollTimeout(resyncPending: resyncPending, expiry: kernel.queries.wakeAt)
+                _ = try SystemCall.poll(&fds, timeout: timeout)
             } catch {
                 // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
                 NetReachDiagnostics.log("netlink poll failed, re-reading the kernel state in 1 s: \(error)")
@@ -144,40 +177,182 @@ final class NetlinkEngine: @unchecked Sendable {
             if fds[0].revents != 0 { return }
             if fds[3].revents != 0, let namespace, namespace.isGone() {
                 // Say so and stop: the sockets (closed on return) were all that kept it alive.
-                var snapshot = reader.store.snapshot
+                var snapshot = published
                 snapshot.observationFailure = .namespaceGone(path: namespace.path)
                 publish(snapshot)
                 return
             }
             var changed = false
-            if let expiry = reader.nextExpiry, ContinuousClock.now >= expiry { reader.lookupsStale = true }
-            if let recheck = reader.recheckAt, ContinuousClock.now >= recheck { reader.lookupsStale = true }
             if fds[4].revents != 0 {
                 SystemCall.clear(eventDescriptor: refreshFD)
-                reader.lookupsStale = true
+                kernel.queries.stale = true
             }
-            if fds[1].revents != 0 || resyncPending || reader.lookupsStale {
-                do {
-                    changed = try reader.drain(
-                        events: &events, requests: &requests, probe: probe, buffer: buffer,
-                        forceResync: resyncPending)
-                    resyncPending = false
-                } catch {
-                    NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
-                    resyncPending = true
-                    unpublished = true
-                }
-            }
+            if let due = kernel.queries.wakeAt, ContinuousClock.now >= due { kernel.queries.stale = true }
             if fds[2].revents != 0, watcher?.drain() == true {
-                changed = reader.store.setNameservers(configuration.nameserverSource.nameservers()) || changed
+                changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
             }
-            if changed || (unpublished && !resyncPending) {
+            do throws(PathMonitorError) {
+                if fds[1].revents != 0 || resyncPending {
+                    changed =
+                        try drain(&kernel, events: events, requests: &requests, buffer: buffer, resync: resyncPending)
+                        || changed
+                    resyncPending = false
+                }
+                guard changed || unpublished || kernel.queries.stale else { continue }
+                let snapshot = try kernel.queries.snapshot(
+                    of: kernel.store.snapshot, removalSeen: kernel.removalSeen,
+                    destinations: destinations.withLock { $0 }, requests: &requests, probe: probe, buffer: buffer)
+                kernel.removalSeen = false
                 unpublished = false
-                if reader.store.snapshot != published {
-                    published = reader.store.snapshot
-                    publish(published)
+                if snapshot != published {
+                    published = snapshot
+                    publish(snapshot)
+                }
+            } catch {
+                NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
+                resyncPending = true
+                unpublished = true
+            }
+        }
+    }
+
+    /// Reads every pending notification into the store; returns whether the store changed. An
+    /// overrun (ENOBUFS), a message stream that cannot be trusted, or `resync` rebuilds the state
+    /// with a full dump.
+    private func drain(
+        _ kernel: inout Kernel, events: borrowing NetlinkSocket, requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer, resync forced: Bool
+    ) throws(PathMonitorError) -> Bool {
+        var needsResync = forced
+        var changed = false
+        readLoop: while true {
+            switch try Self.receive(events.fd, into: buffer) {
+            case .wouldBlock: break readLoop
+            case .overrun: needsResync = true
+            case .bytes(let count):
+                for result in RtnetlinkParser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+                    switch result {
+                    case .failure(let error):
+                        NetReachDiagnostics.log("skipped a malformed netlink message: \(error)")
+                        needsResync = needsResync || error.breaksFraming
+                    case .success(let envelope):
+                        let absorbed = kernel.store.absorb(
+                            kernel.withSysfsFacts(envelope.message), watching: kernel.queries.watch)
+                        changed = absorbed.changed || changed
+                        if absorbed.asksLookups { kernel.queries.stale = true }
+                        kernel.removalSeen = kernel.removalSeen || absorbed.announcesRemoval
+                    }
                 }
             }
+        }
+        guard needsResync else { return changed }
+        NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
+        let before = kernel.store.snapshot
+        try resync(&kernel, events: events, requests: &requests, buffer: buffer)
+        // Whatever was lost may have been a removal: ask again now and after the rechecks.
+        kernel.queries.stale = true
+        kernel.removalSeen = true
+        return changed || kernel.store.snapshot != before
+    }
+
+    // MARK: Resync
+
+    static let dumpTimeout: Duration = .seconds(5)
+    static let resyncAttempts = 5
+
+    /// Rebuilds the store from dumps of links, addresses and routes, on the requests socket.
+    ///
+    /// Why this is exact: every notification carries the whole new state of its object, so a dump
+    /// taken after the events socket was emptied, followed by every notification queued since, in
+    /// order, ends in the kernel's state, whatever the dump saw of changes made meanwhile. The dumps
+    /// run on a socket joined to no group, so a flood of notifications cannot stall them; it was
+    /// opened with the events socket and lives as long, so a resync reads the same namespace as the
+    /// events, never whatever a namespace's path names by then.
+    private func resync(
+        _ kernel: inout Kernel, events: borrowing NetlinkSocket, requests dumps: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) {
+        // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
+        // drop it all, past any further overrun, until the socket is empty.
+        try Self.discardPending(events.fd, buffer: buffer)
+        for _ in 0..<Self.resyncAttempts {
+            // Replies to a dump that an earlier attempt gave up on must not be read as this one's.
+            try Self.discardPending(dumps.fd, buffer: buffer)
+            kernel.store.resetKernelState()
+            var consistent = true
+            for dump in NetlinkSocket.Dump.allCases {
+                consistent = try self.dump(dump, into: &kernel, socket: &dumps, buffer: buffer) && consistent
+            }
+            if consistent { return }
+        }
+        throw .dumpFailed("the kernel state kept changing during \(Self.resyncAttempts) dumps")
+    }
+
+    /// Runs one dump to its end; returns `false` if the kernel flagged it inconsistent or aborted it.
+    private func dump(
+        _ dump: NetlinkSocket.Dump, into kernel: inout Kernel, socket: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> Bool {
+        let sequence = try socket.requestDump(dump)
+        var consistent = true
+        while true {
+            let ready: Int16
+            do throws(SystemError) {
+                ready = try SystemCall.poll(socket.fd, events: Int16(POLLIN), timeout: Self.dumpTimeout)
+            } catch {
+                throw .netlinkFailed(operation: "poll", errno: error.code)
+            }
+            guard ready != 0 else { throw .dumpFailed("no answer from the kernel within \(Self.dumpTimeout)") }
+            let count: Int
+            switch try Self.receive(socket.fd, into: buffer) {
+            case .wouldBlock: continue
+            case .overrun:
+                consistent = false // keep reading: a new dump cannot start before this one ends
+                continue
+            case .bytes(let received): count = received
+            }
+            for result in RtnetlinkParser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+                guard case .success(let envelope) = result else {
+                    if case .failure(let error) = result {
+                        NetReachDiagnostics.log("skipped a malformed netlink message: \(error)")
+                        if error.breaksFraming { consistent = false }
+                    }
+                    continue
+                }
+                // On the dumps socket only the current dump's replies count.
+                guard envelope.sequence == sequence && envelope.portID == socket.portID else { continue }
+                // The kernel flags any part of a dump that raced with a change, not only NLMSG_DONE.
+                let interrupted = envelope.flags & RtnetlinkParser.flagDumpInterrupted != 0
+                if interrupted { consistent = false }
+                switch envelope.message {
+                case .done(let doneInterrupted):
+                    return consistent && !doneInterrupted && !interrupted
+                case .error(let code) where code != 0:
+                    // The kernel aborts a dump with ENOBUFS when the socket's buffer overflows while
+                    // it is being read (and EBUSY/EINTR are as passing): try the whole dump again.
+                    if [ENOBUFS, EBUSY, EINTR].contains(code) { return false }
+                    throw .dumpFailed("kernel refused the \(dump) dump: \(errnoDescription(code))")
+                case let message:
+                    _ = kernel.store.apply(kernel.withSysfsFacts(message))
+                }
+            }
+        }
+    }
+
+    /// Reads and drops whatever `descriptor` has queued, past any overrun, until it is empty.
+    private static func discardPending(
+        _ descriptor: Int32, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) {
+        while true {
+            if case .wouldBlock = try receive(descriptor, into: buffer) { return }
+        }
+    }
+
+    private static func receive(
+        _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> SystemCall.Received {
+        do throws(SystemError) { return try SystemCall.receive(descriptor, into: buffer) } catch {
+            throw .netlinkFailed(operation: "recv", errno: error.code)
         }
     }
 

@@ -5,12 +5,13 @@ import NetReachSystem
 
 /// A NETLINK_ROUTE socket: either subscribed to link, address, route, rule and nexthop changes of
 /// both families (the *events* socket), or joined to no group (the *requests* socket, for dumps and
-/// route lookups, whose buffer a flood of notifications can never fill). Thin: it opens, sends
-/// requests and receives bytes; parsing and state live elsewhere.
+/// route lookups, whose buffer a flood of notifications can never fill). Thin: it opens, joins and
+/// sends; datagrams are read with `SystemCall.receive`, and parsing and state live elsewhere.
 struct NetlinkSocket: ~Copyable {
     let fd: Int32
     private(set) var portID: UInt32 = 0
-    private var sequence: UInt32 = 1
+    /// The last request's sequence number; each request takes the next (`&+= 1`).
+    var sequence: UInt32 = 1
 
     /// What a socket is for.
     enum Role { case events, requests }
@@ -134,68 +135,15 @@ struct NetlinkSocket: ~Copyable {
         return sequence
     }
 
-    /// Sends a route lookup for `destination` (from `source`, bound to `interfaceIndex` when given) and returns
-    /// its sequence number; the kernel queues the answer before `send` returns.
-    /// `fibMatch` asks for the table entry itself (see ``RouteQuery/fibMatchFlag``).
-    mutating func requestRoute(
-        to destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false
-    ) throws(PathMonitorError) -> UInt32 {
-        sequence &+= 1
-        try send(
-            RouteQuery.request(
-                for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
-                sequence: sequence))
-        return sequence
-    }
-
-    /// Asks for the neighbour entry of `address` on `interfaceIndex` (`ip neigh get ADDRESS dev
-    /// DEV`); returns the request's sequence number.
-    mutating func requestNeighbour(_ address: IPAddress, interfaceIndex: Int) throws(PathMonitorError) -> UInt32 {
-        sequence &+= 1
-        try send(RouteQuery.neighbourRequest(for: address, interfaceIndex: interfaceIndex, sequence: sequence))
-        return sequence
-    }
-
+    /// Sends one request whose sequence number is already in it. The kernel answers (or queues
+    /// the first part of a dump) before the call returns; an unconnected netlink socket's datagram
+    /// goes to the kernel.
     private func send(_ request: [UInt8]) throws(PathMonitorError) {
-        let length = request.count
-        var kernel = sockaddr_nl()
-        kernel.nl_family = sa_family_t(AF_NETLINK)
         let sent = request.withUnsafeBytes { raw in
-            withUnsafePointer(to: &kernel) { address in
-                address.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    Result { () throws(SystemError) in
-                        try SystemCall.retryingInterrupts {
-                            sendto(
-                                fd, raw.baseAddress, raw.count, 0, address, socklen_t(MemoryLayout<sockaddr_nl>.size))
-                        }
-                    }
-                }
-            }
+            Result { () throws(SystemError) in try SystemCall.writeAll(fd, raw) }
         }
-        let count: Int
-        do throws(SystemError) { count = try sent.get() } catch {
+        do throws(SystemError) { try sent.get() } catch {
             throw .netlinkFailed(operation: "send", errno: error.code)
-        }
-        // A datagram goes whole or not at all; anything else is a kernel surprise.
-        guard count == length else { throw .netlinkFailed(operation: "send", errno: EIO) }
-    }
-
-    /// Outcome of one non-blocking receive.
-    enum Received {
-        case bytes(Int)
-        case wouldBlock, overrun
-    }
-
-    /// Receives one datagram into `buffer`.
-    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> Received {
-        do throws(SystemError) {
-            return .bytes(try SystemCall.retryingInterrupts { recv(fd, buffer.baseAddress, buffer.count, 0) })
-        } catch {
-            switch error.code {
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case ENOBUFS: return .overrun
-            default: throw .netlinkFailed(operation: "recv", errno: error.code)
-            }
         }
     }
 }

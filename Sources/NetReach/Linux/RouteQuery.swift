@@ -1,7 +1,11 @@
 #if os(Linux)
-/// One route lookup, as bytes: the `RTM_GETROUTE` request `ip route get ADDRESS [from SOURCE]
-/// [oif DEV] [fibmatch]` sends, and the reading of the kernel's answer. Pure: no socket, so both
-/// are tested with byte tables.
+import Glibc
+import NetReachSystem
+
+/// One route lookup: the `RTM_GETROUTE` request `ip route get ADDRESS [from SOURCE] [oif DEV]
+/// [fibmatch]` sends and the reading of the kernel's answer, as bytes (pure, so both are tested
+/// with byte tables), and, under "Asking", the lookup itself on the requests socket, made the way
+/// a program's socket gets its route.
 ///
 /// A lookup sends nothing on any wire: the kernel only consults its routing rules and tables.
 enum RouteQuery {
@@ -198,5 +202,143 @@ enum RouteQuery {
     }
 
     private static func bytes<T: FixedWidthInteger>(of value: T) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
+}
+// MARK: - Asking
+
+extension RouteQuery {
+    /// How long an answer may take; the kernel answers inside `send`, so waiting is only for the
+    /// unexpected.
+    static let answerTimeout: Duration = .seconds(5)
+    /// `rta_expires` counts clock ticks (USER_HZ).
+    private static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
+
+    /// Where a connected socket to `destination` goes: the source the kernel picks for it
+    /// (``ConnectProbe``), then `ip route get DESTINATION from SOURCE` for the route and the same
+    /// with `fibmatch` for the table entry (its prefix, its legs, its lifetime). A refused connect
+    /// is the kernel's verdict as it stands (its errno).
+    static func connected(
+        to destination: IPAddress, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> Answer {
+        // A link-local destination names no link without a scope, and a socket cannot connect to
+        // one without it (EINVAL): the kernel's lookup answers for it, as before.
+        if destination.isLinkLocal { return try ask(destination, on: &requests, buffer: buffer) }
+        switch probe.connect(to: destination) {
+        case .failure(let failure):
+            return Answer(lookup: RouteLookup(errno: failure.errno))
+        case .success(let connection):
+            let source = connection.source
+            let answer = try ask(destination, source: source, on: &requests, buffer: buffer)
+            guard case .route(var route) = answer.lookup else { return answer }
+            let entry = try ask(destination, source: source, fibMatch: true, on: &requests, buffer: buffer)
+            route.source = source
+            if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
+            // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
+            // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
+            if route.nextHops.count > 1, connection.multipathUsesNeighbours {
+                route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
+            }
+            return Answer(
+                lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
+                prefixLength: entry.prefixLength)
+        }
+    }
+
+    /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send traffic to
+    /// `destination`: in two stages too, the source the kernel picks for that interface first.
+    static func bound(
+        to destination: IPAddress, interfaceIndex: Int, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> Answer {
+        let first = try ask(destination, interfaceIndex: interfaceIndex, on: &requests, buffer: buffer)
+        guard case .route(let route) = first.lookup, let source = route.source else { return first }
+        let answer = try ask(
+            destination, source: source, interfaceIndex: interfaceIndex, on: &requests, buffer: buffer)
+        guard case .route(var sourced) = answer.lookup else { return answer }
+        sourced.source = sourced.source ?? source
+        guard destination.family == .ipv6 else { return Answer(lookup: .route(sourced)) }
+        // Only IPv6 routes expire (router advertisements), and only the table entry says when.
+        let entry = try ask(
+            destination, source: source, interfaceIndex: interfaceIndex, fibMatch: true, on: &requests,
+            buffer: buffer)
+        return Answer(lookup: .route(sourced), expiresIn: entry.expiresIn)
+    }
+
+    /// `legs`, each whose gateway's neighbour entry the kernel does not count as valid marked dead
+    /// (`fib_good_nh`: no entry counts as reachable).
+    private static func withNeighbourVerdicts(
+        _ legs: [RouteLookup.NextHop], on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> [RouteLookup.NextHop] {
+        var judged = legs
+        for index in judged.indices where !judged[index].isDead {
+            guard let gateway = judged[index].gateway else { continue }
+            requests.sequence &+= 1
+            let sequence = requests.sequence
+            try send(
+                neighbourRequest(for: gateway, interfaceIndex: judged[index].interfaceIndex, sequence: sequence),
+                on: requests.fd)
+            let answer = try awaitAnswer(on: requests.fd, buffer: buffer, what: "a neighbour lookup") { bytes in
+                neighbourAnswer(in: bytes, sequence: sequence)
+            }
+            if case .state(let state) = answer, state & validNeighbourStates == 0 {
+                judged[index].isDead = true
+            }
+        }
+        return judged
+    }
+
+    /// One `RTM_GETROUTE` on the requests socket; replies to earlier requests are skipped.
+    private static func ask(
+        _ destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, fibMatch: Bool = false,
+        on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> Answer {
+        requests.sequence &+= 1
+        let sequence = requests.sequence
+        try send(
+            request(
+                for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
+                sequence: sequence),
+            on: requests.fd)
+        return try awaitAnswer(on: requests.fd, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: sequence, ticksPerSecond: ticksPerSecond)
+        }
+    }
+
+    /// Sends one request to the kernel (an unconnected netlink socket's datagram goes to it).
+    private static func send(_ request: [UInt8], on descriptor: Int32) throws(PathMonitorError) {
+        let sent = request.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in try SystemCall.writeAll(descriptor, raw) }
+        }
+        do throws(SystemError) { try sent.get() } catch {
+            throw .netlinkFailed(operation: "send", errno: error.code)
+        }
+    }
+
+    /// Reads the requests socket until `answer` finds the reply it waits for.
+    private static func awaitAnswer<Found>(
+        on descriptor: Int32, buffer: UnsafeMutableRawBufferPointer, what: String,
+        _ answer: (UnsafeRawBufferPointer) -> Found?
+    ) throws(PathMonitorError) -> Found {
+        while true {
+            let received: SystemCall.Received
+            do throws(SystemError) { received = try SystemCall.receive(descriptor, into: buffer) } catch {
+                throw .netlinkFailed(operation: "recv", errno: error.code)
+            }
+            switch received {
+            case .bytes(let count):
+                if let found = answer(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { return found }
+            case .overrun:
+                continue
+            case .wouldBlock:
+                let ready: Int16
+                do throws(SystemError) {
+                    ready = try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: answerTimeout)
+                } catch {
+                    throw .netlinkFailed(operation: "poll", errno: error.code)
+                }
+                guard ready != 0 else { throw .dumpFailed("no answer to \(what) within \(answerTimeout)") }
+            }
+        }
+    }
 }
 #endif

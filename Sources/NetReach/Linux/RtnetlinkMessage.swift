@@ -72,6 +72,15 @@ enum NetlinkParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An address attribute of the wrong size for its family.
     case badAddress(type: UInt16, length: Int)
 
+    /// The buffer's framing itself is broken, so messages after this one may have been lost: the
+    /// state is re-read rather than trusted.
+    var breaksFraming: Bool {
+        switch self {
+        case .truncatedHeader, .badLength: true
+        case .truncatedBody, .badAttribute, .badAddress: false
+        }
+    }
+
     var description: String {
         switch self {
         case .truncatedHeader(let offset, let available):

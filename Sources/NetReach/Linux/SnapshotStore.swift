@@ -64,21 +64,6 @@ struct SnapshotStore: Sendable {
         }
     }
 
-    /// Replaces the kernel's route lookups; returns whether they changed.
-    mutating func setRouteLookups(
-        _ lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]],
-        destinations: [IPAddress: RouteLookup]
-    ) -> Bool {
-        guard
-            snapshot.routeLookups != lookups || snapshot.scopedRouteLookups != scoped
-                || snapshot.destinationLookups != destinations
-        else { return false }
-        snapshot.routeLookups = lookups
-        snapshot.scopedRouteLookups = scoped
-        snapshot.destinationLookups = destinations
-        return true
-    }
-
     /// Replaces the nameservers; returns whether they changed.
     mutating func setNameservers(_ nameservers: [IPAddress]) -> Bool {
         guard snapshot.nameservers != nameservers else { return false }
@@ -87,13 +72,64 @@ struct SnapshotStore: Sendable {
     }
 
     /// Forgets every kernel object before a full re-dump (nameservers are not the kernel's and
-    /// stay; route lookups stay until the lookups after the dump replace them).
+    /// stay). The store holds no route lookups: ``KernelQueries`` keeps and adds them.
     mutating func resetKernelState() {
-        let previous = snapshot
-        snapshot = SystemSnapshot(
-            nameservers: previous.nameservers, routeLookups: previous.routeLookups,
-            scopedRouteLookups: previous.scopedRouteLookups)
-        snapshot.destinationLookups = previous.destinationLookups
+        snapshot = SystemSnapshot(nameservers: snapshot.nameservers)
+    }
+
+    // MARK: What a message means for the kernel's route lookups
+
+    /// What the route lookups depend on beyond the store: the addresses they ask about and the
+    /// gateways their answers named (with the default routes'). ``KernelQueries`` sets it after
+    /// each refresh; a message about anything else asks the kernel nothing.
+    struct LookupWatch: Equatable, Sendable {
+        var addresses: [IPAddress]
+        var gateways: Set<IPAddress> = []
+    }
+
+    /// One message applied, with what it means for the lookups.
+    struct Absorbed: Equatable {
+        /// The snapshot changed.
+        var changed = false
+        /// The kernel's route choice may have changed: ask it again before the next publish.
+        var asksLookups = false
+        /// The message announces a change the kernel may finish after announcing it: IPv4's
+        /// `fib_table_delete` sends RTM_DELROUTE before unlinking the route, a nexthop is
+        /// announced deleted before its routes go, an address before the routes through it. A
+        /// lookup made now can still find the old state, and nothing more will be sent, so the
+        /// lookups are asked again shortly after.
+        var announcesRemoval = false
+    }
+
+    /// Applies one message (as ``apply(_:)``) and says what it means for the lookups in `watch`:
+    /// a link that changed, any address, a route of any table that covers a watched address,
+    /// rules, nexthops and a watched gateway's neighbour entry ask again; a batch of routes
+    /// elsewhere, or a LAN host's neighbour entry, asks nothing.
+    mutating func absorb(_ message: RtnetlinkMessage, watching watch: LookupWatch) -> Absorbed {
+        switch message {
+        case .newLink:
+            // A link message that changes nothing kept (statistics, an MTU) changes no route.
+            let changed = apply(message)
+            return Absorbed(changed: changed, asksLookups: changed, announcesRemoval: changed)
+        case .ignoredRoute(let coverage):
+            let covers = watch.addresses.contains(where: coverage.covers)
+            return Absorbed(asksLookups: covers, announcesRemoval: covers)
+        case .neighbour(let address):
+            // Only a gateway's reachability moves the kernel's choice; every other neighbour (the
+            // LAN's hosts, refreshed all the time) costs a set lookup.
+            return Absorbed(asksLookups: watch.gateways.contains(address))
+        case .networkConfiguration:
+            return Absorbed(asksLookups: true)
+        case .newAddress, .newDefaultRoute:
+            // Announced after the kernel made them: no recheck needed.
+            return Absorbed(changed: apply(message), asksLookups: true)
+        case .done, .error, .other:
+            return Absorbed()
+        case .deleteLink, .deleteAddress, .deleteDefaultRoute, .routingPolicy:
+            // Addresses count even unchanged: a flag the store does not keep (deprecated,
+            // optimistic) changes which source the kernel picks.
+            return Absorbed(changed: apply(message), asksLookups: true, announcesRemoval: true)
+        }
     }
 }
 #endif

@@ -138,7 +138,7 @@ public final class SystemPathSource: PathSource {
             let sender = EngineReference()
             let engine = NetlinkEngine(
                 configuration: configuration,
-                destinations: { [weak self] in self?.state.withLock { Set($0.destinationCounts.keys) } ?? [] },
+                destinations: Set(state.destinationCounts.keys),
                 publish: { [weak self] snapshot in
                     guard let engine = sender.engine else { return }
                     self?.deliver(snapshot, from: engine)
@@ -179,12 +179,13 @@ public final class SystemPathSource: PathSource {
     /// otherwise the engine's first snapshot has them.
     public func lookUpRoutes(to destinations: [IPAddress]) -> PathSubscription {
         #if os(Linux)
+        // The engine is told inside the lock, so two callers' sets cannot arrive in the wrong order.
         let engine = state.withLock { state -> NetlinkEngine? in
             for destination in destinations { state.destinationCounts[destination, default: 0] += 1 }
+            state.engine?.setDestinations(Set(state.destinationCounts.keys))
             return state.engine
         }
         if let engine {
-            engine.requestRefresh()
             let deadline = Date().addingTimeInterval(5)
             delivered.lock()
             while !state.withLock({ state in
@@ -194,14 +195,13 @@ public final class SystemPathSource: PathSource {
         }
         return PathSubscription { [weak self] in
             guard let self else { return }
-            let engine = self.state.withLock { state -> NetlinkEngine? in
+            self.state.withLock { state in
                 for destination in destinations {
                     let count = (state.destinationCounts[destination] ?? 1) - 1
                     state.destinationCounts[destination] = count > 0 ? count : nil
                 }
-                return state.engine
+                state.engine?.setDestinations(Set(state.destinationCounts.keys))
             }
-            engine?.requestRefresh()
         }
         #else
         return PathSubscription {}

@@ -317,39 +317,53 @@ struct RtnetlinkParserRouteTests {
         #expect(!RouteCoverage.nothing.covers(ip("8.8.8.8")))
     }
 
+    /// What the engine does with one received buffer: parse it and let the store say what each
+    /// message means for the lookups.
+    private func absorb(
+        _ bytes: NetlinkBytes, into store: inout SnapshotStore, watching watch: SnapshotStore.LookupWatch
+    ) -> SnapshotStore.Absorbed {
+        var total = SnapshotStore.Absorbed()
+        for case .success(let envelope) in RtnetlinkParser.parse(bytes.bytes) {
+            let absorbed = store.absorb(envelope.message, watching: watch)
+            total.changed = total.changed || absorbed.changed
+            total.asksLookups = total.asksLookups || absorbed.asksLookups
+            total.announcesRemoval = total.announcesRemoval || absorbed.announcesRemoval
+        }
+        return total
+    }
+
     @Test func aBatchOfRoutesElsewhereAsksTheKernelNothing() {
-        var reader = MessageReader(sysfs: nil)
-        reader.lookupsStale = false
+        var store = SnapshotStore()
+        let watch = KernelQueries().watch
         var batch = NetlinkBytes()
         for third in 0..<200 {
             batch = batch.message(
                 NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 32),
                 attributes: [.address(NL.rtaDst, "10.99.\(third).1"), .u32(NL.rtaOif, 2)])
         }
-        _ = batch.bytes.withUnsafeBytes { reader.apply($0) }
-        #expect(!reader.lookupsStale, "no route of the batch covers 8.8.8.8 or 2001:4860:4860::8888")
+        #expect(
+            !absorb(batch, into: &store, watching: watch).asksLookups,
+            "no route of the batch covers 8.8.8.8 or 2001:4860:4860::8888")
         let split = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 1),
             attributes: [.address(NL.rtaDst, "0.0.0.0"), .u32(NL.rtaOif, 5)])
-        _ = split.bytes.withUnsafeBytes { reader.apply($0) }
-        #expect(reader.lookupsStale, "0.0.0.0/1 covers 8.8.8.8")
+        #expect(absorb(split, into: &store, watching: watch).asksLookups, "0.0.0.0/1 covers 8.8.8.8")
     }
 
     @Test func aRemovalIsAskedAboutAgainButAnAdditionIsNot() {
         // IPv4 announces RTM_DELROUTE before it unlinks the route, so a lookup on the notification
         // can still find it: removals schedule rechecks, additions (announced after) do not.
-        var reader = MessageReader(sysfs: nil)
-        reader.removalSeen = false
+        var store = SnapshotStore()
+        let watch = KernelQueries().watch
         let add = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        _ = add.bytes.withUnsafeBytes { reader.apply($0) }
-        #expect(reader.lookupsStale && !reader.removalSeen)
+        let added = absorb(add, into: &store, watching: watch)
+        #expect(added.asksLookups && !added.announcesRemoval)
         let delete = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        _ = delete.bytes.withUnsafeBytes { reader.apply($0) }
-        #expect(reader.removalSeen)
+        #expect(absorb(delete, into: &store, watching: watch).announcesRemoval)
     }
 }
 

@@ -256,6 +256,24 @@ struct SnapshotStoreTests {
         ])
     }
 
+    @Test func onlyWhatTheLookupsDependOnAsksTheKernelAgain() {
+        var store = SnapshotStore()
+        let watch = SnapshotStore.LookupWatch(addresses: [ip("8.8.8.8")], gateways: [ip("192.0.2.1")])
+        // A LAN host's neighbour entry changes all the time and moves no route.
+        #expect(store.absorb(.neighbour(ip("192.0.2.77")), watching: watch) == SnapshotStore.Absorbed())
+        #expect(
+            store.absorb(.neighbour(ip("192.0.2.1")), watching: watch)
+                == SnapshotStore.Absorbed(asksLookups: true), "the gateway's entry decides a multipath leg")
+        let eth0 = SystemSnapshot.Link(index: 2, name: "eth0")
+        #expect(
+            store.absorb(.newLink(eth0), watching: watch)
+                == SnapshotStore.Absorbed(changed: true, asksLookups: true, announcesRemoval: true))
+        #expect(store.absorb(.newLink(eth0), watching: watch) == SnapshotStore.Absorbed(), "nothing kept changed")
+        #expect(
+            store.absorb(.routingPolicy, watching: watch)
+                == SnapshotStore.Absorbed(asksLookups: true, announcesRemoval: true))
+    }
+
     @Test func nameserversChangeOnlyWhenDifferent() {
         var store = SnapshotStore()
         let changes = [

@@ -1,0 +1,150 @@
+#if os(Linux)
+import NetReachSystem
+
+/// The kernel's own route choices, which the snapshot carries beside the links, addresses and
+/// default routes the ``SnapshotStore`` keeps: where traffic to the internet goes per family, bound
+/// to each other interface that could carry it, and to each monitored destination. The engine
+/// marks them ``stale`` when a message can change them; ``snapshot(of:removalSeen:destinations:requests:probe:buffer:)``
+/// asks again then, and adds the answers to the store's snapshot.
+///
+/// "The internet" is not one address: a VPN's host route to its DNS server, or a network's
+/// `blackhole 8.8.8.8/32`, covers one destination and must not decide for all of them. Each
+/// family's candidates (``SystemPathSource/Configuration/routeLookupAddresses``, never contacted)
+/// are asked in order until one is routed by a default route (prefix 0); otherwise the one whose
+/// route is broadest (shortest prefix, the table entry the kernel matched: `ip route get fibmatch`)
+/// stands for the internet. A destination no route matches at all counts as broadest: that is
+/// where "the internet" has no route either. A refused one counts as narrowest (the kernel tells no
+/// refusing route's prefix, even to `fibmatch`), so a refusal decides only when every candidate is
+/// refused (a kill switch, a `blackhole default`).
+struct KernelQueries {
+    /// Global addresses whose routes stand for "the internet", per family in order of preference.
+    let lookupAddresses: [IPAddress]
+    /// Set when the kernel's answers may have changed (by a message, a due recheck or expiry, new
+    /// destinations): the next snapshot asks again, once.
+    var stale = true
+    /// What the last answers depend on, for ``SnapshotStore/absorb(_:watching:)``. A change of
+    /// destinations always marks the lookups stale, so this is never behind when a message is read.
+    private(set) var watch: SnapshotStore.LookupWatch
+    /// When to ask again with no message: a route the last answers chose expires (an IPv6 route
+    /// from a router advertisement, which the kernel then stops using without a word), or a
+    /// removal is due to be rechecked. `nil`: not until something happens.
+    private(set) var wakeAt: ContinuousClock.Instant?
+    /// When a route the last answers chose expires.
+    private var nextExpiry: ContinuousClock.Instant?
+    /// When the next recheck after a removal is due.
+    private var recheckAt: ContinuousClock.Instant?
+    /// How far along the rechecks after the last removal are (an index into `recheckDelays`; at
+    /// its end, none is due).
+    private var recheckStage = KernelQueries.recheckDelays.count
+    private var routeLookups: [IPAddress.Family: RouteLookup] = [:]
+    private var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
+    private var destinationLookups: [IPAddress: RouteLookup] = [:]
+
+    /// When a removal is asked about again. The kernel announces some removals before it has made
+    /// them (``SnapshotStore/Absorbed/announcesRemoval``), and nothing more will be sent: so a
+    /// batch with one is asked about again shortly after, twice.
+    static let recheckDelays: [Duration] = [.milliseconds(20), .milliseconds(200)]
+
+    init(lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses) {
+        self.lookupAddresses = lookupAddresses
+        watch = SnapshotStore.LookupWatch(addresses: lookupAddresses)
+    }
+
+    /// `kernel` (the store's snapshot) with the kernel's route choices added, asked again first
+    /// when they are stale or due. `removalSeen`: the messages since the last call announced a
+    /// removal, so the answers are asked again after ``recheckDelays``.
+    mutating func snapshot(
+        of kernel: SystemSnapshot, removalSeen: Bool, destinations: Set<IPAddress>,
+        requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> SystemSnapshot {
+        let now = ContinuousClock.now
+        if let wakeAt, now >= wakeAt { stale = true }
+        if stale {
+            try refresh(
+                kernel, removalSeen: removalSeen, destinations: destinations, now: now, requests: &requests,
+                probe: probe, buffer: buffer)
+        }
+        var snapshot = kernel
+        snapshot.routeLookups = routeLookups
+        snapshot.scopedRouteLookups = scopedRouteLookups
+        snapshot.destinationLookups = destinationLookups
+        return snapshot
+    }
+
+    /// Asks the kernel again, the way a program's socket gets its route (``RouteQuery``).
+    private mutating func refresh(
+        _ kernel: SystemSnapshot, removalSeen: Bool, destinations: Set<IPAddress>, now: ContinuousClock.Instant,
+        requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) {
+        stale = false
+        var lookups: [IPAddress.Family: RouteLookup] = [:]
+        var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
+        var earliest: ContinuousClock.Instant?
+        func noteExpiry(_ seconds: Double?) {
+            // A few milliseconds late, so the kernel already treats the route as expired.
+            guard let seconds else { return }
+            let expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
+            earliest = min(earliest ?? expiry, expiry)
+        }
+        for family in [IPAddress.Family.ipv4, .ipv6] {
+            var best: (address: IPAddress, answer: RouteQuery.Answer, breadth: Int)?
+            for candidate in lookupAddresses where candidate.family == family {
+                let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
+                let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
+                if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
+                if breadth == 0 { break }
+            }
+            guard let best else { continue }
+            lookups[family] = best.answer.lookup
+            noteExpiry(best.answer.expiresIn)
+            guard case .route(let chosen) = best.answer.lookup else { continue }
+            var addressed = Set<Int>()
+            for entry in kernel.addressTable.values where entry.address.family == family && entry.isUsable {
+                addressed.insert(entry.interfaceIndex)
+            }
+            let legs = Set(chosen.nextHops.map(\.interfaceIndex) + [chosen.interfaceIndex])
+            for link in kernel.links.values
+            where !legs.contains(link.index) && link.isOperational && !link.isLoopback && addressed.contains(link.index)
+            {
+                let bound = try RouteQuery.bound(
+                    to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
+                scoped[family, default: [:]][link.index] = bound.lookup
+                noteExpiry(bound.expiresIn)
+            }
+        }
+        var answers: [IPAddress: RouteLookup] = [:]
+        for destination in destinations {
+            let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
+            answers[destination] = answer.lookup
+            noteExpiry(answer.expiresIn)
+        }
+        routeLookups = lookups
+        scopedRouteLookups = scoped
+        destinationLookups = answers
+        nextExpiry = earliest
+        if removalSeen {
+            recheckStage = 0
+        } else if let due = recheckAt, now >= due {
+            recheckStage += 1
+        }
+        recheckAt = recheckStage < Self.recheckDelays.count ? now + Self.recheckDelays[recheckStage] : nil
+        wakeAt = [nextExpiry, recheckAt].compactMap { $0 }.min()
+        let gateways = Self.gateways(kernel: kernel, lookups: lookups, scoped: scoped, destinations: answers)
+        watch = SnapshotStore.LookupWatch(addresses: lookupAddresses + destinations, gateways: gateways)
+    }
+
+    /// Every gateway the snapshot names: of default routes, of the lookups and their legs.
+    private static func gateways(
+        kernel: SystemSnapshot, lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]],
+        destinations: [IPAddress: RouteLookup]
+    ) -> Set<IPAddress> {
+        var gateways = Set(kernel.defaultRoutes.compactMap(\.gateway))
+        let answers = Array(lookups.values) + scoped.values.flatMap(\.values) + Array(destinations.values)
+        for case .route(let route) in answers {
+            if let gateway = route.gateway { gateways.insert(gateway) }
+            gateways.formUnion(route.nextHops.compactMap(\.gateway))
+        }
+        return gateways
+    }
+}
+#endif
