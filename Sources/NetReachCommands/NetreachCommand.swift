@@ -48,7 +48,13 @@ package struct NetreachCommand: ParsableCommand {
         do {
             var command = try parseAsRoot(arguments)
             if let subcommand = command as? any NetreachSubcommand {
-                try await subcommand.run(capabilities)
+                do {
+                    try await subcommand.run(capabilities)
+                } catch let error as ValidationError {
+                    // Options a command checks as it runs are a usage error, in parse's words.
+                    try? StandardStream.error.writeLine(usageError(error, in: type(of: subcommand)))
+                    return .validationFailure
+                }
             } else {
                 try command.run() // the root alone: its help
             }
@@ -70,5 +76,21 @@ package struct NetreachCommand: ParsableCommand {
             }
             return status
         }
+    }
+
+    /// What ArgumentParser prints for a `ValidationError` thrown while it parses `command`, for
+    /// one the command throws as it runs: the message, the command's usage, where its help is.
+    ///
+    /// ```swift
+    /// usageError(ValidationError("--retries must be between 0 and 10."), in: GetCommand.self)
+    /// // Error: --retries must be between 0 and 10.
+    /// // Usage: netreach get [<options>] <url>
+    /// //   See 'netreach get --help' for more information.
+    /// ```
+    static func usageError(_ error: ValidationError, in command: any ParsableCommand.Type) -> String {
+        let usage = usageString(for: command).replacingOccurrences(
+            of: "\n", with: "\n" + String(repeating: " ", count: 7))
+        let name = "\(configuration.commandName ?? "netreach") \(command._commandName)"
+        return "Error: \(error.message)\nUsage: \(usage)\n  See '\(name) --help' for more information."
     }
 }

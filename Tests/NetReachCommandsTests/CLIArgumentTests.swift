@@ -111,6 +111,29 @@ struct CLIArgumentTests {
         }
     }
 
+    @Test func anOptionCheckedAsTheCommandRunsReadsAsAParseTimeUsageError() async {
+        // watch checks --internet with --to in validate(), while parsing; get checks its options as
+        // it runs. Both must print ArgumentParser's words: the message, the usage, the help hint.
+        let message = "--internet judges the path to the internet; it cannot be combined with --to."
+        do {
+            _ = try NetreachCommand.parseAsRoot([
+                "watch", "--internet", "--probe", "http://127.0.0.1:9/", "--to", "127.0.0.1",
+            ])
+            Issue.record("--internet with --to was accepted")
+        } catch {
+            #expect(
+                NetreachCommand.usageError(ValidationError(message), in: WatchCommand.self)
+                    == NetreachCommand.fullMessage(for: error))
+        }
+        #expect(
+            NetreachCommand.usageError(ValidationError("--retries must be between 0 and 10."), in: GetCommand.self)
+                == """
+                Error: --retries must be between 0 and 10.
+                Usage: netreach get [<options>] <url>
+                  See 'netreach get --help' for more information.
+                """)
+    }
+
     @Test func anEmptyNamespaceIsStillAUsageError() async {
         do {
             _ = try NetreachCommand.parseAsRoot(["status", "--namespace", ""])
