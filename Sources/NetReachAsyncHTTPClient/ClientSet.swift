@@ -19,6 +19,47 @@ import Darwin
 
 // MARK: - Clients made from settings
 
+extension AsyncHTTPClientTransport {
+    /// Creates a transport whose clients are configured by `settings`: trust roots, client
+    /// certificate, certificate verification, proxies (one client per distinct proxy, chosen per
+    /// request by ``NetReachHTTP/ProxySettings/proxy(forScheme:host:)``), connect timeout and the
+    /// decoded-body limit.
+    ///
+    /// Files are read now, so a missing or malformed one throws here rather than on the first
+    /// request. The clients are shut down when the last copy of this transport (and the last
+    /// transfer it started) is gone.
+    ///
+    /// ```swift
+    /// var settings = TransportSettings()
+    /// settings.tls.trustRoots = .file("/etc/my-company/ca.pem")
+    /// settings.connectTimeout = .seconds(5)
+    /// let transport = try AsyncHTTPClientTransport(settings: settings)
+    /// ```
+    ///
+    /// - Throws: ``NetReachHTTP/TransportSettingsError``: a file that cannot be read, a
+    ///   certificate or key that does not load, a proxy URL that is not `http://host[:port]`.
+    public init(settings: TransportSettings) throws(TransportSettingsError) {
+        try self.init(settings: settings, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// As ``init(settings:)``, reading `SSL_CERT_FILE` and `SSL_CERT_DIR` from `environment`
+    /// instead of the process's (for tests).
+    package init(settings: TransportSettings, environment: [String: String]) throws(TransportSettingsError) {
+        try self.init(settings: settings, environment: environment, dnsOverride: [:])
+    }
+
+    /// As ``init(settings:)``, connecting to the addresses `dnsOverride` gives for its host names
+    /// (TLS still names and checks the host): how a connectivity probe is sent over one family.
+    package init(
+        settings: TransportSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+        dnsOverride: [String: String]
+    ) throws(TransportSettingsError) {
+        let clients = try ClientSet(settings: settings, environment: environment, dnsOverride: dnsOverride)
+        self.client = clients.direct
+        self.routing = .owned(clients)
+    }
+}
+
 /// The clients of one transport made from ``NetReachHTTP/TransportSettings``: one per route
 /// (direct, through the http proxy, through the https proxy), since AsyncHTTPClient sets a proxy
 /// per client, and for https with verification one per route and host, since the certificate's
@@ -31,16 +72,16 @@ import Darwin
 final class ClientSet: Sendable {
     let direct: HTTPClient
     /// https through the proxy without verification (with it, a per-host client).
-    private let viaHTTPSProxy: HTTPClient?
-    private let httpProxy: HTTPClient.Configuration.Proxy?
-    private let httpsProxy: HTTPClient.Configuration.Proxy?
-    private let proxy: ProxySettings
+    let viaHTTPSProxy: HTTPClient?
+    let httpProxy: HTTPClient.Configuration.Proxy?
+    let httpsProxy: HTTPClient.Configuration.Proxy?
+    let proxy: ProxySettings
     private let shutsDownOnDeinit: Bool
     /// The configuration every client starts from (no proxy).
-    private let base: HTTPClient.Configuration
-    private let verifiesCertificates: Bool
+    let base: HTTPClient.Configuration
+    let verifiesCertificates: Bool
     /// Per route and host, most recently used last.
-    private let hostClients = Locked<[HostClient]>([])
+    let hostClients = Locked<[HostClient]>([])
     /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
     private let inspectors = Locked<[String: OwnedClient]>([:])
 
@@ -88,54 +129,6 @@ final class ClientSet: Sendable {
         for client in [direct, viaHTTPSProxy].compactMap({ $0 }) {
             client.shutdown { _ in }
         }
-    }
-
-    /// The proxy `request` goes through, if any (`nil`: direct).
-    func route(for request: HTTPRequest) -> HTTPClient.Configuration.Proxy? {
-        let scheme = request.scheme?.lowercased() ?? "http"
-        guard proxy.proxy(forScheme: scheme, host: AsyncHTTPClientTransport.host(of: request.authority ?? "")) != nil
-        else {
-            return nil
-        }
-        switch scheme {
-        case "http": return httpProxy
-        case "https": return httpsProxy
-        default: return nil
-        }
-    }
-
-    /// The client for `request`'s scheme and host, and what the transfer must hold until it ends:
-    /// through its proxy unless ``ProxySettings`` says direct; for https with verification, the
-    /// client of that route and host.
-    func client(for request: HTTPRequest) -> (HTTPClient, holder: AnyObject & Sendable) {
-        let scheme = request.scheme?.lowercased() ?? "http"
-        let route = route(for: request)
-        guard scheme == "https", verifiesCertificates else {
-            switch (scheme, route) {
-            case ("https", _?): return (viaHTTPSProxy ?? direct, self)
-            // Plain http through a proxy too: a direct connection to it, the request in absolute form.
-            default: return (direct, self)
-            }
-        }
-        let identity = ServerIdentity(host: AsyncHTTPClientTransport.host(of: request.authority ?? ""))
-        let holder = hostClients.withLock { clients -> HostClient in
-            if let index = clients.firstIndex(where: { $0.identity == identity && $0.route == route }) {
-                let found = clients.remove(at: index)
-                clients.append(found)
-                return found
-            }
-            var configuration = base
-            configuration.proxy = route
-            // The chain is verified by NIOSSL, the name here, against the URL's host only.
-            configuration.tlsConfiguration?.certificateVerification = .noHostnameVerification
-            configuration.http1_1ConnectionDebugInitializer = identity.connectionCheck()
-            configuration.http2ConnectionDebugInitializer = identity.connectionCheck()
-            let made = HostClient(identity: identity, route: route, client: OwnedClient(configuration))
-            clients.append(made)
-            if clients.count > Self.hostClientLimit { clients.removeFirst() }
-            return made
-        }
-        return (holder.client.client, HolderPair(holder, self))
     }
 
     /// Why the certificate of `request`'s server did not verify: expired, not valid yet, or not
@@ -266,43 +259,5 @@ final class ClientSet: Sendable {
                 username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "")
         }
         return .server(host: bareHost, port: url.port ?? 1080, authorization: authorization)
-    }
-}
-
-/// A client this module made, shut down when the last holder lets go of it.
-final class OwnedClient: Sendable {
-    let client: HTTPClient
-
-    init(_ configuration: HTTPClient.Configuration) {
-        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }
-
-    deinit {
-        // The callback form keeps the client alive until it has shut down.
-        client.shutdown { _ in }
-    }
-}
-
-/// The https client of one route and host (its connections check the certificate's name).
-final class HostClient: Sendable {
-    let identity: ServerIdentity
-    let route: HTTPClient.Configuration.Proxy?
-    let client: OwnedClient
-
-    init(identity: ServerIdentity, route: HTTPClient.Configuration.Proxy?, client: OwnedClient) {
-        self.identity = identity
-        self.route = route
-        self.client = client
-    }
-}
-
-/// Two objects a transfer holds until it ends.
-final class HolderPair: Sendable {
-    let first: AnyObject & Sendable
-    let second: AnyObject & Sendable
-
-    init(_ first: AnyObject & Sendable, _ second: AnyObject & Sendable) {
-        self.first = first
-        self.second = second
     }
 }

@@ -99,13 +99,12 @@ struct ServerIdentity: Sendable, Hashable {
 
     /// A connection initialiser for AsyncHTTPClient that fails the connection, before any request
     /// is written to it, unless the server's certificate names this host.
-    func connectionCheck() -> @Sendable (Channel) -> EventLoopFuture<Void> {
-        { [self] channel in
-            channel.eventLoop.submit {
-                let handler = try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
-                guard let leaf = handler.peerCertificate, isNamed(by: leaf) else {
-                    throw Mismatch(host: host)
-                }
+    /// Set as `http1_1ConnectionDebugInitializer` and `http2ConnectionDebugInitializer`.
+    @Sendable func checkConnection(_ channel: Channel) -> EventLoopFuture<Void> {
+        channel.eventLoop.submit {
+            let handler = try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
+            guard let leaf = handler.peerCertificate, isNamed(by: leaf) else {
+                throw Mismatch(host: host)
             }
         }
     }
