@@ -203,6 +203,161 @@ public final class NetworkService: Sendable {
         }
     }
 
+    // MARK: - Into a file
+
+    /// Downloads the response body straight into a file, in constant memory, resuming where a
+    /// failed attempt stopped.
+    ///
+    /// The bytes go to `NAME.part` beside the file and are renamed over it when whole, so a
+    /// half-finished download never sits under the final name; an existing file keeps its owner
+    /// and mode, and a device or FIFO (`/dev/null`) is written in place, never replaced.
+    ///
+    /// When an attempt fails after part of the body arrived and the retry policy repeats it (only
+    /// idempotent requests, such as GET), the next attempt asks for the rest (`Range: bytes=N-`),
+    /// guarded by `If-Range` with the first response's strong `ETag` or `Last-Modified`, so a body
+    /// that changed in between is sent whole instead of spliced. A server that answers 200 instead
+    /// of 206 sends the body again from the start: the file starts over and
+    /// ``DownloadResponse/restarts`` counts it. A server that gave no validator is not asked for a
+    /// range (the parts could come from two versions), so a retry starts over.
+    ///
+    /// With `resume`, a `NAME.part` left by an earlier failed call (or a regular file at `NAME`)
+    /// is continued the same way; since its validator is not known any more, the first request asks
+    /// for the rest without `If-Range`, as `curl -C -` does.
+    ///
+    /// A request with its own `Range` header is sent as it is, and the part the server sends (206)
+    /// is the file, as curl saves it; a retry asks for the same range and the file starts over.
+    ///
+    /// - Parameters:
+    ///   - request: what to send; usually a GET.
+    ///   - destination: a file URL.
+    ///   - resume: continue a partial file left by an earlier call.
+    ///   - progress: bytes in the file so far, and the full length if known; after a restart the
+    ///     count starts again from zero.
+    /// - Returns: the final response's head and what the transfer took.
+    /// - Throws: ``NetworkError``; ``NetworkError/cannotWrite(_:)`` when the file cannot be written
+    ///   (full disk, no permission), never retried. On failure the partial file is kept (as
+    ///   `NAME.part`) when the request could resume, and removed otherwise.
+    ///
+    /// ```swift
+    /// let result = try await service.download(.get("/images/disk.iso"),
+    ///                                         to: URL(fileURLWithPath: "disk.iso")) { received, total in
+    ///     print(received, total ?? -1)
+    /// }
+    /// print(result.bytes, result.resumedAt)   // e.g. 734003200 [52428800]
+    /// ```
+    public func download(
+        _ request: Request, to destination: URL, resume: Bool = false,
+        progress: (@Sendable (_ received: Int64, _ expected: Int64?) -> Void)? = nil
+    ) async throws(NetworkError) -> DownloadResponse {
+        let file: OutputFile
+        do throws(OutputFileError) { file = try OutputFile.open(destination.path, resume: resume) } catch {
+            throw .cannotWrite(error.description)
+        }
+        // A range the caller asked for is sent as it is, on every attempt, and its 206 is the
+        // body (as `curl -r` or `-H 'Range: ...' -o` saves it): no range of our own then.
+        let askedRange = request.headerFields[.range] != nil
+        let canResume = request.isIdempotent && !askedRange
+        let state = DownloadState(present: file.resumeOffset, validator: nil, trustedWithoutValidator: resume)
+        do throws(NetworkError) {
+            let head = try await perform(
+                request,
+                prepare: { head in
+                    if askedRange { return }
+                    head.headerFields[.range] = nil
+                    head.headerFields[.ifRange] = nil
+                    guard canResume, let range = state.rangeRequest() else { return }
+                    head.headerFields[.range] = range.range
+                    if let validator = range.ifRange { head.headerFields[.ifRange] = validator }
+                },
+                accepts: { response in
+                    // Asked for the rest of a file that is already whole.
+                    !askedRange && response.status.code == 416 && state.isWholeAccording(to: response)
+                },
+                read: { exchange throws(AttemptFailure) in
+                    try await Self.receive(
+                        exchange, into: file, state: state, askedRange: askedRange, progress: progress)
+                })
+            do throws(OutputFileError) { try file.commit() } catch {
+                throw NetworkError.cannotWrite(error.description).after(attempts: head.attempts)
+            }
+            let snapshot = state.snapshot
+            return DownloadResponse(
+                status: head.status, headerFields: head.headerFields, url: head.url, fileURL: destination,
+                bytes: snapshot.present, attempts: head.attempts, waitedForConnectivity: head.waited,
+                resumedAt: snapshot.resumedAt, restarts: snapshot.restarts)
+        } catch {
+            file.abandon(keepPartial: canResume && file.resumeOffset + file.written > 0)
+            throw error
+        }
+    }
+
+    /// The head of the response a download finished with.
+    struct DownloadHead: Sendable {
+        var status: HTTPResponse.Status
+        var headerFields: HTTPFields
+        var url: URL
+        var attempts: Int
+        var waited: Duration
+    }
+
+    /// Reads one attempt's body into `file`: appended after a 206 that continues it, from the start
+    /// after a 200.
+    private static func receive(
+        _ exchange: Exchange, into file: OutputFile, state: DownloadState, askedRange: Bool,
+        progress: (@Sendable (Int64, Int64?) -> Void)?
+    ) async throws(AttemptFailure) -> DownloadHead {
+        let head = DownloadHead(
+            status: exchange.head.status, headerFields: exchange.head.headerFields,
+            url: exchange.url, attempts: exchange.attempt, waited: exchange.waited)
+        if exchange.head.status.code == 416 { return head } // already whole (see `accepts`)
+        var present = state.snapshot.present
+        let expected: Int64?
+        if exchange.head.status.code == 206 && !askedRange {
+            guard let range = ContentRange(exchange.head.headerFields[.contentRange] ?? ""), range.start == present
+            else {
+                throw .transport(
+                    TransportError(
+                        .invalidResponse,
+                        "206 with Content-Range '\(exchange.head.headerFields[.contentRange] ?? "")', asked for bytes \(present)-"
+                    ))
+            }
+            state.resumed(at: present)
+            expected = range.total
+        } else {
+            if present > 0 {
+                do throws(OutputFileError) { try file.truncateForRestart() } catch {
+                    throw .local(.cannotWrite(error.description))
+                }
+                state.restarted()
+                present = 0
+            }
+            if case .known(let length) = exchange.body.length { expected = length } else { expected = nil }
+        }
+        // A 206 continues the body the validator guards; a 200 is a (possibly new) body of its own.
+        state.remember(
+            validator: Validator(exchange.head.headerFields), total: expected,
+            replacing: exchange.head.status.code != 206)
+        progress?(present, expected)
+        do {
+            for try await chunk in exchange.body {
+                do throws(OutputFileError) { try file.write(chunk) } catch {
+                    throw AttemptFailure.local(.cannotWrite(error.description))
+                }
+                present += Int64(chunk.count)
+                state.wrote(chunk.count)
+                progress?(present, expected)
+            }
+        } catch let error as AttemptFailure {
+            throw error
+        } catch {
+            throw .transport(error as? TransportError ?? TransportError(.other, String(describing: error)))
+        }
+        if let expected, present != expected {
+            throw .transport(TransportError(.connectionLost, "the body ended after \(present) of \(expected) bytes"))
+        }
+        return head
+    }
+
     // MARK: - The attempt loop
 
     /// One attempt's response, handed to what reads its body.
@@ -260,8 +415,12 @@ public final class NetworkService: Sendable {
             while true {
                 if Task.isCancelled { throw .cancelled }
                 attempt += 1
-                waited += try await clearance(
-                    for: request, url: url, policy: policy, monitor: monitor, until: resourceDeadline)
+                // A policy that neither waits nor denies lets every path through (an unsatisfied one
+                // is attempted and explained), so the path is not asked before the attempt.
+                if needsPathFirst {
+                    waited += try await clearance(
+                        for: request, url: url, policy: policy, monitor: monitor, until: resourceDeadline)
+                }
                 let remaining = resourceDeadline - clock.now
                 guard remaining > .zero else { throw .timedOut(path: monitor?.currentPath) }
 
