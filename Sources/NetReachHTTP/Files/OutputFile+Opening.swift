@@ -11,7 +11,8 @@ import Darwin
 
 // Opening an output file: what the path names (a regular file, a device or FIFO, an open file
 // through /proc), the `NAME.part` beside it created exclusively and locked, and the copy a resumed
-// download starts from. What is written, and how the file is finished, is in `OutputFile.swift`.
+// download starts from. What is written is in `OutputFile.swift`, how the file is finished in
+// `OutputFile+Finishing.swift`.
 extension OutputFile {
 
     /// Opens `path` for writing a body, as described on ``OutputFile``.
@@ -297,6 +298,20 @@ extension OutputFile {
                 descriptor, UnsafeRawBufferPointer(rebasing: buffer[..<count]),
                 counting: &copied, operation: .copy, file: partial, path: path)
         }
+    }
+
+    /// Whether `path` names the file open as `descriptor` (same device and inode).
+    static func names(_ path: String, _ descriptor: Int32) -> Bool {
+        var named = stat()
+        var open = stat()
+        return lstat(path, &named) == 0 && fstat(descriptor, &open) == 0
+            && named.st_dev == open.st_dev && named.st_ino == open.st_ino
+    }
+
+    /// "dir" for "dir/name", "." for "name", "/" for "/name".
+    static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     private static func openRetryingInterrupts(
