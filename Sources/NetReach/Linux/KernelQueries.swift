@@ -135,7 +135,8 @@ struct KernelQueries {
 
     /// Every gateway the snapshot names: of default routes, of the lookups and their legs.
     private static func gateways(
-        kernel: SystemSnapshot, lookups: [IPAddress.Family: RouteLookup], scoped: [IPAddress.Family: [Int: RouteLookup]],
+        kernel: SystemSnapshot, lookups: [IPAddress.Family: RouteLookup],
+        scoped: [IPAddress.Family: [Int: RouteLookup]],
         destinations: [IPAddress: RouteLookup]
     ) -> Set<IPAddress> {
         var gateways = Set(kernel.defaultRoutes.compactMap(\.gateway))
