@@ -121,6 +121,11 @@ struct KernelQueries {
         routeLookups = lookups
         scopedRouteLookups = scoped
         destinationLookups = answers
+        // `rta_expires` counts whole ticks, rounded down: asked in the last tick before a route
+        // expires, the kernel says 0, which reads as "never" (`RouteQuery`). An expiry learnt
+        // earlier and still ahead is kept, so that answer cannot cancel the wake-up; once it has
+        // passed, it goes.
+        if let known = nextExpiry, known > now { earliest = min(earliest ?? known, known) }
         nextExpiry = earliest
         if removalSeen {
             recheckStage = 0
