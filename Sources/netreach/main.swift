@@ -12,7 +12,19 @@ import Musl
 // `netreach`: every command in one executable. What the commands may use from outside themselves
 // is decided here and handed to them: AsyncHTTPClient for `get` and the probes, and entering a
 // namespace by running again inside it (NamespaceEntry).
-StandardDescriptors.prepare()
+// First, before anything opens a file. SIGPIPE is ignored, so writing to a pipe whose reader has
+// gone (`netreach watch | head -1`) fails with EPIPE, which the commands report as
+// `outputFailed`, instead of killing the process with status 141 before it can say anything. A
+// closed standard descriptor (`netreach status >&-`) is taken by /dev/null opened read-only:
+// writing to it still fails (EBADF), but the next file opened cannot become descriptor 1 and
+// receive the output (the monitor's netlink socket did, and `status >&-` exited 0).
+signal(SIGPIPE, SIG_IGN)
+for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+    let opened = open("/dev/null", O_RDONLY)
+    // open returns the lowest free descriptor, which is this one (lower ones are open or were
+    // taken on earlier turns); anything else is closed again.
+    if opened >= 0, opened != descriptor { close(opened) }
+}
 let capabilities = Capabilities(
     makeTransport: AsyncHTTPClientTransport.init(settings:),
     makeProber: { AsyncHTTPClientProber() },

@@ -18,7 +18,7 @@ import Darwin
 /// shared mutable state.
 ///
 /// A write that fails throws ``WriteError``: output that could not be written must not look like
-/// success. (`netreach` ignores SIGPIPE, see ``StandardDescriptors/prepare()``, so a reader that has
+/// success. (`netreach` ignores SIGPIPE, in its `main.swift`, so a reader that has
 /// gone is an `EPIPE` here rather than death by signal.)
 package enum StandardStream: Sendable {
     case output, error

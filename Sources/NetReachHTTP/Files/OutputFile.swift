@@ -148,7 +148,7 @@ package final class OutputFile: @unchecked Sendable {
     /// reader has gone, `EFBIG`, `EBADF` after ``commit()``) throws an ``OutputFileError`` carrying
     /// errno, and from then on every write and ``commit()`` throws the same error: a body with a
     /// hole is never committed, and the final name never sees it. (`EPIPE` needs SIGPIPE ignored,
-    /// as `StandardDescriptors.prepare()` in the CLI does; otherwise the signal ends the process first.)
+    /// as `netreach`'s `main.swift` does; otherwise the signal ends the process first.)
     ///
     /// ```swift
     /// try chunk.withUnsafeBytes { try file.write($0) }
