@@ -226,7 +226,7 @@ final class NetlinkEngine: @unchecked Sendable {
         var needsResync = forced
         var changed = false
         readLoop: while true {
-            switch try Self.receive(events.fd, into: buffer) {
+            switch try events.receive(into: buffer) {
             case .wouldBlock: break readLoop
             case .overrun: needsResync = true
             case .bytes(let count):
@@ -274,10 +274,10 @@ final class NetlinkEngine: @unchecked Sendable {
     ) throws(PathMonitorError) {
         // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
         // drop it all, past any further overrun, until the socket is empty.
-        try Self.discardPending(events.fd, buffer: buffer)
+        try Self.discardPending(events, buffer: buffer)
         for _ in 0..<Self.resyncAttempts {
             // Replies to a dump that an earlier attempt gave up on must not be read as this one's.
-            try Self.discardPending(dumps.fd, buffer: buffer)
+            try Self.discardPending(dumps, buffer: buffer)
             kernel.store.resetKernelState()
             var consistent = true
             for dump in NetlinkSocket.Dump.allCases {
@@ -296,15 +296,11 @@ final class NetlinkEngine: @unchecked Sendable {
         let sequence = try socket.requestDump(dump)
         var consistent = true
         while true {
-            let ready: Int16
-            do throws(SystemError) {
-                ready = try SystemCall.poll(socket.fd, events: Int16(POLLIN), timeout: Self.dumpTimeout)
-            } catch {
-                throw .netlinkFailed(operation: "poll", errno: error.code)
+            guard try socket.waitReadable(within: Self.dumpTimeout) else {
+                throw .dumpFailed("no answer from the kernel within \(Self.dumpTimeout)")
             }
-            guard ready != 0 else { throw .dumpFailed("no answer from the kernel within \(Self.dumpTimeout)") }
             let count: Int
-            switch try Self.receive(socket.fd, into: buffer) {
+            switch try socket.receive(into: buffer) {
             case .wouldBlock: continue
             case .overrun:
                 consistent = false // keep reading: a new dump cannot start before this one ends
@@ -341,18 +337,10 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// Reads and drops whatever `descriptor` has queued, past any overrun, until it is empty.
     private static func discardPending(
-        _ descriptor: Int32, buffer: UnsafeMutableRawBufferPointer
+        _ socket: borrowing NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) {
         while true {
-            if case .wouldBlock = try receive(descriptor, into: buffer) { return }
-        }
-    }
-
-    private static func receive(
-        _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> SystemCall.Received {
-        do throws(SystemError) { return try SystemCall.receive(descriptor, into: buffer) } catch {
-            throw .netlinkFailed(operation: "recv", errno: error.code)
+            if case .wouldBlock = try socket.receive(into: buffer) { return }
         }
     }
 

@@ -5,8 +5,8 @@ import NetReachSystem
 
 /// A NETLINK_ROUTE socket: either subscribed to link, address, route, rule and nexthop changes of
 /// both families (the *events* socket), or joined to no group (the *requests* socket, for dumps and
-/// route lookups, whose buffer a flood of notifications can never fill). Thin: it opens, joins and
-/// sends; datagrams are read with `SystemCall.receive`, and parsing and state live elsewhere.
+/// route lookups, whose buffer a flood of notifications can never fill). Thin: it opens, joins,
+/// sends and receives; parsing and state live elsewhere.
 struct NetlinkSocket: ~Copyable {
     let fd: Int32
     private(set) var portID: UInt32 = 0
@@ -138,12 +138,28 @@ struct NetlinkSocket: ~Copyable {
     /// Sends one request whose sequence number is already in it. The kernel answers (or queues
     /// the first part of a dump) before the call returns; an unconnected netlink socket's datagram
     /// goes to the kernel.
-    private func send(_ request: [UInt8]) throws(PathMonitorError) {
+    func send(_ request: [UInt8]) throws(PathMonitorError) {
         let sent = request.withUnsafeBytes { raw in
             Result { () throws(SystemError) in try SystemCall.writeAll(fd, raw) }
         }
         do throws(SystemError) { try sent.get() } catch {
             throw .netlinkFailed(operation: "send", errno: error.code)
+        }
+    }
+
+    /// Receives one datagram into `buffer`: its size, nothing queued, or an overrun (ENOBUFS).
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(PathMonitorError) -> SystemCall.Received {
+        do throws(SystemError) { return try SystemCall.receive(fd, into: buffer) } catch {
+            throw .netlinkFailed(operation: "recv", errno: error.code)
+        }
+    }
+
+    /// Waits up to `timeout` for something to read; `false` when the time ran out.
+    func waitReadable(within timeout: Duration) throws(PathMonitorError) -> Bool {
+        do throws(SystemError) {
+            return try SystemCall.poll(fd, events: Int16(POLLIN), timeout: timeout) != 0
+        } catch {
+            throw .netlinkFailed(operation: "poll", errno: error.code)
         }
     }
 }

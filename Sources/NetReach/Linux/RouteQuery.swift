@@ -1,6 +1,5 @@
 #if os(Linux)
 import Glibc
-import NetReachSystem
 
 /// One route lookup: the `RTM_GETROUTE` request `ip route get ADDRESS [from SOURCE] [oif DEV]
 /// [fibmatch]` sends and the reading of the kernel's answer, as bytes (pure, so both are tested
@@ -274,10 +273,9 @@ extension RouteQuery {
             guard let gateway = judged[index].gateway else { continue }
             requests.sequence &+= 1
             let sequence = requests.sequence
-            try send(
-                neighbourRequest(for: gateway, interfaceIndex: judged[index].interfaceIndex, sequence: sequence),
-                on: requests.fd)
-            let answer = try awaitAnswer(on: requests.fd, buffer: buffer, what: "a neighbour lookup") { bytes in
+            try requests.send(
+                neighbourRequest(for: gateway, interfaceIndex: judged[index].interfaceIndex, sequence: sequence))
+            let answer = try awaitAnswer(on: requests, buffer: buffer, what: "a neighbour lookup") { bytes in
                 neighbourAnswer(in: bytes, sequence: sequence)
             }
             if case .state(let state) = answer, state & validNeighbourStates == 0 {
@@ -294,49 +292,30 @@ extension RouteQuery {
     ) throws(PathMonitorError) -> Answer {
         requests.sequence &+= 1
         let sequence = requests.sequence
-        try send(
+        try requests.send(
             request(
                 for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
-                sequence: sequence),
-            on: requests.fd)
-        return try awaitAnswer(on: requests.fd, buffer: buffer, what: "a route lookup") { bytes in
+                sequence: sequence))
+        return try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
             answer(in: bytes, sequence: sequence, ticksPerSecond: ticksPerSecond)
-        }
-    }
-
-    /// Sends one request to the kernel (an unconnected netlink socket's datagram goes to it).
-    private static func send(_ request: [UInt8], on descriptor: Int32) throws(PathMonitorError) {
-        let sent = request.withUnsafeBytes { raw in
-            Result { () throws(SystemError) in try SystemCall.writeAll(descriptor, raw) }
-        }
-        do throws(SystemError) { try sent.get() } catch {
-            throw .netlinkFailed(operation: "send", errno: error.code)
         }
     }
 
     /// Reads the requests socket until `answer` finds the reply it waits for.
     private static func awaitAnswer<Found>(
-        on descriptor: Int32, buffer: UnsafeMutableRawBufferPointer, what: String,
+        on requests: borrowing NetlinkSocket, buffer: UnsafeMutableRawBufferPointer, what: String,
         _ answer: (UnsafeRawBufferPointer) -> Found?
     ) throws(PathMonitorError) -> Found {
         while true {
-            let received: SystemCall.Received
-            do throws(SystemError) { received = try SystemCall.receive(descriptor, into: buffer) } catch {
-                throw .netlinkFailed(operation: "recv", errno: error.code)
-            }
-            switch received {
+            switch try requests.receive(into: buffer) {
             case .bytes(let count):
                 if let found = answer(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { return found }
             case .overrun:
                 continue
             case .wouldBlock:
-                let ready: Int16
-                do throws(SystemError) {
-                    ready = try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: answerTimeout)
-                } catch {
-                    throw .netlinkFailed(operation: "poll", errno: error.code)
+                guard try requests.waitReadable(within: answerTimeout) else {
+                    throw .dumpFailed("no answer to \(what) within \(answerTimeout)")
                 }
-                guard ready != 0 else { throw .dumpFailed("no answer to \(what) within \(answerTimeout)") }
             }
         }
     }
