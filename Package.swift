@@ -33,6 +33,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // `serve`: the HTTP server (no configuration or full-Foundation traits: neither is used),
+        // its lifecycle (SIGTERM drains), and metrics in Prometheus's text format.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Tests only: a clock the tests move by hand (OfflineIndicator's grace periods).
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
@@ -101,12 +107,30 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // `netreach serve`: the paths of chosen destinations and namespaces as Prometheus metrics,
+        // Server-Sent Events, health endpoints and a status page, on Hummingbird.
+        .target(
+            name: "NetReachServe",
+            dependencies: [
+                "NetReach", "NetReachSystem", "NetReachConnectivity",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), // HTTPParserError: oversized headers are 431
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), // the parts after Hummingbird's codec
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Every command of `netreach` (status, watch, wait, get, check, condition), what they share
         // (output, signals, durations, the exit-status table), and the Capabilities `main` hands them.
         .target(
             name: "NetReachCommands",
             dependencies: [
                 "NetReach", "NetReachSystem", "NetReachHTTP", "NetReachConnectivity", "NetReachConditioner",
+                "NetReachServe",
                 // `--namespace` of the commands that probe: entered before the Swift runtime starts.
                 .target(name: "CNetReachNamespaceEntry", condition: .when(platforms: [.linux])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -196,6 +220,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The exporter's parts on their own (metrics, events, health), then `serve` run against
+        // namespace labs in NetReachCommandsTests.
+        .testTarget(
+            name: "NetReachServeTests",
+            dependencies: [
+                "NetReachServe", "NetReach", "NetReachConnectivity", "NetReachTesting",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         // What only AsyncHTTPClient does: its prober, decoding limits (its conformance is in NetReachHTTPTests).

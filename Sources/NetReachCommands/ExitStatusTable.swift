@@ -36,7 +36,7 @@ package enum ExitStatusTable {
     package static let entries: [Entry] = [
         Entry(
             .success,
-            "success (status: the path was read; wait: the requirements were met; check: full; get: a 2xx response; watch, condition: stopped by SIGINT or SIGTERM)"
+            "success (status: the path was read; wait: the requirements were met; check: full; get: a 2xx response; watch, condition, serve: stopped by SIGINT or SIGTERM)"
         ),
         Entry(CLIExitCode.timedOut, "timed out: the path did not meet the requirements within --timeout", ["wait"]),
         Entry(
@@ -46,7 +46,7 @@ package enum ExitStatusTable {
         Entry(
             CLIExitCode.cannotListen,
             "an address to listen on cannot be used (in use, not an address here, --control not on loopback)",
-            ["condition"]),
+            ["condition", "serve"]),
         Entry(
             CLIExitCode.notConnected,
             "not connected: no usable network path (get: or waiting for one passed --max-time; check: none)",

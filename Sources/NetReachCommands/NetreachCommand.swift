@@ -29,7 +29,7 @@ package struct NetreachCommand: ParsableCommand {
         version: version,
         subcommands: [
             StatusCommand.self, WatchCommand.self, WaitCommand.self, GetCommand.self, CheckCommand.self,
-            ConditionCommand.self,
+            ConditionCommand.self, ServeCommand.self,
         ]
     )
 

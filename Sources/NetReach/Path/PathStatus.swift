@@ -15,7 +15,7 @@ public enum PathStatus: String, Sendable, Hashable, Codable, CustomStringConvert
 }
 
 /// Why a path is not satisfied.
-public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CustomStringConvertible {
+public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// There is no interface other than loopback.
     case noInterface
     /// Every candidate interface is administratively down or has no carrier.

@@ -1,0 +1,42 @@
+/// One event of `GET /api/v1/events`, in the Server-Sent Events format a browser's `EventSource`
+/// reads: an `id:` that only grows, an `event:` name and one line of JSON as `data:`.
+///
+/// ```swift
+/// ServerSentEvent(id: 7, name: "path", data: #"{"status":"satisfied"}"#).wire
+/// // "id: 7\nevent: path\ndata: {\"status\":\"satisfied\"}\n\n"
+/// ```
+package struct ServerSentEvent: Sendable, Hashable {
+    /// The kinds of event `serve` sends.
+    package enum Name: String, Sendable, Hashable {
+        /// A path of one destination in one namespace (the first event for each, then one per change).
+        case path
+        /// A connectivity verdict of one namespace.
+        case connectivity
+        /// A namespace became observable or stopped being so.
+        case namespace
+        /// The server is stopping: the stream ends after this event.
+        case shutdown
+    }
+
+    /// Grows by one per change; `Last-Event-ID` names one to resume after.
+    package var id: UInt64
+    package var name: Name
+    /// One line of JSON: a line break would end the field early.
+    package var data: String
+
+    package init(id: UInt64, name: Name, data: String) {
+        self.id = id
+        self.name = name
+        self.data = data
+    }
+
+    /// The event as written on the stream, ending with the blank line that dispatches it.
+    package var wire: String {
+        // JSON from JSONEncoder has no raw line breaks; a stray one would split `data:` in two.
+        let line = data.contains("\n") ? data.split(separator: "\n").joined(separator: " ") : data
+        return "id: \(id)\nevent: \(name.rawValue)\ndata: \(line)\n\n"
+    }
+
+    /// A comment line: `EventSource` ignores it, and it keeps proxies from closing an idle stream.
+    package static let keepAlive = ": keep-alive\n\n"
+}

@@ -1,0 +1,80 @@
+import CoreMetrics
+import Prometheus
+
+/// The series `serve` exports, through swift-metrics into a Prometheus registry, kept in groups so
+/// that a series whose labels no longer describe anything (a route through another interface, an
+/// interface that vanished, a namespace that is gone) is unregistered, not left stale.
+///
+/// A group is what one fact owns: one destination's path in one namespace, one namespace's
+/// interfaces. ``replace(group:with:)`` sets the group's series to exactly the ones given.
+/// Not thread-safe: its owner calls it under a lock.
+///
+/// ```swift
+/// var series = MetricSeries(registry: registry)
+/// series.replace(group: "interfaces/lab", with: [
+///     .init(name: "netreach_interface_up", labels: [("namespace", "lab"), ("interface", "eth0"), ("type", "wiredEthernet")], value: 1),
+/// ])
+/// series.replace(group: "interfaces/lab", with: [])   // eth0 vanished: its series is gone
+/// ```
+package struct MetricSeries {
+    /// One gauge's name, labels and value.
+    package struct Sample: Sendable {
+        package var name: String
+        package var labels: [(String, String)]
+        package var value: Double
+
+        package init(name: String, labels: [(String, String)], value: Double) {
+            self.name = name
+            self.labels = labels
+            self.value = value
+        }
+    }
+
+    private struct Key: Hashable {
+        var name: String
+        var labels: [String]  // name=value pairs, in the order given (fixed per metric)
+    }
+
+    private let factory: PrometheusMetricsFactory
+    private var gauges: [String: [Key: CoreMetrics.Gauge]] = [:]
+    private var counters: [String: [Key: CoreMetrics.Counter]] = [:]
+
+    package init(registry: PrometheusCollectorRegistry) {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Our names and labels are valid already; the default sanitizer would rewrite nothing.
+        factory.nameAndLabelSanitizer = { name, labels in (name, labels) }
+        self.factory = factory
+    }
+
+    /// Sets `group`'s gauges to `samples`, unregistering the ones it had that are not among them.
+    package mutating func replace(group: String, with samples: [Sample]) {
+        var old = gauges[group] ?? [:]
+        var new: [Key: CoreMetrics.Gauge] = [:]
+        for sample in samples {
+            let key = Key(name: sample.name, labels: sample.labels.map { "\($0)=\($1)" })
+            let gauge =
+                old.removeValue(forKey: key)
+                ?? CoreMetrics.Gauge(label: sample.name, dimensions: sample.labels, factory: factory)
+            gauge.record(sample.value)
+            new[key] = gauge
+        }
+        for gauge in old.values { gauge.destroy() }
+        gauges[group] = new.isEmpty ? nil : new
+    }
+
+    /// Adds `by` to the counter `name` with `labels` in `group`, registering it at 0 first if new.
+    package mutating func increment(group: String, name: String, labels: [(String, String)], by amount: Int64) {
+        let key = Key(name: name, labels: labels.map { "\($0)=\($1)" })
+        let counter =
+            counters[group, default: [:]][key]
+            ?? CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
+        counters[group, default: [:]][key] = counter
+        if amount > 0 { counter.increment(by: amount) }
+    }
+
+    /// Unregisters every series of `group`.
+    package mutating func remove(group: String) {
+        gauges.removeValue(forKey: group)?.values.forEach { $0.destroy() }
+        counters.removeValue(forKey: group)?.values.forEach { $0.destroy() }
+    }
+}

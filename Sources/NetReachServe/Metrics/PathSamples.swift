@@ -1,0 +1,70 @@
+import NetReach
+
+/// The gauges of one watched path: what `/metrics` says about it, as a pure function of the path
+/// and of the kernel's route per family.
+///
+/// ```swift
+/// let samples = PathSamples.samples(of: path, key: key, routes: routes)
+/// // netreach_path_satisfied{namespace="",destination=""} 1, the one-hot reason, route_info, ...
+/// ```
+package enum PathSamples {
+    /// The route the kernel uses for one family of a path: `netreach_path_route_info`'s labels.
+    package struct Route: Sendable, Hashable {
+        package var family: IPAddress.Family
+        package var interface: String
+        package var interfaceType: InterfaceType
+        /// Empty when the destination is on-link.
+        package var gateway: String
+
+        package init(family: IPAddress.Family, interface: String, interfaceType: InterfaceType, gateway: String) {
+            self.family = family
+            self.interface = interface
+            self.interfaceType = interfaceType
+            self.gateway = gateway
+        }
+    }
+
+    /// Every gauge of `path` (the counter of changes is kept apart).
+    package static func samples(
+        of path: NetworkPath, key: PathKey, routes: [Route], lastChange: Double
+    ) -> [MetricSeries.Sample] {
+        let labels = key.labels
+        func gauge(_ name: String, _ value: Bool, _ extra: [(String, String)] = []) -> MetricSeries.Sample {
+            MetricSeries.Sample(name: name, labels: labels + extra, value: value ? 1 : 0)
+        }
+        var samples = [
+            gauge("netreach_path_satisfied", path.status == .satisfied),
+            gauge("netreach_path_expensive", path.isExpensive),
+            gauge("netreach_path_constrained", path.isConstrained),
+            gauge("netreach_path_supports", path.supportsIPv4, [("capability", "ipv4")]),
+            gauge("netreach_path_supports", path.supportsIPv6, [("capability", "ipv6")]),
+            gauge("netreach_path_supports", path.supportsDNS, [("capability", "dns")]),
+            MetricSeries.Sample(
+                name: "netreach_path_last_change_timestamp_seconds", labels: labels, value: lastChange),
+        ]
+        // One-hot over the schema's closed set, so `== 1` finds a reason and a missing series is
+        // never mistaken for 0.
+        for reason in UnsatisfiedReason.allCases {
+            samples.append(
+                gauge("netreach_path_unsatisfied_reason", path.unsatisfiedReason == reason, [("reason", reason.rawValue)]))
+        }
+        for route in routes where path.status == .satisfied {
+            samples.append(
+                gauge(
+                    "netreach_path_route_info", true,
+                    [
+                        ("family", route.family.rawValue), ("interface", route.interface),
+                        ("interface_type", route.interfaceType.rawValue), ("gateway", route.gateway),
+                    ]))
+        }
+        return samples
+    }
+
+    /// The routes of a path to a destination that has one family: its primary interface and its
+    /// gateway of that family.
+    package static func routes(of path: NetworkPath, family: IPAddress.Family) -> [Route] {
+        guard let interface = path.primaryInterface else { return [] }
+        let gateway = path.gateways.first { $0.family == family }
+        return [Route(family: family, interface: interface.name, interfaceType: interface.type, gateway: gateway.map { "\($0)" } ?? "")]
+    }
+}

@@ -1,0 +1,91 @@
+import Hummingbird
+import Logging
+import NIOCore
+import NetReach
+import ServiceLifecycle
+
+/// What `netreach serve` runs with.
+package struct ServeConfiguration: Sendable {
+    /// The address to listen on: loopback unless the operator says otherwise.
+    package var host = "127.0.0.1"
+    /// 0 lets the kernel choose (the bound port is reported to `onListening`).
+    package var port = 9_817
+    package var namespaces: [NetworkWatch.WatchedNamespace] = [.own]
+    package var destinations: [NetworkWatch.NamedDestination] = []
+    package var readyWhen = Health.ReadyCondition.started
+    /// netreach's version: `netreach_build_info`.
+    package var version: String
+    /// A comment on every event stream this often, so proxies keep it open.
+    package var keepAliveInterval = Duration.seconds(15)
+    /// Events kept for clients that resume with `Last-Event-ID`.
+    package var replayCapacity = 1_024
+    /// Events one client may have waiting before it is dropped.
+    package var clientBuffer = 256
+    /// The path's `status --json` object on one line.
+    package var renderPath: @Sendable (NetworkPath) -> String
+
+    package init(version: String, renderPath: @escaping @Sendable (NetworkPath) -> String) {
+        self.version = version
+        self.renderPath = renderPath
+    }
+}
+
+/// `netreach serve`: the watch, the event hub and the HTTP server in one swift-service-lifecycle
+/// `ServiceGroup`. SIGTERM or SIGINT drains it: event streams end with `event: shutdown`, the
+/// monitors stop, and the server finishes the requests under way.
+///
+/// ```swift
+/// try await ServeServer.run(configuration) { host, port in print("listening on \(host):\(port)") }
+/// ```
+package enum ServeServer {
+    /// Runs until SIGTERM or SIGINT; `onListening` is told the address once the socket is bound.
+    package static func run(
+        _ configuration: ServeConfiguration,
+        onListening: @escaping @Sendable (String, Int) -> Void
+    ) async throws {
+        var logger = Logger(label: "netreach.serve")
+        logger.logLevel = .warning
+        let hub = EventHub(replayCapacity: configuration.replayCapacity, clientBuffer: configuration.clientBuffer)
+        let state = ServeState(
+            keys: NetworkWatch.keys(namespaces: configuration.namespaces, destinations: configuration.destinations),
+            version: configuration.version, hub: hub, renderPath: configuration.renderPath)
+        let watch = NetworkWatch(
+            namespaces: configuration.namespaces, destinations: configuration.destinations, state: state)
+        let application = Application(
+            responder: ServeResponder(state: state, readyWhen: configuration.readyWhen),
+            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimit()])),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in
+                onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
+            },
+            logger: logger)
+        // Shut down in reverse: the streams end first, then the monitors, then the server drains.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: application),
+                    .init(service: watch),
+                    .init(service: EventKeepAlive(hub: hub, interval: configuration.keepAliveInterval)),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+/// Sends the keep-alive comments, and ends every stream with `event: shutdown` when the group
+/// shuts down.
+struct EventKeepAlive: Service {
+    let hub: EventHub
+    let interval: Duration
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: interval)
+                hub.sendKeepAlive()
+            }
+        }
+        hub.shutDown()
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import NetReach
+import NetReachSystem
+import Prometheus
+
+/// What `serve` knows now: the latest path of every watched destination in every namespace, the
+/// namespaces' interfaces, and whether each namespace can be observed. Every update goes, in
+/// order, to the metric series and to the event stream.
+///
+/// Updates come from one serial queue (``NetworkWatch``'s); readers (the HTTP handlers) may be
+/// on any thread.
+///
+/// ```swift
+/// let state = ServeState(keys: [PathKey(namespace: "", destination: "")], version: "0.23.0",
+///                        hub: hub, renderPath: { PathJSON.object($0) })
+/// state.record(path, routes: [], for: key, at: Date())
+/// state.path(for: key)?.status   // .satisfied
+/// ```
+package final class ServeState: Sendable {
+    /// One watched path and its history.
+    package struct Watched: Sendable {
+        package var path: NetworkPath
+        package var changes: Int
+        /// Seconds since the Unix epoch.
+        package var lastChange: Double
+
+        package init(path: NetworkPath, changes: Int, lastChange: Double) {
+            self.path = path
+            self.changes = changes
+            self.lastChange = lastChange
+        }
+    }
+
+    /// One namespace as observed.
+    package struct Namespace: Sendable, Hashable {
+        package var isAvailable: Bool
+        /// Interface name → (type, operational).
+        package var interfaces: [String: Interface]
+    }
+
+    /// One interface of a namespace.
+    package struct Interface: Sendable, Hashable {
+        package var type: InterfaceType
+        package var isUp: Bool
+
+        package init(type: InterfaceType, isUp: Bool) {
+            self.type = type
+            self.isUp = isUp
+        }
+    }
+
+    private struct State {
+        var series: MetricSeries
+        var paths: [PathKey: Watched] = [:]
+        var namespaces: [String: Namespace] = [:]
+        var droppedReported = 0
+    }
+
+    /// Every path the server watches, in a stable order.
+    package let keys: [PathKey]
+    /// The registry `/metrics` renders.
+    package let registry: PrometheusCollectorRegistry
+    /// Where events go.
+    package let hub: EventHub
+    /// The path's `status --json` object, on one line.
+    package let renderPath: @Sendable (NetworkPath) -> String
+    private let state: Locked<State>
+
+    /// - Parameter renderPath: the path's `status --json` object, on one line.
+    package init(
+        keys: [PathKey], version: String, hub: EventHub,
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        renderPath: @escaping @Sendable (NetworkPath) -> String
+    ) {
+        self.keys = keys.sorted()
+        self.registry = registry
+        self.hub = hub
+        self.renderPath = renderPath
+        var series = MetricSeries(registry: registry)
+        series.replace(
+            group: "build", with: [.init(name: "netreach_build_info", labels: [("version", version)], value: 1)])
+        state = Locked(State(series: series))
+    }
+
+    /// Records `path` for `key`: the first one read, or a change (a repeat of the latest path is
+    /// ignored). `routes` are the kernel's routes for `route_info`.
+    package func record(_ path: NetworkPath, routes: [PathSamples.Route], for key: PathKey, at date: Date) {
+        let changed: Bool = state.withLock { state in
+            let now = date.timeIntervalSince1970
+            var watched = state.paths[key] ?? Watched(path: path, changes: -1, lastChange: now)
+            let isNew = state.paths[key] == nil || watched.path != path
+            if isNew {
+                watched.path = path
+                watched.changes += 1
+                watched.lastChange = now
+            }
+            state.paths[key] = watched
+            state.series.replace(
+                group: key.topic,
+                with: PathSamples.samples(of: path, key: key, routes: routes, lastChange: watched.lastChange))
+            state.series.increment(
+                group: key.topic, name: "netreach_path_changes_total", labels: key.labels,
+                by: isNew && watched.changes > 0 ? 1 : 0)
+            return isNew
+        }
+        if changed { hub.publish(.path, topic: key.topic, data: pathEvent(path, key: key)) }
+    }
+
+    /// Records the interfaces of `namespace` (`netreach_interface_up`), and that it is
+    /// observable or not; a namespace that becomes (un)available is an event.
+    package func record(interfaces: [String: Interface], available: Bool, namespace: String) {
+        let changed: Bool = state.withLock { state in
+            let old = state.namespaces[namespace]
+            state.namespaces[namespace] = Namespace(isAvailable: available, interfaces: interfaces)
+            state.series.replace(
+                group: "interfaces/\(namespace)",
+                with: interfaces.map { name, interface in
+                    .init(
+                        name: "netreach_interface_up",
+                        labels: [("namespace", namespace), ("interface", name), ("type", interface.type.rawValue)],
+                        value: interface.isUp ? 1 : 0)
+                })
+            state.series.replace(
+                group: "namespace/\(namespace)",
+                with: [.init(name: "netreach_namespace_available", labels: [("namespace", namespace)], value: available ? 1 : 0)])
+            return old?.isAvailable != available
+        }
+        if changed {
+            hub.publish(
+                .namespace, topic: "namespace/\(namespace)",
+                data: #"{"available":\#(available),"namespace":\#(Self.jsonString(namespace))}"#)
+        }
+    }
+
+    /// The latest path of `key`, `nil` before the first one is read.
+    package func path(for key: PathKey) -> NetworkPath? { state.withLock { $0.paths[key]?.path } }
+
+    /// Every path read so far.
+    package var paths: [PathKey: Watched] { state.withLock { $0.paths } }
+
+    /// Every namespace observed so far.
+    package var namespaces: [String: Namespace] { state.withLock { $0.namespaces } }
+
+    /// Whether every watched path has been read once.
+    package var hasReadAll: Bool { state.withLock { state in keys.allSatisfy { state.paths[$0] != nil } } }
+
+    /// Updates the gauges that describe the event stream itself.
+    package func recordEventClients() {
+        let (clients, dropped) = (hub.clientCount, hub.droppedCount)
+        state.withLock { state in
+            state.series.replace(
+                group: "events", with: [.init(name: "netreach_event_clients", labels: [], value: Double(clients))])
+            state.series.increment(
+                group: "events", name: "netreach_event_clients_dropped_total", labels: [],
+                by: Int64(dropped - state.droppedReported))
+            state.droppedReported = dropped
+        }
+    }
+
+    /// A `path` event's data: the namespace, the destination, and the path as `status --json` prints it.
+    package func pathEvent(_ path: NetworkPath, key: PathKey) -> String {
+        #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(renderPath(path))}"#
+    }
+
+    /// `text` as a JSON string literal.
+    package static func jsonString(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

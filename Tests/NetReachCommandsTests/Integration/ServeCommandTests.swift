@@ -1,0 +1,179 @@
+import Foundation
+import NetReachTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `netreach serve` run as operators run it, asked over HTTP by curl: its metrics, events and
+/// health follow a lab namespace's routes; SIGTERM ends streams with `event: shutdown` and exits 0.
+@Suite("netreach serve (integration)", .offPool, .needsNamespaceRoot)
+struct ServeCommandTests {
+    @Test func metricsEventsAndHealthFollowTheLabsDefaultRoute() async throws {
+        try await NetnsLab.withLab { lab in
+            let serve = try NetreachProcess.start([
+                "serve", "--listen", "127.0.0.1:0", "--namespace", lab.name, "--to", "gw=\(NetnsLab.ipv4Gateway)",
+            ])
+            defer { serve.kill() }
+            let base = try await ServeClient.baseURL(of: serve)
+            let internet = #"{namespace="\#(lab.name)",destination=""}"#
+            let gateway = #"{namespace="\#(lab.name)",destination="gw"}"#
+            await ServeClient.until("ready", base, "/readyz") { $0.status == 200 }
+            var metrics = try await ServeClient.get(base + "/metrics")
+            #expect(metrics.body.contains("netreach_path_satisfied\(internet) 1.0"), "\(metrics.body)")
+            #expect(metrics.body.contains("netreach_path_satisfied\(gateway) 1.0"))
+            #expect(metrics.body.contains(#"netreach_namespace_available{namespace="\#(lab.name)"} 1.0"#))
+            #expect(metrics.body.contains(#"interface="veth0",type="wiredEthernet"} 1.0"#))
+            #expect(try await ServeClient.get(base + "/health").status == 200)
+
+            let events = try ChildProcess(ServeClient.curl, ["-sSN", "--max-time", "120", base + "/api/v1/events"])
+            defer { events.kill() }
+            await LabPoll.until("the stream starts with both paths") {
+                events.outputLines.filter { $0 == "event: path" }.count >= 2
+            }
+
+            try await lab.deleteDefaultRoute()
+            await ServeClient.until("the internet path is 0", base, "/metrics") {
+                $0.body.contains("netreach_path_satisfied\(internet) 0.0")
+            }
+            metrics = try await ServeClient.get(base + "/metrics")
+            #expect(
+                metrics.body.contains(
+                    #"netreach_path_unsatisfied_reason{namespace="\#(lab.name)",destination="",reason="noDefaultRoute"} 1.0"#))
+            // The gateway is on-link: its path needs no default route.
+            #expect(metrics.body.contains("netreach_path_satisfied\(gateway) 1.0"))
+            #expect(!metrics.body.contains(#"route_info{namespace="\#(lab.name)",destination="",family="ipv4""#))
+            let health = try await ServeClient.get(base + "/health")
+            #expect(health.status == 503)
+            #expect(health.body.contains("no default route"))
+            await LabPoll.until("the stream has the change") {
+                events.outputLines.contains { $0.hasPrefix("data: ") && $0.contains("\"noDefaultRoute\"") }
+            }
+
+            try await lab.addDefaultRoute()
+            await ServeClient.until("the internet path is 1 again", base, "/metrics") {
+                $0.body.contains("netreach_path_satisfied\(internet) 1.0")
+            }
+            metrics = try await ServeClient.get(base + "/metrics")
+            #expect(metrics.body.contains("netreach_path_changes_total\(internet) 2"))
+            #expect(try await ServeClient.get(base + "/health").status == 200)
+
+            serve.signal(SIGTERM)
+            #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
+            #expect(await events.exitStatus() == 0)
+            let lines = events.outputLines
+            #expect(lines.contains("event: shutdown"), "\(lines)")
+            // Ids only grow, so a client that reconnects with the last one resumes after it.
+            let ids = lines.filter { $0.hasPrefix("id: ") }.compactMap { UInt64($0.dropFirst(4)) }
+            #expect(ids == ids.sorted())
+        }
+    }
+
+    @Test func aNamespaceDeletedWhileScrapedIsUnavailableAndTheServerKeepsAnswering() async throws {
+        try await NetnsLab.withLab { lab in
+            let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--namespace", lab.name])
+            defer { serve.kill() }
+            let base = try await ServeClient.baseURL(of: serve)
+            let available = #"netreach_namespace_available{namespace="\#(lab.name)"}"#
+            await ServeClient.until("the namespace is available", base, "/metrics") { $0.body.contains(available + " 1.0") }
+            try await LabCommand.ip(["netns", "del", lab.name])
+            await ServeClient.until("the namespace is unavailable", base, "/metrics") {
+                $0.body.contains(available + " 0.0")
+            }
+            let metrics = try await ServeClient.get(base + "/metrics")
+            #expect(!metrics.body.contains(#"netreach_interface_up{namespace="\#(lab.name)""#), "stale interface series")
+            #expect(try await ServeClient.get(base + "/livez").status == 200)
+            #expect(try await ServeClient.get(base + "/health").status == 503)
+            serve.signal(SIGTERM)
+            #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
+        }
+    }
+}
+
+/// What `serve` refuses, over HTTP and on its command line; in this process's own namespace,
+/// which it only reads.
+@Suite("netreach serve refuses bad input", .offPool)
+struct ServeBadInputTests {
+    @Test func unknownPathsWrongMethodsBadQueriesAndHugeHeadersGetTheirStatus() async throws {
+        let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0"])
+        defer { serve.kill() }
+        let base = try await ServeClient.baseURL(of: serve)
+        #expect(try await ServeClient.get(base + "/nope").status == 404)
+        let post = try await ServeClient.get(base + "/metrics", extra: ["-X", "POST", "-D", "-"])
+        #expect(post.status == 405)
+        #expect(post.body.lowercased().contains("allow: get, head"))
+        let unknown = try await ServeClient.get(base + "/api/v1/path?too=db")
+        #expect(unknown.status == 400)
+        #expect(unknown.body.contains("unknown query parameter \"too\""))
+        #expect(try await ServeClient.get(base + "/api/v1/path?to=%zz").status == 400)
+        #expect(try await ServeClient.get(base + "/api/v1/path?to=nobody").status == 404)
+        let huge = String(repeating: "a", count: 100_000)
+        #expect(try await ServeClient.get(base + "/livez", extra: ["-H", "X-Huge: \(huge)"]).status == 431)
+        // The server is unharmed.
+        #expect(try await ServeClient.get(base + "/livez").status == 200)
+        serve.signal(SIGTERM)
+        #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
+    }
+
+    @Test func aPortInUseExitsThreeAndSaysWhy() async throws {
+        let first = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0"])
+        defer { first.kill() }
+        let base = try await ServeClient.baseURL(of: first)
+        let port = try #require(base.split(separator: ":").last.map(String.init))
+        let second = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:\(port)"])
+        defer { second.kill() }
+        #expect(await second.exitStatus() == 3)
+        #expect(second.standardError.contains("cannot listen on 127.0.0.1:\(port)"), "\(second.standardError)")
+        first.signal(SIGTERM)
+        #expect(await first.exitStatus() == 0)
+    }
+
+    @Test(arguments: [
+        ["--listen", "nowhere"], ["--to", "db"], ["--to", "a b=10.0.0.1"], ["--to", "db=1.2.3.4", "--to", "db=5.6.7.8"],
+        ["--ready-when", "sometimes"], ["--ready-when", "to=db"], ["--namespace", ""],
+    ])
+    func badFlagsAreUsageErrors(_ flags: [String]) async throws {
+        let serve = try NetreachProcess.start(["serve"] + flags)
+        defer { serve.kill() }
+        #expect(await serve.exitStatus() == 64, "\(flags): \(serve.standardError)")
+        #expect(serve.standardError.contains("Usage: netreach serve"), "\(serve.standardError)")
+    }
+}
+
+/// curl against a `serve` on loopback.
+enum ServeClient {
+    static let curl = "/usr/bin/curl"
+
+    /// `http://127.0.0.1:PORT`, once `serve` says it listens.
+    static func baseURL(of serve: ChildProcess) async throws -> String {
+        let marker = "listening on "
+        await LabPoll.until("serve listens", timeout: .seconds(60)) {
+            serve.standardError.contains(marker) || !serve.isRunning
+        }
+        let line = serve.standardError.split(separator: "\n").first { $0.contains(marker) }
+        return try #require(line.map { String($0[$0.range(of: marker)!.upperBound...]) }, "\(serve.standardError)")
+    }
+
+    /// The status and body (with `-D -`, the headers first).
+    static func get(_ url: String, extra: [String] = []) async throws -> (status: Int, body: String) {
+        let finished = try await ChildProcess.run(
+            curl, ["-sS", "--max-time", "30", "-w", "\n%{http_code}"] + extra + [url], timeout: .seconds(60))
+        var lines = finished.standardOutput.split(separator: "\n", omittingEmptySubsequences: false)
+        let status = lines.popLast().flatMap { Int($0) } ?? -1
+        return (status, lines.joined(separator: "\n"))
+    }
+
+    /// Asks `path` until `condition` holds (bounded; records an issue on timeout).
+    static func until(
+        _ what: String, _ base: String, _ path: String, timeout: Duration = .seconds(30),
+        _ condition: @escaping ((status: Int, body: String)) -> Bool
+    ) async {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let answer = try? await get(base + path), condition(answer) { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out after \(timeout) waiting until \(what)")
+    }
+}
