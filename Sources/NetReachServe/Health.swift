@@ -1,4 +1,5 @@
 import NetReach
+import NetReachConnectivity
 
 /// `/readyz`'s condition (`serve --ready-when`) and the checks `/readyz` and `/health` make,
 /// as pure functions of what the server has read.
@@ -16,13 +17,17 @@ package enum Health {
         case satisfied
         /// Once, besides, the path to the named destination is satisfied in every namespace.
         case destination(String)
+        /// Once, besides, the internet answers the probes (`--internet`): connectivity is full.
+        case internet
 
         /// Parses `started`, `satisfied` or `to=NAME`.
         package init?(argument: String) {
             switch argument {
             case "started": self = .started
             case "satisfied": self = .satisfied
-            case _ where argument.hasPrefix("to=") && argument.count > 3: self = .destination(String(argument.dropFirst(3)))
+            case "internet": self = .internet
+            case _ where argument.hasPrefix("to=") && argument.count > 3:
+                self = .destination(String(argument.dropFirst(3)))
             default: return nil
             }
         }
@@ -32,6 +37,7 @@ package enum Health {
             case .started: "started"
             case .satisfied: "satisfied"
             case .destination(let name): "to=\(name)"
+            case .internet: "internet"
             }
         }
     }
@@ -46,7 +52,8 @@ package enum Health {
 
     /// The checks of `/readyz`: every path read, then the condition for each path it names.
     package static func readiness(
-        paths: [PathKey: ServeState.Watched], keys: [PathKey], condition: ReadyCondition
+        paths: [PathKey: ServeState.Watched], keys: [PathKey], condition: ReadyCondition,
+        verdict: Connectivity? = nil
     ) -> [Check] {
         let unread = keys.filter { paths[$0] == nil }
         var checks = [
@@ -57,6 +64,12 @@ package enum Health {
         let wanted: String
         switch condition {
         case .started: return checks
+        case .internet:
+            let level = verdict?.level ?? .unknown
+            checks.append(
+                Check(
+                    name: "internet", passed: level == .full, reason: level == .full ? "" : "connectivity is \(level)"))
+            return checks
         case .satisfied: wanted = ""
         case .destination(let name): wanted = name
         }
@@ -66,7 +79,11 @@ package enum Health {
             if let path, path.status == .satisfied {
                 checks.append(Check(name: name, passed: true, reason: ""))
             } else {
-                checks.append(Check(name: name, passed: false, reason: path.map { "\($0.unsatisfiedReason.map { "\($0)" } ?? "\($0.status)")" } ?? "not read yet"))
+                checks.append(
+                    Check(
+                        name: name, passed: false,
+                        reason: path.map { "\($0.unsatisfiedReason.map { "\($0)" } ?? "\($0.status)")" }
+                            ?? "not read yet"))
             }
         }
         return checks
@@ -101,8 +118,23 @@ package enum Health {
         }
     }
 
-    /// The `/health` verdict from the internet paths of every namespace.
-    package static func health(paths: [PathKey: ServeState.Watched], keys: [PathKey]) -> Verdict {
+    /// The `/health` verdict: with probes (`verdict` given), the connectivity level: full is
+    /// passing, portal, limited and local a warning, none or not judged yet critical. Without,
+    /// the internet paths of every namespace.
+    package static func health(
+        paths: [PathKey: ServeState.Watched], keys: [PathKey], verdict: Connectivity? = nil, judges: Bool = false
+    ) -> Verdict {
+        if judges {
+            switch verdict?.level ?? .unknown {
+            case .full: return .passing
+            case .portal(let login):
+                return .warning("captive portal" + (login.map { " (sign in at \($0.absoluteString))" } ?? ""))
+            case .limited: return .warning("limited: a route to the internet, but no answer through it")
+            case .local: return .warning("local: no route beyond the local network")
+            case .none: return .critical("none: no usable path")
+            case .unknown: return .critical("connectivity not judged yet")
+            }
+        }
         for key in keys where key.destination.isEmpty {
             guard let path = paths[key]?.path else { return .critical("\(key): not read yet") }
             if path.status != .satisfied {

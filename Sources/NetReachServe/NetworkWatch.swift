@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NetReach
+import NetReachConnectivity
 import NetReachSystem
 import ServiceLifecycle
 
@@ -56,21 +57,28 @@ package final class NetworkWatch: Service, Sendable {
 
     private struct Watching {
         var monitors: [PathMonitor] = []
+        var judge: ConnectivityMonitor?
         var subscriptions: [PathSubscription] = []
         var isCancelled = false
     }
 
     package let namespaces: [WatchedNamespace]
     package let destinations: [NamedDestination]
+    /// Judges the internet in the server's own namespace, when probes are configured.
+    private let connectivity: ConnectivitySetup?
     private let state: ServeState
     private let queue = DispatchQueue(label: "netreach.serve.watch")
     private let watching = Locked(Watching())
     /// The internet routes last seen per namespace label, read and written on `queue` only.
     private let internetRoutes = Locked([String: [PathSamples.Route]]())
 
-    package init(namespaces: [WatchedNamespace], destinations: [NamedDestination], state: ServeState) {
+    package init(
+        namespaces: [WatchedNamespace], destinations: [NamedDestination], connectivity: ConnectivitySetup? = nil,
+        state: ServeState
+    ) {
         self.namespaces = namespaces
         self.destinations = destinations
+        self.connectivity = connectivity
         self.state = state
     }
 
@@ -93,11 +101,12 @@ package final class NetworkWatch: Service, Sendable {
 
     /// Stops every monitor and subscription.
     package func cancel() {
-        let (monitors, subscriptions) = watching.withLock { watching in
+        let (monitors, subscriptions, judge) = watching.withLock { watching in
             watching.isCancelled = true
-            defer { (watching.monitors, watching.subscriptions) = ([], []) }
-            return (watching.monitors, watching.subscriptions)
+            defer { (watching.monitors, watching.subscriptions, watching.judge) = ([], [], nil) }
+            return (watching.monitors, watching.subscriptions, watching.judge)
         }
+        judge?.cancel()
         monitors.forEach { $0.cancel() }
         subscriptions.forEach { $0.cancel() }
     }
@@ -107,7 +116,11 @@ package final class NetworkWatch: Service, Sendable {
         for namespace in namespaces {
             if watching.withLock({ $0.isCancelled }) { return }
             watchSnapshots(of: namespace)
-            startMonitor(PathMonitor(namespace: namespace.namespace), namespace: namespace, name: "", family: nil)
+            let internet = PathMonitor(namespace: namespace.namespace)
+            startMonitor(internet, namespace: namespace, name: "", family: nil)
+            if let connectivity, namespace.namespace == nil {
+                judge(internet, with: connectivity, label: namespace.label)
+            }
             for named in destinations {
                 let monitor = PathMonitor(destination: named.destination, namespace: namespace.namespace)
                 var family: IPAddress.Family?
@@ -115,6 +128,23 @@ package final class NetworkWatch: Service, Sendable {
                 startMonitor(monitor, namespace: namespace, name: named.name, family: family)
             }
         }
+    }
+
+    /// Starts judging the internet over `paths` (started already); each verdict goes to the state.
+    private func judge(_ paths: PathMonitor, with setup: ConnectivitySetup, label: String) {
+        let judge = ConnectivityMonitor(configuration: setup.configuration, pathMonitor: paths, prober: setup.prober)
+        let isCancelled = watching.withLock { watching in
+            if !watching.isCancelled { watching.judge = judge }
+            return watching.isCancelled
+        }
+        guard !isCancelled else { return }
+        // Every verdict, not only level changes: each round's probe results are metrics.
+        let verdicts = judge.verdicts
+        let state = self.state
+        Task {
+            for await verdict in verdicts { state.record(verdict, namespace: label) }
+        }
+        judge.start(queue: DispatchQueue(label: "netreach.serve.connectivity"))
     }
 
     private func startMonitor(
@@ -171,7 +201,8 @@ package final class NetworkWatch: Service, Sendable {
         }
         var routes: [PathSamples.Route] = []
         for family in IPAddress.Family.allCases {
-            guard case .route(let route) = snapshot.routeLookups[family], let link = snapshot.links[route.interfaceIndex]
+            guard case .route(let route) = snapshot.routeLookups[family],
+                let link = snapshot.links[route.interfaceIndex]
             else { continue }
             routes.append(
                 .init(

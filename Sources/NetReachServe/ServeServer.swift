@@ -2,6 +2,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NetReach
+import NetReachConnectivity
 import ServiceLifecycle
 
 /// What `netreach serve` runs with.
@@ -23,10 +24,29 @@ package struct ServeConfiguration: Sendable {
     package var clientBuffer = 256
     /// The path's `status --json` object on one line.
     package var renderPath: @Sendable (NetworkPath) -> String
+    /// Whether, and how, the internet is judged in the server's own namespace (`--internet --probe`).
+    package var connectivity: ConnectivitySetup?
 
     package init(version: String, renderPath: @escaping @Sendable (NetworkPath) -> String) {
         self.version = version
         self.renderPath = renderPath
+    }
+}
+
+/// How `serve` judges whether the internet answers: the probes and their settings, the prober
+/// that sends them, and the `check --json` renderer for `/api/v1/connectivity` and events.
+package struct ConnectivitySetup: Sendable {
+    package var configuration: ConnectivityMonitor.Configuration
+    package var prober: any ConnectivityProber
+    package var renderVerdict: @Sendable (Connectivity) -> String
+
+    package init(
+        configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
+        renderVerdict: @escaping @Sendable (Connectivity) -> String
+    ) {
+        self.configuration = configuration
+        self.prober = prober
+        self.renderVerdict = renderVerdict
     }
 }
 
@@ -48,9 +68,12 @@ package enum ServeServer {
         let hub = EventHub(replayCapacity: configuration.replayCapacity, clientBuffer: configuration.clientBuffer)
         let state = ServeState(
             keys: NetworkWatch.keys(namespaces: configuration.namespaces, destinations: configuration.destinations),
-            version: configuration.version, hub: hub, renderPath: configuration.renderPath)
+            version: configuration.version, hub: hub, renderPath: configuration.renderPath,
+            renderVerdict: configuration.connectivity?.renderVerdict,
+            judgedFamilies: configuration.connectivity?.configuration.families ?? [])
         let watch = NetworkWatch(
-            namespaces: configuration.namespaces, destinations: configuration.destinations, state: state)
+            namespaces: configuration.namespaces, destinations: configuration.destinations,
+            connectivity: configuration.connectivity, state: state)
         let application = Application(
             responder: ServeResponder(state: state, readyWhen: configuration.readyWhen),
             server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimit()])),

@@ -1,5 +1,6 @@
 import Foundation
 import NetReach
+import NetReachConnectivity
 import NetReachSystem
 import Prometheus
 
@@ -54,6 +55,12 @@ package final class ServeState: Sendable {
         var paths: [PathKey: Watched] = [:]
         var namespaces: [String: Namespace] = [:]
         var droppedReported = 0
+        /// The latest verdict per namespace, and the last one an event was sent for.
+        var verdicts: [String: Connectivity] = [:]
+        var announcedLevels: [String: [ConnectivityLevel]] = [:]
+        /// The evidence already counted, per namespace and family (a verdict repeats a round's
+        /// evidence when only the path changed).
+        var countedEvidence: [String: [IPAddress.Family: [ProbeResult]]] = [:]
     }
 
     /// Every path the server watches, in a stable order.
@@ -64,18 +71,26 @@ package final class ServeState: Sendable {
     package let hub: EventHub
     /// The path's `status --json` object, on one line.
     package let renderPath: @Sendable (NetworkPath) -> String
+    /// A verdict's `check --json` object, on one line; `nil` when the server sends no probes.
+    package let renderVerdict: (@Sendable (Connectivity) -> String)?
+    /// The families the connectivity monitor judges.
+    package let judgedFamilies: Set<IPAddress.Family>
     private let state: Locked<State>
 
     /// - Parameter renderPath: the path's `status --json` object, on one line.
     package init(
         keys: [PathKey], version: String, hub: EventHub,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
-        renderPath: @escaping @Sendable (NetworkPath) -> String
+        renderPath: @escaping @Sendable (NetworkPath) -> String,
+        renderVerdict: (@Sendable (Connectivity) -> String)? = nil,
+        judgedFamilies: Set<IPAddress.Family> = [.ipv4, .ipv6]
     ) {
         self.keys = keys.sorted()
         self.registry = registry
         self.hub = hub
         self.renderPath = renderPath
+        self.renderVerdict = renderVerdict
+        self.judgedFamilies = judgedFamilies
         var series = MetricSeries(registry: registry)
         series.replace(
             group: "build", with: [.init(name: "netreach_build_info", labels: [("version", version)], value: 1)])
@@ -122,7 +137,11 @@ package final class ServeState: Sendable {
                 })
             state.series.replace(
                 group: "namespace/\(namespace)",
-                with: [.init(name: "netreach_namespace_available", labels: [("namespace", namespace)], value: available ? 1 : 0)])
+                with: [
+                    .init(
+                        name: "netreach_namespace_available", labels: [("namespace", namespace)],
+                        value: available ? 1 : 0)
+                ])
             return old?.isAvailable != available
         }
         if changed {
@@ -131,6 +150,41 @@ package final class ServeState: Sendable {
                 data: #"{"available":\#(available),"namespace":\#(Self.jsonString(namespace))}"#)
         }
     }
+
+    /// Records a connectivity verdict of `namespace`: `netreach_connectivity_level`, each new
+    /// probe result (`netreach_probe_duration_seconds`, `netreach_probe_results_total`), and an
+    /// event when a level changed.
+    package func record(_ verdict: Connectivity, namespace: String) {
+        let announce: Bool = state.withLock { state in
+            state.verdicts[namespace] = verdict
+            state.series.replace(
+                group: "connectivity/\(namespace)",
+                with: ConnectivitySamples.samples(of: verdict, namespace: namespace, families: judgedFamilies))
+            for family in IPAddress.Family.allCases {
+                let evidence = verdict[family].evidence
+                guard !evidence.isEmpty, state.countedEvidence[namespace]?[family] != evidence else { continue }
+                state.countedEvidence[namespace, default: [:]][family] = evidence
+                for result in evidence {
+                    state.series.record(
+                        result.latency, group: "probes", name: "netreach_probe_duration_seconds", labels: [])
+                    state.series.increment(
+                        group: "probes", name: "netreach_probe_results_total",
+                        labels: [("verdict", ConnectivitySamples.name(result.verdict))], by: 1)
+                }
+            }
+            guard state.announcedLevels[namespace] != verdict.levels else { return false }
+            state.announcedLevels[namespace] = verdict.levels
+            return true
+        }
+        if announce, let renderVerdict {
+            hub.publish(
+                .connectivity, topic: "connectivity/\(namespace)",
+                data: #"{"connectivity":\#(renderVerdict(verdict)),"namespace":\#(Self.jsonString(namespace))}"#)
+        }
+    }
+
+    /// The latest verdict of `namespace`, `nil` before the first one (or without probes).
+    package func verdict(namespace: String) -> Connectivity? { state.withLock { $0.verdicts[namespace] } }
 
     /// The latest path of `key`, `nil` before the first one is read.
     package func path(for key: PathKey) -> NetworkPath? { state.withLock { $0.paths[key]?.path } }

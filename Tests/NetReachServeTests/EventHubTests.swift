@@ -17,8 +17,8 @@ struct EventHubTests {
     @Test func anIDNoLongerKeptOrNeverSentNeedsTheCurrentStateInstead() {
         var log = EventLog(capacity: 3)
         for index in 1...5 { log.append(.path, topic: "path/a", data: "\(index)") }
-        #expect(log.replay(after: 1) == nil)  // 2 has left the ring
-        #expect(log.replay(after: 99) == nil)  // another run's id
+        #expect(log.replay(after: 1) == nil) // 2 has left the ring
+        #expect(log.replay(after: 99) == nil) // another run's id
     }
 
     @Test func currentStateIsTheLatestEventOfEachTopicUnderTheNewestID() {
@@ -47,7 +47,8 @@ struct EventHubTests {
         var received: [String] = []
         for await chunk in subscription.chunks { received.append(chunk) }
         #expect(received.first == "id: 1\nevent: path\ndata: a1\n\n")
-        #expect(received.dropFirst().prefix(19) == ArraySlice((2...20).map { "id: \($0)\nevent: path\ndata: a\($0)\n\n" }))
+        #expect(
+            received.dropFirst().prefix(19) == ArraySlice((2...20).map { "id: \($0)\nevent: path\ndata: a\($0)\n\n" }))
         #expect(received.last == "id: 20\nevent: shutdown\ndata: {}\n\n")
     }
 

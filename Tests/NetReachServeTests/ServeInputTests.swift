@@ -1,4 +1,5 @@
 import NetReach
+import NetReachConnectivity
 import NetReachServe
 import Testing
 
@@ -40,24 +41,48 @@ struct ServeInputTests {
         #expect(checks.map(\.passed) == [true])
         checks = Health.readiness(paths: paths, keys: [internet, db], condition: .satisfied)
         #expect(checks.map(\.passed) == [true, false])
-        #expect(Health.readinessText(checks, verbose: false).contains("[-]path internet in this namespace failed: no default route"))
+        #expect(
+            Health.readinessText(checks, verbose: false).contains(
+                "[-]path internet in this namespace failed: no default route"))
         checks = Health.readiness(paths: paths, keys: [internet, db], condition: .destination("db"))
         #expect(checks.allSatisfy { $0.passed })
         #expect(Health.readinessText(checks, verbose: false) == "ok\n")
         #expect(Health.health(paths: paths, keys: [internet, db]).statusCode == 503)
     }
 
-    @Test func readyWhenParsesItsThreeForms() {
+    @Test func readyWhenParsesItsFourForms() {
         #expect(Health.ReadyCondition(argument: "started") == .started)
         #expect(Health.ReadyCondition(argument: "satisfied") == .satisfied)
         #expect(Health.ReadyCondition(argument: "to=db") == .destination("db"))
         #expect(Health.ReadyCondition(argument: "to=") == nil)
-        #expect(Health.ReadyCondition(argument: "internet") == nil)
+        #expect(Health.ReadyCondition(argument: "internet") == .internet)
+        #expect(Health.ReadyCondition(argument: "full") == nil)
+    }
+
+    @Test func healthWithProbesIsTheConnectivityLevelInConsulsStatuses() {
+        let internet = PathKey(namespace: "", destination: "")
+        let path = NetworkPath(status: .satisfied, availableInterfaces: [], supportsIPv4: true)
+        let paths: [PathKey: ServeState.Watched] = [internet: .init(path: path, changes: 0, lastChange: 0)]
+        func verdict(_ level: ConnectivityLevel) -> Connectivity {
+            Connectivity(ipv4: .init(level: level), ipv6: .init(level: level), path: path)
+        }
+        func status(_ level: ConnectivityLevel?) -> Int {
+            Health.health(paths: paths, keys: [internet], verdict: level.map(verdict), judges: true).statusCode
+        }
+        #expect(status(.full) == 200)
+        #expect(status(.portal(loginURL: nil)) == 429)
+        #expect(status(.limited) == 429)
+        #expect(status(.local) == 429)
+        #expect(status(.none) == 503)
+        #expect(status(nil) == 503)
+        // Without probes, a satisfied path passes.
+        #expect(Health.health(paths: paths, keys: [internet]).statusCode == 200)
     }
 
     @Test func procStatIsReadFromAfterTheLastParenthesisOfTheCommandName() throws {
         // A command name may hold spaces and parentheses: "(a) (b)".
-        let line = "42 (a) (b) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1000 123456789 2048 18446744073709551615"
+        let line =
+            "42 (a) (b) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 1000 123456789 2048 18446744073709551615"
         let fields = try #require(ProcessMetrics.StatFields(line))
         #expect(fields.userTicks == 250)
         #expect(fields.systemTicks == 50)

@@ -41,9 +41,10 @@ struct ServeMetricsTests {
         #expect(lines.contains(#"netreach_path_satisfied{namespace="lab1",destination=""} 0.0"#))
         let reasons = lines.filter { $0.hasPrefix("netreach_path_unsatisfied_reason") }
         #expect(reasons.count == UnsatisfiedReason.allCases.count)
-        #expect(reasons.filter { $0.hasSuffix(" 1.0") } == [
-            #"netreach_path_unsatisfied_reason{namespace="lab1",destination="",reason="noDefaultRoute"} 1.0"#
-        ])
+        #expect(
+            reasons.filter { $0.hasSuffix(" 1.0") } == [
+                #"netreach_path_unsatisfied_reason{namespace="lab1",destination="",reason="noDefaultRoute"} 1.0"#
+            ])
         #expect(!lines.contains { $0.hasPrefix("netreach_path_route_info") })
         #expect(lines.contains(#"netreach_build_info{version="9.9.9"} 1.0"#))
     }
@@ -51,13 +52,16 @@ struct ServeMetricsTests {
     @Test func aRouteThroughAnotherInterfaceReplacesTheOldRouteInfoSeries() {
         let (state, registry) = makeState()
         state.record(
-            satisfied(over: eth0, gateway: "10.0.0.1"), routes: [route(eth0, gateway: "10.0.0.1")], for: key, at: Date())
+            satisfied(over: eth0, gateway: "10.0.0.1"), routes: [route(eth0, gateway: "10.0.0.1")], for: key, at: Date()
+        )
         state.record(
-            satisfied(over: wlan0, gateway: "10.1.0.1"), routes: [route(wlan0, gateway: "10.1.0.1")], for: key, at: Date())
+            satisfied(over: wlan0, gateway: "10.1.0.1"), routes: [route(wlan0, gateway: "10.1.0.1")], for: key,
+            at: Date())
         let info = lines(registry).filter { $0.hasPrefix("netreach_path_route_info") }
-        #expect(info == [
-            #"netreach_path_route_info{namespace="lab1",destination="",family="ipv4",interface="wlan0",interface_type="wifi",gateway="10.1.0.1"} 1.0"#
-        ])
+        #expect(
+            info == [
+                #"netreach_path_route_info{namespace="lab1",destination="",family="ipv4",interface="wlan0",interface_type="wifi",gateway="10.1.0.1"} 1.0"#
+            ])
     }
 
     @Test func changesAreCountedAfterTheFirstPathAndRepeatsAreNot() {
@@ -70,7 +74,7 @@ struct ServeMetricsTests {
         let lines = lines(registry)
         #expect(lines.contains(#"netreach_path_changes_total{namespace="lab1",destination=""} 2"#))
         #expect(lines.contains(#"netreach_path_last_change_timestamp_seconds{namespace="lab1",destination=""} 300.0"#))
-        #expect(state.hub.lastID == 3)  // three path events: the first and two changes
+        #expect(state.hub.lastID == 3) // three path events: the first and two changes
     }
 
     @Test func aVanishedInterfaceAndAnUnavailableNamespaceLeaveNoStaleSeries() {
@@ -80,9 +84,10 @@ struct ServeMetricsTests {
             available: true, namespace: "lab1")
         state.record(interfaces: ["eth0": .init(type: .wiredEthernet, isUp: true)], available: true, namespace: "lab1")
         var lines = lines(registry)
-        #expect(lines.filter { $0.hasPrefix("netreach_interface_up") } == [
-            #"netreach_interface_up{namespace="lab1",interface="eth0",type="wiredEthernet"} 1.0"#
-        ])
+        #expect(
+            lines.filter { $0.hasPrefix("netreach_interface_up") } == [
+                #"netreach_interface_up{namespace="lab1",interface="eth0",type="wiredEthernet"} 1.0"#
+            ])
         state.record(interfaces: [:], available: false, namespace: "lab1")
         lines = self.lines(registry)
         #expect(!lines.contains { $0.hasPrefix("netreach_interface_up") })

@@ -15,6 +15,8 @@ package struct ServeCommand: NetreachSubcommand {
         usage: """
             netreach serve [--listen <host:port>] [--to <name=host> ...] [--namespace <name|pid|path> ...]
                 [--ready-when started|satisfied|to=<name>]
+              netreach serve --internet --probe <url[=expect]> ... [--quorum <n>] [--family 4|6]
+                [--probe-timeout <duration>] [--probe-interval <duration>] [--ready-when internet] ...
             """,
         discussion: """
             Watches the path to the internet, and to each --to destination, in this network \
@@ -24,13 +26,23 @@ package struct ServeCommand: NetreachSubcommand {
                                     netreach_path_unsatisfied_reason, netreach_path_route_info,
                                     netreach_interface_up, netreach_namespace_available, ...
               GET /api/v1/path      the path as `status --json` prints it (?to=NAME&namespace=NS)
+              GET /api/v1/connectivity  with --internet: the verdict as `check --json` prints it
               GET /api/v1/events    Server-Sent Events: the current paths, then one event per
                                     change; Last-Event-ID resumes; a comment every 15 s
               GET /livez            200 while the server runs
               GET /readyz           200 once every path was read (and --ready-when holds);
                                     ?verbose lists the checks
               GET /health           Consul's check: 200 when the path to the internet is
-                                    satisfied in every namespace, 503 when not
+                                    satisfied in every namespace, 503 when not; with
+                                    --internet, 200 full, 429 portal, limited or local,
+                                    503 none or not judged yet
+
+            With --internet, serve also judges whether the internet answers, with the probes you \
+            name, as `watch --internet` does (the same flags; see `netreach check --help`), and \
+            exports netreach_connectivity_level, netreach_probe_duration_seconds and \
+            netreach_probe_results_total. The probes leave from this namespace, so --internet \
+            cannot be combined with --namespace: run serve inside the namespace instead \
+            (`ip netns exec NAME netreach serve --internet ...`).
 
             Labels: namespace is the --namespace argument as given (empty for this namespace), \
             destination the --to NAME (empty for the internet).
@@ -66,9 +78,11 @@ package struct ServeCommand: NetreachSubcommand {
     @Option(
         name: .customLong("ready-when"),
         help: ArgumentHelp(
-            "When /readyz says ready: started (every path read), satisfied (and the internet path satisfied in every namespace), to=NAME (and that destination's). (default: started)",
+            "When /readyz says ready: started (every path read), satisfied (and the internet path satisfied in every namespace), to=NAME (and that destination's), internet (and connectivity full; needs --internet). (default: started)",
             valueName: "condition"))
     var readyWhen: String?
+
+    @OptionGroup var internetOptions: InternetOptions
 
     package init() {}
 
@@ -81,7 +95,8 @@ package struct ServeCommand: NetreachSubcommand {
             throw ValidationError("--namespace names the same namespace twice.")
         }
         if namespaces.contains(where: \.isEmpty) {
-            throw ValidationError("--namespace needs an `ip netns` name, a process id or a path such as /proc/PID/ns/net.")
+            throw ValidationError(
+                "--namespace needs an `ip netns` name, a process id or a path such as /proc/PID/ns/net.")
         }
         if let readyWhen {
             guard let condition = Health.ReadyCondition(argument: readyWhen) else {
@@ -90,6 +105,14 @@ package struct ServeCommand: NetreachSubcommand {
             if case .destination(let name) = condition, !named.contains(where: { $0.name == name }) {
                 throw ValidationError("--ready-when to=\(name): no --to \(name)=HOST is given.")
             }
+            if condition == .internet, !internetOptions.internet {
+                throw ValidationError("--ready-when internet needs --internet and a --probe.")
+            }
+        }
+        if internetOptions.internet, !namespaces.isEmpty {
+            throw ValidationError(
+                "--internet sends probes from this namespace; to judge another, run serve inside it: ip netns exec NAME netreach serve --internet ..."
+            )
         }
     }
 
@@ -122,8 +145,15 @@ package struct ServeCommand: NetreachSubcommand {
         configuration.host = address?.host ?? "127.0.0.1"
         configuration.port = address?.port ?? 9_817
         configuration.destinations = try namedDestinations()
-        if !namespaces.isEmpty { configuration.namespaces = namespaces.map(NetworkWatch.WatchedNamespace.init(argument:)) }
+        if !namespaces.isEmpty {
+            configuration.namespaces = namespaces.map(NetworkWatch.WatchedNamespace.init(argument:))
+        }
         configuration.readyWhen = readyWhen.flatMap(Health.ReadyCondition.init(argument:)) ?? .started
+        if internetOptions.internet {
+            configuration.connectivity = ConnectivitySetup(
+                configuration: try internetOptions.configuration(), prober: capabilities.makeProber(),
+                renderVerdict: { PathFormatting.json($0, at: Date()) })
+        }
         let listening = Atomic(false)
         do {
             try await ServeServer.run(configuration) { host, port in

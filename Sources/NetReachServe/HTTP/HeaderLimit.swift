@@ -23,7 +23,8 @@ final class HeaderLimit: ChannelInboundHandler, RemovableChannelHandler {
         let head = HTTPResponse(
             status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"),
             headerFields: [
-                .connection: "close", .contentType: "text/plain; charset=utf-8", .contentLength: "\(body.readableBytes)",
+                .connection: "close", .contentType: "text/plain; charset=utf-8",
+                .contentLength: "\(body.readableBytes)",
             ])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)

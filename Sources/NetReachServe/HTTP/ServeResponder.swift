@@ -30,6 +30,7 @@ package struct ServeResponder: HTTPResponder {
     private enum Endpoint: String, CaseIterable {
         case metrics = "/metrics"
         case path = "/api/v1/path"
+        case connectivity = "/api/v1/connectivity"
         case events = "/api/v1/events"
         case livez = "/livez"
         case readyz = "/readyz"
@@ -39,7 +40,7 @@ package struct ServeResponder: HTTPResponder {
             switch self {
             case .path: ["to", "namespace"]
             case .readyz: ["verbose"]
-            case .metrics, .events, .livez, .health: []
+            case .metrics, .connectivity, .events, .livez, .health: []
             }
         }
     }
@@ -64,7 +65,8 @@ package struct ServeResponder: HTTPResponder {
         return response
     }
 
-    private func respond(to endpoint: Endpoint, query: QueryParameters, request: Request, context: Context) -> Response {
+    private func respond(to endpoint: Endpoint, query: QueryParameters, request: Request, context: Context) -> Response
+    {
         switch endpoint {
         case .metrics:
             state.recordEventClients()
@@ -72,17 +74,30 @@ package struct ServeResponder: HTTPResponder {
             return Self.text(.ok, text, contentType: MetricsExposition.contentType)
         case .path:
             return path(query)
+        case .connectivity:
+            guard let render = state.renderVerdict else {
+                return Self.text(.notFound, "no probe is configured: serve --internet --probe URL\n")
+            }
+            guard let verdict = state.verdict(namespace: state.keys.first?.namespace ?? "") else {
+                return Self.text(.serviceUnavailable, "the internet has not been judged yet\n")
+            }
+            return Self.text(.ok, render(verdict) + "\n", contentType: "application/json")
         case .events:
             return events(request: request, context: context)
         case .livez:
             return Self.text(.ok, "ok\n")
         case .readyz:
-            let checks = Health.readiness(paths: state.paths, keys: state.keys, condition: readyWhen)
+            let checks = Health.readiness(
+                paths: state.paths, keys: state.keys, condition: readyWhen,
+                verdict: state.verdict(namespace: state.keys.first?.namespace ?? ""))
             let ready = checks.allSatisfy(\.passed)
             return Self.text(
                 ready ? .ok : .serviceUnavailable, Health.readinessText(checks, verbose: query["verbose"] != nil))
         case .health:
-            let verdict = Health.health(paths: state.paths, keys: state.keys)
+            let verdict = Health.health(
+                paths: state.paths, keys: state.keys,
+                verdict: state.verdict(namespace: state.keys.first?.namespace ?? ""),
+                judges: state.renderVerdict != nil)
             switch verdict {
             case .passing: return Self.text(.ok, "passing\n")
             case .warning(let reason): return Self.text(.init(code: verdict.statusCode), "warning: \(reason)\n")
@@ -99,7 +114,9 @@ package struct ServeResponder: HTTPResponder {
             if !state.keys.contains(where: { $0.namespace == namespace }) {
                 return Self.text(.notFound, "no namespace \(ServeState.jsonString(namespace)) is watched\n")
             }
-            return Self.text(.notFound, "no destination named \(ServeState.jsonString(key.destination)) is watched (serve --to NAME=DEST)\n")
+            return Self.text(
+                .notFound,
+                "no destination named \(ServeState.jsonString(key.destination)) is watched (serve --to NAME=DEST)\n")
         }
         guard let path = state.path(for: key) else {
             return Self.text(.serviceUnavailable, "the path \(key) has not been read yet\n")

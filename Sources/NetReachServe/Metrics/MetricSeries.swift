@@ -32,12 +32,13 @@ package struct MetricSeries {
 
     private struct Key: Hashable {
         var name: String
-        var labels: [String]  // name=value pairs, in the order given (fixed per metric)
+        var labels: [String] // name=value pairs, in the order given (fixed per metric)
     }
 
     private let factory: PrometheusMetricsFactory
     private var gauges: [String: [Key: CoreMetrics.Gauge]] = [:]
     private var counters: [String: [Key: CoreMetrics.Counter]] = [:]
+    private var timers: [String: [Key: CoreMetrics.Timer]] = [:]
 
     package init(registry: PrometheusCollectorRegistry) {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -72,9 +73,22 @@ package struct MetricSeries {
         if amount > 0 { counter.increment(by: amount) }
     }
 
+    /// Records `duration` in the histogram `name` with `labels` in `group` (Prometheus's default
+    /// buckets, 5 ms to 10 s).
+    package mutating func record(_ duration: Duration, group: String, name: String, labels: [(String, String)]) {
+        let key = Key(name: name, labels: labels.map { "\($0)=\($1)" })
+        let timer =
+            timers[group, default: [:]][key]
+            ?? CoreMetrics.Timer(label: name, dimensions: labels, factory: factory)
+        timers[group, default: [:]][key] = timer
+        timer.recordNanoseconds(
+            duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
     /// Unregisters every series of `group`.
     package mutating func remove(group: String) {
         gauges.removeValue(forKey: group)?.values.forEach { $0.destroy() }
         counters.removeValue(forKey: group)?.values.forEach { $0.destroy() }
+        timers.removeValue(forKey: group)?.values.forEach { $0.destroy() }
     }
 }

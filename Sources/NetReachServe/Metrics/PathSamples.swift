@@ -46,7 +46,9 @@ package enum PathSamples {
         // never mistaken for 0.
         for reason in UnsatisfiedReason.allCases {
             samples.append(
-                gauge("netreach_path_unsatisfied_reason", path.unsatisfiedReason == reason, [("reason", reason.rawValue)]))
+                gauge(
+                    "netreach_path_unsatisfied_reason", path.unsatisfiedReason == reason, [("reason", reason.rawValue)])
+            )
         }
         for route in routes where path.status == .satisfied {
             samples.append(
@@ -65,6 +67,10 @@ package enum PathSamples {
     package static func routes(of path: NetworkPath, family: IPAddress.Family) -> [Route] {
         guard let interface = path.primaryInterface else { return [] }
         let gateway = path.gateways.first { $0.family == family }
-        return [Route(family: family, interface: interface.name, interfaceType: interface.type, gateway: gateway.map { "\($0)" } ?? "")]
+        return [
+            Route(
+                family: family, interface: interface.name, interfaceType: interface.type,
+                gateway: gateway.map { "\($0)" } ?? "")
+        ]
     }
 }

@@ -1,10 +1,10 @@
+import NetReachSystem
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-
-import NetReachSystem
 
 /// The `process_*` series Prometheus's client libraries export, read from `/proc/self` at each
 /// scrape: CPU time, memory, descriptors and start time, under the same names and units.
@@ -32,7 +32,9 @@ package enum ProcessMetrics {
         add(
             "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
             stat.map { Double($0.residentPages) * pageSize })
-        add("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", stat.map { Double($0.virtualBytes) })
+        add(
+            "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+            stat.map { Double($0.virtualBytes) })
         add(
             "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
             stat.flatMap { stat in bootTime.map { Double($0) + Double(stat.startTicks) / max(ticks, 1) } })
@@ -85,7 +87,7 @@ package enum ProcessMetrics {
             }
             if !isDot { count += 1 }
         }
-        return count - 1  // the directory's own descriptor, open while it is read
+        return count - 1 // the directory's own descriptor, open while it is read
     }
 
     private static func readFile(_ path: String) -> String? {

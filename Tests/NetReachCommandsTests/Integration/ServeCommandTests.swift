@@ -40,7 +40,8 @@ struct ServeCommandTests {
             metrics = try await ServeClient.get(base + "/metrics")
             #expect(
                 metrics.body.contains(
-                    #"netreach_path_unsatisfied_reason{namespace="\#(lab.name)",destination="",reason="noDefaultRoute"} 1.0"#))
+                    #"netreach_path_unsatisfied_reason{namespace="\#(lab.name)",destination="",reason="noDefaultRoute"} 1.0"#
+                ))
             // The gateway is on-link: its path needs no default route.
             #expect(metrics.body.contains("netreach_path_satisfied\(gateway) 1.0"))
             #expect(!metrics.body.contains(#"route_info{namespace="\#(lab.name)",destination="",family="ipv4""#))
@@ -76,15 +77,59 @@ struct ServeCommandTests {
             defer { serve.kill() }
             let base = try await ServeClient.baseURL(of: serve)
             let available = #"netreach_namespace_available{namespace="\#(lab.name)"}"#
-            await ServeClient.until("the namespace is available", base, "/metrics") { $0.body.contains(available + " 1.0") }
+            await ServeClient.until("the namespace is available", base, "/metrics") {
+                $0.body.contains(available + " 1.0")
+            }
             try await LabCommand.ip(["netns", "del", lab.name])
             await ServeClient.until("the namespace is unavailable", base, "/metrics") {
                 $0.body.contains(available + " 0.0")
             }
             let metrics = try await ServeClient.get(base + "/metrics")
-            #expect(!metrics.body.contains(#"netreach_interface_up{namespace="\#(lab.name)""#), "stale interface series")
+            #expect(
+                !metrics.body.contains(#"netreach_interface_up{namespace="\#(lab.name)""#), "stale interface series")
             #expect(try await ServeClient.get(base + "/livez").status == 200)
             #expect(try await ServeClient.get(base + "/health").status == 503)
+            serve.signal(SIGTERM)
+            #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
+        }
+    }
+}
+
+/// `serve --internet`: the verdict of the probes as metrics, health and the connectivity endpoint,
+/// with `serve` run inside the lab (probes leave from the server's own namespace).
+@Suite("netreach serve --internet (integration)", .offPool, .needsNamespaceRoot, .timeLimit(.minutes(3)))
+struct ServeConnectivityTests {
+    @Test func aPortalIsAWarningUntilSignedInThenHealthAndReadinessPass() async throws {
+        let script = ConnectivityWatchIntegrationTests.ProbeScript(.portal)
+        try await ConnectivityWatchIntegrationTests.withProbeServer(script) { lab, probe in
+            let serve = try NetreachProcess.start(
+                [
+                    "serve", "--listen", "127.0.0.1:0", "--internet", "--probe", probe, "--family", "4",
+                    "--ready-when", "internet",
+                ], inNamespace: lab.name)
+            defer { serve.kill() }
+            let base = try await ServeClient.baseURL(of: serve)
+            let ask = { (path: String) in try await ServeClient.get(base + path, namespace: lab.name) }
+            await ServeClient.until("health says portal", base, "/health", namespace: lab.name) {
+                $0.status == 429 && $0.body.contains("captive portal")
+            }
+            #expect(try await ask("/readyz").status == 503)
+            var metrics = try await ask("/metrics").body
+            #expect(metrics.contains(#"netreach_connectivity_level{namespace="",family="ipv4",level="portal"} 1.0"#))
+            #expect(metrics.contains(#"netreach_connectivity_level{namespace="",family="ipv4",level="full"} 0.0"#))
+            #expect(metrics.contains(#"netreach_probe_results_total{verdict="portal"}"#), "\(metrics)")
+            #expect(metrics.contains("netreach_probe_duration_seconds_count"))
+
+            script.answer(.pass) // signed in
+            await ServeClient.until("health passes", base, "/health", namespace: lab.name) { $0.status == 200 }
+            #expect(try await ask("/readyz").status == 200)
+            let verdict = try await ask("/api/v1/connectivity")
+            #expect(verdict.status == 200)
+            #expect(verdict.body.contains(#""level":"full""#), "\(verdict.body)")
+            metrics = try await ask("/metrics").body
+            #expect(metrics.contains(#"netreach_connectivity_level{namespace="",family="ipv4",level="full"} 1.0"#))
+            #expect(metrics.contains(#"netreach_probe_results_total{verdict="passed"}"#))
+
             serve.signal(SIGTERM)
             #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
         }
@@ -130,8 +175,10 @@ struct ServeBadInputTests {
     }
 
     @Test(arguments: [
-        ["--listen", "nowhere"], ["--to", "db"], ["--to", "a b=10.0.0.1"], ["--to", "db=1.2.3.4", "--to", "db=5.6.7.8"],
-        ["--ready-when", "sometimes"], ["--ready-when", "to=db"], ["--namespace", ""],
+        ["--listen", "nowhere"], ["--to", "db"], ["--to", "a b=10.0.0.1"],
+        ["--to", "db=1.2.3.4", "--to", "db=5.6.7.8"],
+        ["--ready-when", "sometimes"], ["--ready-when", "to=db"], ["--namespace", ""], ["--ready-when", "internet"],
+        ["--internet", "--probe", "http://127.0.0.1:9/", "--namespace", "blue"], ["--internet"],
     ])
     func badFlagsAreUsageErrors(_ flags: [String]) async throws {
         let serve = try NetreachProcess.start(["serve"] + flags)
@@ -155,10 +202,14 @@ enum ServeClient {
         return try #require(line.map { String($0[$0.range(of: marker)!.upperBound...]) }, "\(serve.standardError)")
     }
 
-    /// The status and body (with `-D -`, the headers first).
-    static func get(_ url: String, extra: [String] = []) async throws -> (status: Int, body: String) {
+    /// The status and body (with `-D -`, the headers first); with `namespace`, curl runs inside it.
+    static func get(
+        _ url: String, extra: [String] = [], namespace: String? = nil
+    ) async throws -> (status: Int, body: String) {
+        let arguments = ["-sS", "--max-time", "30", "-w", "\n%{http_code}"] + extra + [url]
         let finished = try await ChildProcess.run(
-            curl, ["-sS", "--max-time", "30", "-w", "\n%{http_code}"] + extra + [url], timeout: .seconds(60))
+            namespace == nil ? curl : LabCommand.ipExecutable,
+            namespace.map { ["netns", "exec", $0, curl] + arguments } ?? arguments, timeout: .seconds(60))
         var lines = finished.standardOutput.split(separator: "\n", omittingEmptySubsequences: false)
         let status = lines.popLast().flatMap { Int($0) } ?? -1
         return (status, lines.joined(separator: "\n"))
@@ -166,12 +217,12 @@ enum ServeClient {
 
     /// Asks `path` until `condition` holds (bounded; records an issue on timeout).
     static func until(
-        _ what: String, _ base: String, _ path: String, timeout: Duration = .seconds(30),
+        _ what: String, _ base: String, _ path: String, namespace: String? = nil, timeout: Duration = .seconds(30),
         _ condition: @escaping ((status: Int, body: String)) -> Bool
     ) async {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if let answer = try? await get(base + path), condition(answer) { return }
+            if let answer = try? await get(base + path, namespace: namespace), condition(answer) { return }
             try? await Task.sleep(for: .milliseconds(50))
         }
         Issue.record("timed out after \(timeout) waiting until \(what)")
