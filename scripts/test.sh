@@ -4,7 +4,8 @@
 # - Installs iproute2, python3, util-linux, nginx, curl, openssl and tinyproxy when missing and we
 #   are root (the namespace suites need `ip`, python3 with ctypes, `unshare`; `get` and the
 #   transports are compared with curl on files nginx serves, over TLS with test certificates, and
-#   through tinyproxy).
+#   through tinyproxy). Also prometheus, prometheus-alertmanager and systemd, whose checkers read
+#   Deploy/.
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
 # - Fails if a commit since the rule began has a subject over 72 characters.
@@ -36,6 +37,10 @@ command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 command -v tinyproxy >/dev/null 2>&1 || [ -x /usr/bin/tinyproxy ] || [ -x /usr/sbin/tinyproxy ] || missing="$missing tinyproxy"
 # Connectivity checks resolve probe names with a resolver the test runs in a lab namespace.
 command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || missing="$missing dnsmasq-base"
+# Deploy/ is checked by the tools that read it: Prometheus's and Alertmanager's, and systemd's.
+command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
+command -v amtool >/dev/null 2>&1 || missing="$missing prometheus-alertmanager"
+command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = "0" ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null

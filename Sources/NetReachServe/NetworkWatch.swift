@@ -99,6 +99,11 @@ package final class NetworkWatch: Service, Sendable {
         cancel()
     }
 
+    /// Returns once the watch's queue has run everything queued before: it is not stuck.
+    package func roundTrip() async {
+        await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+    }
+
     /// Stops every monitor and subscription.
     package func cancel() {
         let (monitors, subscriptions, judge) = watching.withLock { watching in

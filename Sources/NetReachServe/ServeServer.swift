@@ -24,6 +24,8 @@ package struct ServeConfiguration: Sendable {
     package var clientBuffer = 256
     /// The path's `status --json` object on one line.
     package var renderPath: @Sendable (NetworkPath) -> String
+    /// The process's environment: systemd's `NOTIFY_SOCKET` and `WATCHDOG_USEC` are read from it.
+    package var environment: [String: String] = [:]
     /// Whether, and how, the internet is judged in the server's own namespace (`--internet --probe`).
     package var connectivity: ConnectivitySetup?
 
@@ -83,14 +85,21 @@ package enum ServeServer {
                 onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
             },
             logger: logger)
-        // Shut down in reverse: the streams end first, then the monitors, then the server drains.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: application),
+            .init(service: watch),
+            .init(service: EventKeepAlive(hub: hub, interval: configuration.keepAliveInterval)),
+        ]
+        if let notification = SystemdNotification.fromEnvironment(
+            configuration.environment, state: state, probeWatch: { await watch.roundTrip() })
+        {
+            services.append(.init(service: notification))
+        }
+        // Shut down in reverse: systemd hears STOPPING=1, the streams end, then the monitors stop,
+        // then the server drains.
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: application),
-                    .init(service: watch),
-                    .init(service: EventKeepAlive(hub: hub, interval: configuration.keepAliveInterval)),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

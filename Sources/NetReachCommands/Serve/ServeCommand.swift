@@ -145,6 +145,7 @@ package struct ServeCommand: NetreachSubcommand {
         configuration.host = address?.host ?? "127.0.0.1"
         configuration.port = address?.port ?? 9_817
         configuration.destinations = try namedDestinations()
+        configuration.environment = ProcessInfo.processInfo.environment
         if !namespaces.isEmpty {
             configuration.namespaces = namespaces.map(NetworkWatch.WatchedNamespace.init(argument:))
         }
