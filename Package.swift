@@ -249,7 +249,9 @@ let package = Package(
                 "NetReachCommands", "NetReach", "NetReachSystem", "NetReachConnectivity", "NetReachTestSupport",
                 "netreach", // built before the tests run: the command tests execute it
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // The status page's Chromium driver (Python), run by StatusPageTests.
+            exclude: ["Integration/Scripts"]
         ),
         // README and DocC snippets, extracted by scripts/extract-snippets.py: building them is the check.
         .testTarget(

@@ -5,7 +5,8 @@
 #   are root (the namespace suites need `ip`, python3 with ctypes, `unshare`; `get` and the
 #   transports are compared with curl on files nginx serves, over TLS with test certificates, and
 #   through tinyproxy). Also prometheus, prometheus-alertmanager and systemd, whose checkers read
-#   Deploy/.
+#   Deploy/, chromium for serve's status page, lintian and patchelf for the Debian package, and
+#   kubernetes-validate (PyPI).
 # - Fails if README/DocC Swift snippets changed without scripts/extract-snippets.py being run;
 #   the build compiles them (Tests/SnippetChecks).
 # - Fails if a commit since the rule began has a subject over 72 characters.
@@ -41,9 +42,18 @@ command -v dnsmasq >/dev/null 2>&1 || [ -x /usr/sbin/dnsmasq ] || missing="$miss
 command -v promtool >/dev/null 2>&1 || missing="$missing prometheus"
 command -v amtool >/dev/null 2>&1 || missing="$missing prometheus-alertmanager"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+# serve's status page is tested in headless Chromium; the Debian package with lintian.
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v lintian >/dev/null 2>&1 || missing="$missing lintian"
+command -v patchelf >/dev/null 2>&1 || missing="$missing patchelf"
+# The DaemonSet is validated against Kubernetes's schema (PyPI's kubernetes-validate carries it).
+if ! command -v kubernetes-validate >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    python3 -m pip install -q --disable-pip-version-check kubernetes-validate >/dev/null 2>&1 ||
+        echo "note: pip could not install kubernetes-validate; the DaemonSet check will fail" >&2
+fi
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = "0" ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
     else
         echo "note: missing$missing; namespace suites will fail to set up" >&2
     fi

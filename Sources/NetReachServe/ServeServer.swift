@@ -77,7 +77,12 @@ package enum ServeServer {
             namespaces: configuration.namespaces, destinations: configuration.destinations,
             connectivity: configuration.connectivity, state: state)
         let application = Application(
-            responder: ServeResponder(state: state, readyWhen: configuration.readyWhen),
+            responder: ServeResponder(
+                state: state, readyWhen: configuration.readyWhen,
+                targetProbe: TargetProbe(
+                    namespaces: Dictionary(
+                        configuration.namespaces.map { ($0.label, $0.namespace) },
+                        uniquingKeysWith: { first, _ in first }))),
             server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimit()])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),

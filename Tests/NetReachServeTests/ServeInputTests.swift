@@ -73,7 +73,7 @@ struct ServeInputTests {
         #expect(status(.portal(loginURL: nil)) == 429)
         #expect(status(.limited) == 429)
         #expect(status(.local) == 429)
-        #expect(status(.none) == 503)
+        #expect(status(ConnectivityLevel.none) == 503)
         #expect(status(nil) == 503)
         // Without probes, a satisfied path passes.
         #expect(Health.health(paths: paths, keys: [internet]).statusCode == 200)

@@ -22,9 +22,13 @@ package struct ServeCommand: NetreachSubcommand {
             Watches the path to the internet, and to each --to destination, in this network \
             namespace or in each --namespace, and answers over HTTP (read-only; nothing is sent \
             to any destination):
+              GET /                 a status page for people (the paths, recent changes, an
+                                    offline overlay), live over the event stream
               GET /metrics          Prometheus text format: netreach_path_satisfied,
                                     netreach_path_unsatisfied_reason, netreach_path_route_info,
                                     netreach_interface_up, netreach_namespace_available, ...
+              GET /probe?target=HOST  one destination's path as metrics, probe_success
+                                    (blackbox_exporter's multi-target pattern; &namespace=NS)
               GET /api/v1/path      the path as `status --json` prints it (?to=NAME&namespace=NS)
               GET /api/v1/connectivity  with --internet: the verdict as `check --json` prints it
               GET /api/v1/events    Server-Sent Events: the current paths, then one event per

@@ -16,19 +16,23 @@ package struct ServeResponder: HTTPResponder {
 
     let state: ServeState
     let readyWhen: Health.ReadyCondition
+    let targetProbe: TargetProbe
     let processMetrics: @Sendable () -> String
 
     package init(
-        state: ServeState, readyWhen: Health.ReadyCondition,
+        state: ServeState, readyWhen: Health.ReadyCondition, targetProbe: TargetProbe,
         processMetrics: @escaping @Sendable () -> String = { ProcessMetrics.read() }
     ) {
         self.state = state
         self.readyWhen = readyWhen
+        self.targetProbe = targetProbe
         self.processMetrics = processMetrics
     }
 
     private enum Endpoint: String, CaseIterable {
+        case page = "/"
         case metrics = "/metrics"
+        case probe = "/probe"
         case path = "/api/v1/path"
         case connectivity = "/api/v1/connectivity"
         case events = "/api/v1/events"
@@ -39,8 +43,9 @@ package struct ServeResponder: HTTPResponder {
         var parameters: Set<String> {
             switch self {
             case .path: ["to", "namespace"]
+            case .probe: ["target", "namespace", "module"]
             case .readyz: ["verbose"]
-            case .metrics, .connectivity, .events, .livez, .health: []
+            case .page, .metrics, .connectivity, .events, .livez, .health: []
             }
         }
     }
@@ -60,20 +65,25 @@ package struct ServeResponder: HTTPResponder {
         } catch {
             return Self.text(.badRequest, "\(error)\n")
         }
-        var response = respond(to: endpoint, query: query, request: request, context: context)
+        var response = await respond(to: endpoint, query: query, request: request, context: context)
         if request.method == .head { response.body = ResponseBody() }
         return response
     }
 
-    private func respond(to endpoint: Endpoint, query: QueryParameters, request: Request, context: Context) -> Response
-    {
+    private func respond(
+        to endpoint: Endpoint, query: QueryParameters, request: Request, context: Context
+    ) async -> Response {
         switch endpoint {
+        case .page:
+            return Self.text(.ok, Self.page, contentType: "text/html; charset=utf-8")
         case .metrics:
             state.recordEventClients()
             let text = MetricsExposition.render(state.registry, process: processMetrics())
             return Self.text(.ok, text, contentType: MetricsExposition.contentType)
         case .path:
             return path(query)
+        case .probe:
+            return await probe(query, request: request)
         case .connectivity:
             guard let render = state.renderVerdict else {
                 return Self.text(.notFound, "no probe is configured: serve --internet --probe URL\n")
@@ -124,6 +134,34 @@ package struct ServeResponder: HTTPResponder {
         return Self.text(.ok, state.renderPath(path) + "\n", contentType: "application/json")
     }
 
+    /// `/probe?target=DEST[&namespace=NS]`: one destination's path, for Prometheus's multi-target
+    /// relabelling. `module`, which blackbox_exporter's configurations send, may only be `path`.
+    private func probe(_ query: QueryParameters, request: Request) async -> Response {
+        guard let target = query["target"], !target.isEmpty else {
+            return Self.text(.badRequest, "the target parameter is missing: /probe?target=HOST\n")
+        }
+        if let module = query["module"], module != "path" {
+            return Self.text(.badRequest, "unknown module \(ServeState.jsonString(module)); the one module is path\n")
+        }
+        let namespace = query["namespace"] ?? state.keys.first?.namespace ?? ""
+        let timeout = TargetProbe.timeout(
+            header: request.headers[HTTPField.Name("X-Prometheus-Scrape-Timeout-Seconds")!])
+        let started = ContinuousClock.now
+        do {
+            let path = try await targetProbe.path(to: target, namespace: namespace, timeout: timeout)
+            let text = TargetProbe.exposition(
+                of: path, target: target, namespace: namespace, duration: ContinuousClock.now - started)
+            return Self.text(.ok, text, contentType: MetricsExposition.contentType)
+        } catch {
+            switch error {
+            case .unknownNamespace(let name):
+                return Self.text(.notFound, "no namespace \(ServeState.jsonString(name)) is watched\n")
+            case .busy:
+                return Self.text(.serviceUnavailable, "\(targetProbe.limit) probes are running; try again\n")
+            }
+        }
+    }
+
     /// `/api/v1/events`: Server-Sent Events until the client leaves, is dropped, or the server stops.
     private func events(request: Request, context: Context) -> Response {
         let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { UInt64($0) }
@@ -133,6 +171,10 @@ package struct ServeResponder: HTTPResponder {
         // nginx and other proxies would otherwise hold events back to fill their buffers.
         headers[HTTPField.Name("X-Accel-Buffering")!] = "no"
         guard request.method == .get else { return Response(status: .ok, headers: headers) }
+        // The kernel would otherwise grow this connection's send buffer to 4 MB (tcp_wmem), some
+        // 9,000 events a client that stopped reading never takes, before the hub's bounded buffer
+        // fills and drops it. Fixed small, the stall reaches the hub after a few hundred.
+        _ = channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: Self.eventSendBuffer)
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
@@ -144,6 +186,12 @@ package struct ServeResponder: HTTPResponder {
                 try await writer.finish(nil)
             })
     }
+
+    /// An event stream's socket send buffer (the kernel doubles it): ~150 events of 450 bytes.
+    static let eventSendBuffer: SocketOptionValue = 32_768
+
+    /// The status page, with the library's offline-indicator policy.
+    private static let page = StatusPage.html()
 
     private static func text(
         _ status: HTTPResponse.Status, _ body: String, contentType: String = "text/plain; charset=utf-8"

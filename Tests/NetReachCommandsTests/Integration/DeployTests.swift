@@ -7,10 +7,11 @@ import Glibc
 #endif
 
 /// What `Deploy/` gives operators, checked with the tools that will read it: Prometheus's and
-/// Alertmanager's own checkers (and the alert rules' unit tests), and systemd's.
+/// Alertmanager's own checkers (and the alert rules' unit tests), systemd's, and Kubernetes's
+/// schema.
 @Suite(
     "Deploy/ checked by promtool, amtool and systemd-analyze", .offPool,
-    .enabled(if: ExternalServer.available("promtool", "amtool", "systemd-analyze")))
+    .enabled(if: ExternalServer.available("promtool", "amtool", "systemd-analyze", "kubernetes-validate")))
 struct DeployTests {
     static let deploy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy")
@@ -43,6 +44,17 @@ struct DeployTests {
         #expect(checked.standardOutput.contains("1 inhibit rules"))
     }
 
+    /// Against Kubernetes's own schema, strict: a misspelt field fails, as the API server would
+    /// refuse it. The kubelet's probes are the server's /readyz and /livez.
+    @Test func theDaemonSetValidatesAgainstKubernetesSchema() async throws {
+        let directory = Self.deploy.appendingPathComponent("kubernetes").path
+        let validated = try await run("kubernetes-validate", ["--strict", "netreach-daemonset.yaml"], in: directory)
+        #expect(validated.status == 0, "\(validated.standardOutput)\(validated.standardError)")
+        let text = try String(contentsOfFile: directory + "/netreach-daemonset.yaml", encoding: .utf8)
+        #expect(text.contains("hostNetwork: true"))
+        #expect(text.contains("path: /readyz"))
+    }
+
     /// `systemd-analyze verify` needs ExecStart's program to exist: the units are checked with
     /// the netreach under test in /usr/bin/netreach's place. `--man=no`: the man page is not
     /// installed here.
@@ -64,4 +76,12 @@ struct DeployTests {
         let help = try await ChildProcess.run(executable, arguments + ["--help"])
         #expect(help.status == 0, "\(arguments): \(help.standardError)")
     }
+}
+
+/// Where scripts/build-release.sh puts the executable.
+enum ReleaseBuild {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static let binary = root.appendingPathComponent(".build-release/release/netreach")
+    static var isBuilt: Bool { FileManager.default.isExecutableFile(atPath: binary.path) }
 }

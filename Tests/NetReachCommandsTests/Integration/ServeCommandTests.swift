@@ -71,6 +71,42 @@ struct ServeCommandTests {
         }
     }
 
+    /// blackbox_exporter's pattern: the path to any target, asked per scrape, in a watched namespace.
+    @Test func probeAnswersTheKernelsPathToATargetAsMetrics() async throws {
+        try await NetnsLab.withLab { lab in
+            let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--namespace", lab.name])
+            defer { serve.kill() }
+            let base = try await ServeClient.baseURL(of: serve)
+            let far = "198.51.100.7"
+            var probe = try await ServeClient.get(
+                base + "/probe?target=\(far)&namespace=\(lab.name)&module=path",
+                extra: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 10"])
+            #expect(probe.status == 200)
+            #expect(probe.body.contains("\nprobe_success 1\n"), "\(probe.body)")
+            #expect(probe.body.contains("probe_duration_seconds "))
+            #expect(
+                probe.body.contains(
+                    #"netreach_path_route_info{namespace="\#(lab.name)",destination="\#(far)",family="ipv4",interface="veth0",interface_type="wiredEthernet",gateway="\#(NetnsLab.ipv4Gateway)"} 1.0"#
+                ), "\(probe.body)")
+
+            try await lab.deleteDefaultRoute()
+            await ServeClient.until("the probe fails", base, "/probe?target=\(far)&namespace=\(lab.name)") {
+                $0.body.contains("\nprobe_success 0\n")
+            }
+            probe = try await ServeClient.get(base + "/probe?target=\(far)&namespace=\(lab.name)")
+            #expect(probe.body.contains(#"reason="noDefaultRoute"} 1.0"#), "\(probe.body)")
+            // On-link needs no default route.
+            probe = try await ServeClient.get(base + "/probe?target=\(NetnsLab.ipv4Gateway)&namespace=\(lab.name)")
+            #expect(probe.body.contains("\nprobe_success 1\n"), "\(probe.body)")
+
+            #expect(try await ServeClient.get(base + "/probe?target=\(far)&namespace=elsewhere").status == 404)
+            #expect(try await ServeClient.get(base + "/probe?namespace=\(lab.name)").status == 400)
+            #expect(try await ServeClient.get(base + "/probe?target=\(far)&module=icmp").status == 400)
+            serve.signal(SIGTERM)
+            #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
+        }
+    }
+
     @Test func aNamespaceDeletedWhileScrapedIsUnavailableAndTheServerKeepsAnswering() async throws {
         try await NetnsLab.withLab { lab in
             let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--namespace", lab.name])

@@ -1,0 +1,92 @@
+import Dispatch
+import NetReach
+import NetReachSystem
+import Prometheus
+
+/// `GET /probe?target=DEST[&namespace=NS]`: blackbox_exporter's multi-target pattern for the
+/// kernel's path. Prometheus names the target in the URL (relabelling, as for blackbox_exporter);
+/// the answer is that destination's path as metrics, `probe_success` 1 when it is satisfied.
+///
+/// Nothing is sent to the target: the kernel is asked its route (a host name is resolved first,
+/// within the scrape's `X-Prometheus-Scrape-Timeout-Seconds`). Only namespaces the server watches
+/// can be named, and at most ``limit`` probes run at once: a flood of scrapes cannot make the
+/// server enter arbitrary namespaces or hold unbounded monitors.
+///
+/// ```swift
+/// let probe = TargetProbe(namespaces: ["": nil, "blue": .named("blue")])
+/// let path = try await probe.path(to: "10.0.0.5", namespace: "blue", timeout: .seconds(5))
+/// ```
+package final class TargetProbe: Sendable {
+    /// Why a probe was not made.
+    package enum Refusal: Error, Hashable {
+        case unknownNamespace(String)
+        case busy
+    }
+
+    /// Label value → namespace, for the namespaces the server watches.
+    let namespaces: [String: NetworkNamespace?]
+    /// Probes that may run at once.
+    package let limit: Int
+    private let running = Locked(0)
+    private let queue = DispatchQueue(label: "netreach.serve.probe", attributes: .concurrent)
+
+    package init(namespaces: [String: NetworkNamespace?], limit: Int = 16) {
+        self.namespaces = namespaces
+        self.limit = limit
+    }
+
+    /// The kernel's path to `target` in the namespace labelled `namespace`.
+    package func path(to target: String, namespace: String, timeout: Duration) async throws(Refusal) -> NetworkPath {
+        guard let entry = namespaces[namespace] else { throw .unknownNamespace(namespace) }
+        let admitted = running.withLock { running in
+            guard running < limit else { return false }
+            running += 1
+            return true
+        }
+        guard admitted else { throw .busy }
+        defer { running.withLock { $0 -= 1 } }
+        // PathMonitor.start blocks until the destination is resolved and its route is read.
+        return await withCheckedContinuation { continuation in
+            queue.async {
+                let monitor = PathMonitor(
+                    destination: PathDestination(target), namespace: entry, resolutionTimeout: timeout)
+                monitor.start(queue: DispatchQueue(label: "netreach.serve.probe.monitor"))
+                let path = monitor.currentPath
+                monitor.cancel()
+                continuation.resume(returning: path)
+            }
+        }
+    }
+
+    /// The answer's text: `probe_success`, `probe_duration_seconds`, then the path's series as
+    /// `/metrics` has them, labelled with the target as `destination`.
+    package static func exposition(
+        of path: NetworkPath, target: String, namespace: String, duration: Duration
+    ) -> String {
+        let registry = PrometheusCollectorRegistry()
+        var series = MetricSeries(registry: registry)
+        let key = PathKey(namespace: namespace, destination: target)
+        let family = IPAddress(target)?.family ?? path.gateways.first?.family ?? .ipv4
+        let samples = PathSamples.samples(
+            of: path, key: key, routes: PathSamples.routes(of: path, family: family), lastChange: 0
+        ).filter { $0.name != "netreach_path_last_change_timestamp_seconds" }
+        series.replace(group: "path", with: samples)
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return """
+            # HELP probe_success 1 when the kernel's path to the target is satisfied (nothing is sent to it).
+            # TYPE probe_success gauge
+            probe_success \(path.status == .satisfied ? 1 : 0)
+            # HELP probe_duration_seconds How long reading the path took, name resolution included.
+            # TYPE probe_duration_seconds gauge
+            probe_duration_seconds \(seconds)
+
+            """ + MetricsExposition.render(registry, process: "")
+    }
+
+    /// The scrape's own time limit, from Prometheus's header, less half a second for the answer to
+    /// travel (as blackbox_exporter does); 5 s without the header; between 0.1 s and 30 s.
+    package static func timeout(header: String?) -> Duration {
+        guard let header, let seconds = Double(header), seconds.isFinite else { return .seconds(5) }
+        return .milliseconds(Int64((min(max(seconds - 0.5, 0.1), 30) * 1000).rounded()))
+    }
+}

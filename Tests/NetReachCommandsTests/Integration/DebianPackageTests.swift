@@ -1,0 +1,53 @@
+import Foundation
+import NetReachTestSupport
+import Testing
+
+/// The Debian package `scripts/build-deb.sh` makes, checked by lintian and by dpkg itself: clean,
+/// with the executable, netreach(1), the units and the examples where Debian puts them.
+///
+/// Of the static release executable when one is built (scripts/build-release.sh); otherwise (CI,
+/// where a release build would take 11 minutes more) of the debug executable with
+/// `--toolchain-binary`, whose one difference lintian sees is the toolchain's RUNPATH: that tag
+/// alone is suppressed then.
+@Suite(
+    "The Debian package (lintian)", .offPool,
+    .enabled(
+        if: ExternalServer.available("lintian", "patchelf", "dpkg-deb")))
+struct DebianPackageTests {
+    static let root = ReleaseBuild.root
+    static let releaseBinary = ReleaseBuild.binary
+
+    @Test func theDebianPackageIsLintianCleanAndHasEverythingInPlace() async throws {
+        let output = try TemporaryDirectory("netreach-deb")
+        defer { output.remove() }
+        let release = ReleaseBuild.isBuilt
+        let binary = release ? Self.releaseBinary.path : try NetreachProcess.executable().path
+        let built = try await ChildProcess.run(
+            "/bin/bash",
+            [
+                Self.root.appendingPathComponent("scripts/build-deb.sh").path, "--binary", binary, "--output",
+                output.url.path,
+            ]
+                + (release ? [] : ["--toolchain-binary"]),
+            timeout: .seconds(300))
+        try #require(built.status == 0, "\(built.standardError)")
+        let deb = built.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let lintian = try await ChildProcess.run(
+            ExternalServer.require("lintian"),
+            ["--tag-display-limit", "0"] + (release ? [] : ["--suppress-tags", "custom-library-search-path"]) + [deb],
+            timeout: .seconds(300))
+        #expect(lintian.status == 0, "\(lintian.standardOutput)")
+        let tags = lintian.standardOutput.split(separator: "\n").filter { $0.hasPrefix("E:") || $0.hasPrefix("W:") }
+        #expect(tags.isEmpty, "\(tags)")
+
+        let contents = try await ChildProcess.run(ExternalServer.require("dpkg-deb"), ["--contents", deb])
+        for path in [
+            "./usr/bin/netreach", "./usr/share/man/man1/netreach.1.gz", "./lib/systemd/system/netreach.service",
+            "./lib/systemd/system/netreach-wait-online.service",
+            "./usr/share/doc/netreach/examples/netreach-rules.yml", "./usr/share/doc/netreach/copyright",
+        ] {
+            #expect(contents.standardOutput.contains(path), "\(path) missing: \(contents.standardOutput)")
+        }
+    }
+}

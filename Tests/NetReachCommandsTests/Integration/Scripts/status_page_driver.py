@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Drives `netreach serve`'s status page in headless Chromium (the DevTools protocol over
+--remote-debugging-pipe: no WebSocket library needed) while a lab namespace's default route
+comes and goes, and prints one JSON object of what the page did, for StatusPageTests.
+
+    status_page_driver.py URL LAB GATEWAY SCREENSHOT_DIR
+
+The page's own clock (performance.now) times the overlay against the events it received, so the
+verdicts do not depend on how fast this machine is: "shown N ms after the unsatisfied event".
+"""
+import base64
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+URL, LAB, GATEWAY, SHOTS = sys.argv[1:5]
+
+
+class Browser:
+    def __init__(self):
+        self.profile = tempfile.mkdtemp(prefix="netreach-chromium-")
+        to_browser_read, self.to_browser = os.pipe()
+        self.from_browser, from_browser_write = os.pipe()
+        # The pipe's descriptors must be 3 (commands) and 4 (answers) in the child. Through high
+        # numbers first, so neither move overwrites the other; 3 and 4 are then kept open by
+        # pass_fds (the child closes every other descriptor after this runs).
+        def arrange():
+            high_read = fcntl.fcntl(to_browser_read, fcntl.F_DUPFD, 10)
+            high_write = fcntl.fcntl(from_browser_write, fcntl.F_DUPFD, 10)
+            os.dup2(high_read, 3)
+            os.dup2(high_write, 4)
+        self.process = subprocess.Popen(
+            ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--remote-debugging-pipe", "--user-data-dir=" + self.profile,
+             "--window-size=1000,700", "about:blank"],
+            preexec_fn=arrange, pass_fds=(3, 4),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_browser_read)
+        os.close(from_browser_write)
+        self.buffer = b""
+        self.next_id = 0
+        targets = self.call("Target.getTargets")["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+
+    def call(self, method, session=None, **params):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self.buffer:
+                chunk = os.read(self.from_browser, 1 << 16)
+                if not chunk:
+                    raise RuntimeError("chromium closed its pipe")
+                self.buffer += chunk
+            raw, self.buffer = self.buffer.split(b"\0", 1)
+            answer = json.loads(raw)
+            if answer.get("id") == self.next_id:
+                if "error" in answer:
+                    raise RuntimeError("%s: %s" % (method, answer["error"]))
+                return answer.get("result", {})
+
+    def page(self, method, **params):
+        return self.call(method, session=self.session, **params)
+
+    def evaluate(self, expression):
+        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    def screenshot(self, name):
+        data = self.page("Page.captureScreenshot", format="png")["data"]
+        with open(os.path.join(SHOTS, name), "wb") as out:
+            out.write(base64.b64decode(data))
+
+    def close(self):
+        self.process.kill()
+        self.process.wait()
+
+
+def ip(*arguments):
+    subprocess.run(["ip", "-n", LAB] + list(arguments), check=True)
+
+
+def until(browser, expression, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if browser.evaluate(expression):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# Instruments the page: when each path event arrived and when the overlay showed or hid, by the
+# page's own clock.
+PROBE = """
+(() => {
+  window.__log = [];
+  const source = new EventSource("/api/v1/events");   // a second reader, for arrival times only
+  source.addEventListener("path", m => {
+    const e = JSON.parse(m.data);
+    if (!e.destination) window.__log.push({kind: e.path.status, at: performance.now()});
+  });
+  const overlay = document.getElementById("overlay");
+  new MutationObserver(() => window.__log.push({kind: overlay.hidden ? "hidden" : "shown", at: performance.now()}))
+    .observe(overlay, {attributes: true, attributeFilter: ["hidden"]});
+  return true;
+})()
+"""
+
+report = {}
+browser = Browser()
+try:
+    browser.page("Page.enable")
+    browser.page("Page.navigate", url=URL)
+    report["loaded"] = until(browser, "document.querySelector('#paths td.satisfied') !== null", 30)
+    report["pathShown"] = browser.evaluate("document.querySelector('#paths tbody').textContent")
+    browser.evaluate(PROBE)
+    time.sleep(0.5)   # the probe's own stream starts with the current state
+    browser.screenshot("1-satisfied.png")
+
+    # A blip, 0.5 s: shorter than the grace period.
+    browser.evaluate("window.__log = []")
+    ip("route", "del", "default")
+    time.sleep(0.5)
+    ip("route", "add", "default", "via", GATEWAY)
+    time.sleep(3.5)
+    report["blip"] = browser.evaluate("window.__log")
+    report["blipShowedOverlay"] = browser.evaluate("window.__log.some(e => e.kind === 'shown')")
+
+    # An outage: the overlay comes after the grace period and stays until the route is back.
+    browser.evaluate("window.__log = []")
+    ip("route", "del", "default")
+    report["outageShown"] = until(browser, "!document.getElementById('overlay').hidden", 15)
+    browser.screenshot("2-offline.png")
+    report["overlayText"] = browser.evaluate("document.getElementById('overlay').textContent")
+    ip("route", "add", "default", "via", GATEWAY)
+    report["recoveryHidden"] = until(browser, "document.getElementById('overlay').hidden", 15)
+    time.sleep(0.3)
+    browser.screenshot("3-recovered.png")
+    report["outage"] = browser.evaluate("window.__log")
+    report["grace"] = browser.evaluate("GRACE_MS")
+    report["minimum"] = browser.evaluate("MINIMUM_MS")
+    report["changes"] = browser.evaluate("document.getElementById('changes').children.length")
+finally:
+    browser.close()
+print(json.dumps(report))
