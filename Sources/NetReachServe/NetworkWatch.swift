@@ -191,7 +191,12 @@ package final class NetworkWatch: Service, Sendable {
                 guard let self else { return }
                 self.queue.async { self.absorb(snapshot, namespace: namespace.label) }
             }
-            watching.withLock { $0.subscriptions.append(subscription) }
+            // Cancelled while subscribing (a SIGTERM during start-up): end it here, as cancel() would.
+            let isCancelled = watching.withLock { watching in
+                if !watching.isCancelled { watching.subscriptions.append(subscription) }
+                return watching.isCancelled
+            }
+            if isCancelled { subscription.cancel() }
         } catch {
             state.record(interfaces: [:], available: false, namespace: namespace.label)
         }
