@@ -65,6 +65,9 @@ package final class ServeState: Sendable {
 
     /// Every path the server watches, in a stable order.
     package let keys: [PathKey]
+    /// The namespace the endpoints answer for when none is named: the first one watched
+    /// (`--namespace`'s first, or the server's own).
+    package let defaultNamespace: String
     /// The registry `/metrics` renders.
     package let registry: PrometheusCollectorRegistry
     /// Where events go.
@@ -86,6 +89,7 @@ package final class ServeState: Sendable {
         judgedFamilies: Set<IPAddress.Family> = [.ipv4, .ipv6]
     ) {
         self.keys = keys.sorted()
+        defaultNamespace = keys.first?.namespace ?? ""
         self.registry = registry
         self.hub = hub
         self.renderPath = renderPath

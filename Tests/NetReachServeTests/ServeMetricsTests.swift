@@ -94,6 +94,14 @@ struct ServeMetricsTests {
         #expect(lines.contains(#"netreach_namespace_available{namespace="lab1"} 0.0"#))
     }
 
+    @Test func theDefaultNamespaceIsTheFirstWatchedNotTheFirstInOrder() {
+        let keys = [PathKey(namespace: "zeta", destination: ""), PathKey(namespace: "alpha", destination: "")]
+        let state = ServeState(
+            keys: keys, version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8), renderPath: { _ in "{}" })
+        #expect(state.defaultNamespace == "zeta")
+        #expect(state.keys.first?.namespace == "alpha")
+    }
+
     @Test func labelValuesAreEscapedAndEventsAreJSON() {
         let odd = PathKey(namespace: "ns\"1", destination: "a\\b")
         let registry = PrometheusCollectorRegistry()

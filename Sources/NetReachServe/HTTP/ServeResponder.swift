@@ -88,7 +88,7 @@ package struct ServeResponder: HTTPResponder {
             guard let render = state.renderVerdict else {
                 return Self.text(.notFound, "no probe is configured: serve --internet --probe URL\n")
             }
-            guard let verdict = state.verdict(namespace: state.keys.first?.namespace ?? "") else {
+            guard let verdict = state.verdict(namespace: state.defaultNamespace) else {
                 return Self.text(.serviceUnavailable, "the internet has not been judged yet\n")
             }
             return Self.text(.ok, render(verdict) + "\n", contentType: "application/json")
@@ -99,14 +99,14 @@ package struct ServeResponder: HTTPResponder {
         case .readyz:
             let checks = Health.readiness(
                 paths: state.paths, keys: state.keys, condition: readyWhen,
-                verdict: state.verdict(namespace: state.keys.first?.namespace ?? ""))
+                verdict: state.verdict(namespace: state.defaultNamespace))
             let ready = checks.allSatisfy(\.passed)
             return Self.text(
                 ready ? .ok : .serviceUnavailable, Health.readinessText(checks, verbose: query["verbose"] != nil))
         case .health:
             let verdict = Health.health(
                 paths: state.paths, keys: state.keys,
-                verdict: state.verdict(namespace: state.keys.first?.namespace ?? ""),
+                verdict: state.verdict(namespace: state.defaultNamespace),
                 judges: state.renderVerdict != nil)
             switch verdict {
             case .passing: return Self.text(.ok, "passing\n")
@@ -118,7 +118,7 @@ package struct ServeResponder: HTTPResponder {
 
     /// `/api/v1/path[?to=NAME][&namespace=NS]`: the path as `status --json` prints it.
     private func path(_ query: QueryParameters) -> Response {
-        let namespace = query["namespace"] ?? state.keys.first?.namespace ?? ""
+        let namespace = query["namespace"] ?? state.defaultNamespace
         let key = PathKey(namespace: namespace, destination: query["to"] ?? "")
         guard state.keys.contains(key) else {
             if !state.keys.contains(where: { $0.namespace == namespace }) {
@@ -143,7 +143,7 @@ package struct ServeResponder: HTTPResponder {
         if let module = query["module"], module != "path" {
             return Self.text(.badRequest, "unknown module \(ServeState.jsonString(module)); the one module is path\n")
         }
-        let namespace = query["namespace"] ?? state.keys.first?.namespace ?? ""
+        let namespace = query["namespace"] ?? state.defaultNamespace
         let timeout = TargetProbe.timeout(
             header: request.headers[HTTPField.Name("X-Prometheus-Scrape-Timeout-Seconds")!])
         let started = ContinuousClock.now

@@ -184,7 +184,8 @@ struct PrometheusFleetTests {
         _ condition: () async -> Bool
     ) async {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        // Ends early when the test is cancelled (its time limit): the sleep's error is not swallowed.
+        while ContinuousClock.now < deadline, !Task.isCancelled {
             if await condition() { return }
             try? await Task.sleep(for: .milliseconds(200))
         }
