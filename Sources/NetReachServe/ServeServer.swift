@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NetReach
 import NetReachConnectivity
+import NetReachSystem
 import ServiceLifecycle
 
 /// What `netreach serve` runs with.
@@ -76,6 +77,7 @@ package enum ServeServer {
         let watch = NetworkWatch(
             namespaces: configuration.namespaces, destinations: configuration.destinations,
             connectivity: configuration.connectivity, state: state)
+        let listening = Locked(false)
         let application = Application(
             responder: ServeResponder(
                 state: state, readyWhen: configuration.readyWhen,
@@ -87,6 +89,7 @@ package enum ServeServer {
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
+                listening.withLock { $0 = true }
                 onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
             },
             logger: logger)
@@ -96,7 +99,8 @@ package enum ServeServer {
             .init(service: EventKeepAlive(hub: hub, interval: configuration.keepAliveInterval)),
         ]
         if let notification = SystemdNotification.fromEnvironment(
-            configuration.environment, state: state, probeWatch: { await watch.roundTrip() })
+            configuration.environment, state: state, isListening: { listening.withLock { $0 } },
+            probeWatch: { await watch.roundTrip() })
         {
             services.append(.init(service: notification))
         }

@@ -27,12 +27,15 @@ struct SystemdNotification: Service {
     /// Half of `WATCHDOG_USEC`, when systemd asks this process for a watchdog.
     let watchdogPeriod: Duration?
     let state: ServeState
+    /// Whether the server's socket is bound and accepting: READY=1 promises that too.
+    let isListening: @Sendable () -> Bool
     /// Hops through the watch's queue and back.
     let probeWatch: @Sendable () async -> Void
 
     /// The notifier systemd asks for in `environment`, or `nil` when not run by systemd.
     static func fromEnvironment(
-        _ environment: [String: String], state: ServeState, probeWatch: @escaping @Sendable () async -> Void
+        _ environment: [String: String], state: ServeState, isListening: @escaping @Sendable () -> Bool,
+        probeWatch: @escaping @Sendable () async -> Void
     ) -> SystemdNotification? {
         guard let path = environment["NOTIFY_SOCKET"], path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108
         else { return nil }
@@ -42,13 +45,14 @@ struct SystemdNotification: Service {
         {
             period = .microseconds(microseconds) / 2
         }
-        return SystemdNotification(socketPath: path, watchdogPeriod: period, state: state, probeWatch: probeWatch)
+        return SystemdNotification(
+            socketPath: path, watchdogPeriod: period, state: state, isListening: isListening, probeWatch: probeWatch)
     }
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
             // Start-up only: every path is read within seconds (a name resolves within 5 s).
-            while !state.hasReadAll { try await Task.sleep(for: .milliseconds(20)) }
+            while !(state.hasReadAll && isListening()) { try await Task.sleep(for: .milliseconds(20)) }
             send("READY=1\nSTATUS=watching \(state.keys.count) paths")
             guard let watchdogPeriod else {
                 try await Task.sleep(for: .seconds(365 * 24 * 3600))
