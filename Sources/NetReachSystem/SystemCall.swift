@@ -53,6 +53,30 @@ package enum SystemCall {
         try retryingInterrupts { systemRead(descriptor, buffer.baseAddress, buffer.count) }
     }
 
+    /// Reads a small file whole, at most `limit` bytes of it (procfs, sysfs, resolv.conf: a file
+    /// that never ends is cut there); `nil` when it cannot be opened. A read that fails later ends
+    /// the file where it failed.
+    ///
+    /// ```swift
+    /// let stat = SystemCall.readFile("/proc/self/stat", limit: 4096).map { String(decoding: $0, as: UTF8.self) }
+    /// ```
+    package static func readFile(_ path: String, limit: Int) -> [UInt8]? {
+        guard let descriptor = try? retryingInterrupts({ open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }) else {
+            return nil
+        }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var total = 0
+        while total < limit {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                try? read(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
+            }
+            guard let count, count > 0 else { break }
+            total += count
+        }
+        return Array(bytes.prefix(total))
+    }
+
     /// What one non-blocking ``receive(_:into:)`` got.
     package enum Received: Equatable, Sendable {
         /// A datagram of this many bytes (0 for an empty one).

@@ -70,25 +70,9 @@ enum ResolvConf {
 
     /// Reads and parses the file at `path` (following symlinks); `[]` when it cannot be read.
     static func nameservers(atPath path: String) -> [IPAddress] {
-        guard let bytes = readFile(path, limit: maximumSize) else { return [] }
+        guard let bytes = SystemCall.readFile(path, limit: maximumSize) else { return [] }
         return nameservers(in: Substring(String(decoding: bytes, as: UTF8.self)))
     }
 }
 
-/// Reads at most `limit` bytes of a file; `nil` if it cannot be opened.
-func readFile(_ path: String, limit: Int) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: limit)
-    var total = 0
-    while total < limit {
-        let count = bytes.withUnsafeMutableBytes { buffer in
-            try? SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
-        }
-        guard let count, count > 0 else { break }
-        total += count
-    }
-    return Array(bytes.prefix(total))
-}
 #endif

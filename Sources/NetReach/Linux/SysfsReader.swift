@@ -1,6 +1,7 @@
 #if os(Linux)
 import CNetReachLinux
 import Glibc
+import NetReachSystem
 
 /// What sysfs says about an interface that the netlink link message does not.
 struct SysfsReader: Sendable {
@@ -13,7 +14,7 @@ struct SysfsReader: Sendable {
         guard !name.isEmpty, !name.contains("/"), name != "..", name != "." else { return (nil, false) }
         let directory = "\(root)/\(name)"
         var deviceType: String?
-        if let uevent = readFile("\(directory)/uevent", limit: 4096) {
+        if let uevent = SystemCall.readFile("\(directory)/uevent", limit: 4096) {
             for line in String(decoding: uevent, as: UTF8.self).split(separator: "\n") where line.hasPrefix("DEVTYPE=")
             {
                 deviceType = String(line.dropFirst("DEVTYPE=".count))

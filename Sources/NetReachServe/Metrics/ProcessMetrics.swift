@@ -90,21 +90,9 @@ package enum ProcessMetrics {
         return count - 1 // the directory's own descriptor, open while it is read
     }
 
+    /// procfs files are small; the bound only guards against a file that never ends.
     private static func readFile(_ path: String) -> String? {
-        guard let descriptor = try? SystemCall.retryingInterrupts({ open(path, O_RDONLY | O_CLOEXEC) }) else {
-            return nil
-        }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        // procfs files are small; the bound only guards against a file that never ends.
-        while bytes.count < 1 << 20 {
-            guard let count = try? chunk.withUnsafeMutableBytes({ try SystemCall.read(descriptor, into: $0) }),
-                count > 0
-            else { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        SystemCall.readFile(path, limit: 1 << 20).map { String(decoding: $0, as: UTF8.self) }
     }
 
     static func format(_ value: Double) -> String {
