@@ -50,6 +50,17 @@ public enum ConnectivityLevel: Sendable, Hashable, CustomStringConvertible {
         reason == .noDefaultRoute ? .local : .none
     }
 
+    /// `full`, `portal`, `limited`, `local`, `none`, `unknown`: the level without its login URL
+    /// (`check --json`'s `level`, the `level` label of `netreach_connectivity_level`).
+    ///
+    /// ```swift
+    /// ConnectivityLevel.portal(loginURL: URL(string: "http://login.example/")).name   // "portal"
+    /// ```
+    package var name: String {
+        if case .portal = self { return "portal" }
+        return description
+    }
+
     /// `full`, `portal(http://login.example/)`, …
     public var description: String {
         switch self {

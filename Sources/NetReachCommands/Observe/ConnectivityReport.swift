@@ -25,7 +25,7 @@ package enum ConnectivityReport {
         case .portal(let login?): head = "portal: sign in at \(login.absoluteString)"
         default: head = verdict.level.description
         }
-        head += " (ipv4 \(name(verdict.ipv4.level)), ipv6 \(name(verdict.ipv6.level)))"
+        head += " (ipv4 \(verdict.ipv4.level.name), ipv6 \(verdict.ipv6.level.name))"
         if let suspended = verdict.probesSuspended { head += "; no probe sent: \(suspended)" }
         if verdict.path.status != .satisfied, let reason = verdict.path.unsatisfiedReason {
             head += "; path: \(reason)"
@@ -44,7 +44,7 @@ package enum ConnectivityReport {
         var probesSuspended: String?
 
         package init(_ verdict: Connectivity) {
-            level = ConnectivityReport.name(verdict.level)
+            level = verdict.level.name
             if case .portal(let login?) = verdict.level { loginURL = login.absoluteString }
             ipv4 = Family(verdict.ipv4)
             ipv6 = Family(verdict.ipv6)
@@ -56,7 +56,7 @@ package enum ConnectivityReport {
         var level: String
         var probes: [Probe]
         init(_ family: Connectivity.Family) {
-            level = ConnectivityReport.name(family.level)
+            level = family.level.name
             probes = family.evidence.map(Probe.init)
         }
     }
@@ -92,11 +92,5 @@ package enum ConnectivityReport {
                 detail = why
             }
         }
-    }
-
-    /// `full`, `portal`, `limited`, `local`, `none`, `unknown`: the level's name without its login URL.
-    package static func name(_ level: ConnectivityLevel) -> String {
-        if case .portal = level { return "portal" }
-        return level.description
     }
 }

@@ -12,17 +12,11 @@ package enum ConnectivitySamples {
     /// Every level's label value, in order of how much works.
     package static let levels = ["unknown", "none", "local", "limited", "portal", "full"]
 
-    /// A level's label value (a portal's login URL is evidence, not a label).
-    package static func name(_ level: ConnectivityLevel) -> String {
-        if case .portal = level { return "portal" }
-        return level.description
-    }
-
     package static func samples(
         of verdict: Connectivity, namespace: String, families: Set<IPAddress.Family>
     ) -> [MetricSeries.Sample] {
         IPAddress.Family.allCases.filter(families.contains).flatMap { family in
-            let current = name(verdict[family].level)
+            let current = verdict[family].level.name
             return levels.map { level in
                 MetricSeries.Sample(
                     name: "netreach_connectivity_level",
