@@ -220,22 +220,16 @@ package final class ServeState: Sendable {
         #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(renderPath(path))}"#
     }
 
-    /// `text` as a JSON string literal.
+    /// `text` as a JSON string literal, escaped by JSONEncoder.
     package static func jsonString(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        // Encoding a String cannot fail; "" would be valid JSON still.
+        let data = (try? stringEncoder.encode(text)) ?? Data(#""""#.utf8)
+        return String(decoding: data, as: UTF8.self)
     }
+
+    private static let stringEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
 }
