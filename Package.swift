@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `serve --config`: YAML (and so JSON, a subset of it).
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // Tests only: a clock the tests move by hand (OfflineIndicator's grace periods).
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
@@ -113,12 +115,15 @@ let package = Package(
             name: "NetReachServe",
             dependencies: [
                 "NetReach", "NetReachSystem", "NetReachConnectivity",
+                // eventfd and statfs: following /run/netns (--all-namespaces).
+                .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), // HTTPParserError: oversized headers are 431
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), // the parts after Hummingbird's codec
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"), // SIGHUP reloads
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
@@ -138,6 +143,7 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), // condition's event loop
+                .product(name: "Yams", package: "Yams"), // serve --config
             ]
         ),
         // `main` alone: decides the Capabilities (AsyncHTTPClient for HTTP and probes) and runs.

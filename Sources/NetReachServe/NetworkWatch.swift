@@ -10,139 +10,247 @@ import ServiceLifecycle
 /// its kernel routes. Everything they report goes to ``ServeState`` from one serial queue, so
 /// metrics and events see changes in the order they happened.
 ///
+/// What is watched can change while it runs: ``apply(_:)`` (a reload) and, with
+/// ``ServeTargets/followsNamespaceDirectory``, `ip netns` namespaces coming and going. Monitors
+/// of what stays are kept; what goes is stopped and its series and events are withdrawn.
+///
 /// A service of the server's `ServiceGroup`: it starts the monitors when it runs and cancels them
 /// on graceful shutdown.
 ///
 /// ```swift
-/// let watch = NetworkWatch(namespaces: [.own], destinations: [("db", "10.0.0.5")], state: state)
+/// let watch = NetworkWatch(targets: targets, state: state)
 /// let group = ServiceGroup(services: [watch, server], ...)
+/// await watch.apply(reloadedTargets)
 /// ```
 package final class NetworkWatch: Service, Sendable {
-    /// A namespace to watch: its label value and where it is.
-    package struct WatchedNamespace: Sendable, Hashable {
-        /// `namespace` label value: the argument as given; empty for the server's own namespace.
-        package var label: String
-        /// `nil` for the server's own.
-        package var namespace: NetworkNamespace?
-
-        package init(label: String, namespace: NetworkNamespace?) {
-            self.label = label
-            self.namespace = namespace
-        }
-
-        /// The server's own namespace.
-        package static let own = WatchedNamespace(label: "", namespace: nil)
-
-        /// A namespace from `--namespace`: a process id (its `/proc/PID/ns/net`), a path, or an
-        /// `ip netns` name.
-        package init(argument: String) {
-            if let pid = Int32(argument), pid > 0 {
-                self.init(label: argument, namespace: .process(pid))
-            } else {
-                self.init(label: argument, namespace: NetworkNamespace(argument: argument))
-            }
-        }
+    /// One destination's monitor in one namespace.
+    private struct Monitored {
+        /// `nil` for the internet.
+        var destination: PathDestination?
+        var monitor: PathMonitor
     }
 
-    /// A destination with the name it is exported under.
-    package struct NamedDestination: Sendable, Hashable {
-        package var name: String
-        package var destination: PathDestination
-
-        package init(name: String, destination: PathDestination) {
-            self.name = name
-            self.destination = destination
-        }
-    }
-
-    private struct Watching {
-        var monitors: [PathMonitor] = []
+    /// One namespace being watched.
+    private struct WatchedNamespace {
+        var namespace: NetworkNamespaceLabel
+        var subscription: PathSubscription?
+        /// By destination name; "" is the internet.
+        var monitors: [String: Monitored] = [:]
         var judge: ConnectivityMonitor?
-        var subscriptions: [PathSubscription] = []
-        var isCancelled = false
     }
 
-    package let namespaces: [WatchedNamespace]
-    package let destinations: [NamedDestination]
+    /// Everything the watch is running, touched on ``queue`` only (hence unchecked).
+    private final class Running: @unchecked Sendable {
+        var targets: ServeTargets
+        /// `ip netns` names seen, when following them.
+        var discovered: [String] = []
+        var directory: NamespaceDirectory?
+        var namespaces: [String: WatchedNamespace] = [:]
+        /// The internet routes last seen per namespace label.
+        var internetRoutes: [String: [PathSamples.Route]] = [:]
+        var isCancelled = false
+
+        init(targets: ServeTargets) { self.targets = targets }
+    }
+
     /// Judges the internet in the server's own namespace, when probes are configured.
     private let connectivity: ConnectivitySetup?
     private let state: ServeState
+    private let namespaceDirectory: String
+    /// Told the namespaces watched (label → where) whenever the set changes; on ``queue``.
+    private let namespacesChanged: @Sendable ([String: NetworkNamespace?]) -> Void
+    private let onWarning: @Sendable (String) -> Void
     private let queue = DispatchQueue(label: "netreach.serve.watch")
-    private let watching = Locked(Watching())
-    /// The internet routes last seen per namespace label, read and written on `queue` only.
-    private let internetRoutes = Locked([String: [PathSamples.Route]]())
+    private let running: Running
 
+    /// - Parameters:
+    ///   - namespaceDirectory: where `ip netns` namespaces are followed from.
+    ///   - namespacesChanged: the namespaces watched, whenever they change (`/probe` may only
+    ///     enter these).
     package init(
-        namespaces: [WatchedNamespace], destinations: [NamedDestination], connectivity: ConnectivitySetup? = nil,
-        state: ServeState
+        targets: ServeTargets, connectivity: ConnectivitySetup? = nil, state: ServeState,
+        namespaceDirectory: String = "/run/netns",
+        namespacesChanged: @escaping @Sendable ([String: NetworkNamespace?]) -> Void = { _ in },
+        onWarning: @escaping @Sendable (String) -> Void = { _ in }
     ) {
-        self.namespaces = namespaces
-        self.destinations = destinations
         self.connectivity = connectivity
         self.state = state
+        self.namespaceDirectory = namespaceDirectory
+        self.namespacesChanged = namespacesChanged
+        self.onWarning = onWarning
+        running = Running(targets: targets)
     }
 
-    /// Every path key this watch reports, for ``ServeState/init(keys:version:hub:registry:renderPath:)``.
-    package static func keys(namespaces: [WatchedNamespace], destinations: [NamedDestination]) -> [PathKey] {
-        namespaces.flatMap { namespace in
+    /// Every path key `targets` names, `discovered` namespaces included, in the order watched.
+    package static func keys(of targets: ServeTargets, discovered: [String] = []) -> [PathKey] {
+        namespaces(of: targets, discovered: discovered).flatMap { namespace in
             [PathKey(namespace: namespace.label, destination: "")]
-                + destinations.map { PathKey(namespace: namespace.label, destination: $0.name) }
+                + targets.destinations.map { PathKey(namespace: namespace.label, destination: $0.name) }
         }
+    }
+
+    /// The namespaces named, then those followed that are not named already.
+    private static func namespaces(of targets: ServeTargets, discovered: [String]) -> [NetworkNamespaceLabel] {
+        var result = targets.namespaces
+        var labels = Set(result.map(\.label))
+        for name in discovered where labels.insert(name).inserted {
+            result.append(NetworkNamespaceLabel(label: name, namespace: .named(name)))
+        }
+        return result
     }
 
     package func run() async throws {
         // PathMonitor.start blocks until the first snapshot (and a destination's name is
         // resolved): off the concurrency pool.
-        queue.async { self.start() }
+        queue.async { self.reconcile() }
         // Until the group shuts down, gracefully or by cancellation.
         try? await gracefulShutdown()
-        cancel()
+        await cancel()
+    }
+
+    /// Watches `targets` from now on: what they no longer name is stopped and withdrawn, what
+    /// they add is started; returns once every new path has been read.
+    package func apply(_ targets: ServeTargets) async {
+        schedule(targets)
+        await roundTrip()
+    }
+
+    /// Queues ``apply(_:)``'s work and returns at once: targets scheduled one after the other
+    /// are applied in that order.
+    package func schedule(_ targets: ServeTargets) {
+        queue.async { [self] in
+            guard !running.isCancelled else { return }
+            running.targets = targets
+            reconcile()
+        }
     }
 
     /// Returns once the watch's queue has run everything queued before: it is not stuck.
-    package func roundTrip() async {
-        await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
-    }
+    package func roundTrip() async { await onQueue {} }
 
-    /// Stops every monitor and subscription.
-    package func cancel() {
-        let (monitors, subscriptions, judge) = watching.withLock { watching in
-            watching.isCancelled = true
-            defer { (watching.monitors, watching.subscriptions, watching.judge) = ([], [], nil) }
-            return (watching.monitors, watching.subscriptions, watching.judge)
+    /// Stops every monitor, subscription and the namespace directory.
+    package func cancel() async {
+        await onQueue { [self] in
+            running.isCancelled = true
+            running.directory?.cancel()
+            running.directory = nil
+            for label in running.namespaces.keys { stop(label) }
         }
-        judge?.cancel()
-        monitors.forEach { $0.cancel() }
-        subscriptions.forEach { $0.cancel() }
     }
 
-    /// Starts everything; on `queue`.
-    private func start() {
-        for namespace in namespaces {
-            if watching.withLock({ $0.isCancelled }) { return }
-            watchSnapshots(of: namespace)
-            let internet = PathMonitor(namespace: namespace.namespace)
-            startMonitor(internet, namespace: namespace, name: "", family: nil)
-            if let connectivity, namespace.namespace == nil {
-                judge(internet, with: connectivity, label: namespace.label)
+    private func onQueue(_ body: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                body()
+                continuation.resume()
             }
-            for named in destinations {
-                let monitor = PathMonitor(destination: named.destination, namespace: namespace.namespace)
-                var family: IPAddress.Family?
-                if case .address(let address) = named.destination { family = address.family }
-                startMonitor(monitor, namespace: namespace, name: named.name, family: family)
+        }
+    }
+
+    /// Brings what runs in line with the targets and the namespaces followed; on `queue`.
+    private func reconcile() {
+        guard !running.isCancelled else { return }
+        followNamespaceDirectory(running.targets.followsNamespaceDirectory)
+        let targets = running.targets
+        let wanted = Self.namespaces(of: targets, discovered: running.discovered)
+        state.watch(
+            keys: Self.keys(of: targets, discovered: running.discovered), defaultNamespace: wanted.first?.label ?? "",
+            readyWhen: targets.readyWhen)
+        let wantedLabels = Set(wanted.map(\.label))
+        for label in running.namespaces.keys where !wantedLabels.contains(label) {
+            stop(label)
+            running.namespaces[label] = nil
+            running.internetRoutes[label] = nil
+            state.unwatch(namespace: label)
+        }
+        for namespace in wanted {
+            // Another namespace under the same label (a file's `namespaces` changed meaning).
+            if let old = running.namespaces[namespace.label], old.namespace != namespace {
+                stop(namespace.label)
+                running.namespaces[namespace.label] = nil
+                running.internetRoutes[namespace.label] = nil
+                state.unwatch(namespace: namespace.label)
+            }
+            if running.namespaces[namespace.label] == nil {
+                running.namespaces[namespace.label] = WatchedNamespace(namespace: namespace)
+                watchSnapshots(of: namespace)
+            }
+            watchDestinations(in: namespace.label, targets.destinations)
+        }
+        namespacesChanged(Dictionary(uniqueKeysWithValues: wanted.map { ($0.label, $0.namespace) }))
+    }
+
+    /// Starts or stops following `ip netns` namespaces; on `queue`.
+    private func followNamespaceDirectory(_ follows: Bool) {
+        guard follows != (running.directory != nil) else { return }
+        guard follows else {
+            running.directory?.cancel()
+            running.directory = nil
+            running.discovered = []
+            return
+        }
+        let directory = NamespaceDirectory(directory: namespaceDirectory, onWarning: onWarning) { [weak self] names in
+            guard let self else { return }
+            self.queue.async {
+                guard self.running.directory != nil, self.running.discovered != names else { return }
+                self.running.discovered = names
+                self.reconcile()
+            }
+        }
+        running.directory = directory
+        // Read now, so the first reconcile watches them already; the thread reports changes.
+        running.discovered = NamespaceDirectory.names(in: namespaceDirectory)
+        directory.start()
+    }
+
+    /// Stops everything watched in the namespace `label`; on `queue`.
+    private func stop(_ label: String) {
+        guard let watched = running.namespaces[label] else { return }
+        watched.judge?.cancel()
+        watched.monitors.values.forEach { $0.monitor.cancel() }
+        watched.subscription?.cancel()
+        running.namespaces[label]?.judge = nil
+        running.namespaces[label]?.monitors = [:]
+        running.namespaces[label]?.subscription = nil
+    }
+
+    /// Starts, restarts and stops the monitors of namespace `label` so that they watch the
+    /// internet and `destinations`; on `queue`.
+    private func watchDestinations(in label: String, _ destinations: [NamedDestination]) {
+        guard let watched = running.namespaces[label] else { return }
+        var wanted: [(name: String, destination: PathDestination?)] = [("", nil)]
+        wanted += destinations.map { ($0.name, $0.destination) }
+        let names = Set(wanted.map(\.name))
+        for (name, monitored) in watched.monitors where !names.contains(name) {
+            monitored.monitor.cancel()
+            running.namespaces[label]?.monitors[name] = nil
+        }
+        for (name, destination) in wanted {
+            if let current = running.namespaces[label]?.monitors[name] {
+                guard current.destination != destination else { continue }
+                // The same name for another destination: its history is not the new one's.
+                current.monitor.cancel()
+                running.namespaces[label]?.monitors[name] = nil
+                state.unwatch(PathKey(namespace: label, destination: name))
+            }
+            let monitor =
+                destination.map { PathMonitor(destination: $0, namespace: watched.namespace.namespace) }
+                ?? PathMonitor(namespace: watched.namespace.namespace)
+            running.namespaces[label]?.monitors[name] = Monitored(destination: destination, monitor: monitor)
+            var family: IPAddress.Family?
+            if case .address(let address) = destination { family = address.family }
+            startMonitor(monitor, key: PathKey(namespace: label, destination: name), family: family)
+            if name.isEmpty, let connectivity, watched.namespace.namespace == nil {
+                judge(monitor, with: connectivity, label: label)
             }
         }
     }
 
     /// Starts judging the internet over `paths` (started already); each verdict goes to the state.
     private func judge(_ paths: PathMonitor, with setup: ConnectivitySetup, label: String) {
+        running.namespaces[label]?.judge?.cancel()
         let judge = ConnectivityMonitor(configuration: setup.configuration, pathMonitor: paths, prober: setup.prober)
-        let isCancelled = watching.withLock { watching in
-            if !watching.isCancelled { watching.judge = judge }
-            return watching.isCancelled
-        }
-        guard !isCancelled else { return }
+        running.namespaces[label]?.judge = judge
         // Every verdict, not only level changes: each round's probe results are metrics.
         let verdicts = judge.verdicts
         let state = self.state
@@ -152,20 +260,17 @@ package final class NetworkWatch: Service, Sendable {
         judge.start(queue: DispatchQueue(label: "netreach.serve.connectivity"))
     }
 
-    private func startMonitor(
-        _ monitor: PathMonitor, namespace: WatchedNamespace, name: String, family: IPAddress.Family?
-    ) {
-        let key = PathKey(namespace: namespace.label, destination: name)
-        let isCancelled = watching.withLock { watching in
-            if !watching.isCancelled { watching.monitors.append(monitor) }
-            return watching.isCancelled
-        }
-        guard !isCancelled else { return }
+    /// On `queue`.
+    private func startMonitor(_ monitor: PathMonitor, key: PathKey, family: IPAddress.Family?) {
         monitor.pathUpdateHandler = { [weak self, weak monitor] path in
             guard let self, let monitor else { return }
+            // A path queued before its monitor was stopped (a reload, a namespace gone) is not news.
+            guard self.running.namespaces[key.namespace]?.monitors[key.destination]?.monitor === monitor else {
+                return
+            }
             self.record(path, of: monitor, key: key, family: family)
         }
-        // Delivers the first path on `queue` too, after this returns.
+        // Blocks until the first snapshot; delivers the first path on `queue`, after this returns.
         monitor.start(queue: queue)
     }
 
@@ -173,7 +278,7 @@ package final class NetworkWatch: Service, Sendable {
     private func record(_ path: NetworkPath, of monitor: PathMonitor, key: PathKey, family: IPAddress.Family?) {
         let routes: [PathSamples.Route]
         if key.destination.isEmpty {
-            routes = internetRoutes.withLock { $0[key.namespace] ?? [] }
+            routes = running.internetRoutes[key.namespace] ?? []
         } else {
             let family = family ?? monitor.destinationAddresses.first?.family ?? .ipv4
             routes = PathSamples.routes(of: path, family: family)
@@ -184,19 +289,20 @@ package final class NetworkWatch: Service, Sendable {
         }
     }
 
-    private func watchSnapshots(of namespace: WatchedNamespace) {
+    /// On `queue`.
+    private func watchSnapshots(of namespace: NetworkNamespaceLabel) {
         let source = SystemPathSource.shared(namespace: namespace.namespace)
         do {
+            let label = namespace.label
             let subscription = try source.subscribe { [weak self] snapshot in
                 guard let self else { return }
-                self.queue.async { self.absorb(snapshot, namespace: namespace.label) }
+                self.queue.async {
+                    // A snapshot queued before the namespace stopped being watched.
+                    guard self.running.namespaces[label]?.subscription != nil else { return }
+                    self.absorb(snapshot, namespace: label)
+                }
             }
-            // Cancelled while subscribing (a SIGTERM during start-up): end it here, as cancel() would.
-            let isCancelled = watching.withLock { watching in
-                if !watching.isCancelled { watching.subscriptions.append(subscription) }
-                return watching.isCancelled
-            }
-            if isCancelled { subscription.cancel() }
+            running.namespaces[label]?.subscription = subscription
         } catch {
             state.record(interfaces: [:], available: false, namespace: namespace.label)
         }
@@ -224,10 +330,8 @@ package final class NetworkWatch: Service, Sendable {
             $0.key.namespace == namespace && $0.value.path.unsatisfiedReason == .monitorUnavailable
         }
         state.record(interfaces: isAvailable ? interfaces : [:], available: isAvailable, namespace: namespace)
-        let changed = internetRoutes.withLock { known in
-            defer { known[namespace] = routes }
-            return known[namespace] != routes
-        }
+        let changed = running.internetRoutes[namespace] != routes
+        running.internetRoutes[namespace] = routes
         let key = PathKey(namespace: namespace, destination: "")
         if changed, let path = state.path(for: key) {
             state.record(path, routes: routes, for: key, at: Date())

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -12,9 +13,17 @@ package struct ServeConfiguration: Sendable {
     package var host = "127.0.0.1"
     /// 0 lets the kernel choose (the bound port is reported to `onListening`).
     package var port = 9_817
-    package var namespaces: [NetworkWatch.WatchedNamespace] = [.own]
-    package var destinations: [NetworkWatch.NamedDestination] = []
-    package var readyWhen = Health.ReadyCondition.started
+    /// What is watched at start.
+    package var targets = ServeTargets()
+    /// Reads what to watch afresh, on SIGHUP (and `POST /-/reload`); `nil`: no reloads, and
+    /// SIGHUP keeps its default action.
+    package var reload: (@Sendable () throws -> ServeTargets)?
+    /// Whether `POST /-/reload` may reload (Prometheus's `--web.enable-lifecycle`).
+    package var enablesLifecycle = false
+    /// Where `ip netns` namespaces are followed from (`--all-namespaces`).
+    package var namespaceDirectory = "/run/netns"
+    /// Told why something will not work as asked (a namespace directory that cannot be followed).
+    package var onWarning: @Sendable (String) -> Void = { _ in }
     /// netreach's version: `netreach_build_info`.
     package var version: String
     /// A comment on every event stream this often, so proxies keep it open.
@@ -69,22 +78,26 @@ package enum ServeServer {
         var logger = Logger(label: "netreach.serve")
         logger.logLevel = .warning
         let hub = EventHub(replayCapacity: configuration.replayCapacity, clientBuffer: configuration.clientBuffer)
+        let targets = configuration.targets
         let state = ServeState(
-            keys: NetworkWatch.keys(namespaces: configuration.namespaces, destinations: configuration.destinations),
-            version: configuration.version, hub: hub, renderPath: configuration.renderPath,
+            keys: NetworkWatch.keys(of: targets), version: configuration.version, hub: hub,
+            readyWhen: targets.readyWhen, renderPath: configuration.renderPath,
             renderVerdict: configuration.connectivity?.renderVerdict,
             judgedFamilies: configuration.connectivity?.configuration.families ?? [])
+        state.recordReload(succeeded: true, at: Date())
+        let targetProbe = TargetProbe(
+            namespaces: Dictionary(targets.namespaces.map { ($0.label, $0.namespace) }, uniquingKeysWith: { a, _ in a })
+        )
         let watch = NetworkWatch(
-            namespaces: configuration.namespaces, destinations: configuration.destinations,
-            connectivity: configuration.connectivity, state: state)
+            targets: targets, connectivity: configuration.connectivity, state: state,
+            namespaceDirectory: configuration.namespaceDirectory,
+            namespacesChanged: { targetProbe.allow($0) }, onWarning: configuration.onWarning)
+        let reloader = configuration.reload.map { ServeReloader(load: $0, watch: watch, state: state) }
+        var reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
+        if configuration.enablesLifecycle, let reloader { reload = { await reloader.reload() } }
         let listening = Locked(false)
         let application = Application(
-            responder: ServeResponder(
-                state: state, readyWhen: configuration.readyWhen,
-                targetProbe: TargetProbe(
-                    namespaces: Dictionary(
-                        configuration.namespaces.map { ($0.label, $0.namespace) },
-                        uniquingKeysWith: { first, _ in first }))),
+            responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload),
             server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimit()])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
@@ -98,6 +111,7 @@ package enum ServeServer {
             .init(service: watch),
             .init(service: EventKeepAlive(hub: hub, interval: configuration.keepAliveInterval)),
         ]
+        if let reloader { services.append(.init(service: reloader)) }
         if let notification = SystemdNotification.fromEnvironment(
             configuration.environment, state: state, isListening: { listening.withLock { $0 } },
             probeWatch: { await watch.roundTrip() })

@@ -52,9 +52,14 @@ package final class ServeState: Sendable {
 
     private struct State {
         var series: MetricSeries
+        var keys: [PathKey]
+        var defaultNamespace: String
+        var readyWhen: Health.ReadyCondition
         var paths: [PathKey: Watched] = [:]
         var namespaces: [String: Namespace] = [:]
         var droppedReported = 0
+        /// Seconds since the Unix epoch: the start, then each reload that succeeded.
+        var lastReloadSuccess = Date().timeIntervalSince1970
         /// The latest verdict per namespace, and the last one an event was sent for.
         var verdicts: [String: Connectivity] = [:]
         var announcedLevels: [String: [ConnectivityLevel]] = [:]
@@ -63,11 +68,13 @@ package final class ServeState: Sendable {
         var countedEvidence: [String: [IPAddress.Family: [ProbeResult]]] = [:]
     }
 
-    /// Every path the server watches, in a stable order.
-    package let keys: [PathKey]
+    /// Every path the server watches now, in a stable order.
+    package var keys: [PathKey] { state.withLock { $0.keys } }
     /// The namespace the endpoints answer for when none is named: the first one watched
     /// (`--namespace`'s first, or the server's own).
-    package let defaultNamespace: String
+    package var defaultNamespace: String { state.withLock { $0.defaultNamespace } }
+    /// When `/readyz` says ready.
+    package var readyWhen: Health.ReadyCondition { state.withLock { $0.readyWhen } }
     /// The registry `/metrics` renders.
     package let registry: PrometheusCollectorRegistry
     /// Where events go.
@@ -84,12 +91,11 @@ package final class ServeState: Sendable {
     package init(
         keys: [PathKey], version: String, hub: EventHub,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        readyWhen: Health.ReadyCondition = .started,
         renderPath: @escaping @Sendable (NetworkPath) -> String,
         renderVerdict: (@Sendable (Connectivity) -> String)? = nil,
         judgedFamilies: Set<IPAddress.Family> = [.ipv4, .ipv6]
     ) {
-        self.keys = keys.sorted()
-        defaultNamespace = keys.first?.namespace ?? ""
         self.registry = registry
         self.hub = hub
         self.renderPath = renderPath
@@ -98,7 +104,76 @@ package final class ServeState: Sendable {
         var series = MetricSeries(registry: registry)
         series.replace(
             group: "build", with: [.init(name: "netreach_build_info", labels: [("version", version)], value: 1)])
-        state = Locked(State(series: series))
+        state = Locked(
+            State(
+                series: series, keys: keys.sorted(), defaultNamespace: keys.first?.namespace ?? "",
+                readyWhen: readyWhen))
+    }
+
+    /// From now on the server watches `keys` (in the order watched: the first's namespace is the
+    /// default one), ready when `readyWhen` holds. The paths no longer watched are withdrawn:
+    /// their series are unregistered and a `path` event with a `null` path says so.
+    package func watch(keys: [PathKey], defaultNamespace: String, readyWhen: Health.ReadyCondition) {
+        let removed: [PathKey] = state.withLock { state in
+            let kept = Set(keys)
+            state.keys = keys.sorted()
+            state.defaultNamespace = defaultNamespace
+            state.readyWhen = readyWhen
+            return state.paths.keys.filter { !kept.contains($0) }.sorted()
+        }
+        removed.forEach(unwatch)
+    }
+
+    /// Withdraws the path of `key`: no series, no current state for new event clients, and a
+    /// `path` event whose path is `null`. It stays among ``keys`` if it is still watched (a
+    /// destination renamed to another host starts afresh).
+    package func unwatch(_ key: PathKey) {
+        let known = state.withLock { state in
+            state.series.remove(group: key.topic)
+            return state.paths.removeValue(forKey: key) != nil
+        }
+        guard known else { return }
+        hub.publish(.path, topic: key.topic, data: pathEvent(nil, key: key))
+        hub.forget(topic: key.topic)
+    }
+
+    /// Withdraws the namespace labelled `namespace` and every path in it: a namespace that left
+    /// `/run/netns`, or that a reload no longer names. A `namespace` event says
+    /// `"watched":false`.
+    package func unwatch(namespace: String) {
+        let (paths, known) = state.withLock { state in
+            for group in ["interfaces/\(namespace)", "namespace/\(namespace)", "connectivity/\(namespace)"] {
+                state.series.remove(group: group)
+            }
+            state.verdicts[namespace] = nil
+            state.announcedLevels[namespace] = nil
+            state.countedEvidence[namespace] = nil
+            let known = state.namespaces.removeValue(forKey: namespace) != nil
+            return (state.paths.keys.filter { $0.namespace == namespace }, known)
+        }
+        paths.forEach(unwatch)
+        guard known else { return }
+        hub.publish(
+            .namespace, topic: "namespace/\(namespace)",
+            data: #"{"available":false,"namespace":\#(Self.jsonString(namespace)),"watched":false}"#)
+        hub.forget(topic: "namespace/\(namespace)")
+        hub.forget(topic: "connectivity/\(namespace)")
+    }
+
+    /// Records a reload's outcome (`netreach_config_last_reload_successful`, and the time of the
+    /// last one that succeeded, as Prometheus exports its own).
+    package func recordReload(succeeded: Bool, at date: Date) {
+        state.withLock { state in
+            var samples = [
+                MetricSeries.Sample(
+                    name: "netreach_config_last_reload_successful", labels: [], value: succeeded ? 1 : 0)
+            ]
+            let last = succeeded ? date.timeIntervalSince1970 : state.lastReloadSuccess
+            state.lastReloadSuccess = last
+            samples.append(
+                .init(name: "netreach_config_last_reload_success_timestamp_seconds", labels: [], value: last))
+            state.series.replace(group: "config", with: samples)
+        }
     }
 
     /// Records `path` for `key`: the first one read, or a change (a repeat of the latest path is
@@ -151,7 +226,7 @@ package final class ServeState: Sendable {
         if changed {
             hub.publish(
                 .namespace, topic: "namespace/\(namespace)",
-                data: #"{"available":\#(available),"namespace":\#(Self.jsonString(namespace))}"#)
+                data: #"{"available":\#(available),"namespace":\#(Self.jsonString(namespace)),"watched":true}"#)
         }
     }
 
@@ -200,7 +275,7 @@ package final class ServeState: Sendable {
     package var namespaces: [String: Namespace] { state.withLock { $0.namespaces } }
 
     /// Whether every watched path has been read once.
-    package var hasReadAll: Bool { state.withLock { state in keys.allSatisfy { state.paths[$0] != nil } } }
+    package var hasReadAll: Bool { state.withLock { state in state.keys.allSatisfy { state.paths[$0] != nil } } }
 
     /// Updates the gauges that describe the event stream itself.
     package func recordEventClients() {
@@ -215,9 +290,10 @@ package final class ServeState: Sendable {
         }
     }
 
-    /// A `path` event's data: the namespace, the destination, and the path as `status --json` prints it.
-    package func pathEvent(_ path: NetworkPath, key: PathKey) -> String {
-        #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(renderPath(path))}"#
+    /// A `path` event's data: the namespace, the destination, and the path as `status --json`
+    /// prints it; `null` when it is no longer watched.
+    package func pathEvent(_ path: NetworkPath?, key: PathKey) -> String {
+        #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(path.map(renderPath) ?? "null")}"#
     }
 
     /// `text` as a JSON string literal, escaped by JSONEncoder.

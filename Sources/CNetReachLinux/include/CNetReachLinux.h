@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/inotify.h>
 #include <sys/eventfd.h>
+#include <sys/vfs.h>   // statfs: serve --all-namespaces tells namespaces (nsfs) from plain files
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_link.h>

@@ -5,27 +5,30 @@ import NIOCore
 import NetReach
 
 /// Every endpoint of `serve`, routed by path and method: unknown paths are `404`, a known path
-/// asked with another method than `GET` or `HEAD` is `405` with `Allow`, a malformed query
-/// `400` with the reason. Nothing changes state.
+/// asked with a method it does not answer is `405` with `Allow`, a malformed query `400` with the
+/// reason. Nothing changes state, except `POST /-/reload` when the lifecycle API is enabled
+/// (`403` when it is not).
 ///
 /// ```swift
-/// let app = Application(responder: ServeResponder(state: state, readyWhen: .started), configuration: ...)
+/// let app = Application(responder: ServeResponder(state: state, targetProbe: probe), configuration: ...)
 /// ```
 package struct ServeResponder: HTTPResponder {
     package typealias Context = ServeRequestContext
 
     let state: ServeState
-    let readyWhen: Health.ReadyCondition
     let targetProbe: TargetProbe
+    /// `POST /-/reload`; `nil` unless the lifecycle API is enabled (`--enable-lifecycle`).
+    let reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
     let processMetrics: @Sendable () -> String
 
     package init(
-        state: ServeState, readyWhen: Health.ReadyCondition, targetProbe: TargetProbe,
+        state: ServeState, targetProbe: TargetProbe,
+        reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)? = nil,
         processMetrics: @escaping @Sendable () -> String = { ProcessMetrics.read() }
     ) {
         self.state = state
-        self.readyWhen = readyWhen
         self.targetProbe = targetProbe
+        self.reload = reload
         self.processMetrics = processMetrics
     }
 
@@ -39,13 +42,17 @@ package struct ServeResponder: HTTPResponder {
         case livez = "/livez"
         case readyz = "/readyz"
         case health = "/health"
+        case reload = "/-/reload"
+
+        /// The methods it answers, as `Allow` lists them.
+        var methods: [HTTPRequest.Method] { self == .reload ? [.post] : [.get, .head] }
 
         var parameters: Set<String> {
             switch self {
             case .path: ["to", "namespace"]
             case .probe: ["target", "namespace", "module"]
             case .readyz: ["verbose"]
-            case .page, .metrics, .connectivity, .events, .livez, .health: []
+            case .page, .metrics, .connectivity, .events, .livez, .health, .reload: []
             }
         }
     }
@@ -54,9 +61,11 @@ package struct ServeResponder: HTTPResponder {
         guard let endpoint = Endpoint(rawValue: request.uri.path) else {
             return Self.text(.notFound, "no such endpoint: \(request.uri.path)\n")
         }
-        guard request.method == .get || request.method == .head else {
-            var response = Self.text(.methodNotAllowed, "\(request.uri.path) only answers GET and HEAD\n")
-            response.headers[.allow] = "GET, HEAD"
+        guard endpoint.methods.contains(request.method) else {
+            let allowed = endpoint.methods.map(\.rawValue)
+            var response = Self.text(
+                .methodNotAllowed, "\(request.uri.path) only answers \(allowed.joined(separator: " and "))\n")
+            response.headers[.allow] = allowed.joined(separator: ", ")
             return response
         }
         let query: QueryParameters
@@ -96,9 +105,19 @@ package struct ServeResponder: HTTPResponder {
             return events(request: request, context: context)
         case .livez:
             return Self.text(.ok, "ok\n")
+        case .reload:
+            guard let reload else {
+                return Self.text(.forbidden, "the lifecycle API is not enabled: serve --enable-lifecycle\n")
+            }
+            switch await reload() {
+            case .success: return Self.text(.ok, "reloaded\n")
+            case .failure(let failure):
+                return Self.text(
+                    .internalServerError, "not reloaded, the running configuration is kept: \(failure)\n")
+            }
         case .readyz:
             let checks = Health.readiness(
-                paths: state.paths, keys: state.keys, condition: readyWhen,
+                paths: state.paths, keys: state.keys, condition: state.readyWhen,
                 verdict: state.verdict(namespace: state.defaultNamespace))
             let ready = checks.allSatisfy(\.passed)
             return Self.text(

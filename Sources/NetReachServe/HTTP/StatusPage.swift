@@ -157,11 +157,20 @@ package enum StatusPage {
         events.addEventListener("path", message => {
           const event = JSON.parse(message.data);
           const key = JSON.stringify([text(event.namespace), text(event.destination)]);
+          const name = (event.destination || "internet") + (event.namespace ? " in " + event.namespace : "");
+          if (event.path === null) {   // no longer watched (a reload, a namespace gone)
+            paths.delete(key);
+            if (primary === key) primary = null;
+            render();
+            note(name + ": no longer watched");
+            updateIndicator();
+            return;
+          }
           if (primary === null && !event.destination) primary = key;
           paths.set(key, event.path);
           render();
-          note((event.destination || "internet") + (event.namespace ? " in " + event.namespace : "") + ": " +
-               event.path.status + (event.path.unsatisfiedReason ? " (" + event.path.unsatisfiedReason + ")" : ""));
+          note(name + ": " + event.path.status +
+               (event.path.unsatisfiedReason ? " (" + event.path.unsatisfiedReason + ")" : ""));
           updateIndicator();
         });
         events.addEventListener("connectivity", message => {
@@ -182,7 +191,8 @@ package enum StatusPage {
         });
         events.addEventListener("namespace", message => {
           const event = JSON.parse(message.data);
-          note("namespace " + (event.namespace || "(this one)") + (event.available ? " observable" : " gone"));
+          note("namespace " + (event.namespace || "(this one)") +
+               (event.watched === false ? " no longer watched" : event.available ? " observable" : " gone"));
         });
         events.addEventListener("shutdown", () => {
           document.getElementById("stream").textContent = "the server stopped";

@@ -23,21 +23,27 @@ package final class TargetProbe: Sendable {
         case busy
     }
 
-    /// Label value → namespace, for the namespaces the server watches.
-    let namespaces: [String: NetworkNamespace?]
+    /// Label value → namespace, for the namespaces the server watches now.
+    private let namespaces: Locked<[String: NetworkNamespace?]>
     /// Probes that may run at once.
     package let limit: Int
     private let running = Locked(0)
     private let queue = DispatchQueue(label: "netreach.serve.probe", attributes: .concurrent)
 
     package init(namespaces: [String: NetworkNamespace?], limit: Int = 16) {
-        self.namespaces = namespaces
+        self.namespaces = Locked(namespaces)
         self.limit = limit
+    }
+
+    /// The namespaces a probe may name from now on (the watch's, after a reload or as `ip netns`
+    /// namespaces come and go).
+    package func allow(_ namespaces: [String: NetworkNamespace?]) {
+        self.namespaces.withLock { $0 = namespaces }
     }
 
     /// The kernel's path to `target` in the namespace labelled `namespace`.
     package func path(to target: String, namespace: String, timeout: Duration) async throws(Refusal) -> NetworkPath {
-        guard let entry = namespaces[namespace] else { throw .unknownNamespace(namespace) }
+        guard let entry = namespaces.withLock({ $0[namespace] }) else { throw .unknownNamespace(namespace) }
         let admitted = running.withLock { running in
             guard running < limit else { return false }
             running += 1

@@ -29,6 +29,10 @@ package enum MetricsExposition {
         "netreach_interface_up": "1 when the interface is up with carrier, 0 when it is down.",
         "netreach_namespace_available": "1 while the network namespace can be observed.",
         "netreach_build_info": "The netreach that serves these metrics; always 1.",
+        "netreach_config_last_reload_successful":
+            "1 when the last reload (SIGHUP, POST /-/reload) succeeded; 0 while the running configuration is kept.",
+        "netreach_config_last_reload_success_timestamp_seconds":
+            "When the configuration was last read successfully (the start, or a reload), in Unix seconds.",
         "netreach_event_clients": "Clients connected to the event stream.",
         "netreach_event_clients_dropped_total": "Event-stream clients dropped because they stopped reading.",
     ]
