@@ -63,6 +63,9 @@ package enum CLIExitCode {
     /// `condition` (and `serve`): an address to listen on cannot be listened on: in use, not an
     /// address of this machine, or not on loopback where loopback is required.
     package static let cannotListen = ExitCode(3)
+    /// `serve`: the `--config` file cannot be read, is not YAML or JSON, or names something
+    /// invalid (`EX_CONFIG`). At start only: a reload that fails keeps the running configuration.
+    package static let configInvalid = ExitCode(78)
     /// `check`: something answered in the probes' place: a captive portal.
     package static let portal = ExitCode(80)
     /// `check`: a route to the internet, but the probes got no answer through it.

@@ -14,7 +14,8 @@ package struct ServeCommand: NetreachSubcommand {
         abstract: "Serve the network path over HTTP: Prometheus metrics, events and health endpoints.",
         usage: """
             netreach serve [--listen <host:port>] [--to <name=host> ...] [--namespace <name|pid|path> ...]
-                [--ready-when started|satisfied|to=<name>]
+                [--all-namespaces] [--ready-when started|satisfied|to=<name>] [--config <file>]
+                [--enable-lifecycle]
               netreach serve --internet --probe <url[=expect]> ... [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>] [--ready-when internet] ...
             """,
@@ -51,6 +52,18 @@ package struct ServeCommand: NetreachSubcommand {
             Labels: namespace is the --namespace argument as given (empty for this namespace), \
             destination the --to NAME (empty for the internet).
 
+            --all-namespaces also watches every namespace `ip netns` names (/run/netns), as they \
+            come and go; a namespace that goes is withdrawn (its series unregistered, a \
+            `namespace` event with "watched":false), while a --namespace that goes stays, with \
+            netreach_namespace_available 0.
+
+            --config FILE reads listen, to, namespaces, all_namespaces and ready_when from a YAML \
+            or JSON file; flags are added to it (--listen and --ready-when replace its values). \
+            SIGHUP reads it again and watches what it says from then on; so does POST /-/reload \
+            with --enable-lifecycle (otherwise 403: nothing else changes state). A file that \
+            cannot be read or is not valid keeps the running configuration \
+            (netreach_config_last_reload_successful 0); listen changes need a restart.
+
             It listens on 127.0.0.1:9817 unless --listen names another address; it says where on \
             standard error once it listens. SIGTERM or SIGINT stops it: event streams end with \
             `event: shutdown`, requests under way finish, and it exits 0.
@@ -86,6 +99,22 @@ package struct ServeCommand: NetreachSubcommand {
             valueName: "condition"))
     var readyWhen: String?
 
+    @Flag(
+        name: .customLong("all-namespaces"),
+        help: "Also watch every namespace `ip netns` names, as they come and go (needs root).")
+    var allNamespaces = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Read listen, to, namespaces, all_namespaces and ready_when from this YAML or JSON file; again on SIGHUP.",
+            valueName: "file"))
+    var config: String?
+
+    @Flag(
+        name: .customLong("enable-lifecycle"),
+        help: "Let POST /-/reload reload the configuration, as SIGHUP does.")
+    var enableLifecycle = false
+
     @OptionGroup var internetOptions: InternetOptions
 
     package init() {}
@@ -94,66 +123,63 @@ package struct ServeCommand: NetreachSubcommand {
         if let listen {
             _ = try ConditionArguments.address(listen, option: "--listen", allowsName: false, allowsZeroPort: true)
         }
-        let named = try namedDestinations()
-        if Set(namespaces).count != namespaces.count {
-            throw ValidationError("--namespace names the same namespace twice.")
-        }
-        if namespaces.contains(where: \.isEmpty) {
-            throw ValidationError(
-                "--namespace needs an `ip netns` name, a process id or a path such as /proc/PID/ns/net.")
-        }
-        if let readyWhen {
-            guard let condition = Health.ReadyCondition(argument: readyWhen) else {
-                throw ValidationError("--ready-when must be started, satisfied or to=NAME.")
-            }
-            if case .destination(let name) = condition, !named.contains(where: { $0.name == name }) {
-                throw ValidationError("--ready-when to=\(name): no --to \(name)=HOST is given.")
-            }
-            if condition == .internet, !internetOptions.internet {
-                throw ValidationError("--ready-when internet needs --internet and a --probe.")
-            }
-        }
-        if internetOptions.internet, !namespaces.isEmpty {
-            throw ValidationError(
-                "--internet sends probes from this namespace; to judge another, run serve inside it: ip netns exec NAME netreach serve --internet ..."
-            )
-        }
+        if config?.isEmpty == true { throw ValidationError("--config needs a file.") }
+        // With --config, what the flags say together with the file is checked once it is read.
+        _ = try arguments.targets(file: config == nil ? ServeConfigFile() : nil)
     }
 
-    /// `--to NAME=HOST` pairs: names are label values, so letters, digits, '.', '_' and '-', each once.
-    private func namedDestinations() throws(ValidationError) -> [NetworkWatch.NamedDestination] {
-        var result: [NetworkWatch.NamedDestination] = []
-        for text in destinations {
-            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, !parts[1].isEmpty else {
-                throw ValidationError("--to \(text): expected NAME=HOST, such as db=10.0.0.5.")
-            }
-            let name = String(parts[0])
-            guard ControlRoutes.isName(name) else {
-                throw ValidationError("--to \(text): a name is letters, digits, '.', '_' and '-'.")
-            }
-            guard !result.contains(where: { $0.name == name }) else {
-                throw ValidationError("--to \(text): the name \(name) is given twice.")
-            }
-            result.append(.init(name: name, destination: PathDestination(String(parts[1]))))
-        }
-        return result
+    /// The flags that say what to watch, as values a reload can reuse.
+    private var arguments: ServeArguments {
+        ServeArguments(
+            destinations: destinations, namespaces: namespaces, allNamespaces: allNamespaces,
+            readyWhen: readyWhen, judgesInternet: internetOptions.internet)
     }
 
     package func run(_ capabilities: Capabilities) async throws {
-        let address = try listen.map {
-            try ConditionArguments.address($0, option: "--listen", allowsName: false, allowsZeroPort: true)
+        let arguments = self.arguments
+        let configPath = config
+        var file = ServeConfigFile()
+        let targets: ServeTargets
+        do {
+            if let configPath { file = try ServeConfigFile.read(configPath) }
+            targets = try arguments.targets(file: file, path: configPath)
+        } catch {
+            StandardStream.complain("serve: \(error)")
+            throw CLIExitCode.configInvalid
+        }
+        let listenText = listen ?? file.listen
+        let address: ConditionArguments.Address?
+        do {
+            address = try listenText.map {
+                try ConditionArguments.address($0, option: "listen", allowsName: false, allowsZeroPort: true)
+            }
+        } catch {
+            StandardStream.complain("serve: \(configPath.map { "\($0): " } ?? "")\(error)")
+            throw CLIExitCode.configInvalid
         }
         var configuration = ServeConfiguration(
             version: NetreachCommand.version, renderPath: { PathFormatting.json($0, at: Date()) })
         configuration.host = address?.host ?? "127.0.0.1"
         configuration.port = address?.port ?? 9_817
-        configuration.destinations = try namedDestinations()
+        configuration.targets = targets
         configuration.environment = ProcessInfo.processInfo.environment
-        if !namespaces.isEmpty {
-            configuration.namespaces = namespaces.map(NetworkWatch.WatchedNamespace.init(argument:))
+        configuration.enablesLifecycle = enableLifecycle
+        configuration.onWarning = { StandardStream.complain("serve: \($0)") }
+        configuration.reload = { [listen, startListen = file.listen] in
+            do {
+                let reloaded = try configPath.map(ServeConfigFile.read) ?? ServeConfigFile()
+                let targets = try arguments.targets(file: reloaded, path: configPath)
+                if listen == nil, reloaded.listen != startListen {
+                    StandardStream.complain("serve: listen changes need a restart; still listening where it was")
+                }
+                StandardStream.complain(
+                    "serve: reloaded\(configPath.map { " " + $0 } ?? ""): \(ServeArguments.summary(targets))")
+                return targets
+            } catch {
+                StandardStream.complain("serve: not reloaded, the running configuration is kept: \(error)")
+                throw error
+            }
         }
-        configuration.readyWhen = readyWhen.flatMap(Health.ReadyCondition.init(argument:)) ?? .started
         if internetOptions.internet {
             configuration.connectivity = ConnectivitySetup(
                 configuration: try internetOptions.configuration(), prober: capabilities.makeProber(),
@@ -172,5 +198,77 @@ package struct ServeCommand: NetreachSubcommand {
                 "cannot listen on \(configuration.host):\(configuration.port): \(error)")
             throw CLIExitCode.cannotListen
         }
+    }
+}
+
+/// What serve's flags say to watch, combined with a `--config` file's (at start and on each
+/// reload): names from both, each once.
+struct ServeArguments: Sendable {
+    var destinations: [String]
+    var namespaces: [String]
+    var allNamespaces: Bool
+    var readyWhen: String?
+    var judgesInternet: Bool
+
+    /// The targets of the flags and `file` (`path` names it in errors); `nil` skips the checks
+    /// that need the file (it is read later).
+    func targets(file: ServeConfigFile?, path: String? = nil) throws(ValidationError) -> ServeTargets {
+        let inFile = path.map { " (with \($0))" } ?? ""
+        var targets = ServeTargets()
+        var named: [NamedDestination] = []
+        let fromFile = (file?.to ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        for (text, option) in fromFile.map({ ($0, "to: \($0)") }) + destinations.map({ ($0, "--to \($0)") }) {
+            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[1].isEmpty else {
+                throw ValidationError("\(option): expected NAME=HOST, such as db=10.0.0.5.")
+            }
+            let name = String(parts[0])
+            guard ControlRoutes.isName(name) else {
+                throw ValidationError("\(option): a name is letters, digits, '.', '_' and '-'.")
+            }
+            guard !named.contains(where: { $0.name == name }) else {
+                throw ValidationError("\(option): the name \(name) is given twice\(inFile).")
+            }
+            named.append(.init(name: name, destination: PathDestination(String(parts[1]))))
+        }
+        targets.destinations = named
+        let namespaces = (file?.namespaces ?? []) + self.namespaces
+        if namespaces.contains(where: \.isEmpty) {
+            throw ValidationError(
+                "--namespace needs an `ip netns` name, a process id or a path such as /proc/PID/ns/net.")
+        }
+        if let twice = namespaces.first(where: { name in namespaces.filter { $0 == name }.count > 1 }) {
+            throw ValidationError("the namespace \(twice) is named twice\(inFile).")
+        }
+        if !namespaces.isEmpty { targets.namespaces = namespaces.map(NetworkNamespaceLabel.init(argument:)) }
+        targets.followsNamespaceDirectory = allNamespaces || file?.allNamespaces == true
+        if let text = readyWhen ?? file?.readyWhen {
+            guard let condition = Health.ReadyCondition(argument: text) else {
+                throw ValidationError("--ready-when must be started, satisfied, internet or to=NAME, not \(text).")
+            }
+            if file != nil, case .destination(let name) = condition, !named.contains(where: { $0.name == name }) {
+                throw ValidationError("--ready-when to=\(name): no --to \(name)=HOST is given\(inFile).")
+            }
+            if condition == .internet, !judgesInternet {
+                throw ValidationError("--ready-when internet needs --internet and a --probe.")
+            }
+            targets.readyWhen = condition
+        }
+        if judgesInternet, !namespaces.isEmpty {
+            throw ValidationError(
+                "--internet sends probes from this namespace; to judge another, run serve inside it: ip netns exec NAME netreach serve --internet ..."
+            )
+        }
+        return targets
+    }
+
+    /// `2 namespaces (and those of /run/netns), 3 destinations`, for the reload message.
+    static func summary(_ targets: ServeTargets) -> String {
+        let namespaces =
+            targets.namespaces.count == 1 && targets.namespaces[0] == .own
+            ? "this namespace" : "\(targets.namespaces.count) namespaces"
+        return namespaces + (targets.followsNamespaceDirectory ? " and those of /run/netns" : "")
+            + ", \(targets.destinations.count) destination\(targets.destinations.count == 1 ? "" : "s")"
+            + ", ready when \(targets.readyWhen)"
     }
 }

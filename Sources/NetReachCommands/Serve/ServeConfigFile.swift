@@ -1,0 +1,154 @@
+import Foundation
+import NetReachSystem
+import Yams
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `serve --config FILE`: what serve watches, in YAML (or JSON, which YAML reads too). Read at
+/// start, and again on SIGHUP or `POST /-/reload`; the command-line flags are added to it each time.
+///
+/// ```yaml
+/// listen: 127.0.0.1:9817          # read at start only
+/// to:                             # --to NAME=HOST
+///   db: 10.0.0.5
+///   api: api.example.com
+/// namespaces: [blue, red]         # --namespace
+/// all_namespaces: false           # --all-namespaces
+/// ready_when: satisfied           # --ready-when
+/// ```
+///
+/// A key it does not know is an error, not ignored: a misspelt `namespace:` would otherwise
+/// silently watch nothing of what was meant.
+struct ServeConfigFile: Decodable, Equatable {
+    var listen: String?
+    var to: [String: String] = [:]
+    var namespaces: [String] = []
+    var allNamespaces: Bool?
+    var readyWhen: String?
+
+    /// The keys, as written in the file.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case listen, to, namespaces
+        case allNamespaces = "all_namespaces"
+        case readyWhen = "ready_when"
+    }
+
+    /// A configuration file larger than this is refused: it is a few lines.
+    static let maximumSize = 1 << 20
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+        if let unknown = keys.first(where: { CodingKeys(rawValue: $0) == nil }) {
+            throw ServeConfigError.Detail(
+                "unknown key \"\(unknown)\"; the keys are "
+                    + CodingKeys.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        listen = try container.decodeIfPresent(String.self, forKey: .listen)
+        to = try container.decodeIfPresent([String: String].self, forKey: .to) ?? [:]
+        namespaces = try container.decodeIfPresent([String].self, forKey: .namespaces) ?? []
+        allNamespaces = try container.decodeIfPresent(Bool.self, forKey: .allNamespaces)
+        readyWhen = try container.decodeIfPresent(String.self, forKey: .readyWhen)
+    }
+
+    /// Reads and parses the file at `path`.
+    static func read(_ path: String) throws(ServeConfigError) -> ServeConfigFile {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw .cannotRead(path: path, SystemError.current.description) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .cannotRead(path: path, "not a regular file") }
+        guard let bytes = SystemCall.readFile(path, limit: maximumSize + 1) else {
+            throw .cannotRead(path: path, SystemError.current.description)
+        }
+        guard bytes.count <= maximumSize else { throw .cannotRead(path: path, "larger than 1 MiB") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw .invalid(path: path, "not UTF-8 text")
+        }
+        return try parse(text, path: path)
+    }
+
+    /// Parses a configuration's text; `path` names it in errors.
+    static func parse(_ text: String, path: String) throws(ServeConfigError) -> ServeConfigFile {
+        do {
+            // An empty file (or one of comments only) configures nothing: the flags alone.
+            if try Yams.load(yaml: text) == nil { return ServeConfigFile() }
+            return try YAMLDecoder().decode(ServeConfigFile.self, from: text)
+        } catch let error as ServeConfigError.Detail {
+            throw .invalid(path: path, error.description)
+        } catch let error as DecodingError {
+            throw .invalid(path: path, Self.describe(error))
+        } catch let error as YamlError {
+            throw .invalid(path: path, "not YAML or JSON: \(error)")
+        } catch {
+            throw .invalid(path: path, "\(error)")
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func at(_ path: [any CodingKey]) -> String {
+            path.isEmpty
+                ? "the file" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "\(at(context.codingPath)): expected \(Self.name(of: type, at: context.codingPath))"
+        case .valueNotFound(let type, let context):
+            return "\(at(context.codingPath)): expected \(Self.name(of: type, at: context.codingPath)), found nothing"
+        case .keyNotFound(let key, let context):
+            return "\(at(context.codingPath + [key])): missing"
+        case .dataCorrupted(let context):
+            // What our own init(from:) threw, wrapped by the decoder.
+            if let detail = context.underlyingError as? ServeConfigError.Detail { return detail.description }
+            return "\(at(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    /// What a value of `type` is called in the file, at `path`.
+    private static func name(of type: Any.Type, at path: [any CodingKey]) -> String {
+        switch type {
+        case is Node.Mapping.Type, is [String: String].Type:
+            path.isEmpty
+                ? "a mapping of keys (" + CodingKeys.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+                : "a mapping of names to hosts (name: host)"
+        case is Node.Sequence.Type, is [String].Type: "a list"
+        case is Bool.Type: "true or false"
+        case is Node.Scalar.Type, is String.Type: "a string"
+        default: "\(type)"
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}
+
+/// Why `serve --config FILE` could not be used.
+enum ServeConfigError: Error, Equatable, CustomStringConvertible {
+    /// It cannot be read: missing, not a file, too large, no permission.
+    case cannotRead(path: String, String)
+    /// It is not YAML or JSON, or says something serve does not understand.
+    case invalid(path: String, String)
+
+    var description: String {
+        switch self {
+        case .cannotRead(let path, let reason): "cannot read \(path): \(reason)"
+        case .invalid(let path, let reason): "\(path): \(reason)"
+        }
+    }
+
+    /// A reason found while decoding, given its file's path by ``ServeConfigFile/parse(_:path:)``.
+    struct Detail: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}

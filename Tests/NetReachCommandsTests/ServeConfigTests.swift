@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import NetReach
+import NetReachServe
+import NetReachTestSupport
+import Testing
+
+@testable import NetReachCommands
+
+/// `serve --config FILE`: YAML or JSON, strict about its keys and types, with a reason that
+/// names the file and the key; and how the file and the flags combine.
+@Suite("serve --config")
+struct ServeConfigTests {
+    private let noFlags = ServeArguments(
+        destinations: [], namespaces: [], allNamespaces: false, readyWhen: nil, judgesInternet: false)
+
+    @Test func yamlAndJSONSayTheSameThing() throws {
+        let yaml = try ServeConfigFile.parse(
+            """
+            # the fleet's gateway
+            listen: 127.0.0.1:9900
+            to:
+              db: 10.0.0.5
+              api: api.example.com
+            namespaces: [blue, red]
+            all_namespaces: true
+            ready_when: to=db
+            """, path: "serve.yaml")
+        let json = try ServeConfigFile.parse(
+            #"{"listen":"127.0.0.1:9900","to":{"db":"10.0.0.5","api":"api.example.com"},"namespaces":["blue","red"],"all_namespaces":true,"ready_when":"to=db"}"#,
+            path: "serve.json")
+        #expect(yaml == json)
+        #expect(yaml.to == ["db": "10.0.0.5", "api": "api.example.com"])
+        let targets = try noFlags.targets(file: yaml, path: "serve.yaml")
+        #expect(targets.destinations.map(\.name) == ["api", "db"])
+        #expect(targets.namespaces.map(\.label) == ["blue", "red"])
+        #expect(targets.followsNamespaceDirectory)
+        #expect(targets.readyWhen == .destination("db"))
+    }
+
+    @Test func anEmptyFileOrOneOfCommentsConfiguresNothing() throws {
+        #expect(try ServeConfigFile.parse("", path: "f") == ServeConfigFile())
+        #expect(try ServeConfigFile.parse("# nothing yet\n", path: "f") == ServeConfigFile())
+        #expect(try noFlags.targets(file: ServeConfigFile()) == ServeTargets())
+    }
+
+    @Test(arguments: [
+        (
+            "namespace: [blue]",
+            "f.yaml: unknown key \"namespace\"; the keys are listen, to, namespaces, all_namespaces, ready_when"
+        ),
+        ("namespaces: blue", "f.yaml: namespaces: expected a list"),
+        ("to: [db]", "f.yaml: to: expected a mapping of names to hosts (name: host)"),
+        ("all_namespaces: maybe", "f.yaml: all_namespaces: expected true or false"),
+        ("to: {db: [1, 2]}", "f.yaml: to.db: expected a string"),
+        (
+            "- just\n- a list",
+            "f.yaml: the file: expected a mapping of keys (listen, to, namespaces, all_namespaces, ready_when)"
+        ),
+        ("to: {db: 10.0.0.5", "f.yaml: not YAML or JSON: "),
+        ("{\"to\": ", "f.yaml: not YAML or JSON: "),
+    ])
+    func aFileThatIsNotValidIsRefusedWithWhereAndWhy(text: String, reason: String) {
+        #expect {
+            _ = try ServeConfigFile.parse(text, path: "f.yaml")
+        } throws: { error in
+            "\(error)".hasPrefix(reason)
+                || {
+                    Issue.record("\(error)")
+                    return false
+                }()
+        }
+    }
+
+    @Test func aFileThatCannotBeReadIsRefusedWithoutReadingForever() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-config-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(throws: ServeConfigError.cannotRead(path: directory + "/none", "No such file or directory (errno 2)")) {
+            try ServeConfigFile.read(directory + "/none")
+        }
+        #expect(throws: ServeConfigError.cannotRead(path: directory, "not a regular file")) {
+            try ServeConfigFile.read(directory)
+        }
+        // A device that never ends, and a FIFO nobody writes to: refused at once, not read.
+        #expect(throws: ServeConfigError.cannotRead(path: "/dev/zero", "not a regular file")) {
+            try ServeConfigFile.read("/dev/zero")
+        }
+        let fifo = directory + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(throws: ServeConfigError.cannotRead(path: fifo, "not a regular file")) {
+            try ServeConfigFile.read(fifo)
+        }
+        let large = directory + "/large.yaml"
+        _ = FileManager.default.createFile(
+            atPath: large, contents: Data(repeating: UInt8(ascii: "#"), count: ServeConfigFile.maximumSize + 1))
+        #expect(throws: ServeConfigError.cannotRead(path: large, "larger than 1 MiB")) {
+            try ServeConfigFile.read(large)
+        }
+        let binary = directory + "/binary.yaml"
+        _ = FileManager.default.createFile(atPath: binary, contents: Data([0x74, 0x6F, 0x3A, 0xFF, 0xFE]))
+        #expect(throws: ServeConfigError.invalid(path: binary, "not UTF-8 text")) { try ServeConfigFile.read(binary) }
+    }
+
+    @Test func flagsAreAddedToTheFileAndANameGivenInBothIsRefused() throws {
+        let file = try ServeConfigFile.parse("to: {db: 10.0.0.5}\nnamespaces: [blue]\nready_when: satisfied", path: "f")
+        var flags = noFlags
+        flags.destinations = ["web=10.0.0.6"]
+        flags.namespaces = ["red"]
+        flags.readyWhen = "to=web"
+        let targets = try flags.targets(file: file, path: "f")
+        #expect(targets.destinations.map(\.name) == ["db", "web"])
+        #expect(targets.namespaces.map(\.label) == ["blue", "red"])
+        #expect(targets.readyWhen == .destination("web")) // the flag replaces the file's
+
+        flags.destinations = ["db=10.0.0.7"]
+        flags.readyWhen = nil
+        expectRefusal("--to db=10.0.0.7: the name db is given twice (with f).") {
+            _ = try flags.targets(file: file, path: "f")
+        }
+        flags.destinations = []
+        flags.namespaces = ["blue"]
+        expectRefusal("the namespace blue is named twice (with f).") {
+            _ = try flags.targets(file: file, path: "f")
+        }
+    }
+
+    @Test func whatOnlyTheFileCanCheckIsCheckedWhenItIsRead() throws {
+        var flags = noFlags
+        flags.readyWhen = "to=db"
+        // Without the file (not read yet) the name is not known to be missing.
+        _ = try flags.targets(file: nil)
+        expectRefusal("--ready-when to=db: no --to db=HOST is given (with f).") {
+            _ = try flags.targets(file: ServeConfigFile(), path: "f")
+        }
+        flags.readyWhen = nil
+        flags.judgesInternet = true
+        let namespaced = try ServeConfigFile.parse("namespaces: [blue]", path: "f")
+        #expect(throws: ValidationError.self) { try flags.targets(file: namespaced, path: "f") }
+        // This namespace is still watched with --all-namespaces: probes leave from it.
+        flags.allNamespaces = true
+        #expect(try flags.targets(file: ServeConfigFile()).followsNamespaceDirectory)
+    }
+}
+
+/// Expects `body` to throw a ValidationError saying exactly `message`.
+private func expectRefusal(
+    _ message: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) {
+    do {
+        try body()
+        Issue.record("not refused; expected: \(message)", sourceLocation: sourceLocation)
+    } catch let error as ValidationError {
+        #expect(error.message == message, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("\(error)", sourceLocation: sourceLocation)
+    }
+}
