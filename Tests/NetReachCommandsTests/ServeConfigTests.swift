@@ -38,6 +38,17 @@ struct ServeConfigTests {
         #expect(targets.readyWhen == .destination("db"))
     }
 
+    @Test func theExampleTheDebianPackageShipsIsValid() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = root.appendingPathComponent("Deploy/netreach/serve.yaml").path
+        let file = try ServeConfigFile.read(path)
+        #expect(file.listen == "127.0.0.1:9817")
+        let targets = try noFlags.targets(file: file, path: path)
+        #expect(targets.destinations.map(\.name) == ["gateway"])
+        #expect(targets.namespaces == [.own])
+    }
+
     @Test func anEmptyFileOrOneOfCommentsConfiguresNothing() throws {
         #expect(try ServeConfigFile.parse("", path: "f") == ServeConfigFile())
         #expect(try ServeConfigFile.parse("# nothing yet\n", path: "f") == ServeConfigFile())

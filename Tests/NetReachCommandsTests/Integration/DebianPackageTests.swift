@@ -45,7 +45,8 @@ struct DebianPackageTests {
         for path in [
             "./usr/bin/netreach", "./usr/share/man/man1/netreach.1.gz", "./lib/systemd/system/netreach.service",
             "./lib/systemd/system/netreach-wait-online.service",
-            "./usr/share/doc/netreach/examples/netreach-rules.yml", "./usr/share/doc/netreach/copyright",
+            "./usr/share/doc/netreach/examples/netreach-rules.yml", "./usr/share/doc/netreach/examples/serve.yaml",
+            "./usr/share/doc/netreach/copyright",
         ] {
             #expect(contents.standardOutput.contains(path), "\(path) missing: \(contents.standardOutput)")
         }
