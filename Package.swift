@@ -57,10 +57,23 @@ let package = Package(
         ),
         .target(
             name: "NetReach",
-            dependencies: ["NetReachSystem", .target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
+            dependencies: [
+                "NetReachSystem", .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
+                // The server ecosystem's logging and metrics APIs: no dependencies of their own, silent
+                // and no-op until the program bootstraps a backend (Docs/DesignNotes.md, issue 23).
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
         .target(name: "NetReachTesting", dependencies: ["NetReach"]),
-        .target(name: "NetReachConnectivity", dependencies: ["NetReach", "NetReachSystem"]),
+        .target(
+            name: "NetReachConnectivity",
+            dependencies: [
+                "NetReach", "NetReachSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"), // Timer.record(duration:)
+            ]
+        ),
         .target(name: "NetReachNetwork", dependencies: ["NetReach", "NetReachSystem"]),
         .target(
             name: "NetReachConditioner",
@@ -82,6 +95,7 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 // The server ecosystem's logging API: attempts at debug, retries and waits at info.
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"), // Timer.record(duration:)
             ]
         ),
         .target(
@@ -186,6 +200,10 @@ let package = Package(
             dependencies: [
                 "NetReach", "NetReachSystem", "NetReachTesting", "NetReachTestSupport",
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
+                // Library metrics through an injected TestMetrics factory, never the global system.
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             // Captured kernel dumps (hex) and the script that captured them; tests read them by path.
             exclude: ["Linux/Fixtures"]
@@ -209,6 +227,7 @@ let package = Package(
             dependencies: [
                 "NetReachConnectivity", "NetReach", "NetReachSystem", "NetReachTesting",
                 .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         // The HTTP service, output files, and the transport conformance suite, which runs the same
@@ -223,6 +242,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -269,6 +289,9 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), // ChoosingATransport imports it
+                // MetricsAndLogging bootstraps a Prometheus backend.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
     ],

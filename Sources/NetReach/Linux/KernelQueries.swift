@@ -1,4 +1,5 @@
 #if os(Linux)
+import CoreMetrics
 import NetReachSystem
 
 /// The kernel's own route choices, which the snapshot carries beside the links, addresses and
@@ -39,14 +40,20 @@ struct KernelQueries {
     private var routeLookups: [IPAddress.Family: RouteLookup] = [:]
     private var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
     private var destinationLookups: [IPAddress: RouteLookup] = [:]
+    /// Counts every question asked (`netreach_route_lookups_total`).
+    private let lookupCounter: Counter?
 
     /// When a removal is asked about again. The kernel announces some removals before it has made
     /// them (``SnapshotStore/Absorbed/announcesRemoval``), and nothing more will be sent: so a
     /// batch with one is asked about again shortly after, twice.
     static let recheckDelays: [Duration] = [.milliseconds(20), .milliseconds(200)]
 
-    init(lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses) {
+    init(
+        lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses,
+        lookups: Counter? = nil
+    ) {
         self.lookupAddresses = lookupAddresses
+        self.lookupCounter = lookups
         watch = SnapshotStore.LookupWatch(addresses: lookupAddresses)
     }
 
@@ -89,6 +96,7 @@ struct KernelQueries {
         for family in [IPAddress.Family.ipv4, .ipv6] {
             var best: (address: IPAddress, answer: RouteQuery.Answer, breadth: Int)?
             for candidate in lookupAddresses where candidate.family == family {
+                lookupCounter?.increment()
                 let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
                 let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
                 if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
@@ -106,6 +114,7 @@ struct KernelQueries {
             for link in kernel.links.values
             where !legs.contains(link.index) && link.isOperational && !link.isLoopback && addressed.contains(link.index)
             {
+                lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
                     to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
                 scoped[family, default: [:]][link.index] = bound.lookup
@@ -114,6 +123,7 @@ struct KernelQueries {
         }
         var answers: [IPAddress: RouteLookup] = [:]
         for destination in destinations {
+            lookupCounter?.increment()
             let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
             answers[destination] = answer.lookup
             noteExpiry(answer.expiresIn)

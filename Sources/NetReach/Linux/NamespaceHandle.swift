@@ -2,6 +2,7 @@
 import CNetReachLinux
 import NetReachSystem
 import Glibc
+import Logging
 
 /// An observed network namespace, opened once for the monitor's whole life: every socket is made
 /// in it through this descriptor, never by path again (by then the path may name another
@@ -27,7 +28,7 @@ final class NamespaceHandle {
         var inode: UInt64
     }
 
-    init(_ namespace: NetworkNamespace) throws(PathMonitorError) {
+    init(_ namespace: NetworkNamespace, logger: Logger = PathMonitor.defaultLogger) throws(PathMonitorError) {
         path = namespace.path
         // The pidfd first: opened after the namespace, it could name a new process that reused
         // the PID of one that exited in between.
@@ -50,9 +51,9 @@ final class NamespaceHandle {
                 throw .namespaceUnavailable(path: path, errno: ESRCH)
             }
             if pidFD < 0 {
-                NetReachDiagnostics.log(
-                    "cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); its exit will not be noticed"
-                )
+                NetReachDiagnostics.warning(
+                    "cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); its exit will not be noticed",
+                    logger: logger)
             }
             watchFD = pidFD
         } else {
@@ -62,9 +63,9 @@ final class NamespaceHandle {
                 let mask = UInt32(
                     IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
                 if inotify_add_watch(watch, directory, mask) < 0 {
-                    NetReachDiagnostics.log(
-                        "cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed"
-                    )
+                    NetReachDiagnostics.warning(
+                        "cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed",
+                        logger: logger)
                 }
             }
             watchFD = watch
@@ -100,7 +101,9 @@ final class NamespaceHandle {
         // Going home can only fail if this thread lost CAP_SYS_ADMIN meanwhile; the thread is ours
         // alone and only reads netlink and files by path, which the network namespace does not change.
         if cnr_setns_net(home) != 0 {
-            NetReachDiagnostics.log("could not leave network namespace \(path): \(errnoDescription(errno))")
+            NetReachDiagnostics.warning(
+                "could not leave network namespace \(path): \(errnoDescription(errno))",
+                logger: PathMonitor.defaultLogger)
         }
         return try result.get()
     }

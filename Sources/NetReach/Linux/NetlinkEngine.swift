@@ -1,8 +1,10 @@
 #if os(Linux)
 import CNetReachLinux
 import NetReachSystem
+import CoreMetrics
 import Foundation
 import Glibc
+import Logging
 
 /// The thread that reads the kernel: a netlink socket for notifications, a second one for dumps and
 /// route lookups, an inotify descriptor for resolv.conf, the watched namespace's watch, and two
@@ -22,6 +24,10 @@ final class NetlinkEngine: @unchecked Sendable {
     // after every user has let go.
     private let configuration: SystemPathSource.Configuration
     private let publish: @Sendable (SystemSnapshot) -> Void
+    /// Counted on the engine's thread (the counters are made once, with the engine).
+    private let metrics: NetlinkEngineMetrics
+    /// `netreach.path`, with the namespace in its metadata.
+    private let logger: Logger
     /// The addresses per-destination monitors want looked up: set by the source
     /// (``setDestinations(_:)``), read at each refresh.
     private let destinations: Locked<Set<IPAddress>>
@@ -32,10 +38,13 @@ final class NetlinkEngine: @unchecked Sendable {
 
     init(
         configuration: SystemPathSource.Configuration, destinations: Set<IPAddress>,
+        metrics: NetlinkEngineMetrics, logger: Logger,
         publish: @escaping @Sendable (SystemSnapshot) -> Void
     ) {
         self.configuration = configuration
         self.destinations = Locked(destinations)
+        self.metrics = metrics
+        self.logger = logger
         self.publish = publish
         wakeFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         refreshFD = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
@@ -88,7 +97,7 @@ final class NetlinkEngine: @unchecked Sendable {
             // Opened once: every socket is made through this descriptor, so all of them read the
             // namespace that was there at start, whatever its path names later.
             let namespace = try configuration.namespace.map { (namespace) throws(PathMonitorError) in
-                try NamespaceHandle(namespace)
+                try NamespaceHandle(namespace, logger: logger)
             }
             let namespaceFD = namespace.map { (fd: $0.fd, path: $0.path) }
             // The events socket joins its groups before the first dump, so nothing is missed between.
@@ -99,17 +108,21 @@ final class NetlinkEngine: @unchecked Sendable {
             let nameserverSource = configuration.nameserverSource
             var watcher = ResolvConfWatcher(source: nameserverSource)
             if watcher == nil {
-                NetReachDiagnostics.log("cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))")
+                NetReachDiagnostics.warning(
+                    "cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))", logger: logger)
             }
             var kernel = Kernel(
                 sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
-                queries: KernelQueries(lookupAddresses: configuration.routeLookupAddresses))
+                queries: KernelQueries(
+                    lookupAddresses: configuration.routeLookupAddresses, lookups: metrics.routeLookups))
             _ = kernel.store.setNameservers(nameserverSource.nameservers())
             try resync(&kernel, events: events, requests: &requests, buffer: buffer)
             let first = try kernel.queries.snapshot(
                 of: kernel.store.snapshot, removalSeen: false, destinations: destinations.withLock { $0 },
                 requests: &requests, probe: probe, buffer: buffer)
             publish(first)
+            metrics.snapshotsPublished.increment()
+            logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])
             signalReady(.success(()))
             follow(
                 events: events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace,
@@ -170,7 +183,8 @@ final class NetlinkEngine: @unchecked Sendable {
                 _ = try SystemCall.poll(&fds, timeout: timeout)
             } catch {
                 // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
-                NetReachDiagnostics.log("netlink poll failed, re-reading the kernel state in 1 s: \(error)")
+                NetReachDiagnostics.warning(
+                    "netlink poll failed, re-reading the kernel state in 1 s: \(error)", logger: logger)
                 resyncPending = true
                 continue
             }
@@ -207,9 +221,11 @@ final class NetlinkEngine: @unchecked Sendable {
                 if snapshot != published {
                     published = snapshot
                     publish(snapshot)
+                    metrics.snapshotsPublished.increment()
+                    logger.trace("published a snapshot")
                 }
             } catch {
-                NetReachDiagnostics.log("netlink resync failed, retrying in 1 s: \(error)")
+                NetReachDiagnostics.warning("netlink resync failed, retrying in 1 s: \(error)", logger: logger)
                 resyncPending = true
                 unpublished = true
             }
@@ -223,19 +239,22 @@ final class NetlinkEngine: @unchecked Sendable {
         _ kernel: inout Kernel, events: borrowing NetlinkSocket, requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer, resync forced: Bool
     ) throws(PathMonitorError) -> Bool {
-        var needsResync = forced
+        // The weightiest cause wins: lost messages, then broken framing, then a retry.
+        var resyncReason: NetlinkEngineMetrics.ResyncReason? = forced ? .retry : nil
         var changed = false
         readLoop: while true {
             switch try events.receive(into: buffer) {
             case .wouldBlock: break readLoop
-            case .overrun: needsResync = true
+            case .overrun: resyncReason = .overrun
             case .bytes(let count):
                 for result in RtnetlinkParser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
                     switch result {
                     case .failure(let error):
-                        NetReachDiagnostics.log("skipped a malformed netlink message: \(error)")
-                        needsResync = needsResync || error.breaksFraming
+                        metrics.malformed.increment()
+                        NetReachDiagnostics.warning("skipped a malformed netlink message: \(error)", logger: logger)
+                        if error.breaksFraming && resyncReason != .overrun { resyncReason = .malformed }
                     case .success(let envelope):
+                        metrics.received(envelope.message)
                         let absorbed = kernel.store.absorb(
                             kernel.withSysfsFacts(envelope.message), watching: kernel.queries.watch)
                         changed = absorbed.changed || changed
@@ -245,8 +264,13 @@ final class NetlinkEngine: @unchecked Sendable {
                 }
             }
         }
-        guard needsResync else { return changed }
-        NetReachDiagnostics.log("netlink messages were lost (overrun or malformed stream); re-reading the kernel state")
+        guard let resyncReason else { return changed }
+        metrics.resynced(resyncReason)
+        if resyncReason != .retry {
+            NetReachDiagnostics.warning(
+                "netlink messages were lost (overrun or malformed stream); re-reading the kernel state",
+                logger: logger, metadata: ["reason": "\(resyncReason.rawValue)"])
+        }
         let before = kernel.store.snapshot
         try resync(&kernel, events: events, requests: &requests, buffer: buffer)
         // Whatever was lost may have been a removal: ask again now and after the rechecks.
@@ -310,7 +334,8 @@ final class NetlinkEngine: @unchecked Sendable {
             for result in RtnetlinkParser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
                 guard case .success(let envelope) = result else {
                     if case .failure(let error) = result {
-                        NetReachDiagnostics.log("skipped a malformed netlink message: \(error)")
+                        metrics.malformed.increment()
+                        NetReachDiagnostics.warning("skipped a malformed netlink message: \(error)", logger: logger)
                         if error.breaksFraming { consistent = false }
                     }
                     continue

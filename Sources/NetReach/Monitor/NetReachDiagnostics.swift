@@ -1,19 +1,18 @@
+import Logging
 import NetReachSystem
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// Where NetReach reports misuse and trouble it can work around (a second `start`, a netlink
-/// overrun that forced a resync, a namespace that cannot be entered).
+/// The older way to receive NetReach's warnings (a second `start`, a netlink overrun that forced a
+/// resync, a namespace that cannot be entered), kept as a bridge to swift-log.
 ///
-/// By default messages go to standard error prefixed with `NetReach:`. Route them to your logger
-/// (a swift-log `Logger` is the usual choice on servers), or silence them:
+/// NetReach logs through swift-log (`Logger` labels `netreach.path`, `netreach.connectivity`,
+/// `netreach.http`; see <doc:MetricsAndLogging>). While ``handler`` is left alone, warnings go to
+/// those loggers, so they reach whatever backend the program bootstrapped (swift-log's default
+/// writes them to standard error). Setting ``handler`` takes the warnings over: each one's message
+/// goes to the closure instead of the logger, and `nil` silences them. Debug and trace records
+/// always go to the loggers.
 ///
 /// ```swift
-/// NetReachDiagnostics.handler = { message in logger.warning("\(message)") }
+/// NetReachDiagnostics.handler = { message in print("netreach: \(message)") }
 /// NetReachDiagnostics.handler = nil   // silent
 /// ```
 ///
@@ -26,26 +25,55 @@ public enum NetReachDiagnostics {
     /// `inout`: every log call got slower and deeper until the stack overflowed (~170,000 calls).
     private final class Handler: Sendable {
         let body: (@Sendable (String) -> Void)?
-        init(_ body: (@Sendable (String) -> Void)?) { self.body = body }
+        /// The default: warnings go to the logger of whoever reports them.
+        let forwardsToSwiftLog: Bool
+        init(_ body: (@Sendable (String) -> Void)?, forwardsToSwiftLog: Bool = false) {
+            self.body = body
+            self.forwardsToSwiftLog = forwardsToSwiftLog
+        }
     }
 
-    private static let sink = Locked(
-        Handler({ message in
-            var line = "NetReach: \(message)\n"
-            // Nobody is left to tell if standard error refuses it.
-            line.withUTF8 { try? SystemCall.writeAll(2, UnsafeRawBufferPointer($0)) }
-        }))
+    /// Where warnings with no logger of their own go while the default handler is in place.
+    static let logger = Logger(label: "netreach")
 
-    /// Receives each diagnostic message; `nil` drops them.
+    private static let sink = Locked(Handler(nil, forwardsToSwiftLog: true))
+
+    /// Receives each warning's message instead of swift-log; `nil` drops them. By default it
+    /// forwards to a swift-log `Logger` labelled `netreach` (reading it returns that closure).
     public static var handler: (@Sendable (String) -> Void)? {
-        get { sink.withLock { $0 }.body }
+        get {
+            let handler = sink.withLock { $0 }
+            guard handler.forwardsToSwiftLog else { return handler.body }
+            return { @Sendable message in logger.warning("\(message)") }
+        }
         set {
             let replacement = Handler(newValue)
             sink.withLock { $0 = replacement }
         }
     }
 
+    /// Puts the default back: warnings to the reporters' swift-log loggers (for tests; a program
+    /// that saved and restored ``handler`` gets the same records under the label `netreach`).
+    static func forwardToSwiftLog() {
+        let replacement = Handler(nil, forwardsToSwiftLog: true)
+        sink.withLock { $0 = replacement }
+    }
+
+    /// Reports trouble NetReach worked around: to `logger` at warning level, or to the ``handler``
+    /// a program set instead.
+    static func warning(
+        _ message: @autoclosure () -> String, logger: Logger, metadata: @autoclosure () -> Logger.Metadata? = nil
+    ) {
+        let handler = sink.withLock { $0 }
+        if handler.forwardsToSwiftLog {
+            logger.warning("\(message())", metadata: metadata())
+        } else {
+            handler.body?(message())
+        }
+    }
+
+    /// Reports `message` as a warning of no particular component.
     static func log(_ message: String) {
-        sink.withLock { $0 }.body?(message)
+        warning(message, logger: logger)
     }
 }

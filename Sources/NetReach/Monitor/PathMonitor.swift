@@ -1,5 +1,7 @@
+import CoreMetrics
 import Dispatch
 import Foundation
+import Logging
 import NetReachSystem
 
 /// Watches the network path and tells you the moment it changes: the Linux counterpart of
@@ -58,6 +60,13 @@ public final class PathMonitor: Sendable {
     public let destination: PathDestination?
     /// How long a host name's resolution may take, at start and after each change.
     public let resolutionTimeout: Duration
+    /// Where the monitor logs: each delivered path at debug, misuse (a second start) at warning.
+    public let logger: Logger
+    /// Makes the monitor's counters; kept for the monitors ``monitoring(_:)`` makes.
+    private let metricsFactory: any MetricsFactory
+    private let metrics: PathMonitorMetrics
+    /// A `Logger` labelled `netreach.path`: the monitors' and the system sources' unless given one.
+    static let defaultLogger = Logger(label: "netreach.path")
     private let source: any PathSource
     private let isShared: Bool
     /// Resolves host names: the system resolver, or a stand-in in tests (which must never ask DNS).
@@ -113,18 +122,26 @@ public final class PathMonitor: Sendable {
     ///   - prohibitedInterfaceTypes: interfaces of these types never count.
     ///   - classification: overrides for interface types and expensive/constrained interfaces.
     ///   - namespace: a network namespace to observe instead of this process's (needs root).
+    ///   - logger: where the monitor logs; by default a `Logger` labelled `netreach.path`.
+    ///   - metricsFactory: makes the monitor's counters (`netreach_path_updates_total`); `nil`
+    ///     takes `MetricsSystem.factory` now, a no-op unless the program bootstrapped a backend. The
+    ///     shared kernel source's engine counts with `MetricsSystem.factory`; give a
+    ///     ``SystemPathSource`` of your own to `init(requirements:classification:source:logger:metricsFactory:)`
+    ///     to choose its factory too.
     public convenience init(
         requiredInterfaceType: InterfaceType? = nil,
         prohibitedInterfaceTypes: [InterfaceType] = [],
         classification: InterfaceClassification = .automatic,
-        namespace: NetworkNamespace? = nil
+        namespace: NetworkNamespace? = nil,
+        logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.init(
             requirements: PathRequirements(
                 requiredInterfaceType: requiredInterfaceType,
                 prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
             classification: classification,
-            source: SystemPathSource.shared(namespace: namespace))
+            source: SystemPathSource.shared(namespace: namespace), logger: logger, metricsFactory: metricsFactory)
     }
 
     /// Creates a monitor of the path to one destination: the kernel's route to that address
@@ -149,14 +166,17 @@ public final class PathMonitor: Sendable {
         prohibitedInterfaceTypes: [InterfaceType] = [],
         classification: InterfaceClassification = .automatic,
         namespace: NetworkNamespace? = nil,
-        resolutionTimeout: Duration = .seconds(5)
+        resolutionTimeout: Duration = .seconds(5),
+        logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.init(
             requirements: PathRequirements(
                 requiredInterfaceType: requiredInterfaceType,
                 prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
             classification: classification, source: SystemPathSource.shared(namespace: namespace), isShared: false,
-            destination: destination, resolutionTimeout: resolutionTimeout)
+            destination: destination, resolutionTimeout: resolutionTimeout, logger: logger,
+            metricsFactory: metricsFactory)
     }
 
     /// Creates a monitor of the path to `destination` fed by any ``PathSource``. A simulated
@@ -167,11 +187,14 @@ public final class PathMonitor: Sendable {
         requirements: PathRequirements = PathRequirements(),
         classification: InterfaceClassification = .automatic,
         source: any PathSource,
-        resolutionTimeout: Duration = .seconds(5)
+        resolutionTimeout: Duration = .seconds(5),
+        logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.init(
             requirements: requirements, classification: classification, source: source, isShared: false,
-            destination: destination, resolutionTimeout: resolutionTimeout)
+            destination: destination, resolutionTimeout: resolutionTimeout, logger: logger,
+            metricsFactory: metricsFactory)
     }
 
     /// Creates a monitor fed by any ``PathSource``, such as a simulated network in tests.
@@ -180,12 +203,20 @@ public final class PathMonitor: Sendable {
     /// let network = SimulatedNetwork()          // NetReachTesting
     /// let monitor = PathMonitor(source: network)
     /// ```
+    ///
+    /// `logger` defaults to a `Logger` labelled `netreach.path`; `metricsFactory` (by default
+    /// `MetricsSystem.factory`, read now) makes the monitor's counters, which a test can read
+    /// from a factory of its own with no global bootstrap.
     public convenience init(
         requirements: PathRequirements = PathRequirements(),
         classification: InterfaceClassification = .automatic,
-        source: any PathSource
+        source: any PathSource,
+        logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
-        self.init(requirements: requirements, classification: classification, source: source, isShared: false)
+        self.init(
+            requirements: requirements, classification: classification, source: source, isShared: false,
+            logger: logger, metricsFactory: metricsFactory)
     }
 
     /// For tests: a per-destination monitor whose host names `resolve` answers.
@@ -203,9 +234,14 @@ public final class PathMonitor: Sendable {
         destination: PathDestination? = nil, resolutionTimeout: Duration = .seconds(5),
         resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError> = {
             HostResolver.resolve($0, timeout: $1)
-        }
+        },
+        logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.resolve = resolve
+        self.logger = logger ?? Self.defaultLogger
+        let metricsFactory = metricsFactory ?? MetricsSystem.factory
+        self.metricsFactory = metricsFactory
+        metrics = PathMonitorMetrics(factory: metricsFactory)
         self.requirements = requirements
         self.classification = classification
         self.source = source
@@ -245,8 +281,8 @@ public final class PathMonitor: Sendable {
     public func start(queue: DispatchQueue) {
         guard startIfIdle(queue: queue) else {
             if !isShared {
-                NetReachDiagnostics.log(
-                    "PathMonitor.start(queue:) ignored: the monitor was already started or cancelled")
+                NetReachDiagnostics.warning(
+                    "PathMonitor.start(queue:) ignored: the monitor was already started or cancelled", logger: logger)
             }
             return
         }
@@ -440,7 +476,7 @@ public final class PathMonitor: Sendable {
         let monitor = PathMonitor(
             requirements: requirements, classification: classification, source: source,
             isShared: false, destination: destination, resolutionTimeout: resolutionTimeout,
-            resolve: resolve)
+            resolve: resolve, logger: logger, metricsFactory: metricsFactory)
         monitor.start(queue: DispatchQueue(label: "NetReach.PathMonitor.destination"))
         return monitor
     }
@@ -506,6 +542,13 @@ extension PathMonitor {
             return (state.deliveryQueue, Array(state.streams.values))
         }
         guard let (queue, streams) = delivery else { return }
+        metrics.delivered(path.status)
+        logger.debug(
+            "path changed",
+            metadata: [
+                "status": "\(path.status)", "reason": "\(path.unsatisfiedReason.map { "\($0)" } ?? "")",
+                "interface": "\(path.primaryInterface?.name ?? "")",
+            ])
         for stream in streams { stream.yield(path) }
         queue?.async { [weak self] in self?.deliver(path) }
     }

@@ -1,4 +1,6 @@
+import CoreMetrics
 import Foundation
+import Logging
 import NetReachSystem
 
 /// The operating system as a ``PathSource``: on Linux, rtnetlink (links, addresses, routes, rules and
@@ -10,12 +12,16 @@ import NetReachSystem
 /// has. The socket and its thread exist only while some monitor is started, and go away when the
 /// last one is cancelled.
 ///
-/// Make your own instance to read another resolv.conf or sysfs (tests, unusual containers):
+/// Make your own instance to read another resolv.conf or sysfs (tests, unusual containers), or to
+/// give its engine a logger and a metrics factory of its own:
 ///
 /// ```swift
 /// let source = SystemPathSource(configuration: .init(resolvConfPath: "/run/my/resolv.conf"))
 /// let monitor = PathMonitor(source: source)
 /// ```
+///
+/// The engine logs to a `Logger` labelled `netreach.path` and counts what it reads in the
+/// `netreach_netlink_*` and `netreach_route_lookups_total` metrics (<doc:MetricsAndLogging>).
 public final class SystemPathSource: PathSource {
     /// Where the source looks.
     public struct Configuration: Sendable, Hashable {
@@ -84,6 +90,10 @@ public final class SystemPathSource: PathSource {
 
     /// What this source observes.
     public let configuration: Configuration
+    /// Where the engine logs: trouble at warning, each read of the kernel's state at debug.
+    public let logger: Logger
+    /// The factory of the engine's metrics; `nil`: `MetricsSystem.factory` when an engine starts.
+    private let metricsFactory: (any MetricsFactory)?
 
     private static let registry = Locked<[Configuration: SystemPathSource]>([:])
 
@@ -121,8 +131,21 @@ public final class SystemPathSource: PathSource {
     private let deliveries = Locked(())
 
     /// Creates a source of its own (not shared with other monitors).
-    public init(configuration: Configuration = Configuration()) {
+    ///
+    /// - Parameters:
+    ///   - configuration: what to observe.
+    ///   - logger: where the engine logs; by default a `Logger` labelled `netreach.path`.
+    ///   - metricsFactory: makes the engine's counters; `nil` takes the factory bootstrapped in
+    ///     `MetricsSystem` when an engine starts (a no-op one unless the program bootstrapped one).
+    public init(
+        configuration: Configuration = Configuration(), logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
+    ) {
         self.configuration = configuration
+        var logger = logger ?? PathMonitor.defaultLogger
+        if let namespace = configuration.namespace { logger[metadataKey: "namespace"] = "\(namespace.path)" }
+        self.logger = logger
+        self.metricsFactory = metricsFactory
     }
 
     public func subscribe(
@@ -139,6 +162,7 @@ public final class SystemPathSource: PathSource {
             let engine = NetlinkEngine(
                 configuration: configuration,
                 destinations: Set(state.destinationCounts.keys),
+                metrics: NetlinkEngineMetrics(factory: metricsFactory ?? MetricsSystem.factory), logger: logger,
                 publish: { [weak self] snapshot in
                     guard let engine = sender.engine else { return }
                     self?.deliver(snapshot, from: engine)

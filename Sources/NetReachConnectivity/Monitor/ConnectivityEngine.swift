@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NetReach
 
 /// The monitor's decisions over time: paths in, rounds of probes out, verdicts published. The
@@ -12,6 +13,8 @@ actor ConnectivityEngine {
     private let publish: @Sendable (Connectivity) -> Void
     /// When a request over this path last got an answer (see ``ConnectivityMonitor``), if ever.
     private let lastEvidence: @Sendable () -> Duration?
+    private let metrics: ConnectivityMetrics
+    private let logger: Logger
 
     private var hysteresis: [IPAddress.Family: ConnectivityHysteresis]
     private var schedule: ProbeSchedule
@@ -29,9 +32,12 @@ actor ConnectivityEngine {
         configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
         elapsed: @escaping @Sendable () -> Duration, sleepUntil: @escaping @Sendable (Duration) async throws -> Void,
         lastEvidence: @escaping @Sendable () -> Duration? = { nil },
+        metrics: ConnectivityMetrics, logger: Logger,
         publish: @escaping @Sendable (Connectivity) -> Void
     ) {
         self.lastEvidence = lastEvidence
+        self.metrics = metrics
+        self.logger = logger
         self.configuration = configuration
         self.prober = prober
         self.elapsed = elapsed
@@ -172,6 +178,14 @@ actor ConnectivityEngine {
         round = nil
         let now = elapsed()
         lastRoundEnded = now
+        metrics.rounds.increment()
+        metrics.record(results)
+        logger.debug(
+            "probe round ended",
+            metadata: [
+                "passed": "\(results.filter { $0.verdict == .passed }.count)", "probes": "\(results.count)",
+            ])
+        for result in results { logger.trace("probe result", metadata: ["result": "\(result)"]) }
         for family in families {
             let own = results.filter { $0.family == family }
             // Results in the probes' order, whatever order they finished in.

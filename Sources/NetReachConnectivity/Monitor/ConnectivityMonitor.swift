@@ -1,4 +1,6 @@
 import Dispatch
+import Logging
+import Metrics
 import NetReach
 import NetReachSystem
 
@@ -23,12 +25,19 @@ import NetReachSystem
 /// }
 /// monitor.start(queue: .main)
 /// ```
+///
+/// It logs to a `Logger` labelled `netreach.connectivity` (rounds at debug, each probe at trace,
+/// level changes at debug) and counts rounds, probe durations and level changes in the
+/// `netreach_connectivity_*` metrics (the NetReach article "Metrics and logging").
 public final class ConnectivityMonitor: Sendable {
     /// The probes and the rules.
     public let configuration: Configuration
     /// The path monitor whose paths are judged.
     public let pathMonitor: PathMonitor
 
+    /// Where the monitor logs.
+    public let logger: Logger
+    private let metrics: ConnectivityMetrics
     private let prober: any ConnectivityProber
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
@@ -60,18 +69,27 @@ public final class ConnectivityMonitor: Sendable {
     }
 
     /// A monitor of `pathMonitor`'s paths (the shared one by default), probing with `prober`.
+    ///
+    /// `logger` defaults to a `Logger` labelled `netreach.connectivity`; `metricsFactory` makes
+    /// the monitor's metrics (by default `MetricsSystem.factory`, read now: a no-op unless the
+    /// program bootstrapped a backend).
     public convenience init(
         configuration: Configuration, pathMonitor: PathMonitor = .shared,
-        prober: any ConnectivityProber
+        prober: any ConnectivityProber, logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil
     ) {
-        self.init(configuration: configuration, pathMonitor: pathMonitor, prober: prober, clock: ContinuousClock())
+        self.init(
+            configuration: configuration, pathMonitor: pathMonitor, prober: prober, clock: ContinuousClock(),
+            logger: logger, metricsFactory: metricsFactory)
     }
 
     /// A monitor whose waits (back-off, dwell) run on `clock`: a test clock in tests.
     public init<C: Clock>(
         configuration: Configuration, pathMonitor: PathMonitor = .shared,
-        prober: any ConnectivityProber, clock: C
+        prober: any ConnectivityProber, clock: C, logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) where C.Duration == Duration {
+        self.logger = logger ?? Logger(label: "netreach.connectivity")
+        metrics = ConnectivityMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.configuration = configuration
         self.pathMonitor = pathMonitor
         self.prober = prober
@@ -114,6 +132,7 @@ public final class ConnectivityMonitor: Sendable {
         let engine = ConnectivityEngine(
             configuration: configuration, prober: prober, elapsed: elapsed,
             sleepUntil: sleepUntil, lastEvidence: { lastEvidence.withLock { $0 } },
+            metrics: metrics, logger: logger,
             publish: { [weak self] verdict in self?.emit(verdict) }
         )
         let paths = pathMonitor.paths
@@ -213,6 +232,10 @@ public final class ConnectivityMonitor: Sendable {
         let delivery = state.withLock { state -> (DispatchQueue, (@Sendable (Connectivity) -> Void)?)? in
             guard state.phase == .running else { return nil }
             let changed = !state.hasEmitted || state.current.levels != verdict.levels
+            if changed {
+                metrics.countChanges(from: state.current, to: verdict)
+                logger.debug("connectivity changed", metadata: ["verdict": "\(verdict)"])
+            }
             state.current = verdict
             state.hasEmitted = true
             // Yielded under the lock: every stream sees the verdicts in order.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTPTypes
 import Logging
+import Metrics
 import NetReach
 import NetReachSystem
 import OpenAPIRuntime
@@ -48,6 +49,8 @@ public final class NetworkService: Sendable {
     /// Where the service says what it does: each attempt and its outcome at debug, retries and
     /// waits for connectivity at info. Silent unless given.
     public let logger: Logger
+    /// Counted once per request, attempt, retry and wait (the NetReach article "Metrics and logging").
+    private let metrics: NetworkServiceMetrics
     private let waiting: WaitingBroadcast
     /// `baseURL`, split once so plain paths are joined to it without parsing it again.
     private let base: ResolvedTarget.Base?
@@ -80,12 +83,16 @@ public final class NetworkService: Sendable {
     ///     unsuccessful status, within the safety rule.
     ///   - logger: a swift-log `Logger` for attempts (debug), retries and waits (info); silent if
     ///     `nil`.
+    ///   - metricsFactory: makes the service's metrics (`netreach_http_*`); `nil` takes
+    ///     `MetricsSystem.factory` now, a no-op unless the program bootstrapped a backend.
     public init(
         baseURL: URL? = nil, defaultHeaderFields: HTTPFields = [:], policy: RequestPolicy = RequestPolicy(),
         transport: any HTTPTransport, monitor: PathMonitor? = .shared,
         onWaiting: (@Sendable (WaitingEvent) -> Void)? = nil,
-        interceptor: (any RequestInterceptor)? = nil, logger: Logger? = nil
+        interceptor: (any RequestInterceptor)? = nil, logger: Logger? = nil,
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
+        self.metrics = NetworkServiceMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.interceptor = interceptor
         self.logger = logger ?? Logger(label: "netreach.http", factory: { _ in SwiftLogNoOpLogHandler() })
         self.baseURL = baseURL
@@ -380,11 +387,30 @@ public final class NetworkService: Sendable {
 
     /// Runs `request` through waiting, attempts and retries; `read` consumes the body of a response
     /// whose status the policy accepts. `prepare` may change the head of each attempt (resuming).
+    /// Counts the request's outcome.
     func perform<Result: Sendable>(
         _ request: Request,
         body requestBody: HTTPBody? = nil,
         prepare: (_ head: inout HTTPRequest) -> Void = { _ in },
         accepts: (HTTPResponse) -> Bool = { _ in false },
+        read: (Exchange) async throws(AttemptFailure) -> Result
+    ) async throws(NetworkError) -> Result {
+        do {
+            let result = try await performAttempts(
+                request, body: requestBody, prepare: prepare, accepts: accepts, read: read)
+            metrics.succeeded()
+            return result
+        } catch {
+            metrics.failed(error)
+            throw error
+        }
+    }
+
+    private func performAttempts<Result: Sendable>(
+        _ request: Request,
+        body requestBody: HTTPBody?,
+        prepare: (_ head: inout HTTPRequest) -> Void,
+        accepts: (HTTPResponse) -> Bool,
         read: (Exchange) async throws(AttemptFailure) -> Result
     ) async throws(NetworkError) -> Result {
         guard let target = ResolvedTarget.resolve(request.target, queryItems: request.queryItems, base: base) else {
@@ -449,6 +475,7 @@ public final class NetworkService: Sendable {
                     let response: HTTPResponse
                     let responseBody: HTTPBody
                     sent += 1
+                    metrics.attempts.increment()
                     do throws(TransportError) {
                         (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
                     } catch {
@@ -503,6 +530,7 @@ public final class NetworkService: Sendable {
                         body?.canReplay ?? true, await interceptor.retry(after: response, attempt: attempt)
                     {
                         interceptorRetried = true
+                        metrics.retryingForInterceptor()
                         logger.info(
                             "retrying at the interceptor's request", metadata: ["status": "\(response.status.code)"])
                         continue
@@ -545,6 +573,7 @@ public final class NetworkService: Sendable {
                     logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained.reason)"])
                     throw explained
                 }
+                metrics.retrying(after: failure)
                 logger.info(
                     "retrying",
                     metadata: ["attempt": "\(attempt)", "after": "\(delay)", "error": "\(explained.reason)"])
@@ -670,6 +699,7 @@ public final class NetworkService: Sendable {
         reason: NotConnectedReason, path: NetworkPath, until deadline: ContinuousClock.Instant
     ) async throws(NetworkError) -> Duration {
         let started = ContinuousClock.now
+        metrics.waits.increment()
         logger.info(
             "waiting for connectivity", metadata: ["reason": "\(reason)", "url": "\(Self.withoutPassword(url))"])
         let paths = monitor.paths // created before the event, so no change can slip between
@@ -692,14 +722,18 @@ public final class NetworkService: Sendable {
             group.cancelAll()
             return first
         }
+        let waited = ContinuousClock.now - started
         switch outcome {
         case .ready where !Task.isCancelled:
-            return ContinuousClock.now - started
+            metrics.waited(waited, .connected)
+            return waited
         case .deadline where !Task.isCancelled:
+            metrics.waited(waited, .timedOut)
             let now = monitor.currentPath
             throw .waitingForConnectivityTimedOut(
                 ConnectivityGate.denial(for: now, policy: policy) ?? reason, path: now)
         default:
+            metrics.waited(waited, .cancelled)
             throw .cancelled
         }
     }

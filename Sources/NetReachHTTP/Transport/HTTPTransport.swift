@@ -67,7 +67,7 @@ public struct TransportOptions: Sendable {
 /// request that never left from one that may have reached the server.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong.
-    public enum Kind: String, Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
         /// Nothing accepted the connection (refused, host or network unreachable). Provably unsent.
         case cannotConnect
         /// The host name could not be looked up now (no answer from the resolver, a server

@@ -1,0 +1,70 @@
+import Foundation
+import MetricsTestKit
+import NetReach
+import NetReachTestSupport
+import Testing
+
+/// The engine's metrics against the kernel in a namespace lab, read from a factory of the test's
+/// own: each notification counted by kind, the kernel asked again only when its answer may have
+/// changed, and an overrun counted as a resync.
+@Suite("Netlink engine metrics (integration)", .needsNamespaceRoot)
+struct NetlinkMetricsIntegrationTests {
+    static func count(_ metrics: TestMetrics, _ label: String, _ dimensions: [(String, String)] = []) -> Int64 {
+        (try? metrics.expectCounter(label, dimensions).totalValue) ?? 0
+    }
+
+    static func routeMessages(_ metrics: TestMetrics) -> Int64 {
+        count(metrics, "netreach_netlink_messages_total", [("kind", "route")])
+    }
+
+    @Test func eachRouteMessageIsCountedOnceAndOnlyACoveringRouteAsksTheKernelAgain() async throws {
+        try await NetnsLab.withLab(.init(ipv4: true, ipv6: false)) { lab in
+            let metrics = TestMetrics()
+            let source = SystemPathSource(configuration: .init(namespace: lab.namespace), metricsFactory: metrics)
+            let monitor = PathMonitor(source: source, metricsFactory: metrics)
+            monitor.start(queue: DispatchQueue(label: "engine metrics"))
+            defer { monitor.cancel() }
+            #expect(Self.count(metrics, "netreach_netlink_snapshots_published_total") == 1, "the initial dump")
+            let routesBefore = Self.routeMessages(metrics)
+            let lookupsBefore = Self.count(metrics, "netreach_route_lookups_total")
+            #expect(lookupsBefore > 0, "the first snapshot asked the kernel")
+
+            // Covers none of the addresses that stand for the internet: one message, no question.
+            _ = try await lab.ip("route", "add", "198.51.100.0/24", "via", NetnsLab.ipv4Gateway)
+            await LabPoll.until("the engine read the first route") { Self.routeMessages(metrics) == routesBefore + 1 }
+            // Covers 8.8.8.8: one message, and the kernel is asked again. The engine reads in order,
+            // so once these questions are seen, the first route's wake-up is long over.
+            _ = try await lab.ip("route", "add", "8.8.8.8/32", "via", NetnsLab.ipv4Gateway)
+            await LabPoll.until("the engine asked the kernel again") {
+                Self.count(metrics, "netreach_route_lookups_total") > lookupsBefore
+            }
+            #expect(Self.routeMessages(metrics) == routesBefore + 2)
+            #expect(Self.count(metrics, "netreach_netlink_malformed_messages_total") == 0)
+            #expect(metrics.counterTotal(label: "netreach_netlink_resyncs_total") == 0)
+        }
+    }
+
+    @Test func anOverrunIsCountedAsAResync() async throws {
+        try await NetnsLab.withLab(.init(ipv4: true, ipv6: true)) { lab in
+            let metrics = TestMetrics()
+            // A tiny receive buffer makes a burst overrun the socket.
+            let source = SystemPathSource(
+                configuration: .init(namespace: lab.namespace, receiveBufferSize: 4096), metricsFactory: metrics)
+            let monitor = PathMonitor(source: source)
+            monitor.start(queue: DispatchQueue(label: "overrun metrics"))
+            defer { monitor.cancel() }
+            let v4 = "default via \(NetnsLab.ipv4Gateway) dev \(NetnsLab.interface)"
+            let v6 = "default via \(NetnsLab.ipv6Gateway) dev \(NetnsLab.interface)"
+            try await lab.batch(
+                (0..<2_500).flatMap { _ in
+                    ["route del \(v4)", "route del \(v6)", "route add \(v4)", "route add \(v6)"]
+                })
+            await LabPoll.until("the engine resynced after the overrun") {
+                Self.count(metrics, "netreach_netlink_resyncs_total", [("reason", "overrun")]) > 0
+            }
+            #expect(Self.count(metrics, "netreach_netlink_resyncs_total", [("reason", "malformed")]) == 0)
+            let fresh = PathMonitor.freshPath(in: lab)
+            await LabPoll.until("the monitor reaches the fresh monitor's path") { monitor.currentPath == fresh }
+        }
+    }
+}
