@@ -1,4 +1,5 @@
 import ArgumentParser
+import NetReach
 
 #if canImport(Glibc)
 import Glibc
@@ -45,6 +46,9 @@ package struct NetreachCommand: ParsableCommand {
     /// exit(await NetreachCommand.run(["status", "--json"], capabilities: capabilities).rawValue)
     /// ```
     package static func run(_ arguments: [String], capabilities: Capabilities) async -> ExitCode {
+        // The library's warnings in the tool's own words ("netreach: ..."), not a logger's line;
+        // --quiet replaces this with nil.
+        NetReachDiagnostics.handler = { StandardStream.complain($0) }
         do {
             var command = try parseAsRoot(arguments)
             if let subcommand = command as? any NetreachSubcommand {

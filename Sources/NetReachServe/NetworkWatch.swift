@@ -109,10 +109,22 @@ package final class NetworkWatch: Service, Sendable {
     }
 
     /// Watches `targets` from now on: what they no longer name is stopped and withdrawn, what
-    /// they add is started; returns once every new path has been read.
-    package func apply(_ targets: ServeTargets) async {
+    /// they add is started; returns once every new path has been read (or `timeout` passed: a
+    /// host name that does not resolve).
+    package func apply(_ targets: ServeTargets, timeout: Duration = .seconds(10)) async {
         schedule(targets)
+        await untilRead(timeout: timeout)
+    }
+
+    /// Returns once everything queued so far has run and every watched path has been read, or
+    /// after `timeout`. A destination's first path comes from the engine's lookup of it, after
+    /// its monitor started: the queue alone does not say it was read.
+    package func untilRead(timeout: Duration) async {
         await roundTrip()
+        let deadline = ContinuousClock.now + timeout
+        while !state.hasReadAll, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     /// Queues ``apply(_:)``'s work and returns at once: targets scheduled one after the other

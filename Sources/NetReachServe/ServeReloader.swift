@@ -57,7 +57,7 @@ package final class ServeReloader: Service, Sendable {
             state.recordReload(succeeded: false, at: Date())
             return loaded
         }
-        await watch.roundTrip()
+        await watch.untilRead(timeout: .seconds(10))
         state.recordReload(succeeded: true, at: Date())
         return .success(())
     }

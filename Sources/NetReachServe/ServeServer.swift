@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import Logging
@@ -5,6 +6,7 @@ import NIOCore
 import NetReach
 import NetReachConnectivity
 import NetReachSystem
+import Prometheus
 import ServiceLifecycle
 
 /// What `netreach serve` runs with.
@@ -20,6 +22,9 @@ package struct ServeConfiguration: Sendable {
     package var reload: (@Sendable () throws -> ServeTargets)?
     /// Whether `POST /-/reload` may reload (Prometheus's `--web.enable-lifecycle`).
     package var enablesLifecycle = false
+    /// The registry `/metrics` renders. The command bootstraps swift-metrics on it too, so the
+    /// library's own series (netlink, probes; ``ServeMetricsBootstrap``) appear beside serve's.
+    package var registry = PrometheusCollectorRegistry()
     /// Where `ip netns` namespaces are followed from (`--all-namespaces`).
     package var namespaceDirectory = "/run/netns"
     /// Told why something will not work as asked (a namespace directory that cannot be followed).
@@ -81,7 +86,7 @@ package enum ServeServer {
         let targets = configuration.targets
         let state = ServeState(
             keys: NetworkWatch.keys(of: targets), version: configuration.version, hub: hub,
-            readyWhen: targets.readyWhen, renderPath: configuration.renderPath,
+            registry: configuration.registry, readyWhen: targets.readyWhen, renderPath: configuration.renderPath,
             renderVerdict: configuration.connectivity?.renderVerdict,
             judgedFamilies: configuration.connectivity?.configuration.families ?? [])
         state.recordReload(succeeded: true, at: Date())
@@ -142,5 +147,20 @@ struct EventKeepAlive: Service {
             }
         }
         hub.shutDown()
+    }
+}
+
+/// Sends every swift-metrics series of the process to `registry`: the library's (path updates,
+/// netlink messages and resyncs, probe rounds; `PathMonitor`, `SystemPathSource` and
+/// `ConnectivityMonitor` made afterwards) beside serve's own. Once per process, before any
+/// monitor is made: swift-metrics allows one bootstrap.
+///
+/// ```swift
+/// var configuration = ServeConfiguration(version: "1.0", renderPath: render)
+/// ServeMetricsBootstrap.bootstrap(configuration.registry)
+/// ```
+package enum ServeMetricsBootstrap {
+    package static func bootstrap(_ registry: PrometheusCollectorRegistry) {
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
     }
 }

@@ -162,6 +162,8 @@ package struct ServeCommand: NetreachSubcommand {
         configuration.host = address?.host ?? "127.0.0.1"
         configuration.port = address?.port ?? 9_817
         configuration.targets = targets
+        // Before any monitor is made: the library's series join serve's in /metrics.
+        ServeMetricsBootstrap.bootstrap(configuration.registry)
         configuration.environment = ProcessInfo.processInfo.environment
         configuration.enablesLifecycle = enableLifecycle
         configuration.onWarning = { StandardStream.complain("serve: \($0)") }

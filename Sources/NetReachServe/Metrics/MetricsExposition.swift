@@ -33,6 +33,17 @@ package enum MetricsExposition {
             "1 when the last reload (SIGHUP, POST /-/reload) succeeded; 0 while the running configuration is kept.",
         "netreach_config_last_reload_success_timestamp_seconds":
             "When the configuration was last read successfully (the start, or a reload), in Unix seconds.",
+        // The library's own (NetReach, NetReachConnectivity), through swift-metrics.
+        "netreach_path_updates_total": "Paths delivered to PathMonitor handlers, by status.",
+        "netreach_netlink_messages_total": "rtnetlink messages the path engine handled, by kind.",
+        "netreach_netlink_malformed_messages_total": "rtnetlink messages the path engine could not parse.",
+        "netreach_netlink_resyncs_total":
+            "Times the path engine read the kernel's state afresh: overrun, malformed, retry.",
+        "netreach_netlink_snapshots_published_total": "System snapshots the path engine published.",
+        "netreach_route_lookups_total": "Route lookups (RTM_GETROUTE) the path engine asked the kernel.",
+        "netreach_connectivity_probe_rounds_total": "Rounds of connectivity probes sent.",
+        "netreach_connectivity_probe_duration_seconds": "How long each connectivity probe took, by family and verdict.",
+        "netreach_connectivity_level_changes_total": "Changes of the connectivity level, overall and per family.",
         "netreach_event_clients": "Clients connected to the event stream.",
         "netreach_event_clients_dropped_total": "Event-stream clients dropped because they stopped reading.",
     ]

@@ -45,6 +45,14 @@ struct ServeCommandTests {
             // The gateway is on-link: its path needs no default route.
             #expect(metrics.body.contains("netreach_path_satisfied\(gateway) 1.0"))
             #expect(!metrics.body.contains(#"route_info{namespace="\#(lab.name)",destination="",family="ipv4""#))
+            // The library's own series, through swift-metrics, with serve's HELP: the engine read
+            // the route's removal.
+            let routeMessages = metrics.body.split(separator: "\n").first {
+                $0.hasPrefix(#"netreach_netlink_messages_total{kind="route"} "#)
+            }
+            #expect(routeMessages.flatMap { Double($0.split(separator: " ")[1]) }.map { $0 >= 1 } == true)
+            #expect(metrics.body.contains("# HELP netreach_netlink_messages_total "))
+            #expect(metrics.body.contains(#"netreach_path_updates_total{status="unsatisfied"}"#))
             let health = try await ServeClient.get(base + "/health")
             #expect(health.status == 503)
             #expect(health.body.contains("no default route"))
