@@ -1,0 +1,257 @@
+/* Route change -> event latency: `netreach serve`'s event stream against `ip -o monitor route`, in one
+ * process, for the same changes (Benchmarks/run-serve.sh, section 3).
+ *
+ *   latency -H 127.0.0.1 -P PORT -n NS -g GATEWAY -d DEV [-c CHANGES] [-w WARMUP_FLAPS]
+ *           [-t TIMEOUT_MS] [-p PAUSE_MIN_MS] [-q PAUSE_MAX_MS] [-o CSV] [-l IP_LOG]
+ *
+ * One epoll loop reads both the SSE socket (GET /api/v1/events) and the pipe from
+ * `ip -n NS -o monitor route`, and notes CLOCK_MONOTONIC right after each read returns. Each change
+ * (the default route deleted, then added, alternately) is made through our own NETLINK_ROUTE socket
+ * in NS; t0 is taken just before its sendto. Latency of a reader = its first arrival after t0 - t0.
+ * The next change waits until both readers have everything the change produces (as counted during
+ * the warm-up flaps), bounded by TIMEOUT_MS, then a random pause of PAUSE_MIN..PAUSE_MAX ms.
+ * The default route must exist when this starts. Prints one JSON object on stdout.
+ */
+#include "common.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+static int64_t *sse_times;
+static uint64_t *sse_ids;
+static size_t sse_count, sse_cap;
+static int64_t *ip_times;
+static size_t ip_count, ip_cap;
+static FILE *ip_log;
+
+static void on_event(sse_client *c, uint64_t id, int is_path, int64_t when, void *ctx) {
+    (void)c, (void)is_path, (void)ctx;
+    if (sse_count == sse_cap) {
+        sse_cap = sse_cap ? sse_cap * 2 : 1024;
+        sse_times = realloc(sse_times, sse_cap * sizeof *sse_times);
+        sse_ids = realloc(sse_ids, sse_cap * sizeof *sse_ids);
+        if (!sse_times || !sse_ids) die("out of memory");
+    }
+    sse_times[sse_count] = when;
+    sse_ids[sse_count++] = id;
+}
+
+static int epfd, ip_fd;
+static sse_client client;
+static char ip_partial[4096];
+static size_t ip_partial_len;
+
+/* One epoll round, waiting at most timeout_ms. */
+static void pump(int timeout_ms) {
+    struct epoll_event events[4];
+    int n = epoll_wait(epfd, events, 4, timeout_ms);
+    if (n < 0) {
+        if (errno == EINTR) return;
+        die("epoll_wait: %s", strerror(errno));
+    }
+    for (int i = 0; i < n; i++) {
+        char buf[65536];
+        int fd = events[i].data.fd;
+        for (;;) {
+            ssize_t got = read(fd, buf, sizeof buf);
+            int64_t when = monotonic_ns();
+            if (got < 0) {
+                if (errno == EAGAIN || errno == EINTR) break;
+                die("read: %s", strerror(errno));
+            }
+            if (got == 0) die(fd == ip_fd ? "ip monitor exited" : "the server closed the event stream");
+            if (fd == ip_fd) {
+                for (ssize_t k = 0; k < got; k++) {
+                    if (ip_partial_len < sizeof ip_partial - 1) ip_partial[ip_partial_len++] = buf[k];
+                    if (buf[k] != '\n') continue;
+                    if (ip_count == ip_cap) {
+                        ip_cap = ip_cap ? ip_cap * 2 : 1024;
+                        ip_times = realloc(ip_times, ip_cap * sizeof *ip_times);
+                        if (!ip_times) die("out of memory");
+                    }
+                    ip_times[ip_count++] = when;
+                    if (ip_log) fwrite(ip_partial, 1, ip_partial_len, ip_log);
+                    ip_partial_len = 0;
+                }
+            } else {
+                sse_feed(&client, buf, (size_t)got, when, on_event, NULL);
+            }
+        }
+    }
+}
+
+/* Pumps for ms milliseconds. */
+static void pump_for(int ms) {
+    int64_t end = monotonic_ns() + (int64_t)ms * 1000000;
+    for (int64_t now; (now = monotonic_ns()) < end;) pump((int)((end - now) / 1000000) + 1);
+}
+
+/* Pumps until sse_count >= sse_want and ip_count >= ip_want; 0 on time, -1 after timeout_ms. */
+static int pump_until(size_t sse_want, size_t ip_want, int timeout_ms) {
+    int64_t end = monotonic_ns() + (int64_t)timeout_ms * 1000000;
+    while (sse_count < sse_want || ip_count < ip_want) {
+        int64_t now = monotonic_ns();
+        if (now >= end) return -1;
+        pump((int)((end - now) / 1000000) + 1);
+    }
+    return 0;
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t next_random(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+int main(int argc, char **argv) {
+    const char *host = "127.0.0.1", *ns = NULL, *gateway = NULL, *dev = NULL, *csv_path = NULL, *ip_log_path = NULL;
+    int port = 0, changes = 400, warmup = 3, timeout_ms = 3000, pause_min = 10, pause_max = 30;
+    for (int opt; (opt = getopt(argc, argv, "H:P:n:g:d:c:w:t:p:q:o:l:")) != -1;) {
+        switch (opt) {
+        case 'H': host = optarg; break;
+        case 'P': port = atoi(optarg); break;
+        case 'n': ns = optarg; break;
+        case 'g': gateway = optarg; break;
+        case 'd': dev = optarg; break;
+        case 'c': changes = atoi(optarg); break;
+        case 'w': warmup = atoi(optarg); break;
+        case 't': timeout_ms = atoi(optarg); break;
+        case 'p': pause_min = atoi(optarg); break;
+        case 'q': pause_max = atoi(optarg); break;
+        case 'o': csv_path = optarg; break;
+        case 'l': ip_log_path = optarg; break;
+        default: die("usage: latency -P PORT -n NS -g GATEWAY -d DEV [-c CHANGES] ...");
+        }
+    }
+    if (!port || !ns || !gateway || !dev || changes < 2 || warmup < 1 || pause_max < pause_min)
+        die("usage: latency -P PORT -n NS -g GATEWAY -d DEV [-c CHANGES] [-w WARMUP_FLAPS] ...");
+    rng ^= (uint64_t)getpid() << 20 ^ (uint64_t)monotonic_ns();
+    if (ip_log_path && !(ip_log = fopen(ip_log_path, "w"))) die("open %s: %s", ip_log_path, strerror(errno));
+
+    route_changer rc = route_changer_open(ns, gateway, dev);
+    char del_msg[256], add_msg[256];
+    size_t del_len = route_message(&rc, 0, del_msg, sizeof del_msg);
+    size_t add_len = route_message(&rc, 1, add_msg, sizeof add_msg);
+
+    /* ip -n NS -o monitor route, its standard output our pipe; it dies with us. */
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) die("pipe: %s", strerror(errno));
+    pid_t parent = getpid();
+    pid_t monitor = fork();
+    if (monitor < 0) die("fork: %s", strerror(errno));
+    if (monitor == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        dup2(pipefd[1], 1);
+        execlp("ip", "ip", "-n", ns, "-o", "monitor", "route", (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    ip_fd = pipefd[0];
+    fcntl(ip_fd, F_SETFL, O_NONBLOCK);
+
+    client.index = 0;
+    client.fd = sse_connect(host, port, 0);
+    fcntl(client.fd, F_SETFL, O_NONBLOCK);
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN};
+    ev.data.fd = client.fd;
+    epoll_ctl(epfd, EPOLL_CTL_ADD, client.fd, &ev);
+    ev.data.fd = ip_fd;
+    epoll_ctl(epfd, EPOLL_CTL_ADD, ip_fd, &ev);
+
+    /* The current state first: every event of the first read's burst, then 1 s of quiet. */
+    if (pump_until(1, 0, 10000) != 0) die("no event from the server within 10 s");
+    pump_for(1000);
+    size_t initial = sse_count;
+    if (ip_count) die("ip monitor reported %zu lines before any change", ip_count);
+
+    /* Warm-up: what one deletion and one addition produce for each reader (also proves the monitor
+     * is subscribed). */
+    size_t sse_per[2] = {0, 0}, ip_per[2] = {0, 0};
+    int varied = 0;
+    for (int i = 0; i < warmup * 2; i++) {
+        int add = i % 2;
+        size_t s0 = sse_count, i0 = ip_count;
+        route_send(&rc, add ? add_msg : del_msg, add ? add_len : del_len);
+        int err = route_ack(&rc);
+        if (err) die("warm-up route %s: %s", add ? "add" : "del", strerror(-err));
+        if (pump_until(s0 + 1, i0 + 1, 5000) != 0)
+            die("warm-up change %d: serve %zu, ip monitor %zu new (want >= 1 each within 5 s)", i, sse_count - s0,
+                ip_count - i0);
+        pump_for(300);
+        size_t s = sse_count - s0, l = ip_count - i0;
+        if (i >= 2 && (s != sse_per[add] || l != ip_per[add])) varied = 1;
+        sse_per[add] = s;
+        ip_per[add] = l;
+    }
+
+    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+    if (csv) fprintf(csv, "change,kind,serve_first_us,serve_last_us,ip_us,serve_events,ip_lines,first_id\n");
+    int64_t *serve_first = calloc((size_t)changes, sizeof(int64_t));
+    int64_t *serve_last = calloc((size_t)changes, sizeof(int64_t));
+    int64_t *ip_lat = calloc((size_t)changes, sizeof(int64_t));
+    int64_t *delta = calloc((size_t)changes, sizeof(int64_t));
+    size_t n_first = 0, n_last = 0, n_ip = 0, n_delta = 0;
+    int timeouts = 0;
+    long extra_events = 0, extra_lines = 0, missing_events = 0;
+    int64_t started = monotonic_ns();
+    for (int i = 0; i < changes; i++) {
+        int add = i % 2;
+        size_t s0 = sse_count, i0 = ip_count;
+        int64_t t0 = route_send(&rc, add ? add_msg : del_msg, add ? add_len : del_len);
+        int err = route_ack(&rc);
+        if (err) die("change %d: route %s: %s", i, add ? "add" : "del", strerror(-err));
+        int late = pump_until(s0 + sse_per[add], i0 + ip_per[add], timeout_ms);
+        if (late) timeouts++;
+        int64_t sf = sse_count > s0 ? sse_times[s0] - t0 : -1;
+        size_t last_index = s0 + sse_per[add] - 1;
+        int64_t sl = sse_count > last_index ? sse_times[last_index] - t0 : -1;
+        int64_t il = ip_count > i0 ? ip_times[i0] - t0 : -1;
+        if (sf >= 0) serve_first[n_first++] = sf;
+        if (sl >= 0) serve_last[n_last++] = sl;
+        if (il >= 0) ip_lat[n_ip++] = il;
+        if (sf >= 0 && il >= 0) delta[n_delta++] = sf - il;
+        /* The pause before the next change; anything more this change produced shows up here. */
+        int pause = pause_min + (int)(next_random() % (uint64_t)(pause_max - pause_min + 1));
+        pump_for(late ? 500 : pause);
+        long got_events = (long)(sse_count - s0), got_lines = (long)(ip_count - i0);
+        if (got_events > (long)sse_per[add]) extra_events += got_events - (long)sse_per[add];
+        if (got_events < (long)sse_per[add]) missing_events += (long)sse_per[add] - got_events;
+        if (got_lines > (long)ip_per[add]) extra_lines += got_lines - (long)ip_per[add];
+        if (csv)
+            fprintf(csv, "%d,%s,%.1f,%.1f,%.1f,%ld,%ld,%llu\n", i, add ? "add" : "del", sf / 1e3, sl / 1e3,
+                    il / 1e3, got_events, got_lines, sse_count > s0 ? (unsigned long long)sse_ids[s0] : 0ULL);
+    }
+    double seconds = (double)(monotonic_ns() - started) / 1e9;
+    if (csv) fclose(csv);
+    /* Leave the default route in place. */
+    if (changes % 2) {
+        route_send(&rc, add_msg, add_len);
+        route_ack(&rc);
+    }
+    kill(monitor, SIGTERM);
+    waitpid(monitor, NULL, 0);
+
+    printf("{\n\"changes\": %d, \"warmupFlaps\": %d, \"seconds\": %.2f, \"initialEvents\": %zu,\n", changes, warmup,
+           seconds, initial);
+    printf("\"serveEventsPerChange\": {\"del\": %zu, \"add\": %zu}, \"ipLinesPerChange\": {\"del\": %zu, \"add\": %zu}, "
+           "\"perChangeCountsVaried\": %s,\n",
+           sse_per[0], sse_per[1], ip_per[0], ip_per[1], varied ? "true" : "false");
+    printf("\"timeouts\": %d, \"extraEvents\": %ld, \"missingEvents\": %ld, \"extraIPLines\": %ld,\n", timeouts,
+           extra_events, missing_events, extra_lines);
+    /* json_stats_us sorts each array in place: the ratios below read the sorted arrays. */
+    json_stats_us(stdout, "serve", serve_first, n_first, 1);
+    json_stats_us(stdout, "serveLastEventOfChange", serve_last, n_last, 1);
+    json_stats_us(stdout, "ipMonitor", ip_lat, n_ip, 1);
+    json_stats_us(stdout, "serveMinusIP", delta, n_delta, 1);
+    double ratio = (n_first && n_ip) ? pct(serve_first, n_first, 0.5) / pct(ip_lat, n_ip, 0.5) : -1;
+    double ratio99 = (n_first && n_ip) ? pct(serve_first, n_first, 0.99) / pct(ip_lat, n_ip, 0.99) : -1;
+    printf("\"p50Ratio\": %.3f, \"p99Ratio\": %.3f\n}\n", ratio, ratio99);
+    if (ip_log) fclose(ip_log);
+    return 0;
+}
