@@ -61,6 +61,8 @@ cat > "$package/usr/share/lintian/overrides/netreach" <<'OVERRIDES'
 # swift-nio-extras, linked in statically as every Swift package is, carries its own zlib (its
 # CNIOExtrasZlib target) for HTTP decompression.
 netreach: embedded-library zlib [usr/bin/netreach]
+# Yams (serve --config), linked in statically likewise, carries its own libyaml (its CYaml target).
+netreach: embedded-library libyaml [usr/bin/netreach]
 OVERRIDES
 chmod 0644 "$package/usr/share/lintian/overrides/netreach"
 cat > "$package/usr/share/doc/netreach/copyright" <<COPYRIGHT
