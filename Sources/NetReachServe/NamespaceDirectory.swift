@@ -76,6 +76,13 @@ package final class NamespaceDirectory: Sendable {
     /// Reads the directory, reports it, and follows it on a thread of its own until ``cancel()``.
     package func start() {
         let stop = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard stop >= 0 else {
+            // No way to stop a thread that waits: report what is there now, and follow nothing.
+            let reason = SystemError.current
+            if !isCancelled { onChange(Self.names(in: directory)) }
+            onWarning("cannot follow \(directory) (eventfd: \(reason)): namespaces added later are not watched")
+            return
+        }
         let mounts = open(mountTable, O_RDONLY | O_CLOEXEC)
         control.withLock { $0.stop = stop }
         BlockingWork.start(named: "netreach-netns") { [self] in
