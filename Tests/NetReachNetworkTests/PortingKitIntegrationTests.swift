@@ -31,12 +31,16 @@ struct PortingKitIntegrationTests {
             let stop = Locked(false)
             let tallies = Locked([(reads: Int, inconsistent: Int)]())
             let readers = DispatchGroup()
+            // Each reader has read once before the flaps begin: on a busy machine a thread started
+            // now may not run before a fast batch ends, and would then have read nothing.
+            let reading = DispatchSemaphore(value: 0)
             for _ in 0..<4 {
                 readers.enter()
                 Thread {
                     var reads = 0
                     var inconsistent = 0
-                    while !stop.withLock({ $0 }) {
+                    while reads == 0 || !stop.withLock({ $0 }) {
+                        if reads == 1 { reading.signal() }
                         let path = monitor.currentPath
                         // A whole path: on Wi-Fi exactly when satisfied, a gateway exactly then too.
                         if path.usesInterfaceType(.wifi) != (path.status == .satisfied)
@@ -49,6 +53,9 @@ struct PortingKitIntegrationTests {
                     tallies.withLock { $0.append((reads, inconsistent)) }
                     readers.leave()
                 }.start()
+            }
+            for _ in 0..<4 where reading.wait(timeout: .now() + 30) == .timedOut {
+                Issue.record("a reader thread did not run within 30 s")
             }
             try await lab.batch(
                 (0..<100).flatMap { _ in
