@@ -100,11 +100,15 @@ struct PortedPatternTests {
         let network = SimulatedNetwork.connected(.wifi)
         let observer = WiFiObserver(monitor: NWPathMonitor(source: network))
         let stop = Counter()
+        // Each reader has read once before the flaps begin: on a busy machine a thread started
+        // now may not run before 2,000 in-memory flaps end, and would then have read nothing.
+        let reading = DispatchSemaphore(value: 0)
         let readers = (0..<4).map { _ in
             Worker.start {
                 var reads = 0
                 var inconsistent = 0
-                while stop.value == 0 {
+                while reads == 0 || stop.value == 0 {
+                    if reads == 1 { reading.signal() }
                     // On this network the path is satisfied exactly when it is on Wi-Fi.
                     let path = observer.monitor.currentPath
                     if path.usesInterfaceType(.wifi) != (path.status == .satisfied) { inconsistent += 1 }
@@ -113,6 +117,9 @@ struct PortedPatternTests {
                 }
                 return (reads: reads, inconsistent: inconsistent)
             }
+        }
+        for _ in 0..<4 where reading.wait(timeout: .now() + 30) == .timedOut {
+            Issue.record("a reader thread did not run within 30 s")
         }
         for flap in 0..<2_000 { network.setCarrier("wlan0", flap % 2 == 1) }
         stop.increment()
