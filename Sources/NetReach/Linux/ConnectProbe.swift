@@ -51,26 +51,23 @@ struct ConnectProbe: ~Copyable {
         if useNeighbourFile >= 0 { close(useNeighbourFile) }
     }
 
-    /// What one `connect()` got: the source the kernel chose and, for IPv4, whether it leaves out
-    /// a multipath leg whose gateway's neighbour entry is not valid.
+    /// What one `connect()` got: the source the kernel chose.
     struct Connection: Equatable {
         var source: IPAddress
-        /// `net.ipv4.fib_multipath_use_neigh` in the namespace, read with the connect (`false` for
-        /// IPv6, or when it cannot be read).
-        var multipathUsesNeighbours = false
     }
 
     /// The source address the kernel chose for a connection to `destination`, or the error the
     /// `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
     func connect(to destination: IPAddress) -> Result<Connection, ConnectFailure> {
-        source(for: destination).map { source in
-            Connection(source: source, multipathUsesNeighbours: destination.family == .ipv4 && usesNeighbours())
-        }
+        source(for: destination).map { Connection(source: $0) }
     }
 
-    /// `net.ipv4.fib_multipath_use_neigh`, now. `false` when it cannot be read.
-    private func usesNeighbours() -> Bool {
-        guard useNeighbourFile >= 0 else { return false }
+    /// Whether the kernel leaves out a multipath leg to `family` whose gateway's neighbour entry is
+    /// not valid: `net.ipv4.fib_multipath_use_neigh` in the namespace, read now (IPv4 only; `false`
+    /// for IPv6, or when it cannot be read). Asked only of a route with several legs, so a lookup
+    /// of a single-path route costs no read.
+    func multipathUsesNeighbours(for family: IPAddress.Family) -> Bool {
+        guard family == .ipv4, useNeighbourFile >= 0 else { return false }
         var byte: UInt8 = 0
         return pread(useNeighbourFile, &byte, 1, 0) == 1 && byte == UInt8(ascii: "1")
     }

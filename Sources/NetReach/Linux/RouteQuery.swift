@@ -227,14 +227,14 @@ extension RouteQuery {
             return Answer(lookup: RouteLookup(errno: failure.errno))
         case .success(let connection):
             let source = connection.source
-            let answer = try ask(destination, source: source, on: &requests, buffer: buffer)
+            // Both questions in one datagram: the kernel answers them in order, from one state.
+            let (answer, entry) = try askWithEntry(destination, source: source, on: &requests, buffer: buffer)
             guard case .route(var route) = answer.lookup else { return answer }
-            let entry = try ask(destination, source: source, fibMatch: true, on: &requests, buffer: buffer)
             route.source = source
             if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
             // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
             // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
-            if route.nextHops.count > 1, connection.multipathUsesNeighbours {
+            if route.nextHops.count > 1, probe.multipathUsesNeighbours(for: destination.family) {
                 route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
             }
             return Answer(
@@ -299,6 +299,29 @@ extension RouteQuery {
         return try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
             answer(in: bytes, sequence: sequence, ticksPerSecond: ticksPerSecond)
         }
+    }
+
+    /// `ip route get DESTINATION from SOURCE` and the same with `fibmatch`, sent in one datagram (the
+    /// kernel handles every request of a datagram in turn and queues each answer): one `send` for
+    /// both, and no change can land between them that the other did not see.
+    private static func askWithEntry(
+        _ destination: IPAddress, source: IPAddress, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> (route: Answer, entry: Answer) {
+        requests.sequence &+= 2
+        let routeSequence = requests.sequence &- 1
+        let entrySequence = requests.sequence
+        try requests.send(
+            request(for: destination, source: source, interfaceIndex: nil, sequence: routeSequence)
+                + request(
+                    for: destination, source: source, interfaceIndex: nil, fibMatch: true, sequence: entrySequence))
+        let route = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: routeSequence, ticksPerSecond: ticksPerSecond)
+        }
+        let entry = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: entrySequence, ticksPerSecond: ticksPerSecond)
+        }
+        return (route, entry)
     }
 
     /// Reads the requests socket until `answer` finds the reply it waits for.
