@@ -488,7 +488,8 @@ public final class PathMonitor: Sendable {
 // the notification. `receive` evaluates a snapshot and hands the path to `emit`.
 extension PathMonitor {
     /// Called on the start queue with the first path and then with every change.
-    /// Set it before ``start(queue:)`` to see the first path.
+    /// Set it before ``start(queue:)`` to see the first path; one set later sees the changes
+    /// computed after it was set.
     public var pathUpdateHandler: (@Sendable (NetworkPath) -> Void)? {
         get { state.withLock { $0.handler } }
         set { state.withLock { $0.handler = newValue } }
@@ -539,7 +540,10 @@ extension PathMonitor {
             guard !state.hasEmitted || state.path != path else { return nil }
             state.path = path
             state.hasEmitted = true
-            return (state.deliveryQueue, Array(state.streams.values))
+            // The queue only runs the handler and posts the notification: with neither, waking it
+            // would cost a thread wake-up per change for nothing (a `paths` reader wakes its own).
+            let queueHasWork = state.handler != nil || state.postsNotifications
+            return (queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values))
         }
         guard let (queue, streams) = delivery else { return }
         metrics.delivered(path.status)
