@@ -70,8 +70,69 @@ package enum PathFormatting {
     /// (netreach's) and `timestamp` (ISO-8601 UTC with milliseconds) when `date` is given. Every key is present;
     /// `unsatisfiedReason` is `null` when the path is satisfied. `Docs/netreach-json.schema.json`
     /// describes the object (and `CLIJSONSchemaTests` holds this output to it).
+    ///
+    /// Written by hand, byte for byte what `JSONEncoder` (sorted keys, slashes unescaped) makes of
+    /// ``TimestampedPath`` (`PathJSONTests` compares the two): every `watch --json` line and `serve`
+    /// event is one of these, and the encoder's generic machinery was a fifth of `watch --json`'s
+    /// CPU time per change (perf; Benchmarks/RESULTS.md, section 19).
     static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
+        var text = "{\"availableInterfaces\":["
+        for (position, interface) in path.availableInterfaces.enumerated() {
+            if position > 0 { text += "," }
+            text += "{\"index\":\(interface.index),\"name\":"
+            appendJSONString(interface.name, to: &text)
+            text += ",\"type\":\"\(interface.type.rawValue)\"}"
+        }
+        text += "],\"gateways\":["
+        for (position, gateway) in path.gateways.enumerated() {
+            if position > 0 { text += "," }
+            text += "\"\(gateway.description)\""
+        }
+        text += "],\"isConstrained\":\(path.isConstrained),\"isExpensive\":\(path.isExpensive)"
+        text += ",\"isMultipath\":\(path.isMultipath),\"status\":\"\(path.status.rawValue)\""
+        text += ",\"supportsDNS\":\(path.supportsDNS),\"supportsIPv4\":\(path.supportsIPv4)"
+        text += ",\"supportsIPv6\":\(path.supportsIPv6)"
+        if let date { text += ",\"timestamp\":\"\(timestamp(date))\"" }
+        text += ",\"unsatisfiedReason\":"
+        text += path.unsatisfiedReason.map { "\"\($0.rawValue)\"" } ?? "null"
+        text += ",\"version\":"
+        appendJSONString(NetreachCommand.version, to: &text)
+        text += "}"
+        return text
+    }
+
+    /// `JSONEncoder`'s form of the same object (the reference `json(_:at:)` is held to).
+    static func encodedJSON(_ path: NetworkPath, at date: Date? = nil) -> String {
         encode(TimestampedPath(path: path, timestamp: date.map(timestamp)))
+    }
+
+    /// `value` as a JSON string, escaped as `JSONEncoder` escapes it: `"` and `\\`, the control
+    /// characters (`\b \f \n \r \t` by name, the others as `\u00XX`); `/` and non-ASCII as they are.
+    /// Interface names can hold any byte but `/`, `:` and white space.
+    static func appendJSONString(_ value: String, to text: inout String) {
+        text += "\""
+        let needsEscapes = value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        guard needsEscapes else {
+            text += value
+            text += "\""
+            return
+        }
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case "\u{08}": text += "\\b"
+            case "\u{0C}": text += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
     }
 
     /// ``json(_:at:)-(NetworkPath,_)`` for the verdict's path, with a `connectivity` key: the

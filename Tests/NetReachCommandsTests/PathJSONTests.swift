@@ -1,0 +1,65 @@
+import Foundation
+import NetReach
+import Testing
+
+@testable import NetReachCommands
+
+/// `watch --json` and `serve` write a path's JSON by hand; it must be byte for byte what
+/// `JSONEncoder` makes of the same path, on every shape a path can take and on interface names
+/// with the bytes Linux allows in them.
+@Suite("Path JSON written by hand")
+struct PathJSONTests {
+    static let names = [
+        "eth0", "wlan0", "", "a\"b", "back\\slash", "tab\tname", "bell\u{07}", "nul\u{00}x", "ctl\u{1F}",
+        "form\u{0C}feed", "bs\u{08}", "cr\r", "nl\n", "del\u{7F}", "ünïcödé", "emoji😀", "with/slash", "x:y",
+    ]
+
+    static var paths: [NetworkPath] {
+        var paths: [NetworkPath] = UnsatisfiedReason.allCases.map { NetworkPath.unsatisfied($0) }
+        paths.append(NetworkPath(status: .requiresConnection, unsatisfiedReason: .noAddress))
+        for (offset, name) in names.enumerated() {
+            let type = InterfaceType.allCases[offset % InterfaceType.allCases.count]
+            paths.append(
+                NetworkPath(
+                    status: .satisfied,
+                    availableInterfaces: [
+                        NetworkInterface(name: name, index: offset + 1, type: type),
+                        NetworkInterface(name: "second", index: Int.max, type: .cellular),
+                    ],
+                    isExpensive: offset % 2 == 0, isConstrained: offset % 3 == 0, supportsIPv4: offset % 4 != 0,
+                    supportsIPv6: offset % 5 != 0, supportsDNS: offset % 6 != 0,
+                    gateways: [IPAddress("192.0.2.1")!, IPAddress("fe80::1")!, IPAddress("2001:db8::ff:1")!],
+                    isMultipath: offset % 2 == 1))
+        }
+        paths.append(NetworkPath(status: .satisfied))
+        return paths
+    }
+
+    @Test func matchesJSONEncoderByteForByte() throws {
+        let dates: [Date?] = [nil, Date(timeIntervalSince1970: 1_795_376_401.123), Date(timeIntervalSince1970: -0.001)]
+        var compared = 0
+        for path in Self.paths {
+            for date in dates {
+                #expect(PathFormatting.json(path, at: date) == PathFormatting.encodedJSON(path, at: date))
+                compared += 1
+            }
+        }
+        #expect(compared == Self.paths.count * dates.count)
+    }
+
+    @Test func everyControlCharacterIsEscapedAsTheEncoderDoes() {
+        for value in UInt32(0)..<0x80 {
+            let name = "n" + String(UnicodeScalar(UInt8(value))) + "e"
+            let path = NetworkPath(
+                status: .satisfied, availableInterfaces: [NetworkInterface(name: name, index: 3, type: .other)])
+            #expect(PathFormatting.json(path) == PathFormatting.encodedJSON(path), "byte \(value)")
+        }
+    }
+
+    @Test func theLineDecodesBackToThePath() throws {
+        for path in Self.paths {
+            let decoded = try JSONDecoder().decode(NetworkPath.self, from: Data(PathFormatting.json(path).utf8))
+            #expect(decoded == path)
+        }
+    }
+}
