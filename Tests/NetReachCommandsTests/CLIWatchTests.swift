@@ -2,11 +2,12 @@ import ArgumentParser
 import Foundation
 import NetReach
 import NetReachTestSupport
+import Synchronization
 import Testing
 
 @testable import NetReachCommands
 
-/// `watch`'s loop, fed paths directly: what it prints, and when it stops. No root, no kernel.
+/// `watch`'s line writer, fed paths directly: what it prints, and when it stops. No root, no kernel.
 @Suite("netreach watch loop")
 struct CLIWatchTests {
     static let satisfied = NetworkPath(
@@ -22,29 +23,51 @@ struct CLIWatchTests {
         var thrown: ExitCode?
     }
 
-    /// Runs the loop over `paths` (the stream then stays open, as a live monitor's does, unless
-    /// `finishes`), with `write` failing from the `failingWrite`th line on if given.
+    /// Feeds `paths` to watch's line writer as the monitor's engine would, once armed (then the
+    /// writer stays open, as for a live monitor, unless `finishes`: an interrupt), with `write`
+    /// failing from the `failingWrite`th line on if given.
     static func follow(
         _ paths: [NetworkPath], json: Bool = false, finishes: Bool = true,
         failingWrite: Int? = nil
     ) async -> Run {
-        let (stream, continuation) = AsyncStream.makeStream(of: NetworkPath.self)
-        for path in paths { continuation.yield(path) }
-        if finishes { continuation.finish() }
-        var run = Run()
-        do {
-            try await WatchCommand.follow(
-                stream, json: json, failure: { failure }, now: { moment },
-                complain: { run.complaints.append($0) },
-                write: { line throws(ExitCode) in
+        let run = Mutex(Run())
+        let writer = PathLineWriter(
+            json: json, failure: { failure }, now: { moment },
+            complain: { complaint in run.withLock { $0.complaints.append(complaint) } },
+            write: { line throws(ExitCode) in
+                try run.withLock { (run) throws(ExitCode) in
                     if let failingWrite, run.lines.count + 1 >= failingWrite { throw CLIExitCode.outputFailed }
                     run.lines.append(line)
-                })
-        } catch {
-            run.thrown = error
+                }
+            })
+        writer.arm()
+        for path in paths { writer.receive(path) }
+        if finishes { writer.finish(.interrupted) }
+        let ending = await writer.ending()
+        return run.withLock { run in
+            if case .failed(let status) = ending { run.thrown = status }
+            return run
         }
-        continuation.finish()
-        return run
+    }
+
+    @Test func onlyTheLatestPathBeforeArmingIsWritten() async {
+        let lines = Mutex([String]())
+        let writer = PathLineWriter(
+            json: false, failure: { nil }, now: { Self.moment }, complain: { _ in },
+            write: { line throws(ExitCode) in lines.withLock { $0.append(line) } })
+        writer.receive(.unsatisfied(.linkDown))
+        writer.receive(Self.satisfied)
+        #expect(lines.withLock { $0 }.isEmpty)
+        writer.arm()
+        writer.receive(.unsatisfied(.noDefaultRoute))
+        writer.finish(.interrupted)
+        writer.receive(.unsatisfied(.linkDown)) // after the end: dropped
+        #expect(await writer.ending() == .interrupted)
+        #expect(
+            lines.withLock { $0 } == [
+                "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
+                "2026-11-22T19:40:01.123Z unsatisfied (no default route)",
+            ])
     }
 
     @Test func printsEveryPathUntilTheSequenceEnds() async {

@@ -85,6 +85,7 @@ public final class PathMonitor: Sendable {
     private struct State {
         var phase = Phase.idle
         var handler: (@Sendable (NetworkPath) -> Void)?
+        var observer: (@Sendable (NetworkPath) -> Void)?
         var path = NetworkPath.unsatisfied(.monitorUnavailable)
         var hasEmitted = false
         var deliveryQueue: DispatchQueue?
@@ -495,6 +496,18 @@ extension PathMonitor {
         set { state.withLock { $0.handler = newValue } }
     }
 
+    /// Called with the first path and every change on the thread that computed it (the source's:
+    /// the netlink engine's thread, or a simulated network's caller), in order, before the ``paths``
+    /// streams and the handler see it; set it before ``start(queue:)`` to see the first path.
+    ///
+    /// For a consumer that must not wait for a thread hop (`netreach watch` writes its line here).
+    /// The source waits while it runs: it must not block for long nor call back into the monitor,
+    /// and every other monitor sharing the source waits too.
+    package var pathObserver: (@Sendable (NetworkPath) -> Void)? {
+        get { state.withLock { $0.observer } }
+        set { state.withLock { $0.observer = newValue } }
+    }
+
     /// When `true`, each change is also posted as ``pathDidChangeNotification`` on
     /// `NotificationCenter.default`, on the start queue after the handler. Off by default.
     public var postsNotifications: Bool {
@@ -535,7 +548,11 @@ extension PathMonitor {
     /// unless it repeats the last one. Called while the monitor's evaluation lock is held, so
     /// paths leave in the order they were computed.
     func emit(_ path: NetworkPath) {
-        let delivery = state.withLock { state -> (DispatchQueue?, [AsyncStream<NetworkPath>.Continuation])? in
+        typealias Delivery = (
+            observer: (@Sendable (NetworkPath) -> Void)?, queue: DispatchQueue?,
+            streams: [AsyncStream<NetworkPath>.Continuation]
+        )
+        let delivery = state.withLock { state -> Delivery? in
             guard state.phase == .starting || state.phase == .running else { return nil }
             guard !state.hasEmitted || state.path != path else { return nil }
             state.path = path
@@ -543,9 +560,9 @@ extension PathMonitor {
             // The queue only runs the handler and posts the notification: with neither, waking it
             // would cost a thread wake-up per change for nothing (a `paths` reader wakes its own).
             let queueHasWork = state.handler != nil || state.postsNotifications
-            return (queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values))
+            return (state.observer, queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values))
         }
-        guard let (queue, streams) = delivery else { return }
+        guard let (observer, queue, streams) = delivery else { return }
         metrics.delivered(path.status)
         logger.debug(
             "path changed",
@@ -553,6 +570,7 @@ extension PathMonitor {
                 "status": "\(path.status)", "reason": "\(path.unsatisfiedReason.map { "\($0)" } ?? "")",
                 "interface": "\(path.primaryInterface?.name ?? "")",
             ])
+        observer?(path)
         for stream in streams { stream.yield(path) }
         queue?.async { [weak self] in self?.deliver(path) }
     }

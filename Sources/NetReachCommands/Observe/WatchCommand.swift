@@ -70,42 +70,22 @@ package struct WatchCommand: NetreachSubcommand {
         if internetOptions.internet { return try await watchInternet(capabilities) }
         let monitor = monitorOptions.makeMonitor()
         defer { monitor.cancel() }
-        // Ending the monitor ends the loop below, so an interrupt is an orderly exit: status 0,
-        // every line already written.
-        let signalSources = TerminationSignals.install { monitor.cancel() }
+        // Each line is written on the thread that computed its path (PathLineWriter): no hop.
+        let lines = PathLineWriter(
+            json: json, failure: { monitor.failure },
+            write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
+        monitor.pathObserver = { lines.receive($0) }
+        // An interrupt is an orderly exit: status 0, every line already written.
+        let signalSources = TerminationSignals.install { lines.finish(.interrupted) }
         defer { signalSources.forEach { $0.cancel() } }
         monitor.start(queue: DispatchQueue(label: "netreach.monitor"))
         try MonitorOptions.checkStarted(monitor)
         // Nobody reading any more: end now, not at the next change (which may never come). After
-        // start, so that a reader gone already does not cancel a monitor before it starts.
-        let readerGone = OnceFlag()
-        OutputHangup.whenReaderIsGone {
-            readerGone.set()
-            monitor.cancel()
-        }
-
-        // `paths` starts with the current path, then yields each change.
-        try await Self.follow(
-            monitor.paths, json: json, failure: { monitor.failure },
-            write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
-        if readerGone.isSet { throw CommandOutput.failed(CommandOutput.readerGone) }
-    }
-
-    /// Writes a line for each path until `paths` ends. A path the monitor reports as
-    /// ``UnsatisfiedReason/monitorUnavailable`` is written too, then the command ends with
-    /// ``CLIExitCode/monitorUnavailable``, the `failure` on standard error: such a monitor will
-    /// never report another change.
-    static func follow(
-        _ paths: AsyncStream<NetworkPath>, json: Bool, failure: () -> PathMonitorError?,
-        now: () -> Date = Date.init, complain: (String) -> Void = StandardStream.complain,
-        write: (String) throws(ExitCode) -> Void
-    ) async throws(ExitCode) {
-        try await follow(
-            paths, path: { $0 }, isRepeat: { _, _ in false },
-            line: { path, date in
-                json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date)
-            },
-            failure: failure, now: now, complain: complain, write: write)
+        // start, so that a reader gone already does not end a monitor before it starts.
+        OutputHangup.whenReaderIsGone { lines.finish(.failed(CommandOutput.failed(CommandOutput.readerGone))) }
+        // The current path first, then each change.
+        lines.arm()
+        if case .failed(let status) = await lines.ending() { throw status }
     }
 
     /// `watch --internet`: the path and the connectivity verdict, a line whenever either changes.

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+import NetReach
+import Synchronization
+
+/// `watch`'s lines, written on the thread that computed each path (the monitor's
+/// ``PathMonitor/pathObserver``): a change reaches standard output with no thread hop and no
+/// stream between, as `ip monitor` prints what it reads.
+///
+/// Until ``arm()`` it only keeps the latest path, so nothing is written for a monitor that fails to
+/// start (the command says why instead); armed, it writes the kept path and then each one as it
+/// comes. It ends at the first of: ``finish(_:)`` (a signal, the reader gone), a write that fails,
+/// or a path that says the monitor stopped observing (written first). ``ending()`` waits for that.
+///
+/// A reader that stops reading blocks the write, and with it the monitor's engine: the kernel keeps
+/// the changes meanwhile (the engine's socket buffer), and the engine re-reads the whole state if
+/// they overflow it, so the next line is the path as it is then, not a backlog held in memory.
+final class PathLineWriter: Sendable {
+    /// Why `watch` ends.
+    enum Ending: Sendable, Equatable {
+        /// SIGINT or SIGTERM: status 0, every line already written.
+        case interrupted
+        /// A failed write, the reader gone, or a monitor that stopped observing.
+        case failed(ExitCode)
+    }
+
+    private struct State {
+        var armed = false
+        var held: NetworkPath?
+        var ending: Ending?
+        var waiter: CheckedContinuation<Ending, Never>?
+    }
+
+    private let state = Mutex(State())
+    private let json: Bool
+    private let failure: @Sendable () -> PathMonitorError?
+    private let now: @Sendable () -> Date
+    private let complain: @Sendable (String) -> Void
+    private let write: @Sendable (String) throws(ExitCode) -> Void
+
+    init(
+        json: Bool, failure: @escaping @Sendable () -> PathMonitorError?,
+        now: @escaping @Sendable () -> Date = Date.init,
+        complain: @escaping @Sendable (String) -> Void = { StandardStream.complain($0) },
+        write: @escaping @Sendable (String) throws(ExitCode) -> Void
+    ) {
+        self.json = json
+        self.failure = failure
+        self.now = now
+        self.complain = complain
+        self.write = write
+    }
+
+    /// A path from the monitor: written now if armed, otherwise kept until ``arm()``.
+    func receive(_ path: NetworkPath) {
+        update { state in
+            guard state.ending == nil else { return }
+            guard state.armed else {
+                state.held = path
+                return
+            }
+            writeLine(for: path, in: &state)
+        }
+    }
+
+    /// Starts writing: the latest path first (the current one), then every change.
+    func arm() {
+        update { state in
+            state.armed = true
+            guard state.ending == nil, let held = state.held else { return }
+            state.held = nil
+            writeLine(for: held, in: &state)
+        }
+    }
+
+    /// Ends the writing (later paths are dropped), unless it has ended already; `ending` is only
+    /// evaluated then (making a failure status says why on standard error).
+    func finish(_ ending: @autoclosure () -> Ending) {
+        update { state in
+            if state.ending == nil { state.ending = ending() }
+        }
+    }
+
+    /// Waits until the writing has ended, and says why.
+    func ending() async -> Ending {
+        await withCheckedContinuation { continuation in
+            let ended = state.withLock { state -> Ending? in
+                if let ending = state.ending { return ending }
+                state.waiter = continuation
+                return nil
+            }
+            if let ended { continuation.resume(returning: ended) }
+        }
+    }
+
+    /// Runs `body` with the lock held (so lines leave in order); if it ended the writing, resumes
+    /// whoever waits in ``ending()``, after the lock is released.
+    private func update(_ body: (inout State) -> Void) {
+        let (waiter, ending) = state.withLock { state -> (CheckedContinuation<Ending, Never>?, Ending?) in
+            let endedBefore = state.ending != nil
+            body(&state)
+            guard !endedBefore, let ending = state.ending else { return (nil, nil) }
+            defer { state.waiter = nil }
+            return (state.waiter, ending)
+        }
+        if let waiter, let ending { waiter.resume(returning: ending) }
+    }
+
+    /// Writes `path`'s line; a failed write, or a path that says the monitor stopped observing
+    /// (after its line), ends the writing.
+    private func writeLine(for path: NetworkPath, in state: inout State) {
+        let date = now()
+        let line = json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date)
+        do throws(ExitCode) {
+            try write(line)
+        } catch {
+            state.ending = .failed(error)
+            return
+        }
+        if path.unsatisfiedReason == .monitorUnavailable {
+            state.ending = .failed(MonitorOptions.stoppedObserving(failure(), complain: complain))
+        }
+    }
+}
