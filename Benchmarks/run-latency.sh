@@ -94,6 +94,10 @@ row("NetReach p99 (µs)", lambda r: r["all"]["netReach"]["p99"])
 row("p99 NetReach - floor (µs, target <= 1000)", lambda r: r["p99DeltaMicros"])
 row("NetReach max (µs)", lambda r: r["all"]["netReach"]["max"])
 row("timeouts", lambda r: r["timeouts"], "{:d}")
+def kind(r, name):
+    return next((k for k in r["kinds"] if k["kind"] == name), None)
+for name in ["route delete", "route add", "link down", "link up", "route re-add after link up", "rule add", "rule delete"]:
+    row(f"handler {name}: p50 ratio NetReach/floor", lambda r: (lambda k: k["netReach"]["p50"] / k["floor"]["p50"] if k else None)(kind(r, name)), "{:.2f}")
 row("dispatch hop p50 (µs)", lambda r: r["dispatchHop"]["p50"])
 row("CPU/isolated change, NetReach total (µs)", lambda r: r["latencyPhaseNetReachCPUPerChange"])
 row("CPU/isolated change, floor (µs)", lambda r: r["latencyPhaseFloorCPUPerChange"])
@@ -120,10 +124,12 @@ def cligroup(r, kind):
     for g in c.get("groups", []):
         if g["kind"].startswith(kind): return g
     return None
-for kind, label in [("route changes", "route"), ("link changes", "link"), ("all changes", "all")]:
+for kind, label in [("route changes", "route"), ("link changes", "link"), ("rule changes", "rule"), ("all changes", "all")]:
     row(f"CLI {label}: ip monitor p50 (µs)", lambda r: (cligroup(r, kind) or {}).get("ipMonitor", {}).get("p50"))
     row(f"CLI {label}: watch --json p50 (µs)", lambda r: (cligroup(r, kind) or {}).get("watch", {}).get("p50"))
     row(f"CLI {label}: p50 ratio watch/ip (target <= 1.2)", lambda r: (cligroup(r, kind) or {}).get("p50Ratio"), "{:.2f}")
+for kind in ["route delete", "route add", "link down", "link up", "route re-add after link up", "rule add", "rule delete"]:
+    row(f"CLI {kind}: p50 ratio watch/ip (target <= 1.2)", lambda r: (cligroup(r, kind) or {}).get("p50Ratio"), "{:.2f}")
 row("CLI: per-change watch − ip p50 (µs)", lambda r: (cligroup(r, "all changes") or {}).get("delta", {}).get("p50"))
 row("CLI: timeouts", lambda r: (r.get("cliLatency") or {}).get("timeouts"), "{:d}")
 row("CLI: watch CPU per change (µs, schedstat)", lambda r: (r.get("cliLatency") or {}).get("watchCPUMicrosPerChange"))

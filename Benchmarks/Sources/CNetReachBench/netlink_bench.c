@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <linux/fib_rules.h>
 
 #include "CNetReachBench.h"
 
@@ -130,6 +131,24 @@ int nrb_send_route(int fd, int add, int ifindex, uint32_t gateway_be, uint32_t m
     uint32_t oif = (uint32_t)ifindex;
     add_attribute(&request.header, RTA_OIF, &oif, sizeof oif);
     if (metric) add_attribute(&request.header, RTA_PRIORITY, &metric, sizeof metric);
+    return send_all(fd, &request, request.header.nlmsg_len);
+}
+
+int nrb_send_rule(int fd, int add, uint32_t priority, uint32_t table, uint32_t seq) {
+    struct {
+        struct nlmsghdr header;
+        struct fib_rule_hdr rule;
+        char attributes[32];
+    } request;
+    memset(&request, 0, sizeof request);
+    request.header.nlmsg_len = NLMSG_LENGTH(sizeof(struct fib_rule_hdr));
+    request.header.nlmsg_type = add ? RTM_NEWRULE : RTM_DELRULE;
+    request.header.nlmsg_flags = NLM_F_REQUEST | (add ? NLM_F_CREATE | NLM_F_EXCL : 0);
+    request.header.nlmsg_seq = seq;
+    request.rule.family = AF_INET;
+    request.rule.action = FR_ACT_TO_TBL;
+    add_attribute(&request.header, FRA_PRIORITY, &priority, sizeof priority);
+    add_attribute(&request.header, FRA_TABLE, &table, sizeof table);
     return send_all(fd, &request, request.header.nlmsg_len);
 }
 

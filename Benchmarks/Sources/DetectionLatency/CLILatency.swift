@@ -2,7 +2,7 @@ import BenchStatistics
 import CNetReachBench
 import Foundation
 
-// `netreach watch --json` against `ip -o monitor link address route`: the same changes, both readers
+// `netreach watch --json` against `ip -o monitor link address route rule`: the same changes, both readers
 // started before, each child's standard output a pipe read by a thread of ours that timestamps the
 // read which completes a line (CLOCK_MONOTONIC), so both pay the same pipe and the same wake-up.
 
@@ -102,7 +102,8 @@ extension Change {
         let unsatisfied = line.contains("\"status\":\"unsatisfied\"")
         switch self {
         case .routeDelete, .linkUp: return unsatisfied && line.contains("\"unsatisfiedReason\":\"noDefaultRoute\"")
-        case .routeAdd, .routeReadd: return line.contains("\"status\":\"satisfied\"")
+        case .routeAdd, .routeReadd, .ruleDelete: return line.contains("\"status\":\"satisfied\"")
+        case .ruleAdd: return unsatisfied && line.contains("\"unsatisfiedReason\":\"routeRefused\"")
         case .linkDown: return unsatisfied && line.contains("\"unsatisfiedReason\":\"linkDown\"")
         case .probeAdd, .probeDelete: return false
         }
@@ -124,6 +125,8 @@ extension Change {
         case .linkUp:
             guard let flags = flags() else { return false }
             return flags.contains("UP") && flags.contains("LOWER_UP") && !flags.contains("NO-CARRIER") && line.contains(" state UP ")
+        case .ruleAdd: return line.hasPrefix("\(Change.rulePriority):") && line.contains("lookup \(Change.ruleTable)")
+        case .ruleDelete: return line.hasPrefix("Deleted \(Change.rulePriority):") && line.contains("lookup \(Change.ruleTable)")
         case .probeAdd, .probeDelete: return false
         }
     }
@@ -155,7 +158,7 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     let watch: LineReader, ip: LineReader
     do {
         watch = try LineReader(executable: cli, arguments: ["watch", "--json", "--namespace", namespaces.name])
-        ip = try LineReader(executable: "/usr/bin/env", arguments: ["ip", "-n", namespaces.name, "-o", "monitor", "link", "address", "route"])
+        ip = try LineReader(executable: "/usr/bin/env", arguments: ["ip", "-n", namespaces.name, "-o", "monitor", "link", "address", "route", "rule"])
     } catch {
         log("cannot start the CLI readers: \(error)")
         return nil
@@ -211,7 +214,8 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
                                p50Ratio: watchDist.p50 / ipDist.p50)
     }
     var groups = [group("route changes (delete, add, re-add after link up)", [.routeDelete, .routeAdd, .routeReadd]),
-                  group("link changes (down, up)", [.linkDown, .linkUp])]
+                  group("link changes (down, up)", [.linkDown, .linkUp]),
+                  group("rule changes (add, delete)", [.ruleAdd, .ruleDelete])]
     groups += Change.measured.map { group($0.rawValue, [$0]) }
     groups.append(group("all changes", Change.measured))
     let n = Double(changes)

@@ -76,6 +76,8 @@ final class Namespaces: @unchecked Sendable {
         run(["ip", "-n", name, "link", "set", "nb0", "up"])
         run(["ip", "-n", peer, "link", "set", "nb1", "up"])
         run(["ip", "-n", name, "route", "add", "default", "via", Self.gateway, "dev", "nb0"])
+        // What the "rule add" change points every lookup at (no rule uses it until then).
+        run(["ip", "-n", name, "route", "add", "unreachable", "default", "table", "\(Change.ruleTable)"])
     }
 
     func tearDown(quiet: Bool = false) {

@@ -186,8 +186,14 @@ enum Change: String, CaseIterable {
     /// with a change whose result no storm state has.
     case probeAdd = "probe route add"
     case probeDelete = "probe route delete"
+    /// `ip rule add pref 100 lookup 100`, where table 100 holds only `unreachable default`: every
+    /// lookup is refused, though no route changed.
+    case ruleAdd = "rule add"
+    case ruleDelete = "rule delete"
 
-    static let measured: [Change] = [.routeDelete, .routeAdd, .linkDown, .linkUp, .routeReadd]
+    static let measured: [Change] = [.routeDelete, .routeAdd, .linkDown, .linkUp, .routeReadd, .ruleAdd, .ruleDelete]
+    static let rulePriority: UInt32 = 100
+    static let ruleTable: UInt32 = 100
 
     func send(sequence: UInt32) -> Int32 {
         let gateway = Namespaces.gatewayBigEndian, probe = Namespaces.probeGatewayBigEndian
@@ -198,6 +204,8 @@ enum Change: String, CaseIterable {
         case .linkUp: return nrb_send_link(issuer, ifindex, 1, sequence)
         case .probeAdd: return nrb_send_route(issuer, 1, ifindex, probe, 100, NRB_RTPROT_STATIC, sequence)
         case .probeDelete: return nrb_send_route(issuer, 0, ifindex, probe, 100, 0, sequence)
+        case .ruleAdd: return nrb_send_rule(issuer, 1, Self.rulePriority, Self.ruleTable, sequence)
+        case .ruleDelete: return nrb_send_rule(issuer, 0, Self.rulePriority, Self.ruleTable, sequence)
         }
     }
 
@@ -217,6 +225,8 @@ enum Change: String, CaseIterable {
         case .linkUp: return event.type == NRB_RTM_NEWLINK && event.ifindex == ifindex && operational
         case .probeAdd: return event.type == NRB_RTM_NEWROUTE && isProbe
         case .probeDelete: return event.type == NRB_RTM_DELROUTE && isProbe
+        case .ruleAdd: return event.type == NRB_RTM_NEWRULE
+        case .ruleDelete: return event.type == NRB_RTM_DELRULE
         }
     }
 
@@ -229,6 +239,8 @@ enum Change: String, CaseIterable {
         case .linkDown: return path.status == .unsatisfied && path.unsatisfiedReason == .linkDown
         case .probeAdd: return path.status == .satisfied && probe
         case .probeDelete: return !probe
+        case .ruleAdd: return path.status == .unsatisfied && path.unsatisfiedReason == .routeRefused
+        case .ruleDelete: return path.status == .satisfied
         }
     }
 }

@@ -19,7 +19,7 @@ int64_t nrb_thread_cpu_ns(int tid);
 int64_t nrb_process_cpu_ns(void);
 
 // Multicast groups (RTMGRP_*), so Swift does not need <linux/rtnetlink.h>.
-#define NRB_GROUPS_NETREACH 0x551u  /* LINK | IPV4_IFADDR | IPV4_ROUTE | IPV6_IFADDR | IPV6_ROUTE */
+#define NRB_GROUPS_NETREACH 0x5D1u  /* LINK | IPV4_IFADDR | IPV4_ROUTE | IPV4_RULE | IPV6_IFADDR | IPV6_ROUTE */
 
 /// Opens a NETLINK_ROUTE socket bound in the namespace `netns_path` (setns on the calling thread,
 /// socket, setns back), joined to `groups`, with `rcvbuf` bytes of receive buffer (SO_RCVBUFFORCE).
@@ -33,6 +33,9 @@ int nrb_ifindex_in(const char *netns_path, const char *ifname);
 /// `ifindex` with priority `metric` (0: none), main table, without NLM_F_ACK (failures still come
 /// back as NLMSG_ERROR; read them with nrb_drain_errors). Returns 0 or -errno of sendmsg.
 int nrb_send_route(int fd, int add, int ifindex, uint32_t gateway_be, uint32_t metric, int protocol, uint32_t seq);
+/// Sends RTM_NEWRULE (add != 0, NLM_F_CREATE|NLM_F_EXCL) or RTM_DELRULE for the IPv4 rule
+/// `priority: from all lookup table`, without NLM_F_ACK. Returns 0 or -errno of sendmsg.
+int nrb_send_rule(int fd, int add, uint32_t priority, uint32_t table, uint32_t seq);
 /// Sends RTM_NEWLINK setting (up != 0) or clearing IFF_UP on `ifindex`, without NLM_F_ACK.
 int nrb_send_link(int fd, int ifindex, int up, uint32_t seq);
 /// Reads, without blocking, what the kernel queued on an issuer socket; returns how many
@@ -53,6 +56,8 @@ typedef struct {
 
 #define NRB_RTM_NEWLINK 16
 #define NRB_RTM_DELLINK 17
+#define NRB_RTM_NEWRULE 32
+#define NRB_RTM_DELRULE 33
 #define NRB_RTM_NEWROUTE 24
 #define NRB_RTM_DELROUTE 25
 #define NRB_RTPROT_BOOT 3
