@@ -179,7 +179,7 @@ package final class ServeState: Sendable {
     /// Records `path` for `key`: the first one read, or a change (a repeat of the latest path is
     /// ignored). `routes` are the kernel's routes for `route_info`.
     package func record(_ path: NetworkPath, routes: [PathSamples.Route], for key: PathKey, at date: Date) {
-        let changed: Bool = state.withLock { state in
+        let (isNew, watched) = state.withLock { state in
             let now = date.timeIntervalSince1970
             var watched = state.paths[key] ?? Watched(path: path, changes: -1, lastChange: now)
             let isNew = state.paths[key] == nil || watched.path != path
@@ -189,15 +189,19 @@ package final class ServeState: Sendable {
                 watched.lastChange = now
             }
             state.paths[key] = watched
+            return (isNew, watched)
+        }
+        // The event first: the series below (a few dozen samples rebuilt) are read at the next
+        // scrape, the event by a client waiting for it now.
+        if isNew { hub.publish(.path, topic: key.topic, data: pathEvent(path, key: key)) }
+        state.withLock { state in
             state.series.replace(
                 group: key.topic,
                 with: PathSamples.samples(of: path, key: key, routes: routes, lastChange: watched.lastChange))
             state.series.increment(
                 group: key.topic, name: "netreach_path_changes_total", labels: key.labels,
                 by: isNew && watched.changes > 0 ? 1 : 0)
-            return isNew
         }
-        if changed { hub.publish(.path, topic: key.topic, data: pathEvent(path, key: key)) }
     }
 
     /// Records the interfaces of `namespace` (`netreach_interface_up`), and that it is
@@ -205,7 +209,10 @@ package final class ServeState: Sendable {
     package func record(interfaces: [String: Interface], available: Bool, namespace: String) {
         let changed: Bool = state.withLock { state in
             let old = state.namespaces[namespace]
-            state.namespaces[namespace] = Namespace(isAvailable: available, interfaces: interfaces)
+            let new = Namespace(isAvailable: available, interfaces: interfaces)
+            // Most snapshots change a route, not an interface: nothing to rebuild then.
+            guard old != new else { return false }
+            state.namespaces[namespace] = new
             state.series.replace(
                 group: "interfaces/\(namespace)",
                 with: interfaces.map { name, interface in
@@ -296,16 +303,6 @@ package final class ServeState: Sendable {
         #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(path.map(renderPath) ?? "null")}"#
     }
 
-    /// `text` as a JSON string literal, escaped by JSONEncoder.
-    package static func jsonString(_ text: String) -> String {
-        // Encoding a String cannot fail; "" would be valid JSON still.
-        let data = (try? stringEncoder.encode(text)) ?? Data(#""""#.utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    private static let stringEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return encoder
-    }()
+    /// `text` as a JSON string literal, escaped as JSONEncoder escapes it.
+    package static func jsonString(_ text: String) -> String { JSONText.string(text) }
 }

@@ -56,6 +56,15 @@ struct PathJSONTests {
         }
     }
 
+    @Test func jsonTextEscapesStringsAsTheEncoderDoes() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        for value in Self.names + (UInt8(0)..<0x80).map({ "x" + String(UnicodeScalar($0)) + "y" }) {
+            let encoded = String(decoding: try encoder.encode(value), as: UTF8.self)
+            #expect(JSONText.string(value) == encoded, "\(Array(value.utf8))")
+        }
+    }
+
     @Test func theLineDecodesBackToThePath() throws {
         for path in Self.paths {
             let decoded = try JSONDecoder().decode(NetworkPath.self, from: Data(PathFormatting.json(path).utf8))

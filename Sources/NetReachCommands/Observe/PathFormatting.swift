@@ -80,7 +80,7 @@ package enum PathFormatting {
         for (position, interface) in path.availableInterfaces.enumerated() {
             if position > 0 { text += "," }
             text += "{\"index\":\(interface.index),\"name\":"
-            appendJSONString(interface.name, to: &text)
+            JSONText.appendString(interface.name, to: &text)
             text += ",\"type\":\"\(interface.type.rawValue)\"}"
         }
         text += "],\"gateways\":["
@@ -96,7 +96,7 @@ package enum PathFormatting {
         text += ",\"unsatisfiedReason\":"
         text += path.unsatisfiedReason.map { "\"\($0.rawValue)\"" } ?? "null"
         text += ",\"version\":"
-        appendJSONString(NetreachCommand.version, to: &text)
+        JSONText.appendString(NetreachCommand.version, to: &text)
         text += "}"
         return text
     }
@@ -104,35 +104,6 @@ package enum PathFormatting {
     /// `JSONEncoder`'s form of the same object (the reference `json(_:at:)` is held to).
     static func encodedJSON(_ path: NetworkPath, at date: Date? = nil) -> String {
         encode(TimestampedPath(path: path, timestamp: date.map(timestamp)))
-    }
-
-    /// `value` as a JSON string, escaped as `JSONEncoder` escapes it: `"` and `\\`, the control
-    /// characters (`\b \f \n \r \t` by name, the others as `\u00XX`); `/` and non-ASCII as they are.
-    /// Interface names can hold any byte but `/`, `:` and white space.
-    static func appendJSONString(_ value: String, to text: inout String) {
-        text += "\""
-        let needsEscapes = value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
-        guard needsEscapes else {
-            text += value
-            text += "\""
-            return
-        }
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
     }
 
     /// ``json(_:at:)-(NetworkPath,_)`` for the verdict's path, with a `connectivity` key: the
