@@ -265,6 +265,9 @@ let package = Package(
                 "NetReachAsyncHTTPClient", "NetReachHTTP", "NetReachConnectivity", "NetReach", "NetReachTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                // RequestChunksTests: an event loop held busy, to see the body wait for it.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // Every command: parsing and help in process, and the built `netreach` run against namespace
