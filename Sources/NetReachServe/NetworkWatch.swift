@@ -121,9 +121,12 @@ package final class NetworkWatch: Service, Sendable {
     /// its monitor started: the queue alone does not say it was read.
     package func untilRead(timeout: Duration) async {
         await roundTrip()
-        let deadline = ContinuousClock.now + timeout
-        while !state.hasReadAll, ContinuousClock.now < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(5))
+        // Woken by the record that completes the set, not by polling; the sleep only bounds it.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.state.untilReadAll() }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
         }
     }
 

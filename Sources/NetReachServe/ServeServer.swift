@@ -100,14 +100,14 @@ package enum ServeServer {
         let reloader = configuration.reload.map { ServeReloader(load: $0, watch: watch, state: state) }
         var reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
         if configuration.enablesLifecycle, let reloader { reload = { await reloader.reload() } }
-        let listening = Locked(false)
+        let listening = Latch()
         let application = Application(
             responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload),
             server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimit()])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
-                listening.withLock { $0 = true }
+                listening.open()
                 onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
             },
             logger: logger)
@@ -118,7 +118,7 @@ package enum ServeServer {
         ]
         if let reloader { services.append(.init(service: reloader)) }
         if let notification = SystemdNotification.fromEnvironment(
-            configuration.environment, state: state, isListening: { listening.withLock { $0 } },
+            configuration.environment, state: state, listening: listening,
             probeWatch: { await watch.roundTrip() })
         {
             services.append(.init(service: notification))

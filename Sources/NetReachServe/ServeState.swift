@@ -66,6 +66,15 @@ package final class ServeState: Sendable {
         /// The evidence already counted, per namespace and family (a verdict repeats a round's
         /// evidence when only the path changed).
         var countedEvidence: [String: [IPAddress.Family: [ProbeResult]]] = [:]
+        /// Tasks waiting until every watched path has been read (``untilReadAll()``).
+        var readWaiters = ConditionWaiters()
+
+        var hasReadAll: Bool { keys.allSatisfy { paths[$0] != nil } }
+
+        /// The read waiters to resume, if every watched path has been read now.
+        mutating func readWaitersToResume() -> [CheckedContinuation<Void, Never>] {
+            hasReadAll ? readWaiters.takeAll() : []
+        }
     }
 
     /// Every path the server watches now, in a stable order.
@@ -114,13 +123,14 @@ package final class ServeState: Sendable {
     /// default one), ready when `readyWhen` holds. The paths no longer watched are withdrawn:
     /// their series are unregistered and a `path` event with a `null` path says so.
     package func watch(keys: [PathKey], defaultNamespace: String, readyWhen: Health.ReadyCondition) {
-        let removed: [PathKey] = state.withLock { state in
+        let (removed, readers) = state.withLock { state in
             let kept = Set(keys)
             state.keys = keys.sorted()
             state.defaultNamespace = defaultNamespace
             state.readyWhen = readyWhen
-            return state.paths.keys.filter { !kept.contains($0) }.sorted()
+            return (state.paths.keys.filter { !kept.contains($0) }.sorted(), state.readWaitersToResume())
         }
+        readers.forEach { $0.resume() }
         removed.forEach(unwatch)
     }
 
@@ -179,7 +189,7 @@ package final class ServeState: Sendable {
     /// Records `path` for `key`: the first one read, or a change (a repeat of the latest path is
     /// ignored). `routes` are the kernel's routes for `route_info`.
     package func record(_ path: NetworkPath, routes: [PathSamples.Route], for key: PathKey, at date: Date) {
-        let (isNew, watched) = state.withLock { state in
+        let (isNew, watched, readers) = state.withLock { state in
             let now = date.timeIntervalSince1970
             var watched = state.paths[key] ?? Watched(path: path, changes: -1, lastChange: now)
             let isNew = state.paths[key] == nil || watched.path != path
@@ -189,8 +199,9 @@ package final class ServeState: Sendable {
                 watched.lastChange = now
             }
             state.paths[key] = watched
-            return (isNew, watched)
+            return (isNew, watched, state.readWaitersToResume())
         }
+        readers.forEach { $0.resume() }
         // The event first: the series below (a few dozen samples rebuilt) are read at the next
         // scrape, the event by a client waiting for it now.
         if isNew { hub.publish(.path, topic: key.topic, data: pathEvent(path, key: key)) }
@@ -282,7 +293,13 @@ package final class ServeState: Sendable {
     package var namespaces: [String: Namespace] { state.withLock { $0.namespaces } }
 
     /// Whether every watched path has been read once.
-    package var hasReadAll: Bool { state.withLock { state in state.keys.allSatisfy { state.paths[$0] != nil } } }
+    package var hasReadAll: Bool { state.withLock { $0.hasReadAll } }
+
+    /// Returns once every watched path has been read once (at once if they have), or when the
+    /// task is cancelled.
+    package func untilReadAll() async {
+        await ConditionWaiters.wait(in: state, \.readWaiters) { $0.hasReadAll }
+    }
 
     /// Updates the gauges that describe the event stream itself.
     package func recordEventClients() {

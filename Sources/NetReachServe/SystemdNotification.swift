@@ -28,13 +28,13 @@ struct SystemdNotification: Service {
     let watchdogPeriod: Duration?
     let state: ServeState
     /// Whether the server's socket is bound and accepting: READY=1 promises that too.
-    let isListening: @Sendable () -> Bool
+    let listening: Latch
     /// Hops through the watch's queue and back.
     let probeWatch: @Sendable () async -> Void
 
     /// The notifier systemd asks for in `environment`, or `nil` when not run by systemd.
     static func fromEnvironment(
-        _ environment: [String: String], state: ServeState, isListening: @escaping @Sendable () -> Bool,
+        _ environment: [String: String], state: ServeState, listening: Latch,
         probeWatch: @escaping @Sendable () async -> Void
     ) -> SystemdNotification? {
         guard let path = environment["NOTIFY_SOCKET"], path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108
@@ -46,13 +46,15 @@ struct SystemdNotification: Service {
             period = .microseconds(microseconds) / 2
         }
         return SystemdNotification(
-            socketPath: path, watchdogPeriod: period, state: state, isListening: isListening, probeWatch: probeWatch)
+            socketPath: path, watchdogPeriod: period, state: state, listening: listening, probeWatch: probeWatch)
     }
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
-            // Start-up only: every path is read within seconds (a name resolves within 5 s).
-            while !(state.hasReadAll && isListening()) { try await Task.sleep(for: .milliseconds(20)) }
+            // Ready once every path has been read and the server listens; each wakes this, no polling.
+            await state.untilReadAll()
+            await listening.wait()
+            try Task.checkCancellation()
             send("READY=1\nSTATUS=watching \(state.keys.count) paths")
             guard let watchdogPeriod else {
                 try await Task.sleep(for: .seconds(365 * 24 * 3600))
