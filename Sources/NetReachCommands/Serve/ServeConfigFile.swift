@@ -75,9 +75,9 @@ struct ServeConfigFile: Decodable, Equatable {
     /// Parses a configuration's text; `path` names it in errors.
     static func parse(_ text: String, path: String) throws(ServeConfigError) -> ServeConfigFile {
         do {
-            // An empty file (or one of comments only) configures nothing: the flags alone.
-            if try Yams.load(yaml: text) == nil { return ServeConfigFile() }
-            return try YAMLDecoder().decode(ServeConfigFile.self, from: text)
+            // Parsed once. An empty file (or one of comments only) configures nothing: the flags alone.
+            guard let node = try Yams.compose(yaml: text) else { return ServeConfigFile() }
+            return try YAMLDecoder().decode(ServeConfigFile.self, from: node)
         } catch let error as ServeConfigError.Detail {
             throw .invalid(path: path, error.description)
         } catch let error as DecodingError {
