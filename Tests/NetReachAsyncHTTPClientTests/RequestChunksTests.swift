@@ -9,8 +9,8 @@ import Testing
 
 @testable import NetReachAsyncHTTPClient
 
-/// A request body is pulled at most ``RequestChunks/barrierBytes`` ahead of what the client's event
-/// loops have run: while a loop is busy, the body waits for it instead of filling its task queue.
+/// A request body is pulled at most two ``RequestChunks/barrierBytes`` ahead of what the client's
+/// event loops have run: while a loop is busy, the body waits for it instead of filling its queue.
 @Suite("Request body pulled no further ahead than the event loop")
 struct RequestChunksTests {
     static let chunk = 64 << 10
@@ -38,7 +38,7 @@ struct RequestChunksTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
         let pulled = Pulled()
-        let body = Self.countedBody(chunks: 64, pulled: pulled)
+        let body = Self.countedBody(chunks: 256, pulled: pulled)
         let watchdog = StallWatchdog(stall: .seconds(3600), deadline: nil) { _ in }
         // The loop is busy until `release` is signalled.
         let release = DispatchSemaphore(value: 0)
@@ -50,8 +50,9 @@ struct RequestChunksTests {
             for try await buffer in chunks { bytes += buffer.readableBytes }
             return bytes
         }
-        let perBarrier = RequestChunks.barrierBytes / Self.chunk
-        // The reader pulls up to the barrier and waits there (bounded: 30 s).
+        // The reader pulls two intervals (the second's marker queued behind the busy task, the
+        // first's too) and waits there (bounded: 30 s).
+        let perBarrier = 2 * RequestChunks.barrierBytes / Self.chunk
         let deadline = ContinuousClock.now + .seconds(30)
         while pulled.value < perBarrier, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
@@ -63,8 +64,8 @@ struct RequestChunksTests {
 
         release.signal()
         try await busy.get()
-        #expect(try await reader.value == 64 * Self.chunk)
-        #expect(pulled.value == 64)
+        #expect(try await reader.value == 256 * Self.chunk)
+        #expect(pulled.value == 256)
         try await group.shutdownGracefully()
     }
 
