@@ -17,12 +17,17 @@
 # - With CI=true (or --tsan), runs the suites that race threads again under ThreadSanitizer: the
 #   monitor's concurrency stress and lifecycle suites, the HTTP service and both transports, the
 #   porting kit's monitor and the link conditioner (event loops, locks, timers).
+# - With CI=true (or --fuzz), last, fuzzes the rtnetlink parser, the resolv.conf reader, Retry-After
+#   and URL building with libFuzzer and AddressSanitizer (scripts/fuzz.sh, Docs/Fuzzing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tsan=false
 [ "${CI:-}" = "true" ] && tsan=true
 [ "${1:-}" = "--tsan" ] && tsan=true
+fuzz=false
+[ "${CI:-}" = "true" ] && fuzz=true
+[ "${1:-}" = "--fuzz" ] && fuzz=true
 
 # What the namespace suites run: ip (iproute2), python3 with ctypes (tun devices held open, glibc's
 # resolver asked what it read), unshare and mount (util-linux: a private mount namespace).
@@ -121,4 +126,13 @@ if $tsan; then
     # on CI). The races TSan looks for are inside each test, which starts its own threads; serial
     # is also faster here (about 8 s against 48-60 s parallel under load).
     swift test --no-parallel --sanitize=thread --scratch-path .build-tsan --filter "$suites"
+fi
+
+if $fuzz; then
+    # The fuzz targets of Fuzz/ (a package of its own), built with -sanitize=fuzzer,address into
+    # Fuzz/.build, each run 40 s from its seeds, two at a time: about 3 min in all on two cores (the
+    # build from clean is 1-2 min of it). Fails on a crash, a failed property, a leak, an OOM or a
+    # timeout, printing the reproducer; `scripts/fuzz.sh --long 600` is the longer run (Docs/Fuzzing.md).
+    echo "== fuzz: libFuzzer + AddressSanitizer, 4 targets (scripts/fuzz.sh)"
+    scripts/fuzz.sh
 fi
