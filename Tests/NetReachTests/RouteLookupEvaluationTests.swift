@@ -71,6 +71,34 @@ struct RouteLookupEvaluationTests {
         #expect(!single.isMultipath)
     }
 
+    @Test func aFlowHashedOntoALinkdownLegLeavesTheInternetToTheLiveLegsButNotItsOwnDestination() {
+        // Linux 6.18, `ignore_routes_with_linkdown` 0: wlan0 lost carrier, and the kernel still
+        // hashes some flows onto its leg (`linkdown`), the address asked about among them.
+        let legs: [RouteLookup.NextHop] = [
+            .init(interfaceIndex: 2, gateway: ip("192.0.2.1")),
+            .init(interfaceIndex: 3, gateway: ip("198.51.100.1"), isDead: true),
+        ]
+        let lookup = RouteLookup.route(
+            .init(interfaceIndex: 3, gateway: ip("198.51.100.1"), source: ip("198.51.100.10"), nextHops: legs))
+        var snapshot = SystemSnapshot(
+            links: [lo, eth0, Link(index: 3, name: "wlan0", hasCarrier: false, isWireless: true)],
+            addresses: [address("192.0.2.10", on: 2), address("198.51.100.10", on: 3)],
+            defaultRoutes: [.init(interfaceIndex: 2, gateway: ip("192.0.2.1"))],
+            nameservers: [ip("192.0.2.53")], routeLookups: [.ipv4: lookup])
+        // The internet is many flows: those on the live leg get through.
+        let path = PathEvaluator.evaluate(snapshot)
+        #expect(path.status == .satisfied, "\(path)")
+        #expect(path.primaryInterface?.name == "eth0" && !path.isMultipath, "\(path)")
+        #expect(path.gateways == [ip("192.0.2.1")])
+        // One destination is one flow: the kernel sends it where it is lost.
+        let destination = ip("203.0.113.7")
+        snapshot.destinationLookups[destination] = lookup
+        #expect(PathEvaluator.evaluate(snapshot, destinations: [destination]) == .unsatisfied(.linkDown))
+        // With no live leg left, the internet has none either.
+        snapshot.links[2] = Link(index: 2, name: "eth0", hasCarrier: false)
+        #expect(PathEvaluator.evaluate(snapshot) == .unsatisfied(.linkDown))
+    }
+
     @Test(arguments: [RouteLookup.Refusal.unreachable, .blackhole, .prohibit])
     func aRefusingRouteOrRuleIsUnsatisfied(_ refusal: RouteLookup.Refusal) {
         let path = PathEvaluator.evaluate(wired([.ipv4: .refused(refusal), .ipv6: .noRoute]))

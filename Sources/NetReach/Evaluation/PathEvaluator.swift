@@ -158,7 +158,7 @@ public enum PathEvaluator {
         /// route uses an interface the requirements exclude, the first allowed interface whose
         /// bound lookup is usable (lowest main-table default metric first, then interface index).
         func familyVerdict(_ family: IPAddress.Family) -> Verdict {
-            let unbound = verdict(snapshot.routeLookup(for: family), family: family)
+            let unbound = verdict(snapshot.routeLookup(for: family), family: family, manyFlows: true)
             guard let failure = unbound.failure, failure.reason == .excludedByRequirements, failure.fromRoute else {
                 return unbound
             }
@@ -236,8 +236,11 @@ public enum PathEvaluator {
         }
 
         /// The verdict on a lookup for a destination of `family` (`linkLocalDestination`: the
-        /// destination itself is link-local, so a link-local source is fine).
-        func verdict(_ lookup: RouteLookup, family: IPAddress.Family, linkLocalDestination: Bool = false) -> Verdict {
+        /// destination itself is link-local, so a link-local source is fine). `manyFlows`: the
+        /// lookup's address stands for the internet, many destinations, not for itself.
+        func verdict(
+            _ lookup: RouteLookup, family: IPAddress.Family, linkLocalDestination: Bool = false, manyFlows: Bool = false
+        ) -> Verdict {
             switch lookup {
             case .route(let route):
                 guard let link = snapshot.links[route.interfaceIndex] else {
@@ -247,12 +250,6 @@ public enum PathEvaluator {
                 // A local destination is reached through loopback whatever the requirements say.
                 guard requirements.allows(type) || (route.isLocal && type == .loopback) else {
                     return .unusable(Failure(reason: .excludedByRequirements, fromRoute: true))
-                }
-                // The kernel still routes through a link that lost carrier (a `linkdown` route):
-                // the traffic is lost, and the path says why.
-                guard link.isOperational else { return .unusable(Failure(reason: .linkDown, fromRoute: true)) }
-                guard let source = route.source, linkLocalDestination || !source.isLinkLocal else {
-                    return .unusable(Failure(reason: .noAddress, fromRoute: true))
                 }
                 // The legs of a multipath route that can carry traffic too: not dead, through a
                 // link with carrier that the requirements allow.
@@ -265,6 +262,22 @@ public enum PathEvaluator {
                     otherLegs.append(
                         (NetworkInterface(name: legLink.name, index: legLink.index, type: legType), leg.gateway))
                 }
+                // The kernel still routes through a link that lost carrier (a `linkdown` route):
+                // the traffic is lost, and the path says why. A multipath route keeps hashing some
+                // flows onto a `linkdown` leg (unless `ignore_routes_with_linkdown`), the rest onto
+                // its live legs: the one address asked about is one flow, so for the internet the
+                // live legs (with an address of the family) carry the path.
+                guard link.isOperational else {
+                    let live = otherLegs.filter { hasUsableAddress($0.interface.index, family) }
+                    guard manyFlows, let first = live.first else {
+                        return .unusable(Failure(reason: .linkDown, fromRoute: true))
+                    }
+                    return .usable(
+                        Use(interface: first.interface, gateway: first.gateway, otherLegs: Array(live.dropFirst())))
+                }
+                guard let source = route.source, linkLocalDestination || !source.isLinkLocal else {
+                    return .unusable(Failure(reason: .noAddress, fromRoute: true))
+                }
                 return .usable(
                     Use(
                         interface: NetworkInterface(name: link.name, index: link.index, type: type),
@@ -273,6 +286,13 @@ public enum PathEvaluator {
                 return .unusable(Failure(reason: .routeRefused, fromRoute: true))
             case .noRoute, .failed:
                 return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
+            }
+        }
+
+        /// Whether the link holds a usable address of `family` (``SystemSnapshot/Address/isUsable``).
+        func hasUsableAddress(_ interfaceIndex: Int, _ family: IPAddress.Family) -> Bool {
+            snapshot.addressTable.values.contains {
+                $0.interfaceIndex == interfaceIndex && $0.address.family == family && $0.isUsable
             }
         }
 
