@@ -5,7 +5,7 @@ import NetReachSystem
 /// The kernel's own route choices, which the snapshot carries beside the links, addresses and
 /// default routes the ``SnapshotStore`` keeps: where traffic to the internet goes per family, bound
 /// to each other interface that could carry it, and to each monitored destination. The engine
-/// marks them ``stale`` when a message can change them; ``snapshot(of:removalSeen:destinations:requests:probe:buffer:)``
+/// marks a family ``stale`` when a message can change its answers; ``snapshot(of:removalSeen:destinations:requests:probe:buffer:)``
 /// asks again then, and adds the answers to the store's snapshot.
 ///
 /// "The internet" is not one address: a VPN's host route to its DNS server, or a network's
@@ -20,9 +20,10 @@ import NetReachSystem
 struct KernelQueries {
     /// Global addresses whose routes stand for "the internet", per family in order of preference.
     let lookupAddresses: [IPAddress]
-    /// Set when the kernel's answers may have changed (by a message, a due recheck or expiry, new
-    /// destinations): the next snapshot asks again, once.
-    var stale = true
+    /// The families whose answers may have changed (by a message, a due recheck or expiry, new
+    /// destinations): the next snapshot asks again for them, once. An IPv4 route or rule cannot
+    /// change what an IPv6 socket is routed by, so a change of one family asks only its own.
+    var stale: LookupFamilies = .both
     /// What the last answers depend on, for ``SnapshotStore/absorb(_:watching:)``. A change of
     /// destinations always marks the lookups stale, so this is never behind when a message is read.
     private(set) var watch: SnapshotStore.LookupWatch
@@ -30,10 +31,11 @@ struct KernelQueries {
     /// from a router advertisement, which the kernel then stops using without a word), or a
     /// removal is due to be rechecked. `nil`: not until something happens.
     private(set) var wakeAt: ContinuousClock.Instant?
-    /// When a route the last answers chose expires.
-    private var nextExpiry: ContinuousClock.Instant?
-    /// When the next recheck after a removal is due.
+    /// When a route the last answers of each family chose expires.
+    private var expiries: [IPAddress.Family: ContinuousClock.Instant] = [:]
+    /// When the next recheck after a removal is due, and of which families.
     private var recheckAt: ContinuousClock.Instant?
+    private var recheckFamilies: LookupFamilies = []
     /// How far along the rechecks after the last removal are (an index into `recheckDelays`; at
     /// its end, none is due).
     private var recheckStage = KernelQueries.recheckDelays.count
@@ -57,16 +59,23 @@ struct KernelQueries {
         watch = SnapshotStore.LookupWatch(addresses: lookupAddresses)
     }
 
+    /// Marks stale the families whose expiry or recheck is due at `now` (``wakeAt`` has passed).
+    mutating func markDue(now: ContinuousClock.Instant = .now) {
+        for (family, expiry) in expiries where now >= expiry { stale.insert(LookupFamilies(family)) }
+        if let recheckAt, now >= recheckAt { stale.formUnion(recheckFamilies) }
+    }
+
     /// `kernel` (the store's snapshot) with the kernel's route choices added, asked again first
-    /// when they are stale or due. `removalSeen`: the messages since the last call announced a
-    /// removal, so the answers are asked again after ``recheckDelays``.
+    /// for the families that are stale or due. `removalSeen`: the families for which the messages
+    /// since the last call announced a removal, asked again after ``recheckDelays``.
     mutating func snapshot(
-        of kernel: SystemSnapshot, removalSeen: Bool, destinations: Set<IPAddress>,
+        of kernel: SystemSnapshot, removalSeen: LookupFamilies, destinations: Set<IPAddress>,
         requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> SystemSnapshot {
         let now = ContinuousClock.now
-        if let wakeAt, now >= wakeAt { stale = true }
-        if stale {
+        markDue(now: now)
+        // A destination never asked about (a new one) is asked about whatever is stale.
+        if !stale.isEmpty || destinations.contains(where: { destinationLookups[$0] == nil }) {
             try refresh(
                 kernel, removalSeen: removalSeen, destinations: destinations, now: now, requests: &requests,
                 probe: probe, buffer: buffer)
@@ -78,22 +87,25 @@ struct KernelQueries {
         return snapshot
     }
 
-    /// Asks the kernel again, the way a program's socket gets its route (``RouteQuery``).
+    /// Asks the kernel again for the stale families, the way a program's socket gets its route
+    /// (``RouteQuery``); the other family's answers stay as they were.
     private mutating func refresh(
-        _ kernel: SystemSnapshot, removalSeen: Bool, destinations: Set<IPAddress>, now: ContinuousClock.Instant,
-        requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
+        _ kernel: SystemSnapshot, removalSeen: LookupFamilies, destinations: Set<IPAddress>,
+        now: ContinuousClock.Instant, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
+        buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) {
-        stale = false
-        var lookups: [IPAddress.Family: RouteLookup] = [:]
-        var scoped: [IPAddress.Family: [Int: RouteLookup]] = [:]
-        var earliest: ContinuousClock.Instant?
-        func noteExpiry(_ seconds: Double?) {
+        let asked = stale
+        stale = []
+        var earliest: [IPAddress.Family: ContinuousClock.Instant] = [:]
+        func noteExpiry(_ seconds: Double?, _ family: IPAddress.Family) {
             // A few milliseconds late, so the kernel already treats the route as expired.
             guard let seconds else { return }
             let expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
-            earliest = min(earliest ?? expiry, expiry)
+            earliest[family] = min(earliest[family] ?? expiry, expiry)
         }
-        for family in [IPAddress.Family.ipv4, .ipv6] {
+        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) {
+            routeLookups[family] = nil
+            scopedRouteLookups[family] = nil
             var best: (address: IPAddress, answer: RouteQuery.Answer, breadth: Int)?
             for candidate in lookupAddresses where candidate.family == family {
                 lookupCounter?.increment()
@@ -103,8 +115,8 @@ struct KernelQueries {
                 if breadth == 0 { break }
             }
             guard let best else { continue }
-            lookups[family] = best.answer.lookup
-            noteExpiry(best.answer.expiresIn)
+            routeLookups[family] = best.answer.lookup
+            noteExpiry(best.answer.expiresIn, family)
             guard case .route(let chosen) = best.answer.lookup else { continue }
             var addressed = Set<Int>()
             for entry in kernel.addressTable.values where entry.address.family == family && entry.isUsable {
@@ -117,34 +129,45 @@ struct KernelQueries {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
                     to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
-                scoped[family, default: [:]][link.index] = bound.lookup
-                noteExpiry(bound.expiresIn)
+                scopedRouteLookups[family, default: [:]][link.index] = bound.lookup
+                noteExpiry(bound.expiresIn, family)
             }
         }
         var answers: [IPAddress: RouteLookup] = [:]
         for destination in destinations {
+            if !asked.includes(destination.family), let known = destinationLookups[destination] {
+                answers[destination] = known
+                continue
+            }
             lookupCounter?.increment()
             let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
             answers[destination] = answer.lookup
-            noteExpiry(answer.expiresIn)
+            noteExpiry(answer.expiresIn, destination.family)
         }
-        routeLookups = lookups
-        scopedRouteLookups = scoped
         destinationLookups = answers
         // `rta_expires` counts whole ticks, rounded down: asked in the last tick before a route
         // expires, the kernel says 0, which reads as "never" (`RouteQuery`). An expiry learnt
         // earlier and still ahead is kept, so that answer cannot cancel the wake-up; once it has
-        // passed, it goes.
-        if let known = nextExpiry, known > now { earliest = min(earliest ?? known, known) }
-        nextExpiry = earliest
-        if removalSeen {
+        // passed, it goes. A family not asked keeps its expiry as it was.
+        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) {
+            if let known = expiries[family], known > now {
+                earliest[family] = min(earliest[family] ?? known, known)
+            }
+            expiries[family] = earliest[family]
+        }
+        if !removalSeen.isEmpty {
+            // A removal restarts the rechecks; one of the other family still being rechecked
+            // is rechecked with it.
+            recheckFamilies = recheckStage < Self.recheckDelays.count ? recheckFamilies.union(removalSeen) : removalSeen
             recheckStage = 0
         } else if let due = recheckAt, now >= due {
             recheckStage += 1
         }
+        if recheckStage >= Self.recheckDelays.count { recheckFamilies = [] }
         recheckAt = recheckStage < Self.recheckDelays.count ? now + Self.recheckDelays[recheckStage] : nil
-        wakeAt = [nextExpiry, recheckAt].compactMap { $0 }.min()
-        let gateways = Self.gateways(kernel: kernel, lookups: lookups, scoped: scoped, destinations: answers)
+        wakeAt = (Array(expiries.values) + [recheckAt].compactMap { $0 }).min()
+        let gateways = Self.gateways(
+            kernel: kernel, lookups: routeLookups, scoped: scopedRouteLookups, destinations: destinationLookups)
         watch = SnapshotStore.LookupWatch(addresses: lookupAddresses + destinations, gateways: gateways)
     }
 

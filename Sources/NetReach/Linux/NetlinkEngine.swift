@@ -118,7 +118,7 @@ final class NetlinkEngine: @unchecked Sendable {
             _ = kernel.store.setNameservers(nameserverSource.nameservers())
             try resync(&kernel, events: events, requests: &requests, buffer: buffer)
             let first = try kernel.queries.snapshot(
-                of: kernel.store.snapshot, removalSeen: false, destinations: destinations.withLock { $0 },
+                of: kernel.store.snapshot, removalSeen: [], destinations: destinations.withLock { $0 },
                 requests: &requests, probe: probe, buffer: buffer)
             publish(first)
             metrics.snapshotsPublished.increment()
@@ -138,8 +138,9 @@ final class NetlinkEngine: @unchecked Sendable {
         var store = SnapshotStore()
         let sysfs: SysfsReader?
         var queries: KernelQueries
-        /// A message since the last lookups announced a removal the kernel may finish later.
-        var removalSeen = false
+        /// The families for which a message since the last lookups announced a removal the
+        /// kernel may finish later.
+        var removalSeen: LookupFamilies = []
 
         init(sysfs: SysfsReader?, queries: KernelQueries) {
             self.sysfs = sysfs
@@ -199,9 +200,9 @@ final class NetlinkEngine: @unchecked Sendable {
             var changed = false
             if fds[4].revents != 0 {
                 SystemCall.clear(eventDescriptor: refreshFD)
-                kernel.queries.stale = true
+                kernel.queries.stale = .both
             }
-            if let due = kernel.queries.wakeAt, ContinuousClock.now >= due { kernel.queries.stale = true }
+            if let due = kernel.queries.wakeAt, ContinuousClock.now >= due { kernel.queries.markDue() }
             if fds[2].revents != 0, watcher?.drain() == true {
                 changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
             }
@@ -212,11 +213,11 @@ final class NetlinkEngine: @unchecked Sendable {
                         || changed
                     resyncPending = false
                 }
-                guard changed || unpublished || kernel.queries.stale else { continue }
+                guard changed || unpublished || !kernel.queries.stale.isEmpty else { continue }
                 let snapshot = try kernel.queries.snapshot(
                     of: kernel.store.snapshot, removalSeen: kernel.removalSeen,
                     destinations: destinations.withLock { $0 }, requests: &requests, probe: probe, buffer: buffer)
-                kernel.removalSeen = false
+                kernel.removalSeen = []
                 unpublished = false
                 if snapshot != published {
                     published = snapshot
@@ -258,8 +259,8 @@ final class NetlinkEngine: @unchecked Sendable {
                         let absorbed = kernel.store.absorb(
                             kernel.withSysfsFacts(envelope.message), watching: kernel.queries.watch)
                         changed = absorbed.changed || changed
-                        if absorbed.asksLookups { kernel.queries.stale = true }
-                        kernel.removalSeen = kernel.removalSeen || absorbed.announcesRemoval
+                        kernel.queries.stale.formUnion(absorbed.asksLookups)
+                        if absorbed.announcesRemoval { kernel.removalSeen.formUnion(absorbed.asksLookups) }
                     }
                 }
             }
@@ -274,8 +275,8 @@ final class NetlinkEngine: @unchecked Sendable {
         let before = kernel.store.snapshot
         try resync(&kernel, events: events, requests: &requests, buffer: buffer)
         // Whatever was lost may have been a removal: ask again now and after the rechecks.
-        kernel.queries.stale = true
-        kernel.removalSeen = true
+        kernel.queries.stale = .both
+        kernel.removalSeen = .both
         return changed || kernel.store.snapshot != before
     }
 

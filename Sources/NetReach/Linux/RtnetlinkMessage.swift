@@ -12,15 +12,17 @@ enum RtnetlinkMessage: Sendable, Equatable {
     /// the addresses it covers, since it may change the kernel's answer for those.
     case ignoredRoute(RouteCoverage)
     /// A policy rule or nexthop object changed (RTM_NEWRULE/DELRULE, RTM_NEWNEXTHOP/DELNEXTHOP):
-    /// nothing is kept, but the kernel's route lookups may differ.
-    case routingPolicy
+    /// nothing is kept, but the kernel's route lookups of `family` may differ (`nil`: of both; a
+    /// nexthop group has no family, and a route of one family may use a nexthop of the other).
+    case routingPolicy(IPAddress.Family?)
     /// A neighbour entry of this address changed (RTM_NEWNEIGH/DELNEIGH): when it is a gateway,
     /// the kernel may now prefer another router (IPv6 router reachability, IPv4 multipath with
     /// `fib_multipath_use_neigh`). Nothing is kept.
     case neighbour(IPAddress)
-    /// A per-interface setting changed (RTM_NEWNETCONF/DELNETCONF), such as
-    /// `ignore_routes_with_linkdown` or forwarding: the kernel's route choice may differ.
-    case networkConfiguration
+    /// A per-interface setting of `family` changed (RTM_NEWNETCONF/DELNETCONF), such as
+    /// `ignore_routes_with_linkdown` or forwarding: the kernel's route choice for that family may
+    /// differ (`nil`: a family the monitor does not look up, counted as both).
+    case networkConfiguration(IPAddress.Family?)
     /// End of a dump (NLMSG_DONE); `interrupted` when the kernel flagged NLM_F_DUMP_INTR.
     case done(interrupted: Bool)
     /// NLMSG_ERROR: `errno` 0 is an acknowledgement.

@@ -71,16 +71,31 @@ enum RtnetlinkParser {
             return try parseAddress(type: type, body)
         case newRoute, deleteRoute:
             return try parseRoute(type: type, replaces: flags & flagReplace != 0, body)
-        case newRule, deleteRule, newNexthop, deleteNexthop:
+        case newRule, deleteRule:
             // Nothing to keep: the kernel's answer to the next route lookup says what changed.
-            // Deleting a nexthop object removes its routes with only RTM_DELNEXTHOP.
-            return .routingPolicy
+            // A rule belongs to one family's rule list (struct fib_rule_hdr { u8 family; ... }).
+            return .routingPolicy(lookupFamily(body.first))
+        case newNexthop, deleteNexthop:
+            // Deleting a nexthop object removes its routes with only RTM_DELNEXTHOP. A group is
+            // AF_UNSPEC, and an IPv6 route may use an IPv4 nexthop (RFC 5549): both families.
+            return .routingPolicy(nil)
         case newNeighbour, deleteNeighbour:
             return try parseNeighbour(type: type, body)
         case newNetconf, deleteNetconf:
-            return .networkConfiguration
+            // struct netconfmsg { u8 family; }
+            return .networkConfiguration(lookupFamily(body.first))
         default:
             return .other(type: type)
+        }
+    }
+
+    /// The family a message's first byte names, when the monitor looks that family up; `nil`
+    /// otherwise (a message too short to say counts for both families).
+    private static func lookupFamily(_ family: UInt8?) -> IPAddress.Family? {
+        switch family {
+        case 2: .ipv4 // AF_INET
+        case 10: .ipv6 // AF_INET6
+        default: nil
         }
     }
 

@@ -91,45 +91,86 @@ struct SnapshotStore: Sendable {
     struct Absorbed: Equatable {
         /// The snapshot changed.
         var changed = false
-        /// The kernel's route choice may have changed: ask it again before the next publish.
-        var asksLookups = false
+        /// The families whose route choice may have changed: ask the kernel again for them before
+        /// the next publish. An IPv4 route, address or rule cannot change an IPv6 answer.
+        var asksLookups: LookupFamilies = []
         /// The message announces a change the kernel may finish after announcing it: IPv4's
         /// `fib_table_delete` sends RTM_DELROUTE before unlinking the route, a nexthop is
         /// announced deleted before its routes go, an address before the routes through it. A
         /// lookup made now can still find the old state, and nothing more will be sent, so the
-        /// lookups are asked again shortly after.
+        /// lookups of ``asksLookups`` are asked again shortly after.
         var announcesRemoval = false
     }
 
     /// Applies one message (as ``apply(_:)``) and says what it means for the lookups in `watch`:
     /// a link that changed, any address, a route of any table that covers a watched address,
-    /// rules, nexthops and a watched gateway's neighbour entry ask again; a batch of routes
-    /// elsewhere, or a LAN host's neighbour entry, asks nothing.
+    /// rules, nexthops and a watched gateway's neighbour entry ask again, for the families they
+    /// can change; a batch of routes elsewhere, or a LAN host's neighbour entry, asks nothing.
     mutating func absorb(_ message: RtnetlinkMessage, watching watch: LookupWatch) -> Absorbed {
         switch message {
         case .newLink:
             // A link message that changes nothing kept (statistics, an MTU) changes no route.
             let changed = apply(message)
-            return Absorbed(changed: changed, asksLookups: changed, announcesRemoval: changed)
+            return Absorbed(changed: changed, asksLookups: changed ? .both : [], announcesRemoval: changed)
         case .ignoredRoute(let coverage):
-            let covers = watch.addresses.contains(where: coverage.covers)
-            return Absorbed(asksLookups: covers, announcesRemoval: covers)
+            // Only a route of the watched address's own family covers it.
+            let covered = watch.addresses.filter(coverage.covers).map(\.family)
+            return Absorbed(asksLookups: LookupFamilies(covered), announcesRemoval: !covered.isEmpty)
         case .neighbour(let address):
             // Only a gateway's reachability moves the kernel's choice; every other neighbour (the
-            // LAN's hosts, refreshed all the time) costs a set lookup.
-            return Absorbed(asksLookups: watch.gateways.contains(address))
-        case .networkConfiguration:
-            return Absorbed(asksLookups: true)
-        case .newAddress, .newDefaultRoute:
+            // LAN's hosts, refreshed all the time) costs a set lookup. Both families: a route of
+            // one may have a gateway of the other (`via inet6`, RFC 5549).
+            return Absorbed(asksLookups: watch.gateways.contains(address) ? .both : [])
+        case .networkConfiguration(let family):
+            return Absorbed(asksLookups: LookupFamilies(family))
+        case .newAddress(let address):
             // Announced after the kernel made them: no recheck needed.
-            return Absorbed(changed: apply(message), asksLookups: true)
+            return Absorbed(changed: apply(message), asksLookups: LookupFamilies(address.address.family))
+        case .newDefaultRoute(let routes, _):
+            return Absorbed(changed: apply(message), asksLookups: LookupFamilies(routes.map(\.family)))
         case .done, .error, .other:
             return Absorbed()
-        case .deleteLink, .deleteAddress, .deleteDefaultRoute, .routingPolicy:
-            // Addresses count even unchanged: a flag the store does not keep (deprecated,
-            // optimistic) changes which source the kernel picks.
-            return Absorbed(changed: apply(message), asksLookups: true, announcesRemoval: true)
+        case .deleteLink:
+            return Absorbed(changed: apply(message), asksLookups: .both, announcesRemoval: true)
+        case .deleteAddress(let address):
+            // Counted even unchanged: a flag the store does not keep (deprecated, optimistic)
+            // changes which source the kernel picks.
+            return Absorbed(
+                changed: apply(message), asksLookups: LookupFamilies(address.address.family), announcesRemoval: true)
+        case .deleteDefaultRoute(let routes):
+            return Absorbed(
+                changed: apply(message), asksLookups: LookupFamilies(routes.map(\.family)), announcesRemoval: true)
+        case .routingPolicy(let family):
+            return Absorbed(changed: apply(message), asksLookups: LookupFamilies(family), announcesRemoval: true)
         }
     }
+}
+
+/// The address families whose route lookups are asked again (``KernelQueries``).
+struct LookupFamilies: OptionSet, Hashable, Sendable {
+    let rawValue: UInt8
+    static let ipv4 = LookupFamilies(rawValue: 1)
+    static let ipv6 = LookupFamilies(rawValue: 2)
+    static let both: LookupFamilies = [.ipv4, .ipv6]
+
+    init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// One family; `nil` (a message that does not say) is both.
+    init(_ family: IPAddress.Family?) {
+        switch family {
+        case .ipv4: self = .ipv4
+        case .ipv6: self = .ipv6
+        case nil: self = .both
+        }
+    }
+
+    /// Every family named; none named is none.
+    init(_ families: some Sequence<IPAddress.Family>) {
+        self = []
+        for family in families { formUnion(LookupFamilies(family)) }
+    }
+
+    /// Whether `family`'s lookups are in the set.
+    func includes(_ family: IPAddress.Family) -> Bool { contains(LookupFamilies(family)) }
 }
 #endif

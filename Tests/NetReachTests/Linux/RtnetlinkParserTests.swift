@@ -326,7 +326,7 @@ struct RtnetlinkParserRouteTests {
         for case .success(let envelope) in RtnetlinkParser.parse(bytes.bytes) {
             let absorbed = store.absorb(envelope.message, watching: watch)
             total.changed = total.changed || absorbed.changed
-            total.asksLookups = total.asksLookups || absorbed.asksLookups
+            total.asksLookups.formUnion(absorbed.asksLookups)
             total.announcesRemoval = total.announcesRemoval || absorbed.announcesRemoval
         }
         return total
@@ -342,12 +342,14 @@ struct RtnetlinkParserRouteTests {
                 attributes: [.address(NL.rtaDst, "10.99.\(third).1"), .u32(NL.rtaOif, 2)])
         }
         #expect(
-            !absorb(batch, into: &store, watching: watch).asksLookups,
+            absorb(batch, into: &store, watching: watch).asksLookups.isEmpty,
             "no route of the batch covers 8.8.8.8 or 2001:4860:4860::8888")
         let split = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, destinationLength: 1),
             attributes: [.address(NL.rtaDst, "0.0.0.0"), .u32(NL.rtaOif, 5)])
-        #expect(absorb(split, into: &store, watching: watch).asksLookups, "0.0.0.0/1 covers 8.8.8.8")
+        #expect(
+            absorb(split, into: &store, watching: watch).asksLookups == .ipv4,
+            "0.0.0.0/1 covers 8.8.8.8, and no IPv6 address")
     }
 
     @Test func aRemovalIsAskedAboutAgainButAnAdditionIsNot() {
@@ -359,7 +361,7 @@ struct RtnetlinkParserRouteTests {
             NL.newRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
         let added = absorb(add, into: &store, watching: watch)
-        #expect(added.asksLookups && !added.announcesRemoval)
+        #expect(added.asksLookups == .ipv4 && !added.announcesRemoval, "an IPv4 route asks IPv4's lookups only")
         let delete = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
@@ -439,7 +441,24 @@ struct RtnetlinkParserControlTests {
         let netconf = NetlinkBytes().message(
             NL.newNetconf, body: [NL.inet],
             attributes: [.u32(1 /* NETCONFA_IFINDEX */, UInt32(bitPattern: -1))])
-        #expect(try onlyMessage(netconf) == .networkConfiguration)
+        #expect(try onlyMessage(netconf) == .networkConfiguration(.ipv4))
+        let netconf6 = NetlinkBytes().message(NL.newNetconf, body: [NL.inet6])
+        #expect(try onlyMessage(netconf6) == .networkConfiguration(.ipv6))
+        let mpls = NetlinkBytes().message(NL.newNetconf, body: [28 /* AF_MPLS */])
+        #expect(try onlyMessage(mpls) == .networkConfiguration(nil), "a family not looked up counts as both")
+    }
+
+    @Test func aRuleSaysItsFamilyAndANexthopSaysNone() throws {
+        // struct fib_rule_hdr { u8 family; u8 dst_len; u8 src_len; u8 tos; u8 table; u8 res1, res2; u8 action; u32 flags; }
+        func rule(_ type: UInt16, _ family: UInt8) -> NetlinkBytes {
+            NetlinkBytes().message(type, body: [family, 0, 0, 0, 100, 0, 0, 1, 0, 0, 0, 0])
+        }
+        #expect(try onlyMessage(rule(RtnetlinkParser.newRule, NL.inet)) == .routingPolicy(.ipv4))
+        #expect(try onlyMessage(rule(RtnetlinkParser.deleteRule, NL.inet6)) == .routingPolicy(.ipv6))
+        #expect(try onlyMessage(NetlinkBytes().message(RtnetlinkParser.newRule, body: [])) == .routingPolicy(nil))
+        // struct nhmsg { u8 nh_family; ... }: a group is AF_UNSPEC, and a route may use a nexthop
+        // of the other family, so a nexthop asks both families.
+        #expect(try onlyMessage(rule(RtnetlinkParser.newNexthop, NL.inet)) == .routingPolicy(nil))
     }
 
     @Test func severalMessagesInOneBufferParseInOrder() throws {

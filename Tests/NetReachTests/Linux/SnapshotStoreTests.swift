@@ -263,15 +263,24 @@ struct SnapshotStoreTests {
         #expect(store.absorb(.neighbour(ip("192.0.2.77")), watching: watch) == SnapshotStore.Absorbed())
         #expect(
             store.absorb(.neighbour(ip("192.0.2.1")), watching: watch)
-                == SnapshotStore.Absorbed(asksLookups: true), "the gateway's entry decides a multipath leg")
+                == SnapshotStore.Absorbed(asksLookups: .both), "the gateway's entry decides a multipath leg")
         let eth0 = SystemSnapshot.Link(index: 2, name: "eth0")
         #expect(
             store.absorb(.newLink(eth0), watching: watch)
-                == SnapshotStore.Absorbed(changed: true, asksLookups: true, announcesRemoval: true))
+                == SnapshotStore.Absorbed(changed: true, asksLookups: .both, announcesRemoval: true))
         #expect(store.absorb(.newLink(eth0), watching: watch) == SnapshotStore.Absorbed(), "nothing kept changed")
         #expect(
-            store.absorb(.routingPolicy, watching: watch)
-                == SnapshotStore.Absorbed(asksLookups: true, announcesRemoval: true))
+            store.absorb(.routingPolicy(.ipv6), watching: watch)
+                == SnapshotStore.Absorbed(asksLookups: .ipv6, announcesRemoval: true), "a rule changes its family only")
+        #expect(
+            store.absorb(.routingPolicy(nil), watching: watch)
+                == SnapshotStore.Absorbed(asksLookups: .both, announcesRemoval: true))
+        let v6 = SystemSnapshot.Address(interfaceIndex: 2, address: ip("2001:db8::2"), prefixLength: 64)
+        #expect(
+            store.absorb(.newAddress(v6), watching: watch)
+                == SnapshotStore.Absorbed(changed: true, asksLookups: .ipv6), "an IPv6 address moves no IPv4 route")
+        #expect(
+            store.absorb(.networkConfiguration(.ipv4), watching: watch) == SnapshotStore.Absorbed(asksLookups: .ipv4))
     }
 
     @Test func nameserversChangeOnlyWhenDifferent() {
