@@ -85,7 +85,7 @@ struct NetlinkEngineMetrics: Sendable {
         case .newLink, .deleteLink: .link
         case .newAddress, .deleteAddress: .address
         case .newDefaultRoute, .deleteDefaultRoute, .ignoredRoute: .route
-        case .routingPolicy: .rule
+        case .rule, .nexthop: .rule
         case .neighbour: .neighbour
         case .networkConfiguration: .netconf
         case .done, .error, .other: .other

@@ -9,12 +9,16 @@ enum RtnetlinkMessage: Sendable, Equatable {
     case newDefaultRoute([SystemSnapshot.DefaultRoute], replaces: Bool)
     case deleteDefaultRoute([SystemSnapshot.DefaultRoute])
     /// A route the monitor does not keep (not default, not main table, not unicast): dropped, with
-    /// the addresses it covers, since it may change the kernel's answer for those.
-    case ignoredRoute(RouteCoverage)
-    /// A policy rule or nexthop object changed (RTM_NEWRULE/DELRULE, RTM_NEWNEXTHOP/DELNEXTHOP):
-    /// nothing is kept, but the kernel's route lookups of `family` may differ (`nil`: of both; a
-    /// nexthop group has no family, and a route of one family may use a nexthop of the other).
-    case routingPolicy(IPAddress.Family?)
+    /// the addresses it covers, since it may change the kernel's answer for those; `removed` for
+    /// RTM_DELROUTE (announced before the kernel unlinks it), not for an addition.
+    case ignoredRoute(RouteCoverage, removed: Bool)
+    /// A policy rule of `family` changed (RTM_NEWRULE/DELRULE): nothing is kept, but the kernel's
+    /// route lookups of that family may differ (`nil`: a message too short to say, both).
+    case rule(IPAddress.Family?)
+    /// A nexthop object changed (RTM_NEWNEXTHOP/DELNEXTHOP): nothing is kept, but the lookups of
+    /// both families may differ (a group has no family, and a route of one family may use a
+    /// nexthop of the other).
+    case nexthop
     /// A neighbour entry of this address changed (RTM_NEWNEIGH/DELNEIGH): when it is a gateway,
     /// the kernel may now prefer another router (IPv6 router reachability, IPv4 multipath with
     /// `fib_multipath_use_neigh`). Nothing is kept.

@@ -74,11 +74,11 @@ enum RtnetlinkParser {
         case newRule, deleteRule:
             // Nothing to keep: the kernel's answer to the next route lookup says what changed.
             // A rule belongs to one family's rule list (struct fib_rule_hdr { u8 family; ... }).
-            return .routingPolicy(lookupFamily(body.first))
+            return .rule(lookupFamily(body.first))
         case newNexthop, deleteNexthop:
             // Deleting a nexthop object removes its routes with only RTM_DELNEXTHOP. A group is
             // AF_UNSPEC, and an IPv6 route may use an IPv4 nexthop (RFC 5549): both families.
-            return .routingPolicy(nil)
+            return .nexthop
         case newNeighbour, deleteNeighbour:
             return try parseNeighbour(type: type, body)
         case newNetconf, deleteNetconf:
@@ -183,7 +183,8 @@ enum RtnetlinkParser {
     ) throws(NetlinkParseError) -> RtnetlinkMessage {
         guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
         let family = body[0]
-        guard family == 2 || family == 10 else { return .ignoredRoute(.nothing) }
+        let removed = type == deleteRoute
+        guard family == 2 || family == 10 else { return .ignoredRoute(.nothing, removed: removed) }
         let routeFamily: IPAddress.Family = family == 2 ? .ipv4 : .ipv6
         // The O(1) exit that keeps a million-route table cheap: only unicast (type 1) default
         // routes with no source prefix are kept. Of the others only the addresses they cover are
@@ -194,7 +195,8 @@ enum RtnetlinkParser {
                 if attribute == 1 { destination = Array(value) } // RTA_DST
             }
             return .ignoredRoute(
-                RouteCoverage(family: routeFamily, prefix: destination, length: body[1], sourceSpecific: body[2] != 0))
+                RouteCoverage(family: routeFamily, prefix: destination, length: body[1], sourceSpecific: body[2] != 0),
+                removed: removed)
         }
         var table = UInt32(body[4])
         var interfaceIndex: Int?
@@ -213,14 +215,16 @@ enum RtnetlinkParser {
             default: break
             }
         }
-        guard table == SystemSnapshot.DefaultRoute.mainTable else { return .ignoredRoute(.everything(routeFamily)) }
+        guard table == SystemSnapshot.DefaultRoute.mainTable else {
+            return .ignoredRoute(.everything(routeFamily), removed: removed)
+        }
         if hops.isEmpty, let interfaceIndex { hops = [(interfaceIndex, gateway)] }
         let routes = hops.map { hop in
             SystemSnapshot.DefaultRoute(
                 family: routeFamily, interfaceIndex: hop.0, gateway: hop.1, metric: metric, table: table)
         }
         // A default route through a nexthop object (RTA_NH_ID) is not kept; the lookups follow it.
-        guard !routes.isEmpty else { return .ignoredRoute(.everything(routeFamily)) }
+        guard !routes.isEmpty else { return .ignoredRoute(.everything(routeFamily), removed: removed) }
         return type == newRoute ? .newDefaultRoute(routes, replaces: replaces) : .deleteDefaultRoute(routes)
     }
 

@@ -59,7 +59,7 @@ struct SnapshotStore: Sendable {
             var changed = false
             for route in routes { changed = snapshot.defaultRoutes.remove(route) != nil || changed }
             return changed
-        case .ignoredRoute, .routingPolicy, .neighbour, .networkConfiguration, .done, .error, .other:
+        case .ignoredRoute, .rule, .nexthop, .neighbour, .networkConfiguration, .done, .error, .other:
             return false
         }
     }
@@ -112,10 +112,11 @@ struct SnapshotStore: Sendable {
             // A link message that changes nothing kept (statistics, an MTU) changes no route.
             let changed = apply(message)
             return Absorbed(changed: changed, asksLookups: changed ? .both : [], announcesRemoval: changed)
-        case .ignoredRoute(let coverage):
-            // Only a route of the watched address's own family covers it.
+        case .ignoredRoute(let coverage, let removed):
+            // Only a route of the watched address's own family covers it. An addition (a local
+            // route with each new address, a VPN's table) is announced once the kernel uses it.
             let covered = watch.addresses.filter(coverage.covers).map(\.family)
-            return Absorbed(asksLookups: LookupFamilies(covered), announcesRemoval: !covered.isEmpty)
+            return Absorbed(asksLookups: LookupFamilies(covered), announcesRemoval: removed && !covered.isEmpty)
         case .neighbour(let address):
             // Only a gateway's reachability moves the kernel's choice; every other neighbour (the
             // LAN's hosts, refreshed all the time) costs a set lookup. Both families: a route of
@@ -140,8 +141,13 @@ struct SnapshotStore: Sendable {
         case .deleteDefaultRoute(let routes):
             return Absorbed(
                 changed: apply(message), asksLookups: LookupFamilies(routes.map(\.family)), announcesRemoval: true)
-        case .routingPolicy(let family):
-            return Absorbed(changed: apply(message), asksLookups: LookupFamilies(family), announcesRemoval: true)
+        case .rule(let family):
+            // A rule is linked into (or out of) its family's list before it is announced, and a
+            // lookup walks the list afresh: the answer read on the message is final.
+            return Absorbed(asksLookups: LookupFamilies(family))
+        case .nexthop:
+            // Deleting a nexthop object announces it before its routes go.
+            return Absorbed(asksLookups: .both, announcesRemoval: true)
         }
     }
 }

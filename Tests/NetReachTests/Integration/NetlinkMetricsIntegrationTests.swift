@@ -44,6 +44,50 @@ struct NetlinkMetricsIntegrationTests {
         }
     }
 
+    @Test func aChangeOfOneFamilyAsksTheKernelAboutThatFamilyOnly() async throws {
+        try await NetnsLab.withLab(.init(ipv4: true, ipv6: true)) { lab in
+            // A link-local address finishes DAD on its own time, and that asks IPv6 again: without
+            // one, nothing but this test's changes happens in the namespace.
+            _ = try await lab.ip("-6", "addr", "flush", "dev", NetnsLab.interface, "scope", "link")
+            let metrics = TestMetrics()
+            // One address per family, so each family's refresh is exactly one question.
+            let configuration = SystemPathSource.Configuration(
+                namespace: lab.namespace,
+                routeLookupAddresses: [IPAddress("8.8.8.8")!, IPAddress("2001:4860:4860::8888")!])
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration, metricsFactory: metrics))
+            monitor.start(queue: DispatchQueue(label: "per-family lookups"))
+            defer { monitor.cancel() }
+            await LabPoll.until("both families usable") {
+                monitor.currentPath.supportsIPv4 && monitor.currentPath.supportsIPv6
+            }
+            func lookups() -> Int64 { Self.count(metrics, "netreach_route_lookups_total") }
+            for (family, routes, gateway) in [
+                ("-4", ["8.8.8.8/32", "8.8.8.0/24", "8.8.0.0/16", "8.0.0.0/8"], NetnsLab.ipv4Gateway),
+                (
+                    "-6", ["2001:4860:4860::8888/128", "2001:4860:4860::/48", "2001:4860::/32", "2001::/16"],
+                    NetnsLab.ipv6Gateway
+                ),
+            ] {
+                let before = lookups()
+                for route in routes {
+                    let messages = Self.routeMessages(metrics)
+                    let asked = lookups()
+                    // An addition is announced after the kernel made it: no recheck follows.
+                    _ = try await lab.ip(family, "route", "add", route, "via", gateway)
+                    await LabPoll.until("the engine read \(route)") { Self.routeMessages(metrics) > messages }
+                    await LabPoll.until("the engine asked again") { lookups() > asked }
+                }
+                // One question per change, its own family's; asking both would be twice as many.
+                // One more is allowed for anything the kernel does on its own meanwhile.
+                let delta = lookups() - before
+                #expect(
+                    delta >= 4 && delta <= 5,
+                    "\(family): \(delta) questions for 4 changes; messages \(metrics.counters.map { "\($0.label)\($0.dimensions)=\($0.totalValue)" })"
+                )
+            }
+        }
+    }
+
     @Test func anOverrunIsCountedAsAResync() async throws {
         try await NetnsLab.withLab(.init(ipv4: true, ipv6: true)) { lab in
             let metrics = TestMetrics()

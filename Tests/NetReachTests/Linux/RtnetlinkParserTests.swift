@@ -268,14 +268,14 @@ struct RtnetlinkParserRouteTests {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, table: NL.mainTable),
             attributes: [.u32(NL.rtaTable, 1000), .address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4)))
+        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4), removed: false))
     }
 
     @Test func tableByteOtherThanMainIsIgnored() throws {
         let buffer = NetlinkBytes().message(
             NL.newRoute, body: NL.rtmsg(family: NL.inet, table: 100),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4)))
+        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4), removed: false))
     }
 
     @Test func nonDefaultDestinationIsIgnored() throws {
@@ -285,13 +285,14 @@ struct RtnetlinkParserRouteTests {
         #expect(
             try onlyMessage(buffer)
                 == .ignoredRoute(
-                    RouteCoverage(family: .ipv4, prefix: [192, 0, 2, 0], length: 24, sourceSpecific: false)))
+                    RouteCoverage(family: .ipv4, prefix: [192, 0, 2, 0], length: 24, sourceSpecific: false),
+                    removed: false))
     }
 
     @Test func blackholeDefaultRouteIsIgnored() throws {
         let buffer = NetlinkBytes().message(NL.newRoute, body: NL.rtmsg(family: NL.inet, type: NL.blackhole))
         #expect(NL.blackhole == 6)
-        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4)))
+        #expect(try onlyMessage(buffer) == .ignoredRoute(.everything(.ipv4), removed: false))
     }
 
     @Test func deletionOfANonDefaultRouteIsIgnored() throws {
@@ -300,7 +301,8 @@ struct RtnetlinkParserRouteTests {
         // No RTA_DST: the prefix reads as zeros (::/64).
         #expect(
             try onlyMessage(buffer)
-                == .ignoredRoute(RouteCoverage(family: .ipv6, prefix: [], length: 64, sourceSpecific: false)))
+                == .ignoredRoute(
+                    RouteCoverage(family: .ipv6, prefix: [], length: 64, sourceSpecific: false), removed: true))
     }
 
     @Test func aRouteCoversTheAddressesInItsPrefix() {
@@ -366,6 +368,17 @@ struct RtnetlinkParserRouteTests {
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
         #expect(absorb(delete, into: &store, watching: watch).announcesRemoval)
+        // The same for a route the store does not keep: a VPN's default route in a table of its
+        // own is in use when announced; its removal is announced first.
+        let vpn = NetlinkBytes().message(
+            NL.newRoute, body: NL.rtmsg(family: NL.inet6, table: 252),
+            attributes: [.u32(NL.rtaTable, 51820), .u32(NL.rtaOif, 7)])
+        let vpnAdded = absorb(vpn, into: &store, watching: watch)
+        #expect(vpnAdded.asksLookups == .ipv6 && !vpnAdded.announcesRemoval, "\(vpnAdded)")
+        let vpnRemoved = NetlinkBytes().message(
+            NL.deleteRoute, body: NL.rtmsg(family: NL.inet6, table: 252),
+            attributes: [.u32(NL.rtaTable, 51820), .u32(NL.rtaOif, 7)])
+        #expect(absorb(vpnRemoved, into: &store, watching: watch).announcesRemoval)
     }
 }
 
@@ -453,12 +466,12 @@ struct RtnetlinkParserControlTests {
         func rule(_ type: UInt16, _ family: UInt8) -> NetlinkBytes {
             NetlinkBytes().message(type, body: [family, 0, 0, 0, 100, 0, 0, 1, 0, 0, 0, 0])
         }
-        #expect(try onlyMessage(rule(RtnetlinkParser.newRule, NL.inet)) == .routingPolicy(.ipv4))
-        #expect(try onlyMessage(rule(RtnetlinkParser.deleteRule, NL.inet6)) == .routingPolicy(.ipv6))
-        #expect(try onlyMessage(NetlinkBytes().message(RtnetlinkParser.newRule, body: [])) == .routingPolicy(nil))
+        #expect(try onlyMessage(rule(RtnetlinkParser.newRule, NL.inet)) == .rule(.ipv4))
+        #expect(try onlyMessage(rule(RtnetlinkParser.deleteRule, NL.inet6)) == .rule(.ipv6))
+        #expect(try onlyMessage(NetlinkBytes().message(RtnetlinkParser.newRule, body: [])) == .rule(nil))
         // struct nhmsg { u8 nh_family; ... }: a group is AF_UNSPEC, and a route may use a nexthop
         // of the other family, so a nexthop asks both families.
-        #expect(try onlyMessage(rule(RtnetlinkParser.newNexthop, NL.inet)) == .routingPolicy(nil))
+        #expect(try onlyMessage(rule(RtnetlinkParser.newNexthop, NL.inet)) == .nexthop)
     }
 
     @Test func severalMessagesInOneBufferParseInOrder() throws {

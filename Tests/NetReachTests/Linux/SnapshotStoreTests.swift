@@ -202,7 +202,8 @@ struct SnapshotStoreTests {
     }
 
     @Test(arguments: [
-        RtnetlinkMessage.ignoredRoute(.everything(.ipv4)), .done(interrupted: false), .done(interrupted: true),
+        RtnetlinkMessage.ignoredRoute(.everything(.ipv4), removed: true), .done(interrupted: false),
+        .done(interrupted: true),
         .error(errno: 16),
         .error(errno: 0), .other(type: 28),
     ])
@@ -270,10 +271,10 @@ struct SnapshotStoreTests {
                 == SnapshotStore.Absorbed(changed: true, asksLookups: .both, announcesRemoval: true))
         #expect(store.absorb(.newLink(eth0), watching: watch) == SnapshotStore.Absorbed(), "nothing kept changed")
         #expect(
-            store.absorb(.routingPolicy(.ipv6), watching: watch)
-                == SnapshotStore.Absorbed(asksLookups: .ipv6, announcesRemoval: true), "a rule changes its family only")
+            store.absorb(.rule(.ipv6), watching: watch) == SnapshotStore.Absorbed(asksLookups: .ipv6),
+            "a rule changes its family only, and is announced once the kernel uses it")
         #expect(
-            store.absorb(.routingPolicy(nil), watching: watch)
+            store.absorb(.nexthop, watching: watch)
                 == SnapshotStore.Absorbed(asksLookups: .both, announcesRemoval: true))
         let v6 = SystemSnapshot.Address(interfaceIndex: 2, address: ip("2001:db8::2"), prefixLength: 64)
         #expect(
