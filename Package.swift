@@ -268,6 +268,10 @@ let package = Package(
                 // RequestChunksTests: an event loop held busy, to see the body wait for it.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // BodyCoalescerTests: the handler in an EmbeddedChannel.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
             ]
         ),
         // Every command: parsing and help in process, and the built `netreach` run against namespace

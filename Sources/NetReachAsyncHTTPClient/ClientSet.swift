@@ -162,11 +162,13 @@ final class ClientSet: Sendable {
     }
 
     /// What every client this module makes has in common: refused connections fail at once,
-    /// redirects are responses, and gzip/deflate decode to a size limit, not a ratio.
+    /// redirects are responses, gzip/deflate decode to a size limit, not a ratio, and an HTTP/2
+    /// body's frames reach the client joined (``BodyCoalescer``).
     static func applyCommonSettings(to configuration: inout HTTPClient.Configuration, maximumDecodedBodySize: Int64) {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .enabled(limit: .size(Int(clamping: maximumDecodedBodySize)))
+        configuration.http2StreamChannelDebugInitializer = BodyCoalescer.streamSetup()
     }
 
     private static func makeTLSConfiguration(
