@@ -17,7 +17,7 @@
 #                 memory
 #   connectivity  ConnectivityLatency: the verdict after a path change (no root)
 #   http          run-http.sh: NetworkService against the bare transport, c=1 and c=32 (no root)
-#   transfer      run-transfer.sh: get -o, -d @FILE and one small GET against curl
+#   transfer      run-transfer.sh: get -o, -d @FILE, one small GET, and HTTPS (HTTP/1.1, HTTP/2) against curl
 #   conditioner   run-conditioner.sh --only relay --only latency: against socat
 #   serve         run-serve.sh: /metrics against node_exporter, route change -> event against ip
 #                 monitor, fan-out and memory
@@ -120,6 +120,9 @@ for s in "${sections[@]}"; do
     transfer)
         if [[ $quick == 1 ]]; then measure transfer 3600 env RUNS=1 SIZE_MB=256 SMALL_RUNS=10 "$here/run-transfer.sh"
         else measure transfer 3600 "$here/run-transfer.sh"; fi
+        # HTTPS, HTTP/1.1 and HTTP/2, against curl (the release build above is reused).
+        if [[ $quick == 1 ]]; then measure transfer-tls 3600 env RUNS=1 TLS_SIZES_MB=100 "$here/run-transfer.sh" tls
+        else measure transfer-tls 3600 env RUNS=3 "$here/run-transfer.sh" tls; fi
         ;;
     conditioner)
         extra=(--only relay --only latency)

@@ -7,9 +7,14 @@
 #   upload    200 MB from a file (-d @FILE, PUT) to a server that reads and discards it
 #   small     one small GET from a fresh process: `netreach get` (release and static release), curl
 #             (median of SMALL_RUNS, default 30)
+#   tls       TLS_SIZES_MB (default "100 1024") to a file over HTTPS from nginx, HTTP/1.1 and HTTP/2
+#             (ALPN: one listener offers h2, the other only http/1.1), `netreach get` and curl; each
+#             command ends with the file on disk (curl's followed by `sync FILE`, netreach's own
+#             fsync), rounds interleaved
 #
-#   Benchmarks/run-transfer.sh                    # all three, RUNS=3 each (medians)
+#   Benchmarks/run-transfer.sh                    # download, upload and small, RUNS=3 each (medians)
 #   RUNS=1 SIZE_MB=256 Benchmarks/run-transfer.sh download
+#   RUNS=5 Benchmarks/run-transfer.sh tls
 #
 # Builds netreach in release from this checkout (or uses BIN_DIR), and for the small GET also the
 # static release of scripts/build-release.sh (or uses STATIC_BIN_DIR). Needs nginx, curl, python3
@@ -29,7 +34,7 @@ what="${1:-all}"
 out="$here/.build/transfer-runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
 mkdir -p "$out/www"
 
-for tool in nginx curl python3; do
+for tool in nginx curl python3 openssl; do
     command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || { echo "run-transfer.sh: needs $tool" >&2; exit 2; }
 done
 [ -x /usr/bin/time ] || { echo "run-transfer.sh: needs GNU time (/usr/bin/time, Debian package 'time')" >&2; exit 2; }
@@ -61,9 +66,19 @@ trap 'exit 130' INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-# nginx serves the big file and a small one.
+# nginx serves the big file and a small one; over TLS, the files of the tls section.
 port="$(free_port)"
+tls_port="$(free_port)"
+h2_port="$(free_port)"
 head -c $((size_mb << 20)) /dev/urandom > "$out/www/big.bin"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -keyout "$out/key.pem" -out "$out/cert.pem" \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+# nginx 1.25 spells HTTP/2 `http2 on;`; before it, a `listen` parameter.
+if /usr/sbin/nginx -v 2>&1 | grep -Eq 'nginx/1\.(1[0-9]|2[0-4])\.'; then
+    h2_listen="listen 127.0.0.1:$h2_port ssl http2;"
+else
+    h2_listen="listen 127.0.0.1:$h2_port ssl; http2 on;"
+fi
 printf 'ok' > "$out/www/small.txt"
 cat > "$out/nginx.conf" <<EOF
 daemon off;
@@ -79,6 +94,10 @@ http {
     uwsgi_temp_path $out/tmp;
     scgi_temp_path $out/tmp;
     server { listen 127.0.0.1:$port; root $out/www; }
+    ssl_certificate $out/cert.pem;
+    ssl_certificate_key $out/key.pem;
+    server { listen 127.0.0.1:$tls_port ssl; root $out/www; }
+    server { $h2_listen root $out/www; }
 }
 EOF
 /usr/sbin/nginx -c "$out/nginx.conf" -p "$out" &
@@ -137,6 +156,46 @@ if [ "$what" = all ] || [ "$what" = upload ]; then
     row "curl -T" curl -sS -H "Expect:" -T "$out/up.bin" "http://127.0.0.1:$sink_port/up"
     row "netreach get -X PUT -d @file" "$cli" get -q -X PUT -d "@$out/up.bin" "http://127.0.0.1:$sink_port/up"
     rm -f "$out/up.bin"
+fi
+
+if [ "$what" = tls ]; then
+    echo; echo "HTTPS from nginx to a file, fsync included, medians of $runs interleaved rounds"
+    echo "| size | protocol | client | seconds | MB/s | ratio to curl (throughput) | peak RSS MB |"
+    echo "| ---: | --- | --- | ---: | ---: | ---: | ---: |"
+    for mb in ${TLS_SIZES_MB:-100 1024}; do
+        head -c $((mb << 20)) /dev/urandom > "$out/www/tls-$mb.bin"
+        for proto in http1.1 http2; do
+            p="$tls_port"; [ "$proto" = http2 ] && p="$h2_port"
+            url="https://127.0.0.1:$p/tls-$mb.bin"
+            declare -A secs=() kbs=()
+            failed=""
+            for run in $(seq 1 "$runs"); do
+                for client in curl netreach; do
+                    rm -f "$out/dl.bin" "$out/dl.bin.part"
+                    if [ "$client" = curl ]; then
+                        read -r s k x < <(measure sh -c "curl -sS --$proto --cacert '$out/cert.pem' -o '$out/dl.bin' '$url' && sync '$out/dl.bin'")
+                    else
+                        read -r s k x < <(measure "$cli" get -q --cacert "$out/cert.pem" -o "$out/dl.bin" "$url")
+                    fi
+                    got="$(stat -c %s "$out/dl.bin" 2>/dev/null || echo 0)"
+                    echo "tls $mb MiB $proto $client run $run: $s s, $k KB, exit $x, $got bytes" >> "$out/raw.txt"
+                    { [ "$x" = 0 ] && [ "$got" = $((mb << 20)) ]; } || failed="$client: exit $x, $got bytes"
+                    secs[$client]+="$s "; kbs[$client]+="$k "
+                done
+            done
+            if [ -n "$failed" ]; then echo "| $mb MiB | $proto | $failed |"; continue; fi
+            c="$(printf '%s\n' ${secs[curl]} | median)"
+            for client in curl netreach; do
+                sm="$(printf '%s\n' ${secs[$client]} | median)"
+                km="$(printf '%s\n' ${kbs[$client]} | median)"
+                printf '| %s MiB | %s | %s | %.2f | %.0f | %.2f× | %.1f |\n' "$mb" "$proto" "$client" "$sm" \
+                    "$(awk -v b=$((mb << 20)) -v s="$sm" 'BEGIN { print b / 1e6 / s }')" \
+                    "$(awk -v c="$c" -v s="$sm" 'BEGIN { print c / s }')" "$(awk -v k="$km" 'BEGIN { print k / 1024 }')"
+            done
+            unset secs kbs
+        done
+        rm -f "$out/www/tls-$mb.bin"
+    done
 fi
 
 if [ "$what" = all ] || [ "$what" = small ]; then
