@@ -148,8 +148,8 @@ struct KernelQueries {
         // `rta_expires` counts whole ticks, rounded down: asked in the last tick before a route
         // expires, the kernel says 0, which reads as "never" (`RouteQuery`). An expiry learnt
         // earlier and still ahead is kept, so that answer cannot cancel the wake-up; once it has
-        // passed, it goes. A family not asked keeps its expiry as it was.
-        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) {
+        // passed, it goes. A family not asked keeps its expiry, with a new destination's added.
+        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) || earliest[family] != nil {
             if let known = expiries[family], known > now {
                 earliest[family] = min(earliest[family] ?? known, known)
             }
