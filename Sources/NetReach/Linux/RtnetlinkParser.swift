@@ -184,8 +184,7 @@ enum RtnetlinkParser {
         guard body.count >= 12 else { throw .truncatedBody(type: type, length: body.count) }
         let family = body[0]
         let removed = type == deleteRoute
-        guard family == 2 || family == 10 else { return .ignoredRoute(.nothing, removed: removed) }
-        let routeFamily: IPAddress.Family = family == 2 ? .ipv4 : .ipv6
+        guard let routeFamily = lookupFamily(family) else { return .ignoredRoute(.nothing, removed: removed) }
         // The O(1) exit that keeps a million-route table cheap: only unicast (type 1) default
         // routes with no source prefix are kept. Of the others only the addresses they cover are
         // read, so the reader can tell whether the kernel's answers for its lookups may change.
