@@ -161,7 +161,17 @@ struct ConditionerControlTests {
 
         // Down again, someone else takes the port: up is a conflict that says why.
         await proxy.takeDown()
-        let squatter = try LoopbackServer.listen(host: host, port: proxy.port)
+        // The same copies can keep the closed listener's port bound for a moment: retry.
+        let squatter = try await offPool { () throws -> Int32 in
+            let deadline = ContinuousClock.now + .seconds(10)
+            while true {
+                do {
+                    return try LoopbackServer.listen(host: host, port: proxy.port)
+                } catch LoopbackClient.Failure.system(EADDRINUSE) where ContinuousClock.now < deadline {
+                    usleep(20_000)
+                }
+            }
+        }
         defer { close(squatter) }
         let taken = await routes.respond(method: .POST, uri: "/listeners/api/up", body: Data())
         #expect(taken.status == .conflict)

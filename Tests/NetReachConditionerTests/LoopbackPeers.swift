@@ -129,7 +129,11 @@ final class LoopbackServer: @unchecked Sendable {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard fd >= 0, bound == 0, Glibc.listen(fd, 64) == 0 else { throw LoopbackClient.Failure.system(errno) }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, 64) == 0 else {
+            let failure = errno
+            if fd >= 0 { close(fd) }
+            throw LoopbackClient.Failure.system(failure)
+        }
         return fd
     }
 
