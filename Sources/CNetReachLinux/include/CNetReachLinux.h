@@ -34,6 +34,11 @@ int cnr_gettid(void);
 /// or -1 with errno set.
 int cnr_pidfd_open(int pid);
 
+/// Attaches the classic BPF program of `count` instructions at `instructions` (each laid out as
+/// `struct sock_filter`: u16 code, u8 jt, u8 jf, u32 k) to socket `fd` (SO_ATTACH_FILTER, which
+/// replaces any earlier one); `count` 0 detaches (SO_DETACH_FILTER). Returns 0 or -1 with errno set.
+int cnr_set_socket_filter(int fd, const void *instructions, unsigned short count);
+
 /// Starts writing `length` bytes of `fd` from `offset` back to disk without waiting
 /// (sync_file_range(2) with SYNC_FILE_RANGE_WRITE). Returns 0 or -1 with errno set.
 int cnr_start_writeback(int fd, long long offset, long long length);

@@ -117,16 +117,18 @@ final class NetlinkEngine: @unchecked Sendable {
                     lookupAddresses: configuration.routeLookupAddresses, lookups: metrics.routeLookups))
             _ = kernel.store.setNameservers(nameserverSource.nameservers())
             try resync(&kernel, events: events, requests: &requests, buffer: buffer)
+            let watched = destinations.withLock { $0 }
+            var filtered: Set<IPAddress>? = filterRoutes(on: events, watching: watched, filtered: nil)
             let first = try kernel.queries.snapshot(
-                of: kernel.store.snapshot, removalSeen: [], destinations: destinations.withLock { $0 },
-                requests: &requests, probe: probe, buffer: buffer)
+                of: kernel.store.snapshot, removalSeen: [], destinations: watched, requests: &requests, probe: probe,
+                buffer: buffer)
             publish(first)
             metrics.snapshotsPublished.increment()
             logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])
             signalReady(.success(()))
             follow(
                 events: events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace,
-                kernel: &kernel, published: first, buffer: buffer)
+                kernel: &kernel, published: first, filtered: &filtered, buffer: buffer)
         } catch {
             signalReady(.failure(error))
         }
@@ -162,7 +164,7 @@ final class NetlinkEngine: @unchecked Sendable {
     private func follow(
         events: borrowing NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
         watcher: inout ResolvConfWatcher?, namespace: NamespaceHandle?, kernel: inout Kernel,
-        published: SystemSnapshot, buffer: UnsafeMutableRawBufferPointer
+        published: SystemSnapshot, filtered: inout Set<IPAddress>?, buffer: UnsafeMutableRawBufferPointer
     ) {
         var resyncPending = false
         var published = published
@@ -214,9 +216,11 @@ final class NetlinkEngine: @unchecked Sendable {
                     resyncPending = false
                 }
                 guard changed || unpublished || !kernel.queries.stale.isEmpty else { continue }
+                let watched = destinations.withLock { $0 }
+                filtered = filterRoutes(on: events, watching: watched, filtered: filtered)
                 let snapshot = try kernel.queries.snapshot(
-                    of: kernel.store.snapshot, removalSeen: kernel.removalSeen,
-                    destinations: destinations.withLock { $0 }, requests: &requests, probe: probe, buffer: buffer)
+                    of: kernel.store.snapshot, removalSeen: kernel.removalSeen, destinations: watched,
+                    requests: &requests, probe: probe, buffer: buffer)
                 kernel.removalSeen = []
                 unpublished = false
                 if snapshot != published {
@@ -231,6 +235,28 @@ final class NetlinkEngine: @unchecked Sendable {
                 unpublished = true
             }
         }
+    }
+
+    /// Keeps the events socket's ``RouteNotificationFilter`` on the addresses the next lookups
+    /// ask about (the candidates for the internet and `destinations`); returns the destinations it
+    /// was set for (`filtered`: those of the last call, `nil` before the first), so it is made
+    /// again only when they change. Without a filter (one too long for the kernel, or a kernel
+    /// that refused it) every message is read, as before filters. Set before the lookups are
+    /// asked: a route message queued after their answers is never dropped for an address they
+    /// cover, and one the earlier filter dropped is already in them.
+    private func filterRoutes(
+        on events: borrowing NetlinkSocket, watching destinations: Set<IPAddress>, filtered: Set<IPAddress>?
+    ) -> Set<IPAddress> {
+        guard destinations != filtered else { return destinations }
+        let filter = RouteNotificationFilter(watching: configuration.routeLookupAddresses + destinations)
+        do throws(PathMonitorError) {
+            try events.filter(filter)
+        } catch {
+            // Every message is still read, as without a filter: slower in a route storm, not wrong.
+            NetReachDiagnostics.warning("reading every route message: \(error)", logger: logger)
+            try? events.filter(nil)
+        }
+        return destinations
     }
 
     /// Reads every pending notification into the store; returns whether the store changed. An

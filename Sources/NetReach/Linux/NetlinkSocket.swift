@@ -154,6 +154,16 @@ struct NetlinkSocket: ~Copyable {
         }
     }
 
+    /// Has the kernel drop, before they are queued, the route notifications `filter` drops
+    /// (``RouteNotificationFilter``); `nil` takes any filter off, so every message is read.
+    func filter(_ filter: RouteNotificationFilter?) throws(PathMonitorError) {
+        let instructions = filter?.instructions ?? []
+        let result = instructions.withUnsafeBytes {
+            cnr_set_socket_filter(fd, $0.baseAddress, UInt16(instructions.count))
+        }
+        guard result == 0 else { throw .netlinkFailed(operation: "attach a socket filter", errno: errno) }
+    }
+
     /// Waits up to `timeout` for something to read; `false` when the time ran out.
     func waitReadable(within timeout: Duration) throws(PathMonitorError) -> Bool {
         do throws(SystemError) {
