@@ -18,6 +18,8 @@
 #   sudo Benchmarks/run-scale.sh
 #   ROUTES=300000 EXTRA=100000 RUNS=7 REPS=3 IDLE=10 Benchmarks/run-scale.sh
 #   SWIFT_BUILD_FLAGS="-Xswiftc -no-whole-module-optimization" Benchmarks/run-scale.sh
+#   CLI=.build-release/release/netreach Benchmarks/run-scale.sh   # a built CLI, e.g. the static
+#                                   # one scripts/build-release.sh makes (what the README installs)
 #
 # Every namespace it makes is deleted on exit, whatever happens; every step is bounded by timeout.
 # Output: Benchmarks/.build/scale-runs/<time>-<pid>/ (report.txt, results.json, watch logs).
@@ -52,16 +54,22 @@ trap 'exit 130' INT TERM
 
 # The library at NETREACH_REV (default HEAD), from `git archive`: see source-at-rev.sh.
 source "$here/source-at-rev.sh"
-echo "== building netreach (release ${SWIFT_BUILD_FLAGS:-})" >&2
-timeout 1200 swift build -c release "${build_flags[@]}" --package-path "$src" --scratch-path "$here/.build/cli" --product netreach >&2
-cli="$here/.build/cli/release/netreach"
+if [[ -n "${CLI:-}" ]]; then
+    cli="$(realpath "$CLI")"
+    build_note="prebuilt $cli (CLI=); NETREACH_REV is not used"
+else
+    echo "== building netreach (release ${SWIFT_BUILD_FLAGS:-})" >&2
+    timeout 1200 swift build -c release "${build_flags[@]}" --package-path "$src" --scratch-path "$here/.build/cli" --product netreach >&2
+    cli="$here/.build/cli/release/netreach"
+    build_note="-c release ${SWIFT_BUILD_FLAGS:-}"
+fi
 
 mkdir -p "$out"
 {
     echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
     echo "swift: $(swift --version 2>&1 | head -1)"
     echo "commit: $rev (built from git archive $src; working tree HEAD $(git -C "$here/.." rev-parse --short HEAD))"
-    echo "build flags: -c release ${SWIFT_BUILD_FLAGS:-}"
+    echo "build: $build_note"
     echo "ip: $(ip -V)"
 } | tee "$out/machine.txt"
 
