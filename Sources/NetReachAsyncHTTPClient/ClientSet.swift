@@ -223,12 +223,40 @@ final class ClientSet: Sendable {
     }
 
     private static func checkHoldsPEMCertificates(_ path: String, what: String) throws(TransportSettingsError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
+        // Read until the first certificate's marker, not whole: a system bundle (`SSL_CERT_FILE`)
+        // is hundreds of KiB, looked at on every start of the tool.
+        let marker = Array("-----BEGIN CERTIFICATE-----".utf8)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read") }
+        defer { close(fd) }
+        var window: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { chunk.deallocate() }
+        while true {
+            let count = read(fd, chunk.baseAddress, chunk.count)
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read") }
+            guard count > 0 else {
+                throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+            }
+            // The last bytes of the chunk before, so a marker split between two reads is found.
+            window = Array(window.suffix(marker.count - 1)) + UnsafeRawBufferPointer(rebasing: chunk[0..<count])
+            if window.withUnsafeBytes({ Self.contains(marker, in: $0) }) { return }
         }
-        guard data.range(of: Data("-----BEGIN CERTIFICATE-----".utf8)) != nil else {
-            throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
+    }
+
+    /// Whether `needle` occurs in `bytes`, by memchr and memcmp (`Data.range(of:)` took
+    /// milliseconds over a system bundle).
+    private static func contains(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress, let first = needle.first, bytes.count >= needle.count else { return false }
+        let last = bytes.count - needle.count
+        var offset = 0
+        while offset <= last, let hit = memchr(base + offset, Int32(first), last - offset + 1) {
+            offset = UnsafeRawPointer(hit) - base
+            if memcmp(hit, needle, needle.count) == 0 { return true }
+            offset += 1
         }
+        return false
     }
 
     private static func loadCertificates(

@@ -98,15 +98,22 @@ package enum ExitStatusTable {
     /// The table as `--help` shows it, wrapped to 78 columns (swift-argument-parser wraps again at 80): every status for the root command
     /// (`command` nil, each with the commands that use it), or those `command` can exit with.
     package static func help(for command: String?) -> String {
-        var lines = [command == "get" ? "EXIT STATUS (curl's numbers where curl has the same failure)" : "EXIT STATUS"]
+        // Written as UTF-8 bytes: every command's configuration, so every table, is made each
+        // time the tool starts, whatever it was asked to do.
+        var text: [UInt8] = []
+        text.reserveCapacity(4096)
+        text += (command == "get" ? "EXIT STATUS (curl's numbers where curl has the same failure)" : "EXIT STATUS").utf8
         for entry in entries where command.map(entry.applies(to:)) ?? true {
-            var text = entry.meaning
-            if command == nil, !entry.commands.isEmpty { text = entry.commands.joined(separator: ", ") + ": " + text }
+            var meaning = entry.meaning
+            if command == nil, !entry.commands.isEmpty {
+                meaning = entry.commands.joined(separator: ", ") + ": " + meaning
+            }
             let number = String(entry.status)
             let lead = "  " + number + String(repeating: " ", count: max(1, 4 - number.count))
-            lines += wrap(text, first: lead, rest: String(repeating: " ", count: lead.count), width: 78)
+            text.append(UInt8(ascii: "\n"))
+            wrap(meaning, first: lead, rest: String(repeating: " ", count: lead.count), width: 78, into: &text)
         }
-        return lines.joined(separator: "\n")
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// The table as the README shows it (a Markdown table); a test holds the README to it.
@@ -119,22 +126,29 @@ package enum ExitStatusTable {
         return lines.joined(separator: "\n")
     }
 
-    /// `text` in lines of at most `width` columns, the first starting with `first`, the others
-    /// with `rest`; a word longer than a line stays whole.
-    static func wrap(_ text: String, first: String, rest: String, width: Int) -> [String] {
-        var lines: [String] = []
-        var line = first
+    /// `text` in lines of at most `width` columns (counted in Unicode scalars), the first starting
+    /// with `first`, the others with `rest`, appended to `output` with a newline between lines; a
+    /// word longer than a line stays whole.
+    static func wrap(_ text: String, first: String, rest: String, width: Int, into output: inout [UInt8]) {
+        func columns<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Int { bytes.count { $0 & 0xC0 != 0x80 } }
+        output += first.utf8
+        var length = columns(first.utf8)
         var lineHasWord = false
-        for word in text.split(separator: " ") {
-            if lineHasWord && line.count + 1 + word.count > width {
-                lines.append(line)
-                line = rest
+        for word in text.utf8.split(separator: UInt8(ascii: " ")) {
+            let wordLength = columns(word)
+            if lineHasWord && length + 1 + wordLength > width {
+                output.append(UInt8(ascii: "\n"))
+                output += rest.utf8
+                length = columns(rest.utf8)
                 lineHasWord = false
             }
-            line += (lineHasWord ? " " : "") + word
+            if lineHasWord {
+                output.append(UInt8(ascii: " "))
+                length += 1
+            }
+            output += word
+            length += wordLength
             lineHasWord = true
         }
-        lines.append(line)
-        return lines
     }
 }

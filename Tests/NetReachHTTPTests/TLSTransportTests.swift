@@ -210,6 +210,27 @@ struct TLSTransportTests {
         #expect(wrongKey?.kind == .invalidCredentials)
     }
 
+    @Test("The trust roots file is read up to its first certificate, wherever that starts")
+    func firstCertificateAnywhere() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let pem = try String(contentsOfFile: certificates.path("ca.pem"), encoding: .utf8)
+        // Before the first read's end, across it (the marker split between two reads), after it.
+        for start in [0, 65_536 - 10, 65_536, 200_000] {
+            let path = certificates.path("roots-\(start).pem")
+            let preamble = start == 0 ? "" : String(repeating: "#", count: start - 1) + "\n"
+            try (preamble + pem).write(toFile: path, atomically: false, encoding: .utf8)
+            _ = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(path))))
+        }
+        let path = certificates.path("no-certificate.pem")
+        try String(repeating: "-----BEGIN CERTIFICATE----\n", count: 10_000).write(
+            toFile: path, atomically: false, encoding: .utf8)
+        let refused = #expect(throws: TransportSettingsError.self) {
+            _ = try AsyncHTTPClientTransport(settings: settings(TLSSettings(trustRoots: .file(path))))
+        }
+        #expect(refused?.kind == .invalidCredentials)
+    }
+
     // MARK: URLSessionTransport
 
     @Test("URLSession: an untrusted certificate is a TLS failure naming the host, and nothing reached nginx")

@@ -77,8 +77,8 @@ private enum Slot {
     static let prefixLength: UInt32 = 0
     static let offset: UInt32 = 2
     static let attributeLength: UInt32 = 3
-    static let masks: UInt32 = 4  // 4...7
-    static let words: UInt32 = 8  // 8...11
+    static let masks: UInt32 = 4 // 4...7
+    static let words: UInt32 = 8 // 8...11
     static let scratch: UInt32 = 12
     static let messageEnd: UInt32 = 14
 }
@@ -146,7 +146,7 @@ private struct Assembler {
         // shorter than 64 KiB) at least a route header, at most the datagram, and no room for
         // a second message after it.
         emit(Op.ldx | Op.imm, 0)
-        emit(Op.st, Slot.offset)  // A is 0: the first loads are relative to X = 0
+        emit(Op.st, Slot.offset) // A is 0: the first loads are relative to X = 0
         emit(Op.ld | Op.len)
         keep(unless: Op.jge, 28)
         #if _endian(little)
@@ -163,13 +163,13 @@ private struct Assembler {
         keep(unless: Op.jge, 28)
         emit(Op.misc | Op.tax)
         emit(Op.ld | Op.len)
-        keep(unless: Op.jge, 0, source: Op.x)  // datagram ≥ nlmsg_len
+        keep(unless: Op.jge, 0, source: Op.x) // datagram ≥ nlmsg_len
         emit(Op.ld | Op.mem, Slot.messageEnd)
         emit(Op.alu | Op.add | Op.k, 3)
         emit(Op.alu | Op.and | Op.k, ~3)
         emit(Op.misc | Op.tax)
         emit(Op.ld | Op.len)
-        keep(if: Op.jgt, 0, source: Op.x)  // datagram > NLMSG_ALIGN(nlmsg_len): more follows
+        keep(if: Op.jgt, 0, source: Op.x) // datagram > NLMSG_ALIGN(nlmsg_len): more follows
         emit(Op.ldx | Op.imm, 0)
         // RTM_NEWROUTE (24) or RTM_DELROUTE (25).
         loadHostU16(atX: 4)
@@ -193,11 +193,11 @@ private struct Assembler {
     /// The rest of the program for one family: prefix lengths, RTA_DST, the comparisons.
     private mutating func family(bits: UInt32, watching addresses: [IPAddress]) {
         let bytes = bits / 8
-        emit(Op.ld | Op.byte | Op.abs, 17)  // rtm_dst_len
+        emit(Op.ld | Op.byte | Op.abs, 17) // rtm_dst_len
         keep(if: Op.jeq, 0)
         keep(if: Op.jgt, bits)
         emit(Op.st, Slot.prefixLength)
-        emit(Op.ld | Op.byte | Op.abs, 18)  // rtm_src_len
+        emit(Op.ld | Op.byte | Op.abs, 18) // rtm_src_len
         keep(unless: Op.jeq, 0)
         // The attributes from 28: find RTA_DST (type 1, NLA_TYPE_MASK applied).
         let found = label()
@@ -207,16 +207,16 @@ private struct Assembler {
             emit(Op.misc | Op.txa)
             emit(Op.alu | Op.add | Op.k, 4)
             emit(Op.ldx | Op.mem, Slot.messageEnd)
-            keep(if: Op.jgt, 0, source: Op.x)  // no room for another attribute: no RTA_DST
+            keep(if: Op.jgt, 0, source: Op.x) // no room for another attribute: no RTA_DST
             emit(Op.ldx | Op.mem, Slot.offset)
-            loadHostU16(atX: 0)  // rta_len
+            loadHostU16(atX: 0) // rta_len
             emit(Op.st, Slot.attributeLength)
             keep(unless: Op.jge, 4)
             emit(Op.alu | Op.add | Op.x)
             emit(Op.ldx | Op.mem, Slot.messageEnd)
-            keep(if: Op.jgt, 0, source: Op.x)  // runs past the message
+            keep(if: Op.jgt, 0, source: Op.x) // runs past the message
             emit(Op.ldx | Op.mem, Slot.offset)
-            loadHostU16(atX: 2)  // rta_type
+            loadHostU16(atX: 2) // rta_type
             emit(Op.alu | Op.and | Op.k, 0x3fff)
             emit(Op.jmp | Op.jeq | Op.k, 1, 0, 1)
             jump(to: found)
@@ -232,7 +232,7 @@ private struct Assembler {
         keep(unless: Op.jeq, 4 + bytes)
         let words = bytes / 4
         for word in 0..<words {
-            emit(Op.ld | Op.word | Op.ind, 4 + 4 * word)  // network order: the address's own value
+            emit(Op.ld | Op.word | Op.ind, 4 + 4 * word) // network order: the address's own value
             emit(Op.st, Slot.words + word)
         }
         // Each word's mask: the prefix's bits that fall in it.

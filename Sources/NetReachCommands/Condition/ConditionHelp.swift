@@ -86,11 +86,16 @@ enum ConditionHelp {
                 LinkProfile.percent(c.downstream.loss),
             ])
         }
+        // Built without Foundation's padding and trimming: every command's configuration (so
+        // this table) is made when the tool starts, whatever it was asked to do.
         let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
-            "  "
-                + zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
-                .trimmingCharacters(in: .whitespaces)
+            var line = " "
+            for (cell, width) in zip(row, widths) {
+                line += " " + cell + String(repeating: " ", count: width - cell.count + 1)
+            }
+            while line.last == " " { line.removeLast() }
+            return line
         }.joined(separator: "\n")
     }
 }

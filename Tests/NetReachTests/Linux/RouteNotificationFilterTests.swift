@@ -49,7 +49,8 @@ struct RouteNotificationFilterTests {
             Self.route("10.1.2.3", 32), Self.route("10.1.2.3", 32, type: NetlinkBytes.deleteRoute),
             Self.route("8.8.8.9", 32), Self.route("8.8.8.0", 31), Self.route("128.0.0.0", 1),
             Self.route("2001:4860:4860::8889", 128), Self.route("2001:4860:4861::", 48),
-            Self.route("8000::", 1), Self.route("2001:4860:8000::", 33), Self.route("10.0.0.0", 8, routeType: NetlinkBytes.blackhole, table: 100),
+            Self.route("8000::", 1), Self.route("2001:4860:8000::", 33),
+            Self.route("10.0.0.0", 8, routeType: NetlinkBytes.blackhole, table: 100),
         ] {
             #expect(Self.storeReadsNothing(bytes))
             #expect(!Self.filter.keeps(bytes), "\(bytes)")
@@ -73,32 +74,63 @@ struct RouteNotificationFilterTests {
         let kept: [(String, [UInt8])] = [
             ("a default route", Self.route("0.0.0.0", 0)),
             ("a source-specific route", Self.route("2001:db8::", 64, sourceLength: 56)),
-            ("RTA_DST past the attributes searched", Self.route(
-                "10.1.2.3", 32,
-                extra: Array(repeating: .u32(NetlinkBytes.rtaPriority, 1), count: RouteNotificationFilter.attributesSearched),
-                destinationFirst: RouteNotificationFilter.attributesSearched)),
-            ("no RTA_DST", NetlinkBytes().message(
-                NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
-                attributes: [.u32(NetlinkBytes.rtaTable, 254)]).bytes),
-            ("an RTA_DST of the wrong size", NetlinkBytes().message(
-                NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
-                attributes: [.raw(NetlinkBytes.rtaDst, [10, 1, 2, 3, 4, 5, 6, 7])]).bytes),
+            (
+                "RTA_DST past the attributes searched",
+                Self.route(
+                    "10.1.2.3", 32,
+                    extra: Array(
+                        repeating: .u32(NetlinkBytes.rtaPriority, 1), count: RouteNotificationFilter.attributesSearched),
+                    destinationFirst: RouteNotificationFilter.attributesSearched)
+            ),
+            (
+                "no RTA_DST",
+                NetlinkBytes().message(
+                    NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
+                    attributes: [.u32(NetlinkBytes.rtaTable, 254)]
+                ).bytes
+            ),
+            (
+                "an RTA_DST of the wrong size",
+                NetlinkBytes().message(
+                    NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
+                    attributes: [.raw(NetlinkBytes.rtaDst, [10, 1, 2, 3, 4, 5, 6, 7])]
+                ).bytes
+            ),
             ("a prefix longer than the family's", Self.route("10.1.2.3", 33)),
-            ("an attribute running past the message", NetlinkBytes().message(
-                NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
-                attributes: [.raw(NetlinkBytes.rtaTable, [254, 0, 0, 0], declaredLength: 200)]).bytes),
-            ("an attribute shorter than its header", NetlinkBytes().message(
-                NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
-                attributes: [.raw(NetlinkBytes.rtaTable, [254, 0, 0, 0], declaredLength: 2)]).bytes),
+            (
+                "an attribute running past the message",
+                NetlinkBytes().message(
+                    NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
+                    attributes: [.raw(NetlinkBytes.rtaTable, [254, 0, 0, 0], declaredLength: 200)]
+                ).bytes
+            ),
+            (
+                "an attribute shorter than its header",
+                NetlinkBytes().message(
+                    NetlinkBytes.newRoute, body: NetlinkBytes.rtmsg(family: NetlinkBytes.inet, destinationLength: 32),
+                    attributes: [.raw(NetlinkBytes.rtaTable, [254, 0, 0, 0], declaredLength: 2)]
+                ).bytes
+            ),
             ("two messages in one datagram", Self.route("10.1.2.3", 32) + Self.route("10.1.2.4", 32)),
             ("a message longer than its datagram", Array(Self.route("10.1.2.3", 32).dropLast(4))),
             ("a header alone", Array(Self.route("10.1.2.3", 32).prefix(16))),
-            ("a link", NetlinkBytes().message(
-                NetlinkBytes.newLink, body: NetlinkBytes.ifinfomsg(index: 2, flags: NetlinkBytes.up)).bytes),
-            ("a neighbour", NetlinkBytes().message(NetlinkBytes.newNeighbour, body: [2] + Array(repeating: 0, count: 11)).bytes),
-            ("an MPLS route", NetlinkBytes().message(
-                NetlinkBytes.newRoute, body: [28, 20, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0],
-                attributes: [.raw(NetlinkBytes.rtaDst, [0, 1, 0x01, 0])]).bytes),
+            (
+                "a link",
+                NetlinkBytes().message(
+                    NetlinkBytes.newLink, body: NetlinkBytes.ifinfomsg(index: 2, flags: NetlinkBytes.up)
+                ).bytes
+            ),
+            (
+                "a neighbour",
+                NetlinkBytes().message(NetlinkBytes.newNeighbour, body: [2] + Array(repeating: 0, count: 11)).bytes
+            ),
+            (
+                "an MPLS route",
+                NetlinkBytes().message(
+                    NetlinkBytes.newRoute, body: [28, 20, 0, 0, 254, 3, 0, 1, 0, 0, 0, 0],
+                    attributes: [.raw(NetlinkBytes.rtaDst, [0, 1, 0x01, 0])]
+                ).bytes
+            ),
             ("empty", []),
         ]
         for (what, bytes) in kept {
@@ -133,7 +165,9 @@ struct RouteNotificationFilterTests {
         for _ in 0..<20_000 {
             let ipv6 = Bool.random(using: &random)
             let near = Self.watched.filter { ($0.family == .ipv6) == ipv6 }.randomElement(using: &random)!
-            var bytes = Bool.random(using: &random) ? near.bytes : (0..<near.bytes.count).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var bytes =
+                Bool.random(using: &random)
+                ? near.bytes : (0..<near.bytes.count).map { _ in UInt8.random(in: 0...255, using: &random) }
             // Flip one bit somewhere: the boundaries of every prefix length get tried.
             let bit = Int.random(in: 0..<(bytes.count * 8), using: &random)
             bytes[bit / 8] ^= 0x80 >> UInt8(bit % 8)
