@@ -1,8 +1,9 @@
 import Foundation
 import MetricsTestKit
-import NetReach
 import NetReachTestSupport
 import Testing
+
+@testable import NetReach
 
 /// The engine's metrics against the kernel in a namespace lab, read from a factory of the test's
 /// own: each notification read counted by kind (a route that covers nothing watched is not
@@ -43,6 +44,33 @@ struct NetlinkMetricsIntegrationTests {
             #expect(Self.routeMessages(metrics) == routesBefore + 1)
             #expect(Self.count(metrics, "netreach_netlink_malformed_messages_total") == 0)
             #expect(metrics.counterTotal(label: "netreach_netlink_resyncs_total") == 0)
+        }
+    }
+
+    /// More addresses than a filter program may hold: the socket reads every route, as it did
+    /// before filters, and a covering one still asks again.
+    @Test func withTooManyAddressesForAFilterEveryRouteIsRead() async throws {
+        try await NetnsLab.withLab(.init(ipv4: true, ipv6: false)) { lab in
+            let metrics = TestMetrics()
+            // 8.8.8.8 first: a default route carries it, so the IPv6 ones (no IPv6 here) are never
+            // reached by a question that could succeed.
+            let many = (0..<400).map { IPAddress("2001:db8::\(String($0, radix: 16))")! }
+            let addresses = [IPAddress("8.8.8.8")!] + many
+            #expect(RouteNotificationFilter(watching: addresses) == nil)
+            let configuration = SystemPathSource.Configuration(
+                namespace: lab.namespace, routeLookupAddresses: addresses)
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration, metricsFactory: metrics))
+            monitor.start(queue: DispatchQueue(label: "unfiltered"))
+            defer { monitor.cancel() }
+            let routesBefore = Self.routeMessages(metrics)
+            try await lab.batch((0..<20).map { "route add 198.51.100.\($0)/32 via \(NetnsLab.ipv4Gateway)" })
+            await LabPoll.until("the engine read all 20 routes") { Self.routeMessages(metrics) == routesBefore + 20 }
+            let lookupsBefore = Self.count(metrics, "netreach_route_lookups_total")
+            _ = try await lab.ip("route", "add", "8.8.8.8/32", "via", NetnsLab.ipv4Gateway)
+            await LabPoll.until("the engine asked the kernel again") {
+                Self.count(metrics, "netreach_route_lookups_total") > lookupsBefore
+            }
+            #expect(Self.routeMessages(metrics) == routesBefore + 21)
         }
     }
 
