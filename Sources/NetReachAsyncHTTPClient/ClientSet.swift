@@ -233,9 +233,10 @@ final class ClientSet: Sendable {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
         defer { chunk.deallocate() }
         while true {
-            let count = read(fd, chunk.baseAddress, chunk.count)
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read") }
+            let count: Int
+            do throws(SystemError) { count = try SystemCall.read(fd, into: chunk) } catch {
+                throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
+            }
             guard count > 0 else {
                 throw TransportSettingsError(.invalidCredentials, "\(what) \(path) holds no PEM certificate")
             }
