@@ -48,19 +48,12 @@ struct RouteNotificationFilter: Equatable, CustomStringConvertible {
     }
 
     var description: String { "RouteNotificationFilter(\(instructions.count) instructions)" }
-
-    /// Runs the program on `packet` as the kernel would (a datagram the socket is about to queue);
-    /// returns whether it is kept. For tests: the kernel is the reference, this reads its rules.
-    func keeps(_ packet: [UInt8]) -> Bool {
-        var interpreter = Interpreter(packet: packet)
-        return interpreter.run(instructions) != 0
-    }
 }
 
 // MARK: Classic BPF
 
 /// Opcodes of classic BPF (linux/filter.h, linux/bpf_common.h).
-private enum Op {
+enum BPF {
     static let ld: UInt16 = 0x00, ldx: UInt16 = 0x01, st: UInt16 = 0x02, stx: UInt16 = 0x03
     static let alu: UInt16 = 0x04, jmp: UInt16 = 0x05, ret: UInt16 = 0x06, misc: UInt16 = 0x07
     static let word: UInt16 = 0x00, byte: UInt16 = 0x10
@@ -103,7 +96,7 @@ private struct Assembler {
 
     mutating func jump(to label: Int) {
         pending[label, default: []].append(code.count)
-        emit(Op.jmp | Op.ja)
+        emit(BPF.jmp | BPF.ja)
     }
 
     mutating func place(_ label: Int) {
@@ -112,16 +105,16 @@ private struct Assembler {
         }
     }
 
-    /// Keeps the message when `A <test> operand` holds (operand `value`, or X with `Op.x`).
-    mutating func keep(if test: UInt16, _ value: UInt32 = 0, source: UInt16 = Op.k) {
-        emit(Op.jmp | test | source, value, 0, 1)
-        emit(Op.ret | Op.k, Self.keep)
+    /// Keeps the message when `A <test> operand` holds (operand `value`, or X with `BPF.x`).
+    mutating func keep(if test: UInt16, _ value: UInt32 = 0, source: UInt16 = BPF.k) {
+        emit(BPF.jmp | test | source, value, 0, 1)
+        emit(BPF.ret | BPF.k, Self.keep)
     }
 
     /// Keeps the message unless `A <test> operand` holds.
-    mutating func keep(unless test: UInt16, _ value: UInt32 = 0, source: UInt16 = Op.k) {
-        emit(Op.jmp | test | source, value, 1, 0)
-        emit(Op.ret | Op.k, Self.keep)
+    mutating func keep(unless test: UInt16, _ value: UInt32 = 0, source: UInt16 = BPF.k) {
+        emit(BPF.jmp | test | source, value, 1, 0)
+        emit(BPF.ret | BPF.k, Self.keep)
     }
 
     /// A = the host-order u16 at X + `offset`; X is reloaded from `Slot.offset` afterwards.
@@ -131,59 +124,59 @@ private struct Assembler {
         #else
         let (low, high) = (offset + 1, offset)
         #endif
-        emit(Op.ld | Op.byte | Op.ind, high)
-        emit(Op.alu | Op.lsh | Op.k, 8)
-        emit(Op.st, Slot.scratch)
-        emit(Op.ld | Op.byte | Op.ind, low)
-        emit(Op.misc | Op.tax)
-        emit(Op.ld | Op.mem, Slot.scratch)
-        emit(Op.alu | Op.or | Op.x)
-        emit(Op.ldx | Op.mem, Slot.offset)
+        emit(BPF.ld | BPF.byte | BPF.ind, high)
+        emit(BPF.alu | BPF.lsh | BPF.k, 8)
+        emit(BPF.st, Slot.scratch)
+        emit(BPF.ld | BPF.byte | BPF.ind, low)
+        emit(BPF.misc | BPF.tax)
+        emit(BPF.ld | BPF.mem, Slot.scratch)
+        emit(BPF.alu | BPF.or | BPF.x)
+        emit(BPF.ldx | BPF.mem, Slot.offset)
     }
 
     mutating func program(watching addresses: [IPAddress]) {
         // One message, and all of it in the datagram: nlmsg_len (host order; a route message is
         // shorter than 64 KiB) at least a route header, at most the datagram, and no room for
         // a second message after it.
-        emit(Op.ldx | Op.imm, 0)
-        emit(Op.st, Slot.offset) // A is 0: the first loads are relative to X = 0
-        emit(Op.ld | Op.len)
-        keep(unless: Op.jge, 28)
+        emit(BPF.ldx | BPF.imm, 0)
+        emit(BPF.st, Slot.offset) // A is 0: the first loads are relative to X = 0
+        emit(BPF.ld | BPF.len)
+        keep(unless: BPF.jge, 28)
         #if _endian(little)
         let highHalf: UInt32 = 2
         #else
         let highHalf: UInt32 = 0
         #endif
-        emit(Op.ld | Op.byte | Op.abs, highHalf)
-        keep(unless: Op.jeq, 0)
-        emit(Op.ld | Op.byte | Op.abs, highHalf + 1)
-        keep(unless: Op.jeq, 0)
+        emit(BPF.ld | BPF.byte | BPF.abs, highHalf)
+        keep(unless: BPF.jeq, 0)
+        emit(BPF.ld | BPF.byte | BPF.abs, highHalf + 1)
+        keep(unless: BPF.jeq, 0)
         loadHostU16(atX: 2 - highHalf)
-        emit(Op.st, Slot.messageEnd)
-        keep(unless: Op.jge, 28)
-        emit(Op.misc | Op.tax)
-        emit(Op.ld | Op.len)
-        keep(unless: Op.jge, 0, source: Op.x) // datagram ≥ nlmsg_len
-        emit(Op.ld | Op.mem, Slot.messageEnd)
-        emit(Op.alu | Op.add | Op.k, 3)
-        emit(Op.alu | Op.and | Op.k, ~3)
-        emit(Op.misc | Op.tax)
-        emit(Op.ld | Op.len)
-        keep(if: Op.jgt, 0, source: Op.x) // datagram > NLMSG_ALIGN(nlmsg_len): more follows
-        emit(Op.ldx | Op.imm, 0)
+        emit(BPF.st, Slot.messageEnd)
+        keep(unless: BPF.jge, 28)
+        emit(BPF.misc | BPF.tax)
+        emit(BPF.ld | BPF.len)
+        keep(unless: BPF.jge, 0, source: BPF.x) // datagram ≥ nlmsg_len
+        emit(BPF.ld | BPF.mem, Slot.messageEnd)
+        emit(BPF.alu | BPF.add | BPF.k, 3)
+        emit(BPF.alu | BPF.and | BPF.k, ~3)
+        emit(BPF.misc | BPF.tax)
+        emit(BPF.ld | BPF.len)
+        keep(if: BPF.jgt, 0, source: BPF.x) // datagram > NLMSG_ALIGN(nlmsg_len): more follows
+        emit(BPF.ldx | BPF.imm, 0)
         // RTM_NEWROUTE (24) or RTM_DELROUTE (25).
         loadHostU16(atX: 4)
-        emit(Op.alu | Op.sub | Op.k, 24)
-        keep(if: Op.jgt, 1)
+        emit(BPF.alu | BPF.sub | BPF.k, 24)
+        keep(if: BPF.jgt, 1)
         // struct rtmsg at 16: family, dst_len, src_len.
         let ipv4 = label()
         let ipv6 = label()
-        emit(Op.ld | Op.byte | Op.abs, 16)
-        emit(Op.jmp | Op.jeq | Op.k, 2, 0, 1)
+        emit(BPF.ld | BPF.byte | BPF.abs, 16)
+        emit(BPF.jmp | BPF.jeq | BPF.k, 2, 0, 1)
         jump(to: ipv4)
-        emit(Op.jmp | Op.jeq | Op.k, 10, 0, 1)
+        emit(BPF.jmp | BPF.jeq | BPF.k, 10, 0, 1)
         jump(to: ipv6)
-        emit(Op.ret | Op.k, Self.keep)
+        emit(BPF.ret | BPF.k, Self.keep)
         place(ipv4)
         family(bits: 32, watching: addresses.filter { $0.family == .ipv4 })
         place(ipv6)
@@ -193,76 +186,76 @@ private struct Assembler {
     /// The rest of the program for one family: prefix lengths, RTA_DST, the comparisons.
     private mutating func family(bits: UInt32, watching addresses: [IPAddress]) {
         let bytes = bits / 8
-        emit(Op.ld | Op.byte | Op.abs, 17) // rtm_dst_len
-        keep(if: Op.jeq, 0)
-        keep(if: Op.jgt, bits)
-        emit(Op.st, Slot.prefixLength)
-        emit(Op.ld | Op.byte | Op.abs, 18) // rtm_src_len
-        keep(unless: Op.jeq, 0)
+        emit(BPF.ld | BPF.byte | BPF.abs, 17) // rtm_dst_len
+        keep(if: BPF.jeq, 0)
+        keep(if: BPF.jgt, bits)
+        emit(BPF.st, Slot.prefixLength)
+        emit(BPF.ld | BPF.byte | BPF.abs, 18) // rtm_src_len
+        keep(unless: BPF.jeq, 0)
         // The attributes from 28: find RTA_DST (type 1, NLA_TYPE_MASK applied).
         let found = label()
-        emit(Op.ldx | Op.imm, 28)
+        emit(BPF.ldx | BPF.imm, 28)
         for _ in 0..<RouteNotificationFilter.attributesSearched {
-            emit(Op.stx, Slot.offset)
-            emit(Op.misc | Op.txa)
-            emit(Op.alu | Op.add | Op.k, 4)
-            emit(Op.ldx | Op.mem, Slot.messageEnd)
-            keep(if: Op.jgt, 0, source: Op.x) // no room for another attribute: no RTA_DST
-            emit(Op.ldx | Op.mem, Slot.offset)
+            emit(BPF.stx, Slot.offset)
+            emit(BPF.misc | BPF.txa)
+            emit(BPF.alu | BPF.add | BPF.k, 4)
+            emit(BPF.ldx | BPF.mem, Slot.messageEnd)
+            keep(if: BPF.jgt, 0, source: BPF.x) // no room for another attribute: no RTA_DST
+            emit(BPF.ldx | BPF.mem, Slot.offset)
             loadHostU16(atX: 0) // rta_len
-            emit(Op.st, Slot.attributeLength)
-            keep(unless: Op.jge, 4)
-            emit(Op.alu | Op.add | Op.x)
-            emit(Op.ldx | Op.mem, Slot.messageEnd)
-            keep(if: Op.jgt, 0, source: Op.x) // runs past the message
-            emit(Op.ldx | Op.mem, Slot.offset)
+            emit(BPF.st, Slot.attributeLength)
+            keep(unless: BPF.jge, 4)
+            emit(BPF.alu | BPF.add | BPF.x)
+            emit(BPF.ldx | BPF.mem, Slot.messageEnd)
+            keep(if: BPF.jgt, 0, source: BPF.x) // runs past the message
+            emit(BPF.ldx | BPF.mem, Slot.offset)
             loadHostU16(atX: 2) // rta_type
-            emit(Op.alu | Op.and | Op.k, 0x3fff)
-            emit(Op.jmp | Op.jeq | Op.k, 1, 0, 1)
+            emit(BPF.alu | BPF.and | BPF.k, 0x3fff)
+            emit(BPF.jmp | BPF.jeq | BPF.k, 1, 0, 1)
             jump(to: found)
-            emit(Op.ld | Op.mem, Slot.attributeLength)
-            emit(Op.alu | Op.add | Op.k, 3)
-            emit(Op.alu | Op.and | Op.k, ~3)
-            emit(Op.alu | Op.add | Op.x)
-            emit(Op.misc | Op.tax)
+            emit(BPF.ld | BPF.mem, Slot.attributeLength)
+            emit(BPF.alu | BPF.add | BPF.k, 3)
+            emit(BPF.alu | BPF.and | BPF.k, ~3)
+            emit(BPF.alu | BPF.add | BPF.x)
+            emit(BPF.misc | BPF.tax)
         }
-        emit(Op.ret | Op.k, Self.keep)
+        emit(BPF.ret | BPF.k, Self.keep)
         place(found)
-        emit(Op.ld | Op.mem, Slot.attributeLength)
-        keep(unless: Op.jeq, 4 + bytes)
+        emit(BPF.ld | BPF.mem, Slot.attributeLength)
+        keep(unless: BPF.jeq, 4 + bytes)
         let words = bytes / 4
         for word in 0..<words {
-            emit(Op.ld | Op.word | Op.ind, 4 + 4 * word) // network order: the address's own value
-            emit(Op.st, Slot.words + word)
+            emit(BPF.ld | BPF.word | BPF.ind, 4 + 4 * word) // network order: the address's own value
+            emit(BPF.st, Slot.words + word)
         }
         // Each word's mask: the prefix's bits that fall in it.
         for word in 0..<words {
             let full = label()
             let none = label()
             let next = label()
-            emit(Op.ld | Op.mem, Slot.prefixLength)
-            emit(Op.jmp | Op.jge | Op.k, 32 * (word + 1), 0, 1)
+            emit(BPF.ld | BPF.mem, Slot.prefixLength)
+            emit(BPF.jmp | BPF.jge | BPF.k, 32 * (word + 1), 0, 1)
             jump(to: full)
-            emit(Op.jmp | Op.jgt | Op.k, 32 * word, 1, 0)
+            emit(BPF.jmp | BPF.jgt | BPF.k, 32 * word, 1, 0)
             jump(to: none)
             // 0xffffffff << (32 − bits in this word), bits in 1...31.
-            emit(Op.alu | Op.sub | Op.k, 32 * word)
-            emit(Op.st, Slot.scratch)
-            emit(Op.ld | Op.imm, 32)
-            emit(Op.ldx | Op.mem, Slot.scratch)
-            emit(Op.alu | Op.sub | Op.x)
-            emit(Op.misc | Op.tax)
-            emit(Op.ld | Op.imm, 0xffff_ffff)
-            emit(Op.alu | Op.lsh | Op.x)
-            emit(Op.st, Slot.masks + word)
+            emit(BPF.alu | BPF.sub | BPF.k, 32 * word)
+            emit(BPF.st, Slot.scratch)
+            emit(BPF.ld | BPF.imm, 32)
+            emit(BPF.ldx | BPF.mem, Slot.scratch)
+            emit(BPF.alu | BPF.sub | BPF.x)
+            emit(BPF.misc | BPF.tax)
+            emit(BPF.ld | BPF.imm, 0xffff_ffff)
+            emit(BPF.alu | BPF.lsh | BPF.x)
+            emit(BPF.st, Slot.masks + word)
             jump(to: next)
             place(full)
-            emit(Op.ld | Op.imm, 0xffff_ffff)
-            emit(Op.st, Slot.masks + word)
+            emit(BPF.ld | BPF.imm, 0xffff_ffff)
+            emit(BPF.st, Slot.masks + word)
             jump(to: next)
             place(none)
-            emit(Op.ld | Op.imm, 0)
-            emit(Op.st, Slot.masks + word)
+            emit(BPF.ld | BPF.imm, 0)
+            emit(BPF.st, Slot.masks + word)
             place(next)
         }
         // Kept if the prefix covers a watched address: every word equal under its mask.
@@ -270,88 +263,17 @@ private struct Assembler {
         for address in addresses {
             for word in 0..<Int(words) {
                 let value = address.bytes[(4 * word)..<(4 * word + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-                emit(Op.ld | Op.mem, Slot.words + UInt32(word))
-                emit(Op.alu | Op.xor | Op.k, value)
-                emit(Op.ldx | Op.mem, Slot.masks + UInt32(word))
-                emit(Op.alu | Op.and | Op.x)
+                emit(BPF.ld | BPF.mem, Slot.words + UInt32(word))
+                emit(BPF.alu | BPF.xor | BPF.k, value)
+                emit(BPF.ldx | BPF.mem, Slot.masks + UInt32(word))
+                emit(BPF.alu | BPF.and | BPF.x)
                 // Differs: skip this address's remaining words and its `ret`.
                 let remaining = perAddress - 5 * (word + 1)
-                emit(Op.jmp | Op.jeq | Op.k, 0, 0, UInt8(remaining))
+                emit(BPF.jmp | BPF.jeq | BPF.k, 0, 0, UInt8(remaining))
             }
-            emit(Op.ret | Op.k, Self.keep)
+            emit(BPF.ret | BPF.k, Self.keep)
         }
-        emit(Op.ret | Op.k, Self.drop)
-    }
-}
-
-/// Classic BPF as the kernel runs it, for the opcodes the assembler emits: loads past the packet
-/// end the program with 0 (drop), as `bpf_convert_filter`'s checks do.
-private struct Interpreter {
-    let packet: [UInt8]
-    var a: UInt32 = 0
-    var x: UInt32 = 0
-    var memory = [UInt32](repeating: 0, count: 16)
-
-    init(packet: [UInt8]) { self.packet = packet }
-
-    private func load(_ offset: UInt32, size: Int) -> UInt32? {
-        let start = Int(offset)
-        guard start + size <= packet.count else { return nil }
-        return packet[start..<(start + size)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-    }
-
-    mutating func run(_ program: [RouteNotificationFilter.Instruction]) -> UInt32 {
-        var pc = 0
-        while pc < program.count {
-            let instruction = program[pc]
-            let k = instruction.value
-            pc += 1
-            switch instruction.code {
-            case Op.ld | Op.imm: a = k
-            case Op.ld | Op.len: a = UInt32(packet.count)
-            case Op.ld | Op.mem: a = memory[Int(k)]
-            case Op.ld | Op.byte | Op.abs, Op.ld | Op.byte | Op.ind, Op.ld | Op.word | Op.ind:
-                let indirect = instruction.code & Op.ind != 0
-                let offset = indirect ? x &+ k : k
-                guard let value = load(offset, size: instruction.code & Op.byte != 0 ? 1 : 4) else { return 0 }
-                a = value
-            case Op.ldx | Op.imm: x = k
-            case Op.ldx | Op.mem: x = memory[Int(k)]
-            case Op.st: memory[Int(k)] = a
-            case Op.stx: memory[Int(k)] = x
-            case Op.misc | Op.tax: x = a
-            case Op.misc | Op.txa: a = x
-            case Op.ret | Op.k: return k
-            case let code where code & 0x07 == Op.alu:
-                let operand = code & Op.x != 0 ? x : k
-                switch code & 0xf0 {
-                case Op.add: a = a &+ operand
-                case Op.sub: a = a &- operand
-                case Op.or: a |= operand
-                case Op.and: a &= operand
-                case Op.lsh: a = operand >= 32 ? 0 : a << operand
-                case Op.xor: a ^= operand
-                default: return 0
-                }
-            case let code where code & 0x07 == Op.jmp:
-                if code & 0xf0 == Op.ja {
-                    pc += Int(k)
-                    continue
-                }
-                let operand = code & Op.x != 0 ? x : k
-                let holds: Bool
-                switch code & 0xf0 {
-                case Op.jeq: holds = a == operand
-                case Op.jgt: holds = a > operand
-                case Op.jge: holds = a >= operand
-                default: return 0
-                }
-                pc += Int(holds ? instruction.jumpIfTrue : instruction.jumpIfFalse)
-            default:
-                return 0
-            }
-        }
-        return 0
+        emit(BPF.ret | BPF.k, Self.drop)
     }
 }
 #endif
