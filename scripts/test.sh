@@ -125,7 +125,9 @@ if $tsan; then
     # event loops and sockets, at once on two cores starve each other past their timeouts (seen
     # on CI). The races TSan looks for are inside each test, which starts its own threads; serial
     # is also faster here (about 8 s against 48-60 s parallel under load).
-    swift test --no-parallel --sanitize=thread --scratch-path .build-tsan --filter "$suites"
+    # scripts/tsan-suppressions.txt names the reports TSan cannot get right (each with its reason).
+    TSAN_OPTIONS="suppressions=$PWD/scripts/tsan-suppressions.txt ${TSAN_OPTIONS:-}" \
+        swift test --no-parallel --sanitize=thread --scratch-path .build-tsan --filter "$suites"
 fi
 
 if $fuzz; then

@@ -173,10 +173,14 @@ extension PathMonitor {
 
 extension NetworkPath {
     /// The path the lab's `veth0` gives when it is satisfied over IPv4 (with the gateway 10.123.0.1).
-    package var isLabIPv4Satisfied: Bool {
+    package var isLabIPv4Satisfied: Bool { isLabIPv4Satisfied(via: NetnsLab.ipv4Gateway) }
+
+    /// The path the lab's `veth0` gives when it is satisfied over IPv4 with the default route via
+    /// `gateway`.
+    package func isLabIPv4Satisfied(via gateway: String) -> Bool {
         status == .satisfied && unsatisfiedReason == nil
             && availableInterfaces.map(\.name) == [NetnsLab.interface]
-            && supportsIPv4 && gateways == [IPAddress(NetnsLab.ipv4Gateway)!]
+            && supportsIPv4 && gateways == [IPAddress(gateway)!]
     }
 }
 

@@ -45,6 +45,10 @@ package struct NetnsLab: Sendable {
     package static let peerInterface = "veth1"
     package static let ipv4Address = "10.123.0.2/24"
     package static let ipv4Gateway = "10.123.0.1"
+    /// A second gateway on the lab's subnet that no lab sets up: a test that ends a storm of
+    /// changes by moving the default route here reaches a state the storm never rested in, so
+    /// seeing it proves every earlier notification was read (nothing is ever sent to it).
+    package static let otherIPv4Gateway = "10.123.0.3"
     package static let ipv6Address = "2001:db8:123::2/64"
     package static let ipv6Gateway = "2001:db8:123::1"
 
