@@ -256,6 +256,8 @@ let package = Package(
                 "NetReachServe", "NetReach", "NetReachConnectivity", "NetReachTesting",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // What only AsyncHTTPClient does: its prober, decoding limits (its conformance is in NetReachHTTPTests).

@@ -199,8 +199,12 @@ package struct ServeResponder: HTTPResponder {
             body: ResponseBody { writer in
                 let subscription = hub.subscribe(lastEventID: lastEventID, onDrop: { channel.close(promise: nil) })
                 defer { subscription.cancel() }
-                for await chunk in subscription.chunks {
-                    try await writer.write(ByteBuffer(string: chunk))
+                // On the connection's event loop: an event wakes that thread only, and is written
+                // there (EventLoopTaskExecutor).
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(channel.eventLoop)) {
+                    for await chunk in subscription.chunks {
+                        try await writer.write(ByteBuffer(string: chunk))
+                    }
                 }
                 try await writer.finish(nil)
             })
