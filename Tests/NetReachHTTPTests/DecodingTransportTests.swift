@@ -22,6 +22,11 @@ struct DecodingTransportTests {
             #expect(status == 200)
             #expect(body == nginx.json, "decoded \(body.count) bytes of \(nginx.json.count)")
             // How much nginx actually compressed it: the log's bytes sent against the file's size.
+            // nginx logs a request once it has finished it, which can be after the client has read
+            // the whole body (the line was missing once in a CI run): wait for it.
+            await LabPoll.until("nginx logs the request") {
+                nginx.accessLog().contains { $0.contains("/data.json") }
+            }
             let line = try #require(nginx.accessLog().last { $0.contains("/data.json") })
             let fields = line.split(separator: " ")
             let sent = try #require(fields.count > 9 ? Int(fields[9]) : nil)
