@@ -10,6 +10,9 @@ import Testing
 @Suite("OfflineIndicator on a clock")
 @MainActor
 struct OfflineIndicatorTests {
+    /// On the main actor, where the indicator decides: `wait`, nonisolated, ran on the pool and
+    /// read `values` while a decision appended to it (ThreadSanitizer saw it once in CI).
+    @MainActor
     final class Decisions {
         var values: [Bool] = []
 
