@@ -7,8 +7,9 @@ import ServiceLifecycle
 
 /// The monitors `serve` runs: one ``PathMonitor`` per destination (the internet and each
 /// `--to NAME=DEST`) in each namespace, and each namespace's snapshots for its interfaces and
-/// its kernel routes. Everything they report goes to ``ServeState`` from one serial queue, so
-/// metrics and events see changes in the order they happened.
+/// its kernel routes. A path's event leaves from the thread that computed it (the netlink engine's:
+/// no hop between the kernel's message and the event stream); everything else they report, the
+/// series included, goes to ``ServeState`` from one serial queue, in the order it happened.
 ///
 /// What is watched can change while it runs: ``apply(_:)`` (a reload) and, with
 /// ``ServeTargets/followsNamespaceDirectory``, `ip netns` namespaces coming and going. Monitors
@@ -277,6 +278,12 @@ package final class NetworkWatch: Service, Sendable {
 
     /// On `queue`.
     private func startMonitor(_ monitor: PathMonitor, key: PathKey, family: IPAddress.Family?) {
+        // The event, on the engine's thread: the state's lock and the hub's, nothing that waits
+        // for this queue (a monitor being started here waits for that thread's first snapshot).
+        let state = self.state
+        let recorder = state.beginRecording(key)
+        monitor.pathObserver = { path in state.recordPath(path, for: key, at: Date(), recorder: recorder) }
+        // The series, here, after the event.
         monitor.pathUpdateHandler = { [weak self, weak monitor] path in
             guard let self, let monitor else { return }
             // A path queued before its monitor was stopped (a reload, a namespace gone) is not news.
@@ -298,7 +305,7 @@ package final class NetworkWatch: Service, Sendable {
             let family = family ?? monitor.destinationAddresses.first?.family ?? .ipv4
             routes = PathSamples.routes(of: path, family: family)
         }
-        state.record(path, routes: routes, for: key, at: Date())
+        state.recordSeries(for: key, routes: routes)
         if path.unsatisfiedReason == .monitorUnavailable {
             state.record(interfaces: [:], available: false, namespace: key.namespace)
         }
@@ -348,8 +355,6 @@ package final class NetworkWatch: Service, Sendable {
         let changed = running.internetRoutes[namespace] != routes
         running.internetRoutes[namespace] = routes
         let key = PathKey(namespace: namespace, destination: "")
-        if changed, let path = state.path(for: key) {
-            state.record(path, routes: routes, for: key, at: Date())
-        }
+        if changed { state.recordSeries(for: key, routes: routes) }
     }
 }

@@ -8,8 +8,10 @@ import Prometheus
 /// namespaces' interfaces, and whether each namespace can be observed. Every update goes, in
 /// order, to the metric series and to the event stream.
 ///
-/// Updates come from one serial queue (``NetworkWatch``'s); readers (the HTTP handlers) may be
-/// on any thread.
+/// Updates come from one serial queue (``NetworkWatch``'s), except a path's own: its event leaves
+/// from the thread that computed it (``recordPath(_:for:at:recorder:)``, the netlink engine's), and
+/// its series follow from the queue (``recordSeries(for:routes:)``). Readers (the HTTP handlers)
+/// may be on any thread.
 ///
 /// ```swift
 /// let state = ServeState(keys: [PathKey(namespace: "", destination: "")], version: "0.23.0",
@@ -68,8 +70,15 @@ package final class ServeState: Sendable {
         var countedEvidence: [String: [IPAddress.Family: [ProbeResult]]] = [:]
         /// Tasks waiting until every watched path has been read (``untilReadAll()``).
         var readWaiters = ConditionWaiters()
+        /// Who may record each path (``beginRecording(_:)``): a monitor stopped since cannot.
+        var recorders: [PathKey: UInt64] = [:]
+        var nextRecorder: UInt64 = 0
+        /// The paths whose series are recorded, and how many of each one's changes the
+        /// `netreach_path_changes_total` counter has counted.
+        var seriesRecorded: [PathKey: Int] = [:]
 
-        var hasReadAll: Bool { keys.allSatisfy { paths[$0] != nil } }
+        /// Read means exported: the path and its series.
+        var hasReadAll: Bool { keys.allSatisfy { seriesRecorded[$0] != nil } }
 
         /// The read waiters to resume, if every watched path has been read now.
         mutating func readWaitersToResume() -> [CheckedContinuation<Void, Never>] {
@@ -138,13 +147,17 @@ package final class ServeState: Sendable {
     /// `path` event whose path is `null`. It stays among ``keys`` if it is still watched (a
     /// destination renamed to another host starts afresh).
     package func unwatch(_ key: PathKey) {
-        let known = state.withLock { state in
+        let event = pathEvent(nil, key: key)
+        state.withLock { state in
             state.series.remove(group: key.topic)
-            return state.paths.removeValue(forKey: key) != nil
+            state.recorders[key] = nil
+            state.seriesRecorded[key] = nil
+            guard state.paths.removeValue(forKey: key) != nil else { return }
+            // Under the lock, as a path's own event is: no late path of a stopped monitor can
+            // follow this one.
+            hub.publish(.path, topic: key.topic, data: event)
+            hub.forget(topic: key.topic)
         }
-        guard known else { return }
-        hub.publish(.path, topic: key.topic, data: pathEvent(nil, key: key))
-        hub.forget(topic: key.topic)
     }
 
     /// Withdraws the namespace labelled `namespace` and every path in it: a namespace that left
@@ -186,33 +199,67 @@ package final class ServeState: Sendable {
         }
     }
 
-    /// Records `path` for `key`: the first one read, or a change (a repeat of the latest path is
-    /// ignored). `routes` are the kernel's routes for `route_info`.
+    /// Records `path` for `key` and its series at once: ``recordPath(_:for:at:recorder:)`` then
+    /// ``recordSeries(for:routes:)``, for a caller that has both on one thread.
     package func record(_ path: NetworkPath, routes: [PathSamples.Route], for key: PathKey, at date: Date) {
-        let (isNew, watched, readers) = state.withLock { state in
+        recordPath(path, for: key, at: date)
+        recordSeries(for: key, routes: routes)
+    }
+
+    /// Makes the caller the one recorder of `key`'s paths: from now on only
+    /// ``recordPath(_:for:at:recorder:)`` calls with the returned token (or none) count, until
+    /// ``unwatch(_:)``. A monitor replaced or stopped keeps its old token, so a path it computed
+    /// just before it stopped can no longer reach the stream after the path was withdrawn.
+    package func beginRecording(_ key: PathKey) -> UInt64 {
+        state.withLock { state in
+            state.nextRecorder += 1
+            state.recorders[key] = state.nextRecorder
+            return state.nextRecorder
+        }
+    }
+
+    /// Records `path` for `key` when it is the first one read or a change, and sends its event;
+    /// returns whether it was. From any thread, one at a time per key (a monitor's observer): the
+    /// event leaves here, before the series (``recordSeries(for:routes:)``) are updated.
+    /// `recorder`: the token of ``beginRecording(_:)``; a stale one records nothing.
+    @discardableResult
+    package func recordPath(_ path: NetworkPath, for key: PathKey, at date: Date, recorder: UInt64? = nil) -> Bool {
+        // Rendered before the lock; a monitor sends only changes, so it is seldom thrown away.
+        let event = pathEvent(path, key: key)
+        return state.withLock { state in
+            if let recorder, state.recorders[key] != recorder { return false }
             let now = date.timeIntervalSince1970
             var watched = state.paths[key] ?? Watched(path: path, changes: -1, lastChange: now)
-            let isNew = state.paths[key] == nil || watched.path != path
-            if isNew {
-                watched.path = path
-                watched.changes += 1
-                watched.lastChange = now
-            }
+            guard state.paths[key] == nil || watched.path != path else { return false }
+            watched.path = path
+            watched.changes += 1
+            watched.lastChange = now
             state.paths[key] = watched
-            return (isNew, watched, state.readWaitersToResume())
+            // Under the lock: events of one path leave in the order its changes were recorded,
+            // and none after its withdrawal (``unwatch(_:)``).
+            hub.publish(.path, topic: key.topic, data: event)
+            return true
         }
-        readers.forEach { $0.resume() }
-        // The event first: the series below (a few dozen samples rebuilt) are read at the next
-        // scrape, the event by a client waiting for it now.
-        if isNew { hub.publish(.path, topic: key.topic, data: pathEvent(path, key: key)) }
-        state.withLock { state in
+    }
+
+    /// Brings `key`'s series in line with its latest path (`routes`: the kernel's routes for
+    /// `route_info`), counting its changes since the last call; on the watch's queue. Until the
+    /// first call for every watched path, ``untilReadAll()`` waits.
+    package func recordSeries(for key: PathKey, routes: [PathSamples.Route]) {
+        let readers = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard let watched = state.paths[key] else { return [] }
             state.series.replace(
                 group: key.topic,
-                with: PathSamples.samples(of: path, key: key, routes: routes, lastChange: watched.lastChange))
+                with: PathSamples.samples(of: watched.path, key: key, routes: routes, lastChange: watched.lastChange))
+            // Registered at 0 with the first path; each change after it counts once.
+            let counted = state.seriesRecorded[key] ?? 0
             state.series.increment(
                 group: key.topic, name: "netreach_path_changes_total", labels: key.labels,
-                by: isNew && watched.changes > 0 ? 1 : 0)
+                by: Int64(max(0, watched.changes - counted)))
+            state.seriesRecorded[key] = watched.changes
+            return state.readWaitersToResume()
         }
+        readers.forEach { $0.resume() }
     }
 
     /// Records the interfaces of `namespace` (`netreach_interface_up`), and that it is

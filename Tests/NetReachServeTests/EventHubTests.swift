@@ -36,6 +36,9 @@ struct EventHubTests {
     @Test func theWireFormatIsOneEventWithOneDataLine() {
         let event = ServerSentEvent(id: 7, name: .path, data: "{\"a\":1}\n{\"b\":2}")
         #expect(event.wire == "id: 7\nevent: path\ndata: {\"a\":1} {\"b\":2}\n\n")
+        // CR and CRLF end an SSE line too.
+        let crlf = ServerSentEvent(id: 8, name: .path, data: "{\"a\":1}\r\n{\"b\":2}\r{\"c\":3}")
+        #expect(crlf.wire == "id: 8\nevent: path\ndata: {\"a\":1} {\"b\":2} {\"c\":3}\n\n")
     }
 
     @Test func aNewClientGetsTheCurrentStateThenEveryEventInOrder() async {

@@ -39,6 +39,54 @@ struct ServeReloadTests {
         return data.filter { $0 != "{}" } // the shutdown event
     }
 
+    /// A path's event leaves from the engine's thread, so a monitor stopped by a reload may still
+    /// hand one over after its path was withdrawn: it must not bring the path back.
+    @Test func aPathFromAStoppedMonitorCannotFollowItsWithdrawal() async {
+        let (state, registry, hub) = makeState([db])
+        let first = state.beginRecording(db)
+        #expect(state.recordPath(down, for: db, at: Date(), recorder: first))
+        state.recordSeries(for: db, routes: [])
+        // A reload points db elsewhere: withdrawn, and a new monitor records it.
+        state.unwatch(db)
+        #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: first))
+        #expect(state.path(for: db) == nil)
+        #expect(!state.hasReadAll)
+        let second = state.beginRecording(db)
+        #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: first))
+        #expect(state.recordPath(down, for: db, at: Date(), recorder: second))
+        // The same path again is no change: no event.
+        #expect(!state.recordPath(down, for: db, at: Date(), recorder: second))
+        state.recordSeries(for: db, routes: [])
+        #expect(state.hasReadAll)
+        #expect(series(registry).contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 0"#))
+        let all = await events(hub, after: 0)
+        #expect(
+            all == [
+                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"}}"#,
+                #"{"destination":"db","namespace":"lab1","path":null}"#,
+                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"}}"#,
+            ])
+    }
+
+    /// The series follow the latest path, counting every change recorded since they last did,
+    /// and a path's series first exported is when it counts as read.
+    @Test func theSeriesCountEveryChangeRecordedSinceTheyLastFollowed() {
+        let (state, registry, _) = makeState([db])
+        let recorder = state.beginRecording(db)
+        state.recordPath(down, for: db, at: Date(), recorder: recorder)
+        #expect(!state.hasReadAll)
+        state.recordSeries(for: db, routes: [])
+        #expect(state.hasReadAll)
+        state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: recorder)
+        state.recordPath(down, for: db, at: Date(), recorder: recorder)
+        state.recordSeries(for: db, routes: [])
+        let lines = series(registry)
+        #expect(lines.contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 2"#), "\(lines)")
+        #expect(
+            lines.contains(
+                #"netreach_path_unsatisfied_reason{namespace="lab1",destination="db",reason="noDefaultRoute"} 1.0"#))
+    }
+
     @Test func pathsNoLongerWatchedAreWithdrawnFromMetricsAndEvents() async {
         let (state, registry, hub) = makeState([internet, db])
         state.record(down, routes: [], for: internet, at: Date())

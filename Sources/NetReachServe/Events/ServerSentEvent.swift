@@ -32,10 +32,19 @@ package struct ServerSentEvent: Sendable, Hashable {
 
     /// The event as written on the stream, ending with the blank line that dispatches it.
     package var wire: String {
-        // JSON from JSONEncoder has no raw line breaks; a stray one would split `data:` in two.
-        let line = data.contains("\n") ? data.split(separator: "\n").joined(separator: " ") : data
+        // JSON has no raw line breaks; a stray one (LF, CR or CRLF: all end an SSE line) would
+        // split `data:` in two. Looked for in the bytes: this runs once per event, and Foundation's
+        // `contains` on a String costs a bridged search.
+        let line =
+            data.utf8.contains(where: Self.isLineBreak)
+            ? String(
+                decoding: Array(data.utf8.split(whereSeparator: Self.isLineBreak).joined(separator: [0x20])),
+                as: UTF8.self)
+            : data
         return "id: \(id)\nevent: \(name.rawValue)\ndata: \(line)\n\n"
     }
+
+    private static func isLineBreak(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
 
     /// A comment line: `EventSource` ignores it, and it keeps proxies from closing an idle stream.
     package static let keepAlive = ": keep-alive\n\n"

@@ -28,15 +28,32 @@ package struct MetricSeries {
             self.labels = labels
             self.value = value
         }
+
+        /// Whether `other` is the same series (name and labels, in order), whatever its value.
+        func namesTheSameSeries(as other: Sample) -> Bool {
+            name == other.name && labels.count == other.labels.count
+                && zip(labels, other.labels).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        }
     }
 
     private struct Key: Hashable {
         var name: String
         var labels: [String] // name=value pairs, in the order given (fixed per metric)
+
+        init(_ name: String, _ labels: [(String, String)]) {
+            self.name = name
+            self.labels = labels.map { "\($0)=\($1)" }
+        }
+    }
+
+    /// One group's gauges: the samples last given, in their order, each with its gauge.
+    private struct GaugeGroup {
+        var samples: [Sample]
+        var gauges: [CoreMetrics.Gauge]
     }
 
     private let factory: PrometheusMetricsFactory
-    private var gauges: [String: [Key: CoreMetrics.Gauge]] = [:]
+    private var gauges: [String: GaugeGroup] = [:]
     private var counters: [String: [Key: CoreMetrics.Counter]] = [:]
     private var timers: [String: [Key: CoreMetrics.Timer]] = [:]
 
@@ -49,23 +66,40 @@ package struct MetricSeries {
 
     /// Sets `group`'s gauges to `samples`, unregistering the ones it had that are not among them.
     package mutating func replace(group: String, with samples: [Sample]) {
-        var old = gauges[group] ?? [:]
-        var new: [Key: CoreMetrics.Gauge] = [:]
+        // Most calls (a path recorded again, a change of status) name the same series in the same
+        // order as the last one: only the values that moved are recorded, nothing is rebuilt.
+        if var kept = gauges[group], kept.samples.count == samples.count,
+            zip(kept.samples, samples).allSatisfy({ $0.namesTheSameSeries(as: $1) })
+        {
+            for index in samples.indices where kept.samples[index].value != samples[index].value {
+                kept.gauges[index].record(samples[index].value)
+                kept.samples[index].value = samples[index].value
+            }
+            gauges[group] = kept
+            return
+        }
+        var old: [Key: CoreMetrics.Gauge] = [:]
+        if let kept = gauges[group] {
+            for (sample, gauge) in zip(kept.samples, kept.gauges) { old[Key(sample.name, sample.labels)] = gauge }
+        }
+        var made: [Key: CoreMetrics.Gauge] = [:]
+        var ordered: [CoreMetrics.Gauge] = []
         for sample in samples {
-            let key = Key(name: sample.name, labels: sample.labels.map { "\($0)=\($1)" })
+            let key = Key(sample.name, sample.labels)
             let gauge =
-                old.removeValue(forKey: key)
+                made[key] ?? old.removeValue(forKey: key)
                 ?? CoreMetrics.Gauge(label: sample.name, dimensions: sample.labels, factory: factory)
             gauge.record(sample.value)
-            new[key] = gauge
+            made[key] = gauge
+            ordered.append(gauge)
         }
         for gauge in old.values { gauge.destroy() }
-        gauges[group] = new.isEmpty ? nil : new
+        gauges[group] = samples.isEmpty ? nil : GaugeGroup(samples: samples, gauges: ordered)
     }
 
     /// Adds `by` to the counter `name` with `labels` in `group`, registering it at 0 first if new.
     package mutating func increment(group: String, name: String, labels: [(String, String)], by amount: Int64) {
-        let key = Key(name: name, labels: labels.map { "\($0)=\($1)" })
+        let key = Key(name, labels)
         let counter =
             counters[group, default: [:]][key]
             ?? CoreMetrics.Counter(label: name, dimensions: labels, factory: factory)
@@ -76,7 +110,7 @@ package struct MetricSeries {
     /// Records `duration` in the histogram `name` with `labels` in `group` (Prometheus's default
     /// buckets, 5 ms to 10 s).
     package mutating func record(_ duration: Duration, group: String, name: String, labels: [(String, String)]) {
-        let key = Key(name: name, labels: labels.map { "\($0)=\($1)" })
+        let key = Key(name, labels)
         let timer =
             timers[group, default: [:]][key]
             ?? CoreMetrics.Timer(label: name, dimensions: labels, factory: factory)
@@ -87,7 +121,11 @@ package struct MetricSeries {
 
     /// Unregisters every series of `group`.
     package mutating func remove(group: String) {
-        gauges.removeValue(forKey: group)?.values.forEach { $0.destroy() }
+        // A gauge shared by two samples (the same series given twice) is destroyed once.
+        var destroyed = Set<ObjectIdentifier>()
+        for gauge in gauges.removeValue(forKey: group)?.gauges ?? [] {
+            if destroyed.insert(ObjectIdentifier(gauge)).inserted { gauge.destroy() }
+        }
         counters.removeValue(forKey: group)?.values.forEach { $0.destroy() }
         timers.removeValue(forKey: group)?.values.forEach { $0.destroy() }
     }
