@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachSystem
 import NetReachTestSupport
 import Testing
 
@@ -72,6 +73,56 @@ struct DestinationIntegrationTests {
             } else {
                 Issue.record("ip route get found a route")
             }
+        }
+    }
+
+    /// Many destinations are asked about together (one datagram of questions per 16, one receive
+    /// loop): each still gets what a program's `connect()` there gets, whatever the others get
+    /// (a route, another uplink, a rule's table, a refusal, nothing). The reference is the lab's
+    /// own connected socket and `ip route get ADDRESS from SOURCE`, asked one at a time.
+    @Test func destinationsAskedTogetherEachGetWhatConnectGets() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: true, ipv6: true)) { lab in
+            try await lab.addUplink()
+            try await lab.ip("-4", "route", "add", "198.51.100.8/29", "via", "10.124.0.1", "dev", "veth2")
+            try await lab.ip("-4", "route", "add", "blackhole", "198.51.100.20/32")
+            try await lab.ip("-4", "route", "add", "unreachable", "198.51.100.21/32")
+            try await lab.ip("-4", "route", "add", "prohibit", "198.51.100.22/32")
+            try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "table", "100")
+            try await lab.ip("-4", "rule", "add", "to", "198.51.100.30/32", "table", "100")
+            try await lab.ip("-6", "route", "add", "2001:db8:77::/48", "dev", "veth2")
+            try await lab.ip("-6", "route", "add", "unreachable", "2001:db8:78::/48")
+            var destinations = (1...6).map { "198.51.100.\($0)" } + (8...15).map { "198.51.100.\($0)" }
+            destinations += ["198.51.100.20", "198.51.100.21", "198.51.100.22", "198.51.100.30", "127.0.0.1"]
+            destinations += ["2001:db8:ffff::9", "2001:db8:77::1", "2001:db8:78::1", "::1"]
+            #expect(destinations.count > RouteQuery.destinationsPerDatagram)
+            let addresses = destinations.map { IPAddress($0)! }
+
+            let source = SystemPathSource(configuration: .init(namespace: lab.namespace))
+            let latest = Locked(SystemSnapshot())
+            let subscription = try source.subscribe { snapshot in latest.withLock { $0 = snapshot } }
+            defer { subscription.cancel() }
+            // Returns once the snapshot has every destination's answer.
+            let routes = source.lookUpRoutes(to: addresses)
+            defer { routes.cancel() }
+            let snapshot = latest.withLock { $0 }
+            for (name, address) in zip(destinations, addresses) {
+                let truth = try await lab.routeGet(to: name)
+                let answer = try #require(snapshot.destinationLookups[address], "\(name): not asked")
+                switch (truth, answer) {
+                case (.route(let device, let gateway, let truthSource, _), .route(let route)):
+                    #expect(snapshot.links[route.interfaceIndex]?.name == device, "\(name): \(answer) vs \(truth)")
+                    #expect(route.gateway == gateway, "\(name): \(answer) vs \(truth)")
+                    #expect(route.source == truthSource, "\(name): \(answer) vs \(truth)")
+                case (.error, .route), (.route, _):
+                    Issue.record("\(name): the monitor says \(answer), a program gets \(truth)")
+                case (.error, _):
+                    break
+                }
+            }
+            // The refusals are told apart as connect() tells them.
+            #expect(snapshot.destinationLookups[IPAddress("198.51.100.20")!] == .refused(.blackhole))
+            #expect(snapshot.destinationLookups[IPAddress("198.51.100.21")!] == .refused(.unreachable))
+            #expect(snapshot.destinationLookups[IPAddress("198.51.100.22")!] == .refused(.prohibit))
         }
     }
 }
