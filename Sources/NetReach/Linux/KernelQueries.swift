@@ -103,30 +103,13 @@ struct KernelQueries {
             let expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
             earliest[family] = min(earliest[family] ?? expiry, expiry)
         }
-        // Every question that depends on no other answer is asked in one go (one datagram, one
-        // receive loop: ``RouteQuery/connected(to:probe:on:buffer:)``): the first candidate for
-        // the internet of each family asked, and every destination to ask about.
-        let families = [IPAddress.Family.ipv4, .ipv6].filter { asked.includes($0) }
-        let firstCandidates = families.compactMap { family in lookupAddresses.first { $0.family == family } }
-        let destinationsToAsk = destinations.filter { asked.includes($0.family) || destinationLookups[$0] == nil }
-        lookupCounter?.increment(by: firstCandidates.count + destinationsToAsk.count)
-        let together = try RouteQuery.connected(
-            to: firstCandidates + destinationsToAsk, probe: probe, on: &requests, buffer: buffer)
-        var firstAnswers: [IPAddress: RouteQuery.Answer] = [:]
-        for (candidate, answer) in zip(firstCandidates, together) { firstAnswers[candidate] = answer }
-        for family in families {
+        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) {
             routeLookups[family] = nil
             scopedRouteLookups[family] = nil
             var best: (address: IPAddress, answer: RouteQuery.Answer, breadth: Int)?
             for candidate in lookupAddresses where candidate.family == family {
-                // The next candidates only when the first is routed apart (a split tunnel).
-                let answer: RouteQuery.Answer
-                if let first = firstAnswers.removeValue(forKey: candidate) {
-                    answer = first
-                } else {
-                    lookupCounter?.increment()
-                    answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
-                }
+                lookupCounter?.increment()
+                let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
                 let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
                 if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
                 if breadth == 0 { break }
@@ -152,9 +135,12 @@ struct KernelQueries {
         }
         var answers: [IPAddress: RouteLookup] = [:]
         for destination in destinations {
-            if let known = destinationLookups[destination] { answers[destination] = known }
-        }
-        for (destination, answer) in zip(destinationsToAsk, together.dropFirst(firstCandidates.count)) {
+            if !asked.includes(destination.family), let known = destinationLookups[destination] {
+                answers[destination] = known
+                continue
+            }
+            lookupCounter?.increment()
+            let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
             answers[destination] = answer.lookup
             noteExpiry(answer.expiresIn, destination.family)
         }

@@ -219,109 +219,28 @@ extension RouteQuery {
         to destination: IPAddress, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Answer {
-        try connected(to: [destination], probe: probe, on: &requests, buffer: buffer)[0]
-    }
-
-    /// The most destinations asked about in one datagram. Every answer waits in the requests
-    /// socket's buffer until it is read (about a kilobyte each, two per destination, against a
-    /// default buffer of 208 KiB), and the kernel drops an answer that does not fit.
-    static let destinationsPerDatagram = 16
-
-    /// ``connected(to:probe:on:buffer:)`` for each of `destinations`, in order, asked together:
-    /// the connects one after another, then every destination's two questions in one datagram (up
-    /// to ``destinationsPerDatagram`` per datagram; the kernel handles a datagram's requests in
-    /// turn) and one receive loop for all their answers, instead of a `send` and a wait per
-    /// destination.
-    static func connected(
-        to destinations: [IPAddress], probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
-        buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> [Answer] {
-        var answers: [Answer] = []
-        answers.reserveCapacity(destinations.count)
-        var start = destinations.startIndex
-        while start < destinations.endIndex {
-            let end = min(start + destinationsPerDatagram, destinations.endIndex)
-            answers += try connectedTogether(destinations[start..<end], probe: probe, on: &requests, buffer: buffer)
-            start = end
-        }
-        return answers
-    }
-
-    /// One datagram's worth of ``connected(to:probe:on:buffer:)``.
-    private static func connectedTogether(
-        _ destinations: ArraySlice<IPAddress>, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
-        buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> [Answer] {
-        enum Step {
-            case known(Answer)
-            /// A link-local destination names no link without a scope, and a socket cannot
-            /// connect to one without it (EINVAL): the kernel's lookup answers for it, as before.
-            case linkLocal
-            case asked(source: IPAddress, route: UInt32, entry: UInt32)
-        }
-        var steps: [Step] = []
-        var datagram: [UInt8] = []
-        var sequences: Set<UInt32> = []
-        for destination in destinations {
-            if destination.isLinkLocal {
-                steps.append(.linkLocal)
-                continue
+        // A link-local destination names no link without a scope, and a socket cannot connect to
+        // one without it (EINVAL): the kernel's lookup answers for it, as before.
+        if destination.isLinkLocal { return try ask(destination, on: &requests, buffer: buffer) }
+        switch probe.connect(to: destination) {
+        case .failure(let failure):
+            return Answer(lookup: RouteLookup(errno: failure.errno))
+        case .success(let connection):
+            let source = connection.source
+            // Both questions in one datagram: the kernel answers them in order, from one state.
+            let (answer, entry) = try askWithEntry(destination, source: source, on: &requests, buffer: buffer)
+            guard case .route(var route) = answer.lookup else { return answer }
+            route.source = source
+            if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
+            // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
+            // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
+            if route.nextHops.count > 1, probe.multipathUsesNeighbours(for: destination.family) {
+                route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
             }
-            switch probe.connect(to: destination) {
-            case .failure(let failure):
-                steps.append(.known(Answer(lookup: RouteLookup(errno: failure.errno))))
-            case .success(let connection):
-                requests.sequence &+= 2
-                let route = requests.sequence &- 1
-                let entry = requests.sequence
-                datagram += request(for: destination, source: connection.source, interfaceIndex: nil, sequence: route)
-                datagram += request(
-                    for: destination, source: connection.source, interfaceIndex: nil, fibMatch: true, sequence: entry)
-                sequences.formUnion([route, entry])
-                steps.append(.asked(source: connection.source, route: route, entry: entry))
-            }
+            return Answer(
+                lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
+                prefixLength: entry.prefixLength)
         }
-        var received: [UInt32: Answer] = [:]
-        if !datagram.isEmpty {
-            // One datagram: the kernel answers its requests in order, from one state.
-            try requests.send(datagram)
-            received = try awaitAnswers(sequences, on: requests, buffer: buffer)
-        }
-        var answers: [Answer] = []
-        answers.reserveCapacity(steps.count)
-        for (destination, step) in zip(destinations, steps) {
-            switch step {
-            case .known(let answer):
-                answers.append(answer)
-            case .linkLocal:
-                answers.append(try ask(destination, on: &requests, buffer: buffer))
-            case .asked(let source, let route, let entry):
-                // `awaitAnswers` returns only once every sequence has an answer.
-                answers.append(
-                    try combine(
-                        received[route]!, entry: received[entry]!, source: source, destination: destination,
-                        probe: probe, on: &requests, buffer: buffer))
-            }
-        }
-        return answers
-    }
-
-    /// A connected socket's answer: the route (`ip route get ... from SOURCE`) with the source the
-    /// connect chose and the legs, prefix and lifetime of its table entry (`fibmatch`).
-    private static func combine(
-        _ answer: Answer, entry: Answer, source: IPAddress, destination: IPAddress, probe: borrowing ConnectProbe,
-        on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> Answer {
-        guard case .route(var route) = answer.lookup else { return answer }
-        route.source = source
-        if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
-        // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
-        // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
-        if route.nextHops.count > 1, probe.multipathUsesNeighbours(for: destination.family) {
-            route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
-        }
-        return Answer(
-            lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn, prefixLength: entry.prefixLength)
     }
 
     /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send traffic to
@@ -382,45 +301,27 @@ extension RouteQuery {
         }
     }
 
-    /// Reads the requests socket until every request in `sequences` has its answer; replies to
-    /// earlier requests are skipped. A datagram whose framing is broken answers every request
-    /// still waiting with `EBADMSG`: none of it can be trusted.
-    private static func awaitAnswers(
-        _ sequences: Set<UInt32>, on requests: borrowing NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> [UInt32: Answer] {
-        var found: [UInt32: Answer] = [:]
-        while found.count < sequences.count {
-            switch try requests.receive(into: buffer) {
-            case .bytes(let count):
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-                var offset = 0
-                let header = RtnetlinkParser.headerSize
-                while offset + header <= count {
-                    let length = Int(bytes.loadU32(at: offset))
-                    guard length >= header, offset + length <= count else {
-                        for sequence in sequences where found[sequence] == nil {
-                            found[sequence] = Answer(lookup: .failed(errno: 74))
-                        }
-                        break
-                    }
-                    let sequence = bytes.loadU32(at: offset + 8)
-                    let message = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
-                    if sequences.contains(sequence), found[sequence] == nil,
-                        let answer = answer(in: message, sequence: sequence, ticksPerSecond: ticksPerSecond)
-                    {
-                        found[sequence] = answer
-                    }
-                    offset += RtnetlinkParser.align(length)
-                }
-            case .overrun:
-                continue
-            case .wouldBlock:
-                guard try requests.waitReadable(within: answerTimeout) else {
-                    throw .dumpFailed("no answer to a route lookup within \(answerTimeout)")
-                }
-            }
+    /// `ip route get DESTINATION from SOURCE` and the same with `fibmatch`, sent in one datagram (the
+    /// kernel handles every request of a datagram in turn and queues each answer): one `send` for
+    /// both, and no change can land between them that the other did not see.
+    private static func askWithEntry(
+        _ destination: IPAddress, source: IPAddress, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> (route: Answer, entry: Answer) {
+        requests.sequence &+= 2
+        let routeSequence = requests.sequence &- 1
+        let entrySequence = requests.sequence
+        try requests.send(
+            request(for: destination, source: source, interfaceIndex: nil, sequence: routeSequence)
+                + request(
+                    for: destination, source: source, interfaceIndex: nil, fibMatch: true, sequence: entrySequence))
+        let route = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: routeSequence, ticksPerSecond: ticksPerSecond)
         }
-        return found
+        let entry = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: entrySequence, ticksPerSecond: ticksPerSecond)
+        }
+        return (route, entry)
     }
 
     /// Reads the requests socket until `answer` finds the reply it waits for.
