@@ -100,9 +100,13 @@ struct DestinationIntegrationTests {
             let latest = Locked(SystemSnapshot())
             let subscription = try source.subscribe { snapshot in latest.withLock { $0 = snapshot } }
             defer { subscription.cancel() }
-            // Returns once the snapshot has every destination's answer.
+            // Returns once the source's snapshot has every destination's answer (at most 5 s); the
+            // subscriber may be handed it a moment later.
             let routes = source.lookUpRoutes(to: addresses)
             defer { routes.cancel() }
+            await LabPoll.until("every destination's answer reached the subscriber") {
+                latest.withLock { snapshot in addresses.allSatisfy { snapshot.destinationLookups[$0] != nil } }
+            }
             let snapshot = latest.withLock { $0 }
             for (name, address) in zip(destinations, addresses) {
                 let truth = try await lab.routeGet(to: name)
