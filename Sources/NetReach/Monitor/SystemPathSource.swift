@@ -10,7 +10,7 @@ import NetReachSystem
 /// One source serves any number of monitors; ``shared(namespace:)`` returns the process-wide one
 /// for a namespace, so a process keeps one netlink socket per namespace however many monitors it
 /// has. The socket and its thread exist only while some monitor is started, and go away when the
-/// last one is cancelled.
+/// last one is cancelled. Each snapshot reaches the subscribers in the order they subscribed.
 ///
 /// Make your own instance to read another resolv.conf or sysfs (tests, unusual containers), or to
 /// give its engine a logger and a metrics factory of its own:
@@ -115,7 +115,9 @@ public final class SystemPathSource: PathSource {
         /// Subscribers plus subscriptions still being set up, of the current engine: it stops when
         /// this drops to 0.
         var holders = 0
-        var subscribers: [UInt64: @Sendable (SystemSnapshot) -> Void] = [:]
+        /// In the order they subscribed (ids only grow): each snapshot reaches them in that order,
+        /// the same in every run, not in a hash table's order.
+        var subscribers: [(id: UInt64, receive: @Sendable (SystemSnapshot) -> Void)] = []
         var nextID: UInt64 = 0
         var latest = SystemSnapshot()
         /// How many engines this source has launched (tests check that monitors share one).
@@ -185,7 +187,7 @@ public final class SystemPathSource: PathSource {
                 let id = state.nextID
                 state.nextID += 1
                 // An engine that failed meanwhile has nothing more to send: its failure is the last word.
-                if state.engine === engine { state.subscribers[id] = receiver }
+                if state.engine === engine { state.subscribers.append((id, receiver)) }
                 return (id, state.latest)
             }
             receiver(latest)
@@ -256,14 +258,14 @@ public final class SystemPathSource: PathSource {
             // snapshot is older than the new engine's and must reach no one.
             guard state.engine === engine else { return [] }
             state.latest = snapshot
-            let receivers = Array(state.subscribers.values)
+            let receivers = state.subscribers.map(\.receive)
             if snapshot.observationFailure != nil {
                 // The engine has stopped for good (its namespace is gone). Its subscribers keep
                 // the failure; a monitor started from now on gets an engine of its own, which opens
                 // whatever the path names then (or fails to).
                 state.engine = nil
                 state.holders = 0
-                state.subscribers = [:]
+                state.subscribers = []
             }
             return receivers
         }
@@ -271,7 +273,7 @@ public final class SystemPathSource: PathSource {
     }
 
     private func unsubscribe(_ id: UInt64, engine: NetlinkEngine) {
-        state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        state.withLock { $0.subscribers.removeAll { $0.id == id } }
         release(engine: engine)
     }
 

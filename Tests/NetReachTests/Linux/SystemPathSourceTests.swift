@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NetReachSystem
 import NetReachTestSupport
 import Testing
 
@@ -25,6 +26,26 @@ struct SystemPathSourceTests {
         #expect(source.engineStatistics.launches == 2)
         #expect(again.currentPath == paths.first)
         again.cancel()
+    }
+
+    /// Each snapshot reaches the subscribers in the order they subscribed, in every run (not a
+    /// hash table's order, which changes from process to process), a cancelled one left out.
+    @Test func subscribersAreHandedEachSnapshotInTheOrderTheySubscribed() async throws {
+        let source = SystemPathSource(configuration: .init())
+        let order = Locked<[Int]>([])
+        var subscriptions: [PathSubscription] = []
+        for index in 0..<6 {
+            subscriptions.append(try source.subscribe { _ in order.withLock { $0.append(index) } })
+        }
+        defer { subscriptions.forEach { $0.cancel() } }
+        subscriptions[2].cancel()
+        // A new destination to look up makes the engine publish a snapshot with its answer (a
+        // lookup only: nothing is sent).
+        order.withLock { $0 = [] }
+        let routes = source.lookUpRoutes(to: [IPAddress("192.0.2.201")!])
+        defer { routes.cancel() }
+        await LabPoll.until("a snapshot reached every subscriber") { order.withLock { $0.count >= 5 } }
+        #expect(order.withLock { Array($0.prefix(5)) } == [0, 1, 3, 4, 5])
     }
 
     @Test func theDefaultMonitorUsesTheProcessWideSource() {
