@@ -80,7 +80,7 @@ struct DestinationIntegrationTests {
     /// whatever the others get (a route, another uplink, a rule's table, a refusal, nothing), so
     /// no answer is handed to another destination. The reference is the lab's own connected
     /// socket and `ip route get ADDRESS from SOURCE`, asked one at a time.
-    @Test func manyDestinationsEachGetWhatConnectGets() async throws {
+    @Test(.offPool) func manyDestinationsEachGetWhatConnectGets() async throws {
         try await NetnsLab.withLab(NetnsLab.Setup(ipv4: true, ipv6: true)) { lab in
             try await lab.addUplink()
             try await lab.ip("-4", "route", "add", "198.51.100.8/29", "via", "10.124.0.1", "dev", "veth2")

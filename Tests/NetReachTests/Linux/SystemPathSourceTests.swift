@@ -30,7 +30,7 @@ struct SystemPathSourceTests {
 
     /// Each snapshot reaches the subscribers in the order they subscribed, in every run (not a
     /// hash table's order, which changes from process to process), a cancelled one left out.
-    @Test func subscribersAreHandedEachSnapshotInTheOrderTheySubscribed() async throws {
+    @Test(.offPool) func subscribersAreHandedEachSnapshotInTheOrderTheySubscribed() async throws {
         let source = SystemPathSource(configuration: .init())
         let order = Locked<[Int]>([])
         var subscriptions: [PathSubscription] = []
