@@ -1,13 +1,16 @@
 #if os(Linux)
 import NetReachSystem
+import NetReachTestSupport
 import Testing
 
 @testable import NetReach
 
 /// The events socket's route filter, run by its interpreter (the kernel's own run is
 /// `RouteFilterIntegrationTests`): it may drop only what the store would read as nothing, and
-/// drops a kernel's ordinary non-covering route.
-@Suite("Route notification filter")
+/// drops a kernel's ordinary non-covering route. Off the pool: two of these run a filter
+/// interpreter and a sort over thousands of routes for seconds in a debug build (30 s with two
+/// CPU hogs), which took both pool threads from every test beside them.
+@Suite("Route notification filter", .offPool)
 struct RouteNotificationFilterTests {
     static let watched = ["8.8.8.8", "1.1.1.1", "2001:4860:4860::8888", "2606:4700:4700::1111"].map { IPAddress($0)! }
     static let filter = RouteNotificationFilter(watching: watched)!
