@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// `serve`'s event stream under load: 200 clients on loopback while a lab's default route flaps
-/// 1,000 times (each change once the first reader has the one before, so every change is an
-/// event), and one client that never reads. Every reader gets every event the server sent, in
+/// 1,000 times (each change once every reader has the one before, so every change is an event and
+/// the flaps keep the slowest reader's pace), and one client that never reads. Every reader gets every event the server sent, in
 /// order; the stalled one is dropped (its connection closed) and the server's memory stays
 /// bounded.
 @Suite("serve's event stream with 200 clients (integration)", .offPool, .needsNamespaceRoot, .timeLimit(.minutes(6)))

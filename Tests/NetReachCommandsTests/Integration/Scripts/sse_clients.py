@@ -5,10 +5,13 @@
 
 Opens CLIENTS readers and one client that never reads (a small receive buffer, so it falls
 behind soon). Once every reader has its first event, flaps the lab's default route FLAPS times
-(through one `ip -batch -`), each removal and each addition only after the first reader has the
-event of the one before, so every change is one event (the monitor would rightly fold changes
-faster than it reads into one). Then prints one JSON object: each reader's event ids in order,
-and whether the server closed the stalled client's connection.
+(through one `ip -batch -`), each removal and each addition only after every reader has the
+event of the one before: so every change is one event (the monitor would rightly fold changes
+faster than it reads into one), and the flaps go at the pace of the slowest reader, not the
+fastest (paced by one reader, the others' writes fell behind on a busy machine until the server
+dropped one of them, as it must drop a client hundreds of events behind). Then prints one JSON
+object: each reader's event ids in order, and whether the server closed the stalled client's
+connection.
 """
 import json
 import selectors
@@ -27,7 +30,7 @@ for index in range(CLIENTS):
     connection = socket.create_connection((HOST, PORT))
     connection.sendall(REQUEST)
     connection.setblocking(False)
-    state = {"index": index, "buffer": b"", "ids": [], "arrivals": [], "headers": False}
+    state = {"index": index, "buffer": b"", "ids": [], "arrivals": [], "headers": False, "closed": False}
     readers.append(state)
     selector.register(connection, selectors.EVENT_READ, state)
 
@@ -64,6 +67,7 @@ def pump(timeout):
         data = key.fileobj.recv(1 << 16)
         if not data:
             selector.unregister(key.fileobj)
+            key.data["closed"] = True
             continue
         absorb(key.data, data, time.monotonic())
 
@@ -72,7 +76,11 @@ def wait_for(condition, seconds):
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
-            raise SystemExit("timed out: " + json.dumps([len(state["ids"]) for state in readers[:5]]))
+            counts = [len(state["ids"]) for state in readers]
+            closed = [state["index"] for state in readers if state["closed"]]
+            raise SystemExit(
+                "timed out: events per reader from %d to %d (first reader %d); closed by the server: %s"
+                % (min(counts), max(counts), counts[0], closed))
         pump(0.05)
 
 
@@ -85,7 +93,7 @@ for _ in range(FLAPS):
         seen = len(first["ids"])
         ip.stdin.write(command + "\n")
         ip.stdin.flush()
-        wait_for(lambda: len(first["ids"]) > seen, 30)
+        wait_for(lambda: all(len(state["ids"]) > seen for state in readers), 30)
 ip.stdin.close()
 ip.wait()
 # Every reader has everything the first one has.
