@@ -5,7 +5,7 @@ import NetReachSystem
 /// The kernel's own route choices, which the snapshot carries beside the links, addresses and
 /// default routes the ``SnapshotStore`` keeps: where traffic to the internet goes per family, bound
 /// to each other interface that could carry it, and to each monitored destination. The engine
-/// marks a family ``stale`` when a message can change its answers; ``snapshot(of:removalSeen:destinations:requests:probe:buffer:)``
+/// marks a family ``stale`` when a message can change its answers; ``snapshot(of:removals:destinations:requests:probe:buffer:)``
 /// asks again then, and adds the answers to the store's snapshot.
 ///
 /// "The internet" is not one address: a VPN's host route to its DNS server, or a network's
@@ -33,22 +33,13 @@ struct KernelQueries {
     private(set) var wakeAt: ContinuousClock.Instant?
     /// When a route the last answers of each family chose expires.
     private var expiries: [IPAddress.Family: ContinuousClock.Instant] = [:]
-    /// When the next recheck after a removal is due, and of which families.
-    private var recheckAt: ContinuousClock.Instant?
-    private var recheckFamilies: LookupFamilies = []
-    /// How far along the rechecks after the last removal are (an index into `recheckDelays`; at
-    /// its end, none is due).
-    private var recheckStage = KernelQueries.recheckDelays.count
+    /// When the lookups are asked again after a removal, and of which families.
+    private(set) var rechecks = RecheckSchedule()
     private var routeLookups: [IPAddress.Family: RouteLookup] = [:]
     private var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
     private var destinationLookups: [IPAddress: RouteLookup] = [:]
     /// Counts every question asked (`netreach_route_lookups_total`).
     private let lookupCounter: Counter?
-
-    /// When a removal is asked about again. The kernel announces some removals before it has made
-    /// them (``SnapshotStore/Absorbed/announcesRemoval``), and nothing more will be sent: so a
-    /// batch with one is asked about again shortly after, twice.
-    static let recheckDelays: [Duration] = [.milliseconds(20), .milliseconds(200)]
 
     init(
         lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses,
@@ -62,14 +53,14 @@ struct KernelQueries {
     /// Marks stale the families whose expiry or recheck is due at `now` (``wakeAt`` has passed).
     mutating func markDue(now: ContinuousClock.Instant = .now) {
         for (family, expiry) in expiries where now >= expiry { stale.insert(LookupFamilies(family)) }
-        if let recheckAt, now >= recheckAt { stale.formUnion(recheckFamilies) }
+        if let due = rechecks.dueAt, now >= due { stale.formUnion(rechecks.families) }
     }
 
     /// `kernel` (the store's snapshot) with the kernel's route choices added, asked again first
-    /// for the families that are stale or due. `removalSeen`: the families for which the messages
-    /// since the last call announced a removal, asked again after ``recheckDelays``.
+    /// for the families that are stale or due. `removals`: what the messages since the last call
+    /// announced removed, asked again while it may not be finished (``RecheckSchedule``).
     mutating func snapshot(
-        of kernel: SystemSnapshot, removalSeen: LookupFamilies, destinations: Set<IPAddress>,
+        of kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
         requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> SystemSnapshot {
         let now = ContinuousClock.now
@@ -77,7 +68,7 @@ struct KernelQueries {
         // A destination never asked about (a new one) is asked about whatever is stale.
         if !stale.isEmpty || destinations.contains(where: { destinationLookups[$0] == nil }) {
             try refresh(
-                kernel, removalSeen: removalSeen, destinations: destinations, now: now, requests: &requests,
+                kernel, removals: removals, destinations: destinations, now: now, requests: &requests,
                 probe: probe, buffer: buffer)
         }
         var snapshot = kernel
@@ -90,12 +81,22 @@ struct KernelQueries {
     /// Asks the kernel again for the stale families, the way a program's socket gets its route
     /// (``RouteQuery``); the other family's answers stay as they were.
     private mutating func refresh(
-        _ kernel: SystemSnapshot, removalSeen: LookupFamilies, destinations: Set<IPAddress>,
+        _ kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
         now: ContinuousClock.Instant, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) {
         let asked = stale
         stale = []
+        // Every answer, the candidates' that do not decide too, is compared with the deleted
+        // routes: one that may still be linked is asked about again.
+        let removedRoutes = rechecks.routesToCompare(with: removals)
+        var stillSeen: LookupFamilies = []
+        func compare(_ answer: RouteQuery.Answer, _ family: IPAddress.Family) {
+            guard !removedRoutes.isEmpty, !stillSeen.includes(family) else { return }
+            if removedRoutes.contains(where: { $0.family == family && $0.mayBe(answer) }) {
+                stillSeen.insert(LookupFamilies(family))
+            }
+        }
         var earliest: [IPAddress.Family: ContinuousClock.Instant] = [:]
         func noteExpiry(_ seconds: Double?, _ family: IPAddress.Family) {
             // A few milliseconds late, so the kernel already treats the route as expired.
@@ -110,6 +111,7 @@ struct KernelQueries {
             for candidate in lookupAddresses where candidate.family == family {
                 lookupCounter?.increment()
                 let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
+                compare(answer, family)
                 let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
                 if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
                 if breadth == 0 { break }
@@ -129,6 +131,7 @@ struct KernelQueries {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
                     to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
+                compare(bound, family)
                 scopedRouteLookups[family, default: [:]][link.index] = bound.lookup
                 noteExpiry(bound.expiresIn, family)
             }
@@ -141,6 +144,7 @@ struct KernelQueries {
             }
             lookupCounter?.increment()
             let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
+            compare(answer, destination.family)
             answers[destination] = answer.lookup
             noteExpiry(answer.expiresIn, destination.family)
         }
@@ -155,17 +159,8 @@ struct KernelQueries {
             }
             expiries[family] = earliest[family]
         }
-        if !removalSeen.isEmpty {
-            // A removal restarts the rechecks; one of the other family still being rechecked
-            // is rechecked with it.
-            recheckFamilies = recheckStage < Self.recheckDelays.count ? recheckFamilies.union(removalSeen) : removalSeen
-            recheckStage = 0
-        } else if let due = recheckAt, now >= due {
-            recheckStage += 1
-        }
-        if recheckStage >= Self.recheckDelays.count { recheckFamilies = [] }
-        recheckAt = recheckStage < Self.recheckDelays.count ? now + Self.recheckDelays[recheckStage] : nil
-        wakeAt = (Array(expiries.values) + [recheckAt].compactMap { $0 }).min()
+        rechecks.lookupsMade(at: now, asked: asked, removals: removals, stillSeen: stillSeen)
+        wakeAt = (Array(expiries.values) + [rechecks.dueAt].compactMap { $0 }).min()
         let gateways = Self.gateways(
             kernel: kernel, lookups: routeLookups, scoped: scopedRouteLookups, destinations: destinationLookups)
         watch = SnapshotStore.LookupWatch(addresses: lookupAddresses + destinations, gateways: gateways)

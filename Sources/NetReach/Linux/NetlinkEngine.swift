@@ -120,7 +120,8 @@ final class NetlinkEngine: @unchecked Sendable {
             let watched = destinations.withLock { $0 }
             var filtered: Set<IPAddress>? = filterRoutes(on: events, watching: watched, filtered: nil)
             let first = try kernel.queries.snapshot(
-                of: kernel.store.snapshot, removalSeen: [], destinations: watched, requests: &requests, probe: probe,
+                of: kernel.store.snapshot, removals: AnnouncedRemovals(), destinations: watched, requests: &requests,
+                probe: probe,
                 buffer: buffer)
             publish(first)
             metrics.snapshotsPublished.increment()
@@ -140,9 +141,9 @@ final class NetlinkEngine: @unchecked Sendable {
         var store = SnapshotStore()
         let sysfs: SysfsReader?
         var queries: KernelQueries
-        /// The families for which a message since the last lookups announced a removal the
-        /// kernel may finish later.
-        var removalSeen: LookupFamilies = []
+        /// What the messages since the last lookups announced removed, which the kernel may
+        /// finish later.
+        var removals = AnnouncedRemovals()
 
         init(sysfs: SysfsReader?, queries: KernelQueries) {
             self.sysfs = sysfs
@@ -219,9 +220,9 @@ final class NetlinkEngine: @unchecked Sendable {
                 let watched = destinations.withLock { $0 }
                 filtered = filterRoutes(on: events, watching: watched, filtered: filtered)
                 let snapshot = try kernel.queries.snapshot(
-                    of: kernel.store.snapshot, removalSeen: kernel.removalSeen, destinations: watched,
+                    of: kernel.store.snapshot, removals: kernel.removals, destinations: watched,
                     requests: &requests, probe: probe, buffer: buffer)
-                kernel.removalSeen = []
+                kernel.removals = AnnouncedRemovals()
                 unpublished = false
                 if snapshot != published {
                     published = snapshot
@@ -286,7 +287,9 @@ final class NetlinkEngine: @unchecked Sendable {
                             kernel.withSysfsFacts(envelope.message), watching: kernel.queries.watch)
                         changed = absorbed.changed || changed
                         kernel.queries.stale.formUnion(absorbed.asksLookups)
-                        if absorbed.announcesRemoval { kernel.removalSeen.formUnion(absorbed.asksLookups) }
+                        if absorbed.announcesRemoval {
+                            kernel.removals.add(families: absorbed.asksLookups, routes: absorbed.removedRoutes)
+                        }
                     }
                 }
             }
@@ -302,7 +305,7 @@ final class NetlinkEngine: @unchecked Sendable {
         try resync(&kernel, events: events, requests: &requests, buffer: buffer)
         // Whatever was lost may have been a removal: ask again now and after the rechecks.
         kernel.queries.stale = .both
-        kernel.removalSeen = .both
+        kernel.removals = AnnouncedRemovals(opaque: .both)
         return changed || kernel.store.snapshot != before
     }
 

@@ -100,6 +100,9 @@ struct SnapshotStore: Sendable {
         /// lookup made now can still find the old state, and nothing more will be sent, so the
         /// lookups of ``asksLookups`` are asked again shortly after.
         var announcesRemoval = false
+        /// The routes a route's removal deleted (``RemovedRoute``); empty for other removals,
+        /// whose end no answer shows.
+        var removedRoutes: [RemovedRoute] = []
     }
 
     /// Applies one message (as ``apply(_:)``) and says what it means for the lookups in `watch`:
@@ -116,7 +119,12 @@ struct SnapshotStore: Sendable {
             // Only a route of the watched address's own family covers it. An addition (a local
             // route with each new address, a VPN's table) is announced once the kernel uses it.
             let covered = watch.addresses.filter(coverage.covers).map(\.family)
-            return Absorbed(asksLookups: LookupFamilies(covered), announcesRemoval: removed && !covered.isEmpty)
+            guard removed, let family = coverage.family, !covered.isEmpty else {
+                return Absorbed(asksLookups: LookupFamilies(covered))
+            }
+            return Absorbed(
+                asksLookups: LookupFamilies(covered), announcesRemoval: true,
+                removedRoutes: [RemovedRoute(family: family, prefixLength: coverage.length)])
         case .neighbour(let address):
             // Only a gateway's reachability moves the kernel's choice; every other neighbour (the
             // LAN's hosts, refreshed all the time) costs a set lookup. Both families: a route of
@@ -140,7 +148,8 @@ struct SnapshotStore: Sendable {
                 changed: apply(message), asksLookups: LookupFamilies(address.address.family), announcesRemoval: true)
         case .deleteDefaultRoute(let routes):
             return Absorbed(
-                changed: apply(message), asksLookups: LookupFamilies(routes.map(\.family)), announcesRemoval: true)
+                changed: apply(message), asksLookups: LookupFamilies(routes.map(\.family)), announcesRemoval: true,
+                removedRoutes: routes.isEmpty ? [] : [RemovedRoute(routes)])
         case .rule(let family):
             // A rule is linked into (or out of) its family's list before it is announced, and a
             // lookup walks the list afresh: the answer read on the message is final.

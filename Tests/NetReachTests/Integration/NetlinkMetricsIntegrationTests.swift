@@ -121,6 +121,49 @@ struct NetlinkMetricsIntegrationTests {
         }
     }
 
+    /// IPv4 announces a route's deletion before it unlinks the route, so a lookup made on the
+    /// message may still find it, and removals are asked about again 20 and 200 ms later. A deleted
+    /// route no answer can be (the second default route, through another gateway) is asked about
+    /// once; an address's removal, whose end no answer shows, still gets both rechecks.
+    @Test func aDeletedRouteNoAnswerCanBeIsAskedAboutOnceAnAddressTwiceMore() async throws {
+        try await NetnsLab.withLab(.init(ipv4: true, ipv6: false)) { lab in
+            let metrics = TestMetrics()
+            // One address, so each round of questions is one question.
+            let configuration = SystemPathSource.Configuration(
+                namespace: lab.namespace, routeLookupAddresses: [IPAddress("8.8.8.8")!])
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration, metricsFactory: metrics))
+            monitor.start(queue: DispatchQueue(label: "rechecks"))
+            defer { monitor.cancel() }
+            await LabPoll.until("IPv4 usable") { monitor.currentPath.supportsIPv4 }
+            func lookups() -> Int64 { Self.count(metrics, "netreach_route_lookups_total") }
+
+            let messages = Self.routeMessages(metrics)
+            _ = try await lab.ip(
+                "route", "add", "default", "via", NetnsLab.otherIPv4Gateway, "dev", NetnsLab.interface, "metric", "200")
+            await LabPoll.until("the engine read the second default route") { Self.routeMessages(metrics) > messages }
+            // Its own 20 and 200 ms are long past once the rechecks of anything before have run.
+            try await Task.sleep(for: .milliseconds(600))
+            let beforeDelete = lookups()
+            let messagesBeforeDelete = Self.routeMessages(metrics)
+            _ = try await lab.ip(
+                "route", "del", "default", "via", NetnsLab.otherIPv4Gateway, "dev", NetnsLab.interface, "metric", "200")
+            await LabPoll.until("the engine asked about the deletion") {
+                Self.routeMessages(metrics) > messagesBeforeDelete && lookups() > beforeDelete
+            }
+            // Long past both rechecks' times; a recheck would only come later, never go away.
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(lookups() - beforeDelete == 1, "the answer is the first default route: asked once")
+
+            _ = try await lab.ip("addr", "add", "10.123.0.99/24", "dev", NetnsLab.interface)
+            try await Task.sleep(for: .milliseconds(600))
+            let beforeAddress = lookups()
+            _ = try await lab.ip("addr", "del", "10.123.0.99/24", "dev", NetnsLab.interface)
+            await LabPoll.until("the address's removal was asked about, then rechecked twice") {
+                lookups() - beforeAddress >= 3
+            }
+        }
+    }
+
     @Test func anOverrunIsCountedAsAResync() async throws {
         try await NetnsLab.withLab(.init(ipv4: true, ipv6: true)) { lab in
             let metrics = TestMetrics()

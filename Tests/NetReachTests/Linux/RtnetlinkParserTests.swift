@@ -330,6 +330,7 @@ struct RtnetlinkParserRouteTests {
             total.changed = total.changed || absorbed.changed
             total.asksLookups.formUnion(absorbed.asksLookups)
             total.announcesRemoval = total.announcesRemoval || absorbed.announcesRemoval
+            total.removedRoutes += absorbed.removedRoutes
         }
         return total
     }
@@ -367,7 +368,12 @@ struct RtnetlinkParserRouteTests {
         let delete = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet),
             attributes: [.address(NL.rtaGateway, "192.0.2.1"), .u32(NL.rtaOif, 2)])
-        #expect(absorb(delete, into: &store, watching: watch).announcesRemoval)
+        let deleted = absorb(delete, into: &store, watching: watch)
+        #expect(deleted.announcesRemoval)
+        // The deleted route is named, so rechecks can end once no answer is it.
+        #expect(
+            deleted.removedRoutes
+                == [RemovedRoute([SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: IPAddress("192.0.2.1")!)])])
         // The same for a route the store does not keep: a VPN's default route in a table of its
         // own is in use when announced; its removal is announced first.
         let vpn = NetlinkBytes().message(
@@ -378,7 +384,10 @@ struct RtnetlinkParserRouteTests {
         let vpnRemoved = NetlinkBytes().message(
             NL.deleteRoute, body: NL.rtmsg(family: NL.inet6, table: 252),
             attributes: [.u32(NL.rtaTable, 51820), .u32(NL.rtaOif, 7)])
-        #expect(absorb(vpnRemoved, into: &store, watching: watch).announcesRemoval)
+        let vpnDeleted = absorb(vpnRemoved, into: &store, watching: watch)
+        #expect(vpnDeleted.announcesRemoval)
+        #expect(
+            vpnDeleted.removedRoutes == [RemovedRoute(family: .ipv6, prefixLength: 0)], "only what it covers is known")
     }
 }
 

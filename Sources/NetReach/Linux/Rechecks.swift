@@ -1,0 +1,133 @@
+#if os(Linux)
+/// A route the kernel announced deleted (`RTM_DELROUTE`). IPv4's `fib_table_delete` sends the
+/// message before it unlinks the route, so a lookup made on the message may still find it; once
+/// no answer can be it, its removal has nothing left to change.
+struct RemovedRoute: Equatable, Sendable {
+    /// One way out of the route: an answer through none of them is another route.
+    struct Leg: Hashable, Sendable {
+        var interfaceIndex: Int
+        var gateway: IPAddress?
+    }
+
+    var family: IPAddress.Family
+    /// The destination prefix's length: a `fibmatch` answer with another length is another route.
+    var prefixLength: UInt8
+    /// The routing table, when the message said (a default route of `main`).
+    var table: UInt32?
+    /// Its legs, when the message said; `nil`: unknown (a route the store does not keep).
+    var legs: Set<Leg>?
+
+    /// A default route of the store's, one message's legs.
+    init(_ routes: [SystemSnapshot.DefaultRoute]) {
+        family = routes.first?.family ?? .ipv4
+        prefixLength = 0
+        table = routes.first?.table
+        legs = Set(routes.map { Leg(interfaceIndex: $0.interfaceIndex, gateway: $0.gateway) })
+    }
+
+    /// A route the store does not keep: only its family and prefix length are known.
+    init(family: IPAddress.Family, prefixLength: UInt8) {
+        self.family = family
+        self.prefixLength = prefixLength
+    }
+
+    /// Whether `answer` (of this route's family) may be this route, still linked. Unknown is yes:
+    /// an answer without the table entry's prefix length (a bound lookup, a link-local one), a
+    /// refusal when this route's type is unknown, a failed lookup.
+    func mayBe(_ answer: RouteQuery.Answer) -> Bool {
+        switch answer.lookup {
+        case .noRoute:
+            // Still linked, it would have matched.
+            return false
+        case .refused:
+            // A default route of the store's is unicast; a refusing route is not.
+            return legs == nil
+        case .failed:
+            return true
+        case .route(let route):
+            guard let length = answer.prefixLength else { return true }
+            guard length == prefixLength else { return false }
+            if let table, route.table != table { return false }
+            guard let legs else { return true }
+            let answerLegs =
+                [Leg(interfaceIndex: route.interfaceIndex, gateway: route.gateway)]
+                + route.nextHops.map { Leg(interfaceIndex: $0.interfaceIndex, gateway: $0.gateway) }
+            return answerLegs.contains(where: legs.contains)
+        }
+    }
+}
+
+/// The removals the messages since the last lookups announced, which the kernel may finish after
+/// announcing them.
+struct AnnouncedRemovals: Equatable, Sendable {
+    /// Families with a removal no answer can show finished: a link, an address, a nexthop object,
+    /// or messages lost. Asked again at every recheck.
+    var opaque: LookupFamilies = []
+    /// Deleted routes: asked again only while some answer may still be one of them.
+    var routes: [RemovedRoute] = []
+
+    var isEmpty: Bool { opaque.isEmpty && routes.isEmpty }
+
+    /// Adds what one message announced: its routes when it named them, else its families.
+    mutating func add(families: LookupFamilies, routes removed: [RemovedRoute]) {
+        if removed.isEmpty { opaque.formUnion(families) } else { routes += removed }
+    }
+}
+
+/// When the lookups are asked again after a removal: 20 ms and 200 ms after the lookups that
+/// read it, for as long as the removal may not be finished. An opaque removal (``AnnouncedRemovals``)
+/// gets both rechecks; a deleted route none of the answers can be any more gets none, and one that
+/// a recheck no longer finds gets no further one. A removal during the rechecks starts them again.
+struct RecheckSchedule: Equatable, Sendable {
+    static let delays: [Duration] = [.milliseconds(20), .milliseconds(200)]
+
+    /// The families the next recheck asks again.
+    private(set) var families: LookupFamilies = []
+    /// When it is due; `nil`: none is.
+    private(set) var dueAt: ContinuousClock.Instant?
+    /// The removals still being rechecked.
+    private(set) var pending = AnnouncedRemovals()
+    /// How far along the rechecks are (an index into ``delays``; at its end, none is due).
+    private var stage = RecheckSchedule.delays.count
+
+    /// The removed routes whose family `asked` includes that the answers must be compared with:
+    /// those still being rechecked, and `removals`' new ones.
+    func routesToCompare(with removals: AnnouncedRemovals) -> [RemovedRoute] {
+        (stage < Self.delays.count ? pending.routes : []) + removals.routes
+    }
+
+    /// Updates the schedule after lookups made at `now` for the families `asked`: `removals` were
+    /// announced since the last ones, and `stillSeen` are the families where some answer may still
+    /// be one of ``routesToCompare(with:)``.
+    mutating func lookupsMade(
+        at now: ContinuousClock.Instant, asked: LookupFamilies, removals: AnnouncedRemovals, stillSeen: LookupFamilies
+    ) {
+        let inProgress = stage < Self.delays.count
+        // Lookups made for another reason before a recheck is due do not postpone it.
+        var restarted = false
+        if !removals.isEmpty {
+            pending = AnnouncedRemovals(
+                opaque: (inProgress ? pending.opaque : []).union(removals.opaque),
+                routes: routesToCompare(with: removals))
+            stage = 0
+            restarted = true
+        } else if let dueAt, now >= dueAt {
+            stage += 1
+            restarted = true
+        }
+        // A deleted route no answer of its (asked) family can be is gone, or never mattered.
+        pending.routes.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
+        families = pending.opaque.union(LookupFamilies(pending.routes.map(\.family)))
+        if families.isEmpty || stage >= Self.delays.count {
+            stage = Self.delays.count
+            families = []
+            pending = AnnouncedRemovals()
+        }
+        if stage >= Self.delays.count {
+            dueAt = nil
+        } else if restarted {
+            dueAt = now + Self.delays[stage]
+        }
+    }
+}
+#endif

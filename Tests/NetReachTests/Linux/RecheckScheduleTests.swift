@@ -1,0 +1,128 @@
+#if os(Linux)
+import Glibc
+@testable import NetReach
+import Testing
+
+/// When the lookups are asked again after a removal: a deleted route is rechecked only while an
+/// answer may still be it; other removals get both rechecks.
+@Suite struct RecheckScheduleTests {
+    static let gateway = IPAddress("192.0.2.1")!
+    static let defaultVia2 = SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: gateway)
+
+    static func route(
+        interface: Int = 2, gateway: IPAddress? = gateway, table: UInt32 = 254, prefixLength: UInt8? = 0,
+        legs: [RouteLookup.NextHop] = []
+    ) -> RouteQuery.Answer {
+        RouteQuery.Answer(
+            lookup: .route(
+                RouteLookup.KernelRoute(
+                    interfaceIndex: interface, gateway: gateway, table: table, nextHops: legs)),
+            prefixLength: prefixLength)
+    }
+
+    @Test func aDeletedDefaultRouteMayBeOnlyAnAnswerThroughOneOfItsLegsInItsTable() {
+        let removed = RemovedRoute([Self.defaultVia2])
+        #expect(removed.mayBe(Self.route()), "the same route, still linked")
+        #expect(!removed.mayBe(RouteQuery.Answer(lookup: .noRoute)), "linked, it would have matched")
+        #expect(!removed.mayBe(Self.route(interface: 3)), "another interface")
+        #expect(!removed.mayBe(Self.route(gateway: IPAddress("192.0.2.9")!)), "another gateway")
+        #expect(!removed.mayBe(Self.route(table: 100)), "another table")
+        #expect(!removed.mayBe(Self.route(prefixLength: 8)), "a /8, not a default route")
+        #expect(removed.mayBe(Self.route(prefixLength: nil)), "no table entry read: unknown")
+        #expect(!removed.mayBe(RouteQuery.Answer(lookup: .refused(.unreachable))), "a unicast route refuses nothing")
+        #expect(removed.mayBe(RouteQuery.Answer(lookup: .failed(errno: EINVAL))), "a failed lookup: unknown")
+        // One leg of a multipath answer is the removed route's.
+        let multipath = Self.route(
+            interface: 3, gateway: IPAddress("192.0.2.7")!,
+            legs: [
+                .init(interfaceIndex: 3, gateway: IPAddress("192.0.2.7")!), .init(interfaceIndex: 2, gateway: Self.gateway),
+            ])
+        #expect(removed.mayBe(multipath))
+    }
+
+    @Test func aDeletedRouteTheStoreDoesNotKeepIsComparedByPrefixLengthOnly() {
+        let removed = RemovedRoute(family: .ipv4, prefixLength: 8)
+        #expect(removed.mayBe(Self.route(interface: 9, table: 100, prefixLength: 8)))
+        #expect(!removed.mayBe(Self.route(prefixLength: 0)))
+        #expect(removed.mayBe(RouteQuery.Answer(lookup: .refused(.blackhole))), "it may have been a blackhole")
+    }
+
+    @Test func aRouteDeletionNoAnswerCanStillBeIsNotRechecked() {
+        var schedule = RecheckSchedule()
+        let now = ContinuousClock.now
+        let removals = AnnouncedRemovals(routes: [RemovedRoute([Self.defaultVia2])])
+        schedule.lookupsMade(at: now, asked: .ipv4, removals: removals, stillSeen: [])
+        #expect(schedule.dueAt == nil && schedule.families.isEmpty)
+    }
+
+    @Test func aRouteDeletionStillSeenIsRecheckedUntilARecheckNoLongerSeesIt() {
+        var schedule = RecheckSchedule()
+        let start = ContinuousClock.now
+        let removals = AnnouncedRemovals(routes: [RemovedRoute([Self.defaultVia2])])
+        schedule.lookupsMade(at: start, asked: .ipv4, removals: removals, stillSeen: .ipv4)
+        #expect(schedule.dueAt == start + .milliseconds(20) && schedule.families == .ipv4)
+        #expect(schedule.routesToCompare(with: AnnouncedRemovals()) == removals.routes)
+        // The first recheck still finds it: the second is due 200 ms later.
+        let first = start + .milliseconds(21)
+        schedule.lookupsMade(at: first, asked: .ipv4, removals: AnnouncedRemovals(), stillSeen: .ipv4)
+        #expect(schedule.dueAt == first + .milliseconds(200) && schedule.families == .ipv4)
+        // The second does not: nothing more is due.
+        let second = first + .milliseconds(201)
+        schedule.lookupsMade(at: second, asked: .ipv4, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.dueAt == nil && schedule.families.isEmpty)
+        #expect(schedule.routesToCompare(with: AnnouncedRemovals()).isEmpty)
+    }
+
+    @Test func aRouteStillSeenAtTheLastRecheckIsNotAskedAboutForever() {
+        var schedule = RecheckSchedule()
+        let start = ContinuousClock.now
+        let removals = AnnouncedRemovals(routes: [RemovedRoute([Self.defaultVia2])])
+        schedule.lookupsMade(at: start, asked: .ipv4, removals: removals, stillSeen: .ipv4)
+        var now = start
+        for delay in RecheckSchedule.delays {
+            now = now + delay
+            schedule.lookupsMade(at: now, asked: .ipv4, removals: AnnouncedRemovals(), stillSeen: .ipv4)
+        }
+        #expect(schedule.dueAt == nil, "two rechecks, as for any removal")
+    }
+
+    @Test func anOpaqueRemovalGetsBothRechecksWhateverTheAnswers() {
+        var schedule = RecheckSchedule()
+        let start = ContinuousClock.now
+        schedule.lookupsMade(at: start, asked: .both, removals: AnnouncedRemovals(opaque: .both), stillSeen: [])
+        #expect(schedule.dueAt == start + .milliseconds(20) && schedule.families == .both)
+        let first = start + .milliseconds(20)
+        schedule.lookupsMade(at: first, asked: .both, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.dueAt == first + .milliseconds(200) && schedule.families == .both)
+        schedule.lookupsMade(at: first + .milliseconds(200), asked: .both, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.dueAt == nil)
+    }
+
+    @Test func aRemovalDuringTheRechecksStartsThemAgainAndKeepsWhatWasPending() {
+        var schedule = RecheckSchedule()
+        let start = ContinuousClock.now
+        schedule.lookupsMade(at: start, asked: .ipv6, removals: AnnouncedRemovals(opaque: .ipv6), stillSeen: [])
+        // An IPv4 route deleted 50 ms later and still seen: IPv6's rechecks go on with it, from the start.
+        let later = start + .milliseconds(50)
+        let removed = RemovedRoute([Self.defaultVia2])
+        schedule.lookupsMade(
+            at: later, asked: .ipv4, removals: AnnouncedRemovals(routes: [removed]), stillSeen: .ipv4)
+        #expect(schedule.dueAt == later + .milliseconds(20) && schedule.families == .both)
+        // At the recheck the route is gone: IPv6's opaque removal is still rechecked once more.
+        let first = later + .milliseconds(20)
+        schedule.lookupsMade(at: first, asked: .both, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.dueAt == first + .milliseconds(200) && schedule.families == .ipv6)
+    }
+
+    @Test func aDeletedRouteOfAFamilyNotAskedStaysPending() {
+        var schedule = RecheckSchedule()
+        let start = ContinuousClock.now
+        let removed = RemovedRoute([Self.defaultVia2])
+        schedule.lookupsMade(at: start, asked: .ipv4, removals: AnnouncedRemovals(routes: [removed]), stillSeen: .ipv4)
+        // An IPv6 change asks IPv6 only before the recheck: says nothing of the IPv4 route.
+        schedule.lookupsMade(
+            at: start + .milliseconds(5), asked: .ipv6, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.families == .ipv4 && schedule.dueAt == start + .milliseconds(20))
+    }
+}
+#endif
