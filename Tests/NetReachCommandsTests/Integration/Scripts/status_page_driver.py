@@ -12,6 +12,7 @@ import base64
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,8 @@ class Browser:
              "--remote-debugging-pipe", "--user-data-dir=" + self.profile,
              "--window-size=1000,700", "about:blank"],
             preexec_fn=arrange, pass_fds=(3, 4),
+            # Its singleton socket's directory goes in TMPDIR: inside the profile, removed with it.
+            env=dict(os.environ, TMPDIR=self.profile),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser_read)
         os.close(from_browser_write)
@@ -81,6 +84,8 @@ class Browser:
     def close(self):
         self.process.kill()
         self.process.wait()
+        # Chromium's profile is some 30 directories; every run used to leave one in /tmp.
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def ip(*arguments):
