@@ -121,8 +121,7 @@ final class NetlinkEngine: @unchecked Sendable {
             var filtered: Set<IPAddress>? = filterRoutes(on: events, watching: watched, filtered: nil)
             let first = try kernel.queries.snapshot(
                 of: kernel.store.snapshot, removals: AnnouncedRemovals(), destinations: watched, requests: &requests,
-                probe: probe,
-                buffer: buffer)
+                probe: probe, buffer: buffer)
             publish(first)
             metrics.snapshotsPublished.increment()
             logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])

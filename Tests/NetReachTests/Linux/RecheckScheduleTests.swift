@@ -32,12 +32,13 @@ import Testing
         #expect(!removed.mayBe(RouteQuery.Answer(lookup: .refused(.unreachable))), "a unicast route refuses nothing")
         #expect(removed.mayBe(RouteQuery.Answer(lookup: .failed(errno: EINVAL))), "a failed lookup: unknown")
         // One leg of a multipath answer is the removed route's.
+        let other = IPAddress("192.0.2.7")!
         let multipath = Self.route(
-            interface: 3, gateway: IPAddress("192.0.2.7")!,
-            legs: [
-                .init(interfaceIndex: 3, gateway: IPAddress("192.0.2.7")!), .init(interfaceIndex: 2, gateway: Self.gateway),
-            ])
+            interface: 3, gateway: other,
+            legs: [.init(interfaceIndex: 3, gateway: other), .init(interfaceIndex: 2, gateway: Self.gateway)])
         #expect(removed.mayBe(multipath))
+        #expect(
+            !removed.mayBe(Self.route(interface: 3, gateway: other, legs: [.init(interfaceIndex: 3, gateway: other)])))
     }
 
     @Test func aDeletedRouteTheStoreDoesNotKeepIsComparedByPrefixLengthOnly() {
