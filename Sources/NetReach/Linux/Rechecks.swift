@@ -77,7 +77,8 @@ struct AnnouncedRemovals: Equatable, Sendable {
 /// When the lookups are asked again after a removal: 20 ms and 200 ms after the lookups that
 /// read it, for as long as the removal may not be finished. An opaque removal (``AnnouncedRemovals``)
 /// gets both rechecks; a deleted route none of the answers can be any more gets none, and one that
-/// a recheck no longer finds gets no further one. A removal during the rechecks starts them again.
+/// a recheck no longer finds gets no further one. A removal during the rechecks starts them again,
+/// and lookups that ask every family a recheck would ask put it off by its delay.
 struct RecheckSchedule: Equatable, Sendable {
     static let delays: [Duration] = [.milliseconds(20), .milliseconds(200)]
 
@@ -103,7 +104,6 @@ struct RecheckSchedule: Equatable, Sendable {
         at now: ContinuousClock.Instant, asked: LookupFamilies, removals: AnnouncedRemovals, stillSeen: LookupFamilies
     ) {
         let inProgress = stage < Self.delays.count
-        // Lookups made for another reason before a recheck is due do not postpone it.
         var restarted = false
         if !removals.isEmpty {
             pending = AnnouncedRemovals(
@@ -123,9 +123,13 @@ struct RecheckSchedule: Equatable, Sendable {
             families = []
             pending = AnnouncedRemovals()
         }
+        // A recheck is due its delay after the last lookups that asked every family it asks:
+        // those asked what it would, and a removal finished later is still caught. Lookups of
+        // another family do not put it off (a stream of IPv6 changes must not keep an IPv4
+        // removal from ever being asked about again).
         if stage >= Self.delays.count {
             dueAt = nil
-        } else if restarted {
+        } else if restarted || asked.isSuperset(of: families) {
             dueAt = now + Self.delays[stage]
         }
     }

@@ -115,6 +115,18 @@ import Testing
         #expect(schedule.dueAt == first + .milliseconds(200) && schedule.families == .ipv6)
     }
 
+    @Test func lookupsOfEveryFamilyARecheckAsksPutItOffOthersDoNot() {
+        var schedule = RecheckSchedule()
+        let start = ContinuousClock.now
+        schedule.lookupsMade(at: start, asked: .both, removals: AnnouncedRemovals(opaque: .both), stillSeen: [])
+        // An IPv4 change 10 ms later asks IPv4 only: the recheck of both stays due at 20 ms.
+        schedule.lookupsMade(at: start + .milliseconds(10), asked: .ipv4, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.dueAt == start + .milliseconds(20))
+        // A link change at 15 ms asks both: what the recheck would ask, so it is due 20 ms after.
+        schedule.lookupsMade(at: start + .milliseconds(15), asked: .both, removals: AnnouncedRemovals(), stillSeen: [])
+        #expect(schedule.dueAt == start + .milliseconds(35) && schedule.families == .both)
+    }
+
     @Test func aDeletedRouteOfAFamilyNotAskedStaysPending() {
         var schedule = RecheckSchedule()
         let start = ContinuousClock.now
