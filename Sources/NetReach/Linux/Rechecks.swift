@@ -78,7 +78,7 @@ struct AnnouncedRemovals: Equatable, Sendable {
 /// read it, for as long as the removal may not be finished. An opaque removal (``AnnouncedRemovals``)
 /// gets both rechecks; a deleted route none of the answers can be any more gets none, and one that
 /// a recheck no longer finds gets no further one. A removal during the rechecks starts them again,
-/// and lookups that ask every family a recheck would ask put it off by its delay.
+/// and any lookups put the next one off by its delay.
 struct RecheckSchedule: Equatable, Sendable {
     static let delays: [Duration] = [.milliseconds(20), .milliseconds(200)]
 
@@ -104,16 +104,13 @@ struct RecheckSchedule: Equatable, Sendable {
         at now: ContinuousClock.Instant, asked: LookupFamilies, removals: AnnouncedRemovals, stillSeen: LookupFamilies
     ) {
         let inProgress = stage < Self.delays.count
-        var restarted = false
         if !removals.isEmpty {
             pending = AnnouncedRemovals(
                 opaque: (inProgress ? pending.opaque : []).union(removals.opaque),
                 routes: routesToCompare(with: removals))
             stage = 0
-            restarted = true
         } else if let dueAt, now >= dueAt {
             stage += 1
-            restarted = true
         }
         // A deleted route no answer of its (asked) family can be is gone, or never mattered.
         pending.routes.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
@@ -123,15 +120,10 @@ struct RecheckSchedule: Equatable, Sendable {
             families = []
             pending = AnnouncedRemovals()
         }
-        // A recheck is due its delay after the last lookups that asked every family it asks:
-        // those asked what it would, and a removal finished later is still caught. Lookups of
-        // another family do not put it off (a stream of IPv6 changes must not keep an IPv4
-        // removal from ever being asked about again).
-        if stage >= Self.delays.count {
-            dueAt = nil
-        } else if restarted || asked.isSuperset(of: families) {
-            dueAt = now + Self.delays[stage]
-        }
+        // A recheck is due its delay after the last lookups: a removal finished later is still
+        // caught, and changes closer together than the delay are not followed by rechecks between
+        // them (each would wake the engine for a refresh of its own).
+        dueAt = stage < Self.delays.count ? now + Self.delays[stage] : nil
     }
 }
 #endif
