@@ -88,14 +88,12 @@ struct KernelQueries {
         let asked = stale
         stale = []
         // Every answer, the candidates' that do not decide too, is compared with the deleted
-        // routes: one that may still be linked is asked about again.
-        let removedRoutes = rechecks.routesToCompare(with: removals)
+        // routes and lost links: one that may still be there is asked about again.
+        let removed = rechecks.toCompare(with: removals)
         var stillSeen: LookupFamilies = []
         func compare(_ answer: RouteQuery.Answer, _ family: IPAddress.Family) {
-            guard !removedRoutes.isEmpty, !stillSeen.includes(family) else { return }
-            if removedRoutes.contains(where: { $0.family == family && $0.mayBe(answer) }) {
-                stillSeen.insert(LookupFamilies(family))
-            }
+            guard !removed.isEmpty, !stillSeen.includes(family) else { return }
+            if removed.mayBeUnfinished(answer, family) { stillSeen.insert(LookupFamilies(family)) }
         }
         var earliest: [IPAddress.Family: ContinuousClock.Instant] = [:]
         func noteExpiry(_ seconds: Double?, _ family: IPAddress.Family) {

@@ -286,9 +286,7 @@ final class NetlinkEngine: @unchecked Sendable {
                             kernel.withSysfsFacts(envelope.message), watching: kernel.queries.watch)
                         changed = absorbed.changed || changed
                         kernel.queries.stale.formUnion(absorbed.asksLookups)
-                        if absorbed.announcesRemoval {
-                            kernel.removals.add(families: absorbed.asksLookups, routes: absorbed.removedRoutes)
-                        }
+                        kernel.removals.add(absorbed)
                     }
                 }
             }

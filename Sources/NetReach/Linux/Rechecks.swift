@@ -57,27 +57,83 @@ struct RemovedRoute: Equatable, Sendable {
     }
 }
 
+/// A link that went down or away, for one family's lookups. The kernel announces it before it
+/// flushes the routes through it and removes its addresses (`__dev_notify_flags` sends
+/// `RTM_NEWLINK`, then runs the `NETDEV_DOWN` notifiers), so a lookup made on the message may
+/// still go through it; its going only removes, so an answer through neither it nor one of its
+/// addresses cannot change when it is done.
+struct LostLink: Equatable, Sendable {
+    var family: IPAddress.Family
+    var index: Int
+    /// Its addresses when the message came: a source the kernel picked from them goes with it.
+    var addresses: Set<IPAddress>
+
+    /// Whether `answer` may still go through the link, or come from one of its addresses.
+    func mayUse(_ answer: RouteQuery.Answer) -> Bool {
+        switch answer.lookup {
+        case .noRoute, .refused:
+            // A route through the link, still there, would have been chosen over no route; a
+            // refusing route or rule has no link.
+            return false
+        case .failed:
+            return true
+        case .route(let route):
+            if route.interfaceIndex == index || route.nextHops.contains(where: { $0.interfaceIndex == index }) {
+                return true
+            }
+            return route.source.map(addresses.contains) ?? false
+        }
+    }
+}
+
 /// The removals the messages since the last lookups announced, which the kernel may finish after
 /// announcing them.
 struct AnnouncedRemovals: Equatable, Sendable {
-    /// Families with a removal no answer can show finished: a link, an address, a nexthop object,
-    /// or messages lost. Asked again at every recheck.
+    /// Families with a removal no answer can show finished: a link coming up or changing, an
+    /// address, a nexthop object, or messages lost. Asked again at every recheck.
     var opaque: LookupFamilies = []
     /// Deleted routes: asked again only while some answer may still be one of them.
     var routes: [RemovedRoute] = []
+    /// Links gone down or away: asked again only while some answer may still use one.
+    var links: [LostLink] = []
 
-    var isEmpty: Bool { opaque.isEmpty && routes.isEmpty }
+    var isEmpty: Bool { opaque.isEmpty && routes.isEmpty && links.isEmpty }
 
-    /// Adds what one message announced: its routes when it named them, else its families.
-    mutating func add(families: LookupFamilies, routes removed: [RemovedRoute]) {
-        if removed.isEmpty { opaque.formUnion(families) } else { routes += removed }
+    /// The families with a removal.
+    var families: LookupFamilies {
+        opaque.union(LookupFamilies(routes.map(\.family))).union(LookupFamilies(links.map(\.family)))
+    }
+
+    /// Adds what one message announced: the routes or link it named, else its families.
+    mutating func add(_ absorbed: SnapshotStore.Absorbed) {
+        guard absorbed.announcesRemoval else { return }
+        if !absorbed.removedRoutes.isEmpty {
+            routes += absorbed.removedRoutes
+        } else if !absorbed.lostLinks.isEmpty {
+            links += absorbed.lostLinks
+        } else {
+            opaque.formUnion(absorbed.asksLookups)
+        }
+    }
+
+    /// Whether an answer of `family` may show one of these removals unfinished.
+    func mayBeUnfinished(_ answer: RouteQuery.Answer, _ family: IPAddress.Family) -> Bool {
+        routes.contains { $0.family == family && $0.mayBe(answer) }
+            || links.contains { $0.family == family && $0.mayUse(answer) }
+    }
+
+    /// Drops the routes and links of the families `asked` where no answer may show them
+    /// unfinished (not in `stillSeen`); those of a family not asked stay.
+    mutating func keep(stillSeen: LookupFamilies, asked: LookupFamilies) {
+        routes.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
+        links.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
     }
 }
 
 /// When the lookups are asked again after a removal: 20 ms and 200 ms after the lookups that
 /// read it, for as long as the removal may not be finished. An opaque removal (``AnnouncedRemovals``)
-/// gets both rechecks; a deleted route none of the answers can be any more gets none, and one that
-/// a recheck no longer finds gets no further one. A removal during the rechecks starts them again,
+/// gets both rechecks; a deleted route none of the answers can be any more, or a lost link none
+/// goes through, gets none, and one that a recheck no longer finds gets no further one. A removal during the rechecks starts them again,
 /// and any lookups put the next one off by its delay.
 struct RecheckSchedule: Equatable, Sendable {
     static let delays: [Duration] = [.milliseconds(20), .milliseconds(200)]
@@ -91,30 +147,34 @@ struct RecheckSchedule: Equatable, Sendable {
     /// How far along the rechecks are (an index into ``delays``; at its end, none is due).
     private var stage = RecheckSchedule.delays.count
 
-    /// The removed routes whose family `asked` includes that the answers must be compared with:
-    /// those still being rechecked, and `removals`' new ones.
-    func routesToCompare(with removals: AnnouncedRemovals) -> [RemovedRoute] {
-        (stage < Self.delays.count ? pending.routes : []) + removals.routes
+    /// The deleted routes and lost links the answers must be compared with: those still being
+    /// rechecked, and `removals`' new ones.
+    func toCompare(with removals: AnnouncedRemovals) -> AnnouncedRemovals {
+        guard stage < Self.delays.count else {
+            return AnnouncedRemovals(routes: removals.routes, links: removals.links)
+        }
+        return AnnouncedRemovals(routes: pending.routes + removals.routes, links: pending.links + removals.links)
     }
 
     /// Updates the schedule after lookups made at `now` for the families `asked`: `removals` were
     /// announced since the last ones, and `stillSeen` are the families where some answer may still
-    /// be one of ``routesToCompare(with:)``.
+    /// show one of ``toCompare(with:)`` unfinished.
     mutating func lookupsMade(
         at now: ContinuousClock.Instant, asked: LookupFamilies, removals: AnnouncedRemovals, stillSeen: LookupFamilies
     ) {
         let inProgress = stage < Self.delays.count
         if !removals.isEmpty {
-            pending = AnnouncedRemovals(
-                opaque: (inProgress ? pending.opaque : []).union(removals.opaque),
-                routes: routesToCompare(with: removals))
+            var next = toCompare(with: removals)
+            next.opaque = (inProgress ? pending.opaque : []).union(removals.opaque)
+            pending = next
             stage = 0
         } else if let dueAt, now >= dueAt {
             stage += 1
         }
-        // A deleted route no answer of its (asked) family can be is gone, or never mattered.
-        pending.routes.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
-        families = pending.opaque.union(LookupFamilies(pending.routes.map(\.family)))
+        // A deleted route no answer of its (asked) family can be is gone, or never mattered; the
+        // same for a link no answer goes through.
+        pending.keep(stillSeen: stillSeen, asked: asked)
+        families = pending.families
         if families.isEmpty || stage >= Self.delays.count {
             stage = Self.delays.count
             families = []

@@ -100,9 +100,17 @@ struct SnapshotStore: Sendable {
         /// lookup made now can still find the old state, and nothing more will be sent, so the
         /// lookups of ``asksLookups`` are asked again shortly after.
         var announcesRemoval = false
-        /// The routes a route's removal deleted (``RemovedRoute``); empty for other removals,
-        /// whose end no answer shows.
+        /// The routes a route's removal deleted (``RemovedRoute``); empty for other removals.
         var removedRoutes: [RemovedRoute] = []
+        /// The link that went down or away, once per family (``LostLink``); empty for others.
+        /// A removal that names neither has no end an answer shows.
+        var lostLinks: [LostLink] = []
+    }
+
+    /// Link `index`, lost, for each family's lookups, with the addresses it has now.
+    private func lostLinks(_ index: Int) -> [LostLink] {
+        let addresses = Set(snapshot.addressTable.values.lazy.filter { $0.interfaceIndex == index }.map(\.address))
+        return [IPAddress.Family.ipv4, .ipv6].map { LostLink(family: $0, index: index, addresses: addresses) }
     }
 
     /// Applies one message (as ``apply(_:)``) and says what it means for the lookups in `watch`:
@@ -111,10 +119,17 @@ struct SnapshotStore: Sendable {
     /// can change; a batch of routes elsewhere, or a LAN host's neighbour entry, asks nothing.
     mutating func absorb(_ message: RtnetlinkMessage, watching watch: LookupWatch) -> Absorbed {
         switch message {
-        case .newLink:
+        case .newLink(let link):
             // A link message that changes nothing kept (statistics, an MTU) changes no route.
-            let changed = apply(message)
-            return Absorbed(changed: changed, asksLookups: changed ? .both : [], announcesRemoval: changed)
+            let previous = snapshot.links[link.index]
+            let lost = lostLinks(link.index)
+            guard apply(message) else { return Absorbed() }
+            // Going down with nothing coming up only removes (its routes, its addresses), and that
+            // is done once no answer goes through it. Coming up adds what no answer shows yet.
+            guard let previous, !(link.isUp && !previous.isUp), !(link.hasCarrier && !previous.hasCarrier),
+                (previous.isUp && !link.isUp) || (previous.hasCarrier && !link.hasCarrier)
+            else { return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true) }
+            return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true, lostLinks: lost)
         case .ignoredRoute(let coverage, let removed):
             // Only a route of the watched address's own family covers it. An addition (a local
             // route with each new address, a VPN's table) is announced once the kernel uses it.
@@ -139,8 +154,9 @@ struct SnapshotStore: Sendable {
             return Absorbed(changed: apply(message), asksLookups: LookupFamilies(routes.map(\.family)))
         case .done, .error, .other:
             return Absorbed()
-        case .deleteLink:
-            return Absorbed(changed: apply(message), asksLookups: .both, announcesRemoval: true)
+        case .deleteLink(let index):
+            let lost = lostLinks(index)
+            return Absorbed(changed: apply(message), asksLookups: .both, announcesRemoval: true, lostLinks: lost)
         case .deleteAddress(let address):
             // Counted even unchanged: a flag the store does not keep (deprecated, optimistic)
             // changes which source the kernel picks.

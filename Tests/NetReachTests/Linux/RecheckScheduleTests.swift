@@ -48,6 +48,62 @@ import Testing
         #expect(removed.mayBe(RouteQuery.Answer(lookup: .refused(.blackhole))), "it may have been a blackhole")
     }
 
+    @Test func aLostLinkMayBeUsedOnlyByAnAnswerThroughItOrFromItsAddresses() {
+        let lost = LostLink(family: .ipv4, index: 2, addresses: [IPAddress("10.0.0.2")!])
+        #expect(lost.mayUse(Self.route()), "through it, still")
+        #expect(!lost.mayUse(Self.route(interface: 3)), "through another link")
+        #expect(lost.mayUse(Self.route(interface: 3, legs: [.init(interfaceIndex: 3), .init(interfaceIndex: 2)])))
+        let fromItsAddress = RouteQuery.Answer(
+            lookup: .route(.init(interfaceIndex: 3, source: IPAddress("10.0.0.2")!)), prefixLength: 0)
+        #expect(lost.mayUse(fromItsAddress), "another link, but the source is one of its addresses")
+        #expect(!lost.mayUse(RouteQuery.Answer(lookup: .noRoute)))
+        #expect(!lost.mayUse(RouteQuery.Answer(lookup: .refused(.prohibit))))
+        #expect(lost.mayUse(RouteQuery.Answer(lookup: .failed(errno: EINVAL))))
+    }
+
+    @Test func aLinkGoingDownNamesItselfAndItsAddressesComingUpNamesNothing() {
+        var store = SnapshotStore()
+        let watch = KernelQueries().watch
+        let eth0 = SystemSnapshot.Link(index: 2, name: "eth0")
+        _ = store.absorb(.newLink(eth0), watching: watch)
+        let address = IPAddress("10.0.0.2")!
+        _ = store.absorb(.newAddress(.init(interfaceIndex: 2, address: address, prefixLength: 24)), watching: watch)
+        var down = eth0
+        down.isUp = false
+        let wentDown = store.absorb(.newLink(down), watching: watch)
+        #expect(wentDown.announcesRemoval && wentDown.asksLookups == .both)
+        #expect(
+            wentDown.lostLinks == [
+                LostLink(family: .ipv4, index: 2, addresses: [address]),
+                LostLink(family: .ipv6, index: 2, addresses: [address]),
+            ])
+        // Coming up: routes and addresses come after the message; no answer can show them done.
+        let cameUp = store.absorb(.newLink(eth0), watching: watch)
+        #expect(cameUp.announcesRemoval && cameUp.lostLinks.isEmpty && cameUp.removedRoutes.isEmpty)
+        var removals = AnnouncedRemovals()
+        removals.add(cameUp)
+        #expect(removals == AnnouncedRemovals(opaque: .both), "rechecked whatever the answers")
+        // Carrier lost while admin up is going down too; deleted, the link is lost as well.
+        var noCarrier = eth0
+        noCarrier.hasCarrier = false
+        #expect(store.absorb(.newLink(noCarrier), watching: watch).lostLinks.count == 2)
+        // Unchanged: nothing at all.
+        #expect(store.absorb(.newLink(noCarrier), watching: watch) == SnapshotStore.Absorbed())
+        #expect(store.absorb(.deleteLink(index: 2), watching: watch).lostLinks.map(\.index) == [2, 2])
+        // A link that appears only adds.
+        #expect(store.absorb(.newLink(eth0), watching: watch).lostLinks.isEmpty)
+    }
+
+    @Test func aLostLinkNoAnswerUsesIsNotRecheckedOneStillUsedIs() {
+        var schedule = RecheckSchedule()
+        let now = ContinuousClock.now
+        let links = [IPAddress.Family.ipv4, .ipv6].map { LostLink(family: $0, index: 2, addresses: []) }
+        schedule.lookupsMade(at: now, asked: .both, removals: AnnouncedRemovals(links: links), stillSeen: [])
+        #expect(schedule.dueAt == nil)
+        schedule.lookupsMade(at: now, asked: .both, removals: AnnouncedRemovals(links: links), stillSeen: .ipv6)
+        #expect(schedule.families == .ipv6 && schedule.toCompare(with: AnnouncedRemovals()).links == [links[1]])
+    }
+
     @Test func aRouteDeletionNoAnswerCanStillBeIsNotRechecked() {
         var schedule = RecheckSchedule()
         let now = ContinuousClock.now
@@ -62,7 +118,7 @@ import Testing
         let removals = AnnouncedRemovals(routes: [RemovedRoute([Self.defaultVia2])])
         schedule.lookupsMade(at: start, asked: .ipv4, removals: removals, stillSeen: .ipv4)
         #expect(schedule.dueAt == start + .milliseconds(20) && schedule.families == .ipv4)
-        #expect(schedule.routesToCompare(with: AnnouncedRemovals()) == removals.routes)
+        #expect(schedule.toCompare(with: AnnouncedRemovals()).routes == removals.routes)
         // The first recheck still finds it: the second is due 200 ms later.
         let first = start + .milliseconds(21)
         schedule.lookupsMade(at: first, asked: .ipv4, removals: AnnouncedRemovals(), stillSeen: .ipv4)
@@ -71,7 +127,7 @@ import Testing
         let second = first + .milliseconds(201)
         schedule.lookupsMade(at: second, asked: .ipv4, removals: AnnouncedRemovals(), stillSeen: [])
         #expect(schedule.dueAt == nil && schedule.families.isEmpty)
-        #expect(schedule.routesToCompare(with: AnnouncedRemovals()).isEmpty)
+        #expect(schedule.toCompare(with: AnnouncedRemovals()).routes.isEmpty)
     }
 
     @Test func aRouteStillSeenAtTheLastRecheckIsNotAskedAboutForever() {
