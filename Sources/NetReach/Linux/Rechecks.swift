@@ -131,10 +131,11 @@ struct AnnouncedRemovals: Equatable, Sendable {
 }
 
 /// When the lookups are asked again after a removal: 20 ms and 200 ms after the lookups that
-/// read it, for as long as the removal may not be finished. An opaque removal (``AnnouncedRemovals``)
-/// gets both rechecks; a deleted route none of the answers can be any more, or a lost link none
-/// goes through, gets none, and one that a recheck no longer finds gets no further one. A removal during the rechecks starts them again,
-/// and any lookups put the next one off by its delay.
+/// read it, for as long as the removal may not be finished. An opaque removal
+/// (``AnnouncedRemovals``) gets both rechecks; a deleted route none of the answers can be any
+/// more, or a lost link none goes through, gets none, and one that a recheck no longer finds gets
+/// no further one. A removal during the rechecks starts them again, and any lookups put the next
+/// one off by its delay.
 struct RecheckSchedule: Equatable, Sendable {
     static let delays: [Duration] = [.milliseconds(20), .milliseconds(200)]
 

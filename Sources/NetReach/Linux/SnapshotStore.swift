@@ -122,14 +122,14 @@ struct SnapshotStore: Sendable {
         case .newLink(let link):
             // A link message that changes nothing kept (statistics, an MTU) changes no route.
             let previous = snapshot.links[link.index]
-            let lost = lostLinks(link.index)
             guard apply(message) else { return Absorbed() }
             // Going down with nothing coming up only removes (its routes, its addresses), and that
             // is done once no answer goes through it. Coming up adds what no answer shows yet.
             guard let previous, !(link.isUp && !previous.isUp), !(link.hasCarrier && !previous.hasCarrier),
                 (previous.isUp && !link.isUp) || (previous.hasCarrier && !link.hasCarrier)
             else { return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true) }
-            return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true, lostLinks: lost)
+            // A link message keeps the link's addresses: read after it, they are the ones it had.
+            return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true, lostLinks: lostLinks(link.index))
         case .ignoredRoute(let coverage, let removed):
             // Only a route of the watched address's own family covers it. An addition (a local
             // route with each new address, a VPN's table) is announced once the kernel uses it.
@@ -155,6 +155,7 @@ struct SnapshotStore: Sendable {
         case .done, .error, .other:
             return Absorbed()
         case .deleteLink(let index):
+            // Read before the link and its addresses are removed.
             let lost = lostLinks(index)
             return Absorbed(changed: apply(message), asksLookups: .both, announcesRemoval: true, lostLinks: lost)
         case .deleteAddress(let address):
