@@ -152,7 +152,10 @@ struct NetlinkMetricsIntegrationTests {
             }
             // Long past both rechecks' times; a recheck would only come later, never go away.
             try await Task.sleep(for: .milliseconds(600))
-            #expect(lookups() - beforeDelete == 1, "the answer is the first default route: asked once")
+            // Once, and the rechecks would make it three. One more is allowed for the gateway's
+            // neighbour entry changing on its own meanwhile (it asks again, with no rechecks).
+            let asked = lookups() - beforeDelete
+            #expect(asked >= 1 && asked <= 2, "the answer is the first default route: \(asked) questions")
 
             _ = try await lab.ip("addr", "add", "10.123.0.99/24", "dev", NetnsLab.interface)
             try await Task.sleep(for: .milliseconds(600))
