@@ -124,7 +124,7 @@ struct AnnouncedRemovals: Equatable, Sendable {
 
     /// Drops the routes and links of the families `asked` where no answer may show them
     /// unfinished (not in `stillSeen`); those of a family not asked stay.
-    mutating func keep(stillSeen: LookupFamilies, asked: LookupFamilies) {
+    mutating func dropFinished(stillSeen: LookupFamilies, asked: LookupFamilies) {
         routes.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
         links.removeAll { asked.includes($0.family) && !stillSeen.includes($0.family) }
     }
@@ -174,7 +174,7 @@ struct RecheckSchedule: Equatable, Sendable {
         }
         // A deleted route no answer of its (asked) family can be is gone, or never mattered; the
         // same for a link no answer goes through.
-        pending.keep(stillSeen: stillSeen, asked: asked)
+        pending.dropFinished(stillSeen: stillSeen, asked: asked)
         families = pending.families
         if families.isEmpty || stage >= Self.delays.count {
             stage = Self.delays.count

@@ -125,9 +125,10 @@ struct SnapshotStore: Sendable {
             guard apply(message) else { return Absorbed() }
             // Going down with nothing coming up only removes (its routes, its addresses), and that
             // is done once no answer goes through it. Coming up adds what no answer shows yet.
-            guard let previous, !(link.isUp && !previous.isUp), !(link.hasCarrier && !previous.hasCarrier),
-                (previous.isUp && !link.isUp) || (previous.hasCarrier && !link.hasCarrier)
-            else { return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true) }
+            guard let previous else { return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true) }
+            let rose = (link.isUp && !previous.isUp) || (link.hasCarrier && !previous.hasCarrier)
+            let fell = (previous.isUp && !link.isUp) || (previous.hasCarrier && !link.hasCarrier)
+            guard fell && !rose else { return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true) }
             // A link message keeps the link's addresses: read after it, they are the ones it had.
             return Absorbed(changed: true, asksLookups: .both, announcesRemoval: true, lostLinks: lostLinks(link.index))
         case .ignoredRoute(let coverage, let removed):
