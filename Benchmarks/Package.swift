@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // Raw rtnetlink plumbing for the harness: the change issuer and the floor reader, in C so the
@@ -77,6 +78,13 @@ let package = Package(
                 .product(name: "NetReachAsyncHTTPClient", package: "NetReach"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
+        ),
+        // One GET with AsyncHTTPClient alone, nothing else linked: the HTTP stack's own cost from a
+        // fresh process, the reference `netreach get`'s start-up is read against (run-transfer.sh
+        // small).
+        .executableTarget(
+            name: "BareGet",
+            dependencies: [.product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -5,8 +5,9 @@
 #   download  1 GiB from nginx to a file (-o): seconds, MB/s and peak resident memory, `netreach get`
 #             and curl
 #   upload    200 MB from a file (-d @FILE, PUT) to a server that reads and discards it
-#   small     one small GET from a fresh process: `netreach get` (release and static release), curl
-#             (median of SMALL_RUNS, default 30)
+#   small     one small GET from a fresh process: `netreach get` (release and static release), curl,
+#             and BareGet (AsyncHTTPClient alone, built static like the release: what the HTTP
+#             stack itself costs from a fresh process) (median of SMALL_RUNS, default 30)
 #   tls       TLS_SIZES_MB (default "100 1024") to a file over HTTPS from nginx, HTTP/1.1 and HTTP/2
 #             (ALPN: one listener offers h2, the other only http/1.1), `netreach get` and curl; each
 #             command ends with the file on disk (curl's followed by `sync FILE`, netreach's own
@@ -17,7 +18,8 @@
 #   RUNS=5 Benchmarks/run-transfer.sh tls
 #
 # Builds netreach in release from this checkout (or uses BIN_DIR), and for the small GET also the
-# static release of scripts/build-release.sh (or uses STATIC_BIN_DIR). Needs nginx, curl, python3
+# static release of scripts/build-release.sh (or uses STATIC_BIN_DIR) and BareGet (or uses BAREGET,
+# its path). Needs nginx, curl, python3
 # and GNU time (/usr/bin/time). Traffic stays on 127.0.0.1. Waits (at most LOAD_WAIT s) for the
 # load average to fall below LOAD_MAX first, and prints it.
 # Output: the table on stdout; raw lines in Benchmarks/.build/transfer-runs/<time>-<pid>/.
@@ -50,6 +52,19 @@ if [ -z "${STATIC_BIN_DIR:-}" ] && { [ "$what" = all ] || [ "$what" = small ]; }
     echo "== building the static release (scripts/build-release.sh)" >&2
     (cd "$root" && timeout 2400 scripts/build-release.sh >&2)
     STATIC_BIN_DIR="$(cd "$root" && scripts/build-release.sh --show-bin-path)"
+fi
+# The reference for the start-up: one GET with AsyncHTTPClient and nothing else, linked as
+# scripts/build-release.sh links netreach.
+if [ -z "${BAREGET:-}" ] && { [ "$what" = all ] || [ "$what" = small ]; }; then
+    echo "== building BareGet (static release)" >&2
+    bareget_flags=(-c release --product BareGet --static-swift-stdlib --scratch-path "$here/.build/bareget"
+        -Xlinker --no-export-dynamic)
+    glibc_minor="$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc 2\.\([0-9][0-9]*\).*/\1/p')"
+    if [ -n "$glibc_minor" ] && [ "$glibc_minor" -ge 36 ]; then
+        bareget_flags+=(-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
+    fi
+    (cd "$here" && timeout 2400 swift build "${bareget_flags[@]}" >&2)
+    BAREGET="$(cd "$here" && swift build "${bareget_flags[@]}" --show-bin-path)/BareGet"
 fi
 cli="$BIN_DIR/netreach"
 
@@ -204,6 +219,7 @@ if [ "$what" = all ] || [ "$what" = small ]; then
     url="http://127.0.0.1:$port/small.txt"
     entries=("curl|curl -sS $url" "netreach get|$cli get -q $url"
              "static: netreach get|$STATIC_BIN_DIR/netreach get -q $url"
+             "(AsyncHTTPClient alone, static: BareGet)|$BAREGET $url"
              "(process floor: /bin/true)|/bin/true" "(netreach get --help)|$cli get --help"
              "(static: netreach get --help)|$STATIC_BIN_DIR/netreach get --help")
     # Each round runs every client once, so a slower minute of the machine (a shared VM's

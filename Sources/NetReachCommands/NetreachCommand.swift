@@ -13,8 +13,11 @@ package struct NetreachCommand: ParsableCommand {
     /// The version `--version` prints and the JSON output carries (`"version"`).
     package static let version = "0.22.0"
 
+    /// The tool's name, as its usage and help show it.
+    package static let commandName = "netreach"
+
     package static let configuration = CommandConfiguration(
-        commandName: "netreach",
+        commandName: commandName,
         abstract: "Show, follow and wait for the network path, like Apple's NWPathMonitor.",
         discussion: """
             netreach reads the kernel's links, addresses and routes (rtnetlink) and resolv.conf. \
@@ -34,7 +37,47 @@ package struct NetreachCommand: ParsableCommand {
         ]
     )
 
+    /// The subcommand named `name`, for ``parseDirectly(_:)``: a `switch`, because finding one by
+    /// its `configuration.commandName` would build every command's help text first (and a
+    /// dictionary costs its own type's set-up at every start). A test holds it to
+    /// `configuration.subcommands`.
+    static func subcommand(named name: String) -> (any NetreachSubcommand.Type)? {
+        switch name {
+        case "status": StatusCommand.self
+        case "watch": WatchCommand.self
+        case "wait": WaitCommand.self
+        case "get": GetCommand.self
+        case "check": CheckCommand.self
+        case "condition": ConditionCommand.self
+        case "serve": ServeCommand.self
+        default: nil
+        }
+    }
+
     package init() {}
+
+    /// `arguments` parsed by the subcommand their first word names, alone, or nil when that parse
+    /// does not give that command (help, any error, a word no subcommand has): then the whole tree
+    /// parses them again and says what it says, so nothing a user sees depends on this path.
+    ///
+    /// What it saves, at every start of the tool: the root's parse makes every subcommand's
+    /// configuration (their help texts, the exit-status tables) and parses the arguments twice
+    /// more looking for `--generate-completion-script`. Each subcommand names `netreach` as its
+    /// `_superCommandName`, so ArgumentParser does not take it for the root of the tool (which
+    /// is what makes it skip that search); under `netreach` the name changes nothing, as
+    /// ArgumentParser reads it only from the root of the command stack.
+    ///
+    /// ```swift
+    /// NetreachCommand.parseDirectly(["get", "-q", "https://example.com/"])  // a GetCommand
+    /// NetreachCommand.parseDirectly(["get", "--help"])                     // nil: the tree answers
+    /// ```
+    static func parseDirectly(_ arguments: [String]) -> (any NetreachSubcommand)? {
+        guard let name = arguments.first, let command = subcommand(named: name),
+            let parsed = try? command.parseAsRoot(Array(arguments.dropFirst())),
+            type(of: parsed) == command
+        else { return nil }
+        return parsed as? any NetreachSubcommand
+    }
 
     /// Parses `arguments` (without the program's name) and runs the command with `capabilities`,
     /// as `ParsableCommand.main` would, except that help and error messages go through
@@ -50,7 +93,7 @@ package struct NetreachCommand: ParsableCommand {
         // --quiet replaces this with nil.
         NetReachDiagnostics.handler = { StandardStream.complain($0) }
         do {
-            var command = try parseAsRoot(arguments)
+            var command = try parseDirectly(arguments) ?? parseAsRoot(arguments)
             if let subcommand = command as? any NetreachSubcommand {
                 do {
                     try await subcommand.run(capabilities)

@@ -9,6 +9,7 @@ import NetReachHTTP
 struct CheckCommand: NetreachSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
+        _superCommandName: NetreachCommand.commandName,
         abstract: "Probe whether the internet really answers: full, portal, limited, local or none.",
         usage: """
             netreach check --probe <url[=expect]> [--probe ...] [--quorum <n>]

@@ -10,6 +10,7 @@ import NetReachConditioner
 package struct ConditionCommand: NetreachSubcommand {
     package static let configuration = CommandConfiguration(
         commandName: "condition",
+        _superCommandName: NetreachCommand.commandName,
         abstract:
             "Relay TCP through a bad link on purpose: Apple's link profiles, delay, loss and faults, no root needed.",
         usage: """

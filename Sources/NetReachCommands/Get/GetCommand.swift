@@ -11,6 +11,7 @@ import OpenAPIRuntime
 struct GetCommand: NetreachSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
+        _superCommandName: NetreachCommand.commandName,
         abstract: "Send an HTTP request that can wait for the network and is retried only when safe.",
         discussion: """
             The body goes to standard output (or --output FILE); a one-line summary goes to \

@@ -6,6 +6,7 @@ import NetReach
 package struct StatusCommand: NetreachSubcommand {
     package static let configuration = CommandConfiguration(
         commandName: "status",
+        _superCommandName: NetreachCommand.commandName,
         abstract: "Print the current network path.",
         usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]", // no "...": see WaitCommand
         discussion: """

@@ -9,6 +9,7 @@ import NetReachConnectivity
 package struct WaitCommand: NetreachSubcommand {
     package static let configuration = CommandConfiguration(
         commandName: "wait",
+        _superCommandName: NetreachCommand.commandName,
         abstract: "Wait until the network path is satisfied, then exit 0.",
         // Written out: generated from the array-backed options, it would end each with "...", as if
         // they could be repeated.

@@ -10,6 +10,7 @@ import Synchronization
 package struct WatchCommand: NetreachSubcommand {
     package static let configuration = CommandConfiguration(
         commandName: "watch",
+        _superCommandName: NetreachCommand.commandName,
         abstract: "Print the current network path, then one line per change, until interrupted.",
         usage: """
             netreach watch [--json] [--to <host>] [--namespace <name|path>]

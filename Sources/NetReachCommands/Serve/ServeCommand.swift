@@ -11,6 +11,7 @@ import Synchronization
 package struct ServeCommand: NetreachSubcommand {
     package static let configuration = CommandConfiguration(
         commandName: "serve",
+        _superCommandName: NetreachCommand.commandName,
         abstract: "Serve the network path over HTTP: Prometheus metrics, events and health endpoints.",
         usage: """
             netreach serve [--listen <host:port>] [--to <name=host> ...] [--namespace <name|pid|path> ...]
