@@ -19,7 +19,8 @@
 #
 # Builds netreach in release from this checkout (or uses BIN_DIR), and for the small GET also the
 # static release of scripts/build-release.sh (or uses STATIC_BIN_DIR) and BareGet (or uses BAREGET,
-# its path). Needs nginx, curl, python3
+# its path). STATIC_BASE_BIN_DIR, if set, adds that static build's `netreach get` as a row of its
+# own (the commit before a change, in the same rounds). Needs nginx, curl, python3
 # and GNU time (/usr/bin/time). Traffic stays on 127.0.0.1. Waits (at most LOAD_WAIT s) for the
 # load average to fall below LOAD_MAX first, and prints it.
 # Output: the table on stdout; raw lines in Benchmarks/.build/transfer-runs/<time>-<pid>/.
@@ -222,6 +223,10 @@ if [ "$what" = all ] || [ "$what" = small ]; then
              "(AsyncHTTPClient alone, static: BareGet)|$BAREGET $url"
              "(process floor: /bin/true)|/bin/true" "(netreach get --help)|$cli get --help"
              "(static: netreach get --help)|$STATIC_BIN_DIR/netreach get --help")
+    if [ -n "${STATIC_BASE_BIN_DIR:-}" ]; then
+        entries+=("static, STATIC_BASE_BIN_DIR: netreach get|$STATIC_BASE_BIN_DIR/netreach get -q $url"
+                  "(static, STATIC_BASE_BIN_DIR: netreach get --help)|$STATIC_BASE_BIN_DIR/netreach get --help")
+    fi
     # Each round runs every client once, so a slower minute of the machine (a shared VM's
     # neighbours) weighs on all of them alike; each row's median is over its rounds, and the last
     # column is the median of its per-round ratios to curl.
