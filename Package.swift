@@ -166,6 +166,7 @@ let package = Package(
             dependencies: [
                 "NetReachCommands", "NetReachHTTP", "NetReachAsyncHTTPClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // What the test targets share: running programs (ChildProcess), blocking work off the

@@ -72,11 +72,13 @@ package struct NetreachCommand: ParsableCommand {
     /// NetreachCommand.parseDirectly(["get", "--help"])                     // nil: the tree answers
     /// ```
     static func parseDirectly(_ arguments: [String]) -> (any NetreachSubcommand)? {
-        guard let name = arguments.first, let command = subcommand(named: name),
-            let parsed = try? command.parseAsRoot(Array(arguments.dropFirst())),
-            type(of: parsed) == command
-        else { return nil }
-        return parsed as? any NetreachSubcommand
+        // Generic, so the result is checked against the concrete type: casting to
+        // `any NetreachSubcommand` would look the conformance up among all the binary's records.
+        func parse<Command: NetreachSubcommand>(_: Command.Type) -> Command? {
+            try? Command.parseAsRoot(Array(arguments.dropFirst())) as? Command
+        }
+        guard let name = arguments.first, let command = subcommand(named: name) else { return nil }
+        return parse(command)
     }
 
     /// Parses `arguments` (without the program's name) and runs the command with `capabilities`,
@@ -93,8 +95,10 @@ package struct NetreachCommand: ParsableCommand {
         // --quiet replaces this with nil.
         NetReachDiagnostics.handler = { StandardStream.complain($0) }
         do {
-            var command = try parseDirectly(arguments) ?? parseAsRoot(arguments)
-            if let subcommand = command as? any NetreachSubcommand {
+            var command: any ParsableCommand
+            let direct = parseDirectly(arguments)
+            if let direct { command = direct } else { command = try parseAsRoot(arguments) }
+            if let subcommand = direct ?? command as? any NetreachSubcommand {
                 do {
                     try await subcommand.run(capabilities)
                 } catch let error as ValidationError {

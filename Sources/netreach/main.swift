@@ -1,4 +1,5 @@
 import ArgumentParser
+import NIOCore
 import NetReachAsyncHTTPClient
 import NetReachCommands
 import NetReachHTTP
@@ -24,6 +25,12 @@ for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno =
     // open returns the lowest free descriptor, which is this one (lower ones are open or were
     // taken on earlier turns); anything else is closed again.
     if opened >= 0, opened != descriptor { close(opened) }
+}
+// `get` sends one request at a time, on one connection, so one event loop serves it: NIO's shared
+// group would otherwise start a thread per core (64 on a 64-core server) before anything is sent.
+// Set here, once per process and before anything uses that group, as NIO requires.
+if CommandLine.arguments.dropFirst().first == "get" {
+    NIOSingletons.groupLoopCountSuggestion = 1
 }
 let capabilities = Capabilities(
     makeTransport: AsyncHTTPClientTransport.init(settings:),

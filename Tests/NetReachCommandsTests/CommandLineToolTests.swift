@@ -4,6 +4,10 @@ import Testing
 
 @testable import NetReachCommands
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `netreach` is one executable with every command, one exit-status table, a version, completion
 /// scripts and help that fits 80 columns. Runs the built executable; no root needed.
 @Suite("netreach, the one tool", .offPool)
@@ -61,6 +65,38 @@ struct CommandLineToolTests {
             #expect(script.output.contains(command), "\(shell) completion lacks \(command)")
         }
         #expect(script.output.contains("wait-for-connectivity"), "\(shell) completion lacks get's options")
+    }
+
+    /// One request needs one event loop: `get` must not start NIO's shared group with a thread
+    /// per core (64 on a 64-core server) before it sends anything.
+    @Test func getRunsOneEventLoopThread() async throws {
+        // A listener that never accepts: the kernel completes the handshake, the request waits in
+        // the socket's buffer and `get` waits for an answer, its event loop group running.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        try #require(bound, "cannot listen on 127.0.0.1: errno \(errno)")
+        let port = UInt16(bigEndian: address.sin_port)
+        let get = try NetreachProcess.start(["get", "-q", "--max-time", "60", "http://127.0.0.1:\(port)/"])
+        defer { get.kill() }
+        // The listener turns readable when the connection is queued: by then the loop that made
+        // it runs, and so does every other one the group started.
+        var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&ready, 1, 60_000) == 1, "get never connected: \(get.diagnosis())")
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(get.pid)/task")) ?? []
+        let names = tasks.compactMap {
+            try? String(contentsOfFile: "/proc/\(get.pid)/task/\($0)/comm", encoding: .utf8)
+        }
+        #expect(names.count(where: { $0.hasPrefix("NIO-SGLTN-") }) == 1, "threads: \(names)")
     }
 
     // MARK: One exit-status table
