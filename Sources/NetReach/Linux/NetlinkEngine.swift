@@ -105,17 +105,13 @@ final class NetlinkEngine: @unchecked Sendable {
                 .events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
             let probe = try ConnectProbe(namespace: namespaceFD)
-            let nameserverSource = configuration.nameserverSource
-            var watcher = ResolvConfWatcher(source: nameserverSource)
-            if watcher == nil {
-                NetReachDiagnostics.warning(
-                    "cannot watch \(nameserverSource.currentPath): \(errnoDescription(errno))", logger: logger)
-            }
+            // Watched only from `nameserverWatchDelay` after the first path (see `follow`).
+            var watcher: ResolvConfWatcher? = nil
             var kernel = Kernel(
                 sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
                 queries: KernelQueries(
                     lookupAddresses: configuration.routeLookupAddresses, lookups: metrics.routeLookups))
-            _ = kernel.store.setNameservers(nameserverSource.nameservers())
+            _ = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
             try resync(&kernel, events: events, requests: &requests, buffer: buffer)
             let watched = destinations.withLock { $0 }
             var filtered: Set<IPAddress>? = filterRoutes(on: events, watching: watched, filtered: nil)
@@ -127,7 +123,8 @@ final class NetlinkEngine: @unchecked Sendable {
             logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])
             signalReady(.success(()))
             follow(
-                events: events, requests: &requests, probe: probe, watcher: &watcher, namespace: namespace,
+                events: events, requests: &requests, probe: probe, watcher: &watcher,
+                watchNameserversAt: .now + configuration.nameserverWatchDelay, namespace: namespace,
                 kernel: &kernel, published: first, filtered: &filtered, buffer: buffer)
         } catch {
             signalReady(.failure(error))
@@ -161,11 +158,19 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
+    ///
+    /// The nameserver files are watched from `watchNameserversAt` on, and read again then: what
+    /// was written since the first read is seen then, and everything later as it happens. Closing
+    /// an inotify instance that has watches waits for a grace period of the kernel's (fsnotify's
+    /// SRCU: 5-8 ms here), and the process's exit waits for it: a monitor stopped before then
+    /// (`status`, a `wait` already met) makes none.
     private func follow(
         events: borrowing NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
-        watcher: inout ResolvConfWatcher?, namespace: NamespaceHandle?, kernel: inout Kernel,
-        published: SystemSnapshot, filtered: inout Set<IPAddress>?, buffer: UnsafeMutableRawBufferPointer
+        watcher: inout ResolvConfWatcher?, watchNameserversAt: ContinuousClock.Instant,
+        namespace: NamespaceHandle?, kernel: inout Kernel, published: SystemSnapshot,
+        filtered: inout Set<IPAddress>?, buffer: UnsafeMutableRawBufferPointer
     ) {
+        var watchNameserversAt: ContinuousClock.Instant? = watchNameserversAt
         var resyncPending = false
         var published = published
         // A wake-up that failed part-way may have applied changes it never published: publish
@@ -182,7 +187,9 @@ final class NetlinkEngine: @unchecked Sendable {
             // Only a failed resync or a due recheck or expiry sets a timeout; otherwise poll sleeps
             // until something happens.
             do throws(SystemError) {
-                let timeout = Self.pollTimeout(resyncPending: resyncPending, expiry: kernel.queries.wakeAt)
+                var wakeAt = kernel.queries.wakeAt
+                if let due = watchNameserversAt { wakeAt = min(wakeAt ?? due, due) }
+                let timeout = Self.pollTimeout(resyncPending: resyncPending, expiry: wakeAt)
                 _ = try SystemCall.poll(&fds, timeout: timeout)
             } catch {
                 // Only ENOMEM is plausible here. Never end silently: say so, then re-read everything.
@@ -200,6 +207,11 @@ final class NetlinkEngine: @unchecked Sendable {
                 return
             }
             var changed = false
+            if let due = watchNameserversAt, ContinuousClock.now >= due {
+                watchNameserversAt = nil
+                fds[2].fd = startWatchingNameservers(&watcher)
+                changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
+            }
             if fds[4].revents != 0 {
                 SystemCall.clear(eventDescriptor: refreshFD)
                 kernel.queries.stale = .both
@@ -235,6 +247,21 @@ final class NetlinkEngine: @unchecked Sendable {
                 unpublished = true
             }
         }
+    }
+
+    /// Makes `watcher` watch the nameserver files; returns its descriptor for `poll` (-1 when
+    /// inotify refused, which is said once: the nameservers are then not followed).
+    /// Its own function: assigning the non-copyable watcher inside `follow`'s loop sends the
+    /// compiler's debug-build pass for moved variables (Swift 6.3) into a very long run.
+    private func startWatchingNameservers(_ watcher: inout ResolvConfWatcher?) -> Int32 {
+        let source = configuration.nameserverSource
+        watcher = ResolvConfWatcher(source: source)
+        guard let fd = watcher?.fd else {
+            NetReachDiagnostics.warning(
+                "cannot watch \(source.currentPath): \(errnoDescription(errno))", logger: logger)
+            return -1
+        }
+        return fd
     }
 
     /// Keeps the events socket's ``RouteNotificationFilter`` on the addresses the next lookups

@@ -55,6 +55,12 @@ public final class SystemPathSource: PathSource {
         /// is asked, and the one with the broadest route stands for the family. They are only
         /// looked up (a UDP `connect`, `RTM_GETROUTE`), never contacted: nothing is sent to them.
         public var routeLookupAddresses: [IPAddress]
+        /// How long after its first path the engine starts watching the nameserver files
+        /// (reading them again then, so nothing written meanwhile is missed). An inotify instance
+        /// with watches costs its process a grace period of the kernel's (5-8 ms here) when it is
+        /// closed, at the latest at exit: a monitor stopped sooner (`netreach status`, a `wait`
+        /// already met) never makes one.
+        var nameserverWatchDelay: Duration = .milliseconds(25)
 
         /// Four public resolvers' addresses per family, from four operators (Google, Cloudflare,
         /// Quad9, OpenDNS): addresses the internet routes like any other, so that one of them is

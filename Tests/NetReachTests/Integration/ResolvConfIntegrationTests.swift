@@ -49,6 +49,30 @@ struct ResolvConfIntegrationTests {
         }
     }
 
+    /// The files are watched only a while after the first path (a monitor stopped sooner makes no
+    /// inotify instance, whose closing costs the process a kernel grace period); what is written
+    /// before the watch starts is read when it starts.
+    @Test func aWriteBeforeTheWatchStartsIsSeenWhenItStarts() async throws {
+        try await NetnsLab.withLab { lab in
+            try lab.writeResolvConf("search lab.invalid\n")
+            var configuration = SystemPathSource.Configuration(
+                namespace: lab.namespace, resolvConfPath: lab.resolvConfPath)
+            configuration.nameserverWatchDelay = .seconds(2)
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
+            monitor.start(queue: DispatchQueue(label: "resolv.conf, watched late"))
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            #expect(!monitor.currentPath.supportsDNS)
+
+            // Written in place before the watch exists: no inotify event will ever tell of it.
+            try lab.writeResolvConf("nameserver 10.123.0.53\n")
+            await LabPoll.until("the write is read when the watch starts") { log.last?.supportsDNS == true }
+            try lab.writeResolvConf("# the nameserver removed\n")
+            await LabPoll.until("a write after the watch started is seen") { log.last?.supportsDNS == false }
+            #expect(log.paths.map(\.supportsDNS) == [false, true, false])
+        }
+    }
+
     @Test func editingTheSymlinkTargetInPlaceIsSeen() async throws {
         try await NetnsLab.withLab { lab in
             let target = try lab.replaceResolvConfWithSymlink(
