@@ -19,9 +19,11 @@ final class NamespaceHandle {
     let path: String
     /// The namespace, open for as long as the handle lives.
     let fd: Int32
-    /// Readable when the namespace may have gone; -1 when nothing can watch this path.
-    let watchFD: Int32
+    /// Readable when the namespace may have gone; -1 when nothing can watch this path, or, for a
+    /// path watched with inotify, until ``startWatching()``.
+    private(set) var watchFD: Int32 = -1
     private let identity: FileIdentity?
+    private let logger: Logger
 
     private struct FileIdentity: Equatable {
         var device: UInt64
@@ -30,6 +32,7 @@ final class NamespaceHandle {
 
     init(_ namespace: NetworkNamespace, logger: Logger = PathMonitor.defaultLogger) throws(PathMonitorError) {
         path = namespace.path
+        self.logger = logger
         // The pidfd first: opened after the namespace, it could name a new process that reused
         // the PID of one that exited in between.
         let pid = Self.processID(in: path)
@@ -56,20 +59,29 @@ final class NamespaceHandle {
                     logger: logger)
             }
             watchFD = pidFD
-        } else {
-            let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-            if watch >= 0 {
-                let directory = Self.directory(of: path)
-                let mask = UInt32(
-                    IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-                if inotify_add_watch(watch, directory, mask) < 0 {
-                    NetReachDiagnostics.warning(
-                        "cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed",
-                        logger: logger)
-                }
-            }
-            watchFD = watch
         }
+    }
+
+    /// Starts watching a path that is not a process's (a pidfd watches from the start): inotify on
+    /// its directory. Called a while after the monitor's first path, not at once, because closing
+    /// an inotify instance that has watches waits for a kernel grace period, and so does the
+    /// process's exit: a monitor stopped sooner never makes one. Returns whether the namespace
+    /// went while it was not watched (the caller then treats it as gone).
+    func startWatching() -> Bool {
+        guard watchFD < 0, Self.processID(in: path) == nil else { return false }
+        let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        if watch >= 0 {
+            let directory = Self.directory(of: path)
+            let mask = UInt32(
+                IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+            if inotify_add_watch(watch, directory, mask) < 0 {
+                NetReachDiagnostics.warning(
+                    "cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed",
+                    logger: logger)
+            }
+        }
+        watchFD = watch
+        return isGone()
     }
 
     deinit {

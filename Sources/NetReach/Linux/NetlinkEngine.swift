@@ -159,11 +159,12 @@ final class NetlinkEngine: @unchecked Sendable {
     /// The engine's life after the initial dump: sleep in `poll` until the kernel, resolv.conf or
     /// `stop()` says something; publish once per wake-up if the snapshot changed.
     ///
-    /// The nameserver files are watched from `watchNameserversAt` on, and read again then: what
-    /// was written since the first read is seen then, and everything later as it happens. Closing
-    /// an inotify instance that has watches waits for a grace period of the kernel's (fsnotify's
-    /// SRCU: 5-8 ms here), and the process's exit waits for it: a monitor stopped before then
-    /// (`status`, a `wait` already met) makes none.
+    /// The nameserver files, and a namespace's path, are watched from `watchNameserversAt` on:
+    /// the files are read again then (what was written since the first read is seen then, and
+    /// everything later as it happens) and the namespace's path is checked. Closing an inotify
+    /// instance that has watches waits for a grace period of the kernel's (fsnotify's SRCU: 5-8 ms
+    /// here), and the process's exit waits for it: a monitor stopped before then (`status`, a
+    /// `wait` already met) makes none.
     private func follow(
         events: borrowing NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
         watcher: inout ResolvConfWatcher?, watchNameserversAt: ContinuousClock.Instant,
@@ -199,18 +200,21 @@ final class NetlinkEngine: @unchecked Sendable {
                 continue
             }
             if fds[0].revents != 0 { return }
-            if fds[3].revents != 0, let namespace, namespace.isGone() {
+            var changed = false
+            var namespaceGone = false
+            if let due = watchNameserversAt, ContinuousClock.now >= due {
+                watchNameserversAt = nil
+                fds[2].fd = startWatchingNameservers(&watcher)
+                changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
+                namespaceGone = namespace?.startWatching() ?? false
+                fds[3].fd = namespace?.watchFD ?? -1
+            }
+            if namespaceGone || fds[3].revents != 0, let namespace, namespaceGone || namespace.isGone() {
                 // Say so and stop: the sockets (closed on return) were all that kept it alive.
                 var snapshot = published
                 snapshot.observationFailure = .namespaceGone(path: namespace.path)
                 publish(snapshot)
                 return
-            }
-            var changed = false
-            if let due = watchNameserversAt, ContinuousClock.now >= due {
-                watchNameserversAt = nil
-                fds[2].fd = startWatchingNameservers(&watcher)
-                changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
             }
             if fds[4].revents != 0 {
                 SystemCall.clear(eventDescriptor: refreshFD)

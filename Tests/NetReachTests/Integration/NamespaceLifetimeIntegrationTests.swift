@@ -28,6 +28,27 @@ struct NamespaceLifetimeIntegrationTests {
         }
     }
 
+    /// The namespace's path is watched only a while after the first path (as the nameserver
+    /// files: an inotify instance with watches delays the process's exit); a deletion before
+    /// then is seen when the watch starts.
+    @Test func aNamespaceDeletedBeforeItsWatchStartsIsGoneWhenItStarts() async throws {
+        try await NetnsLab.withLab { lab in
+            var configuration = SystemPathSource.Configuration(namespace: lab.namespace)
+            configuration.nameserverWatchDelay = .seconds(2)
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
+            monitor.start(queue: DispatchQueue(label: "namespace, watched late"))
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            #expect(monitor.currentPath.isLabIPv4Satisfied)
+            try await LabCommand.ip(["netns", "del", lab.name])
+            await LabPoll.until("the monitor reports the namespace gone once it watches") {
+                log.last?.unsatisfiedReason == .monitorUnavailable
+            }
+            #expect(monitor.failure == .namespaceGone(path: lab.namespace.path))
+            #expect(log.steps == [.satisfied, .unsatisfied(.monitorUnavailable)])
+        }
+    }
+
     @Test func aReusedNameIsAnotherNamespaceAndANewMonitorSeesTheNewOne() async throws {
         try await NetnsLab.withLab { lab in
             let monitor = PathMonitor.started(in: lab)
