@@ -72,20 +72,8 @@ struct CommandLineToolTests {
     @Test func getRunsOneEventLoopThread() async throws {
         // A listener that never accepts: the kernel completes the handshake, the request waits in
         // the socket's buffer and `get` waits for an answer, its event loop group running.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(listener >= 0)
+        let (listener, port) = try FreePort.listener()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        try #require(bound, "cannot listen on 127.0.0.1: errno \(errno)")
-        let port = UInt16(bigEndian: address.sin_port)
         let get = try NetreachProcess.start(["get", "-q", "--max-time", "60", "http://127.0.0.1:\(port)/"])
         defer { get.kill() }
         // The listener turns readable when the connection is queued: by then the loop that made

@@ -209,7 +209,8 @@ final class NetlinkEngine: @unchecked Sendable {
                 namespaceGone = namespace?.startWatching() ?? false
                 fds[3].fd = namespace?.watchFD ?? -1
             }
-            if namespaceGone || fds[3].revents != 0, let namespace, namespaceGone || namespace.isGone() {
+            if !namespaceGone, fds[3].revents != 0 { namespaceGone = namespace?.isGone() ?? false }
+            if namespaceGone, let namespace {
                 // Say so and stop: the sockets (closed on return) were all that kept it alive.
                 var snapshot = published
                 snapshot.observationFailure = .namespaceGone(path: namespace.path)

@@ -13,9 +13,12 @@ import Glibc
 /// rename and symlink swaps resolvers make (LinuxPathSemantics.md, "DNS").
 @Suite("resolv.conf changes (integration)", .offPool, .needsNamespaceRoot)
 struct ResolvConfIntegrationTests {
-    private static func startedMonitor(in lab: NetnsLab, resolvedUpstreamPath: String? = nil) -> PathMonitor {
+    private static func startedMonitor(
+        in lab: NetnsLab, resolvedUpstreamPath: String? = nil, nameserverWatchDelay: Duration? = nil
+    ) -> PathMonitor {
         var configuration = SystemPathSource.Configuration(namespace: lab.namespace, resolvConfPath: lab.resolvConfPath)
         configuration.resolvedUpstreamPath = resolvedUpstreamPath
+        if let nameserverWatchDelay { configuration.nameserverWatchDelay = nameserverWatchDelay }
         let source = SystemPathSource(configuration: configuration)
         let monitor = PathMonitor(source: source)
         monitor.start(queue: DispatchQueue(label: "resolv.conf"))
@@ -55,11 +58,7 @@ struct ResolvConfIntegrationTests {
     @Test func aWriteBeforeTheWatchStartsIsSeenWhenItStarts() async throws {
         try await NetnsLab.withLab { lab in
             try lab.writeResolvConf("search lab.invalid\n")
-            var configuration = SystemPathSource.Configuration(
-                namespace: lab.namespace, resolvConfPath: lab.resolvConfPath)
-            configuration.nameserverWatchDelay = .seconds(2)
-            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
-            monitor.start(queue: DispatchQueue(label: "resolv.conf, watched late"))
+            let monitor = Self.startedMonitor(in: lab, nameserverWatchDelay: .seconds(2))
             defer { monitor.cancel() }
             let log = PathLog.consuming(monitor.paths)
             #expect(!monitor.currentPath.supportsDNS)
