@@ -21,18 +21,68 @@
 # names to hash and their pages are never touched, which keeps `netreach watch` ~1.7 MB smaller
 # (Benchmarks/RESULTS.md, section 15).
 #
+# Every function and constant gets a section of its own (Swift's -function-sections; for the C
+# targets, BoringSSL's among them, -ffunction-sections -fdata-sections), so the linker's
+# --gc-sections drops unused ones one by one instead of whole files' worth (1.8 MB less code and
+# unwind tables), and with lld the protocol conformance descriptors are placed side by
+# side, in the order the runtime reads them (an order file, conformances.order in the scratch
+# directory, taken from the executable itself after each link; when it changes, the executable is
+# linked once more). The Swift runtime walks all ~10,000 descriptors on the first `as?` or generic
+# instantiation of each type and protocol pair, and `netreach get` makes ~117 such walks before
+# its request is sent: one small GET took 10-16 % less (Benchmarks/RESULTS.md, section 26;
+# Docs/DesignNotes.md, "Close to the floor").
+#
 # Extra arguments go to `swift build`; without a `--product`, it builds `netreach` (the package's
 # test-support targets need the toolchain's Testing module, which a static build does not have).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-flags=(-c release --static-swift-stdlib --scratch-path "$root/.build-release" -Xlinker --no-export-dynamic)
+scratch="$root/.build-release"
+flags=(-c release --static-swift-stdlib --scratch-path "$scratch" -Xlinker --no-export-dynamic
+       -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xcc -fdata-sections)
+order=""
 glibc_minor="$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc 2\.\([0-9][0-9]*\).*/\1/p')"
 if [ "${NETREACH_PORTABLE:-0}" != 1 ] && [ -n "$glibc_minor" ] && [ "$glibc_minor" -ge 36 ]; then
     flags+=(-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
+    # lld's order file: names it does not find (a descriptor gone since the last link) are skipped.
+    order="$scratch/conformances.order"
+    flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
 fi
+settings="${flags[*]}"
 case " $* " in
-    *" --product "*|*" --show-bin-path "*) ;;
-    *) flags+=(--product netreach) ;;
+    *" --show-bin-path "*) exec swift build "${flags[@]}" "$@" ;;
+    *" --product "*) order_from="" ;;
+    *) flags+=(--product netreach); order_from=netreach ;;
 esac
-exec swift build "${flags[@]}" "$@"
+# SwiftPM does not recompile what it built before when only compiler flags change (a build from
+# before -function-sections kept its objects): a build made with other settings than these (or
+# before they were written down) starts over; the checkouts stay.
+mkdir -p "$scratch"
+stamp="$scratch/build-release.settings"
+if [ -e "$scratch/release" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$settings" ]; then
+    swift package --scratch-path "$scratch" clean
+fi
+[ -z "$order" ] || [ -f "$order" ] || : > "$order"
+swift build "${flags[@]}" "$@"
+printf '%s' "$settings" > "$stamp"
+# Another product links with the order file as it is; only `netreach` rewrites it.
+[ -n "$order" ] && [ -n "$order_from" ] || exit 0
+
+# The descriptors of the executable just linked, in address order: the symbols ending in `Mc`.
+binary="$(swift build "${flags[@]}" "$@" --show-bin-path)/$order_from"
+[ -x "$binary" ] || exit 0
+swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
+nm_tool="$swift_bin/llvm-nm"
+[ -x "$nm_tool" ] || nm_tool="$(command -v llvm-nm || command -v nm)"
+# A private descriptor's name can occur in more than one file: each name once.
+descriptors() { "$nm_tool" -n --defined-only "$binary" | awk '$NF ~ /Mc$/ && !seen[$NF]++ { print $NF }'; }
+descriptors > "$order.new"
+if cmp -s "$order.new" "$order"; then rm -f "$order.new"; exit 0; fi
+# New or moved descriptors: link again with the new order (SwiftPM relinks a missing executable).
+mv "$order.new" "$order"
+rm -f "$binary"
+swift build "${flags[@]}" "$@"
+descriptors > "$order.new"
+cmp -s "$order.new" "$order" ||
+    echo "$0: the conformance descriptors are not in the order asked for; the executable works, only its start-up is slower" >&2
+rm -f "$order.new"
