@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""One small GET from a fresh process: curl against `netreach get` builds, without a shell's timer.
+
+run-transfer.sh's `small` section times each client with `date` forked around it, which adds the
+same ~2 ms to every row. This times `subprocess.run` of each client instead, in rounds that run
+every client once and alternate their order (a slower moment weighs on all alike), and prints each
+one's median, quartiles and ratio to curl's median. Benchmarks/RESULTS.md, section 26.
+
+    Benchmarks/get-startup.py URL ROUNDS BINARY...   # BINARY: a netreach executable, or BareGet
+
+Any server will do (run-transfer.sh's nginx, or `python3 -m http.server`); a client that fails
+stops the run. Traffic goes only to URL, which should be a loopback address.
+"""
+import statistics
+import subprocess
+import sys
+import time
+
+
+def main() -> int:
+    if len(sys.argv) < 4:
+        print("usage: get-startup.py URL ROUNDS BINARY...", file=sys.stderr)
+        return 2
+    url, rounds, binaries = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    clients = {"curl": ["curl", "-s", "-o", "/dev/null", url]}
+    for binary in binaries:
+        name = binary if binary not in clients else binary + " (again)"
+        clients[name] = [binary, url] if binary.endswith("BareGet") else [binary, "get", "-q", "-o", "/dev/null", url]
+    times = {name: [] for name in clients}
+    for round_number in range(rounds):
+        order = list(clients) if round_number % 2 == 0 else list(reversed(clients))
+        for name in order:
+            started = time.perf_counter()
+            result = subprocess.run(clients[name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            elapsed = time.perf_counter() - started
+            if result.returncode != 0:
+                print(f"get-startup.py: {name} exited with {result.returncode}", file=sys.stderr)
+                return 1
+            times[name].append(elapsed * 1000)
+    curl = statistics.median(times["curl"])
+    print(f"| client | median ms | p25 | p75 | ratio to curl |  ({rounds} rounds)")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, values in times.items():
+        median = statistics.median(values)
+        quartiles = statistics.quantiles(values, n=4)
+        print(f"| {name} | {median:.2f} | {quartiles[0]:.2f} | {quartiles[2]:.2f} | {median / curl:.2f}× |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
