@@ -51,6 +51,7 @@ fi
 settings="${flags[*]}"
 case " $* " in
     *" --show-bin-path "*) exec swift build "${flags[@]}" "$@" ;;
+    *" --product netreach "*) order_from=netreach ;;
     *" --product "*) order_from="" ;;
     *) flags+=(--product netreach); order_from=netreach ;;
 esac
@@ -62,9 +63,9 @@ stamp="$scratch/build-release.settings"
 if [ -e "$scratch/release" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$settings" ]; then
     swift package --scratch-path "$scratch" clean
 fi
+printf '%s' "$settings" > "$stamp"
 [ -z "$order" ] || [ -f "$order" ] || : > "$order"
 swift build "${flags[@]}" "$@"
-printf '%s' "$settings" > "$stamp"
 # Another product links with the order file as it is; only `netreach` rewrites it.
 [ -n "$order" ] && [ -n "$order_from" ] || exit 0
 
