@@ -62,10 +62,9 @@ cat > "$package/usr/share/lintian/overrides/netreach" <<'OVERRIDES'
 # (its CYaml target).
 netreach: embedded-library libyaml [usr/bin/netreach]
 OVERRIDES
-# swift-nio-extras, linked in statically likewise, carries its own zlib (its CNIOExtrasZlib target)
-# for HTTP decompression. lintian knows it by zlib's copyright strings, which the release build
-# drops with every other unused constant (build-release.sh, -fdata-sections): the override goes in
-# only when they are there, as lintian flags an override that matches nothing.
+# The zlib override goes in only when lintian can see zlib: it knows it by zlib's copyright
+# strings, which the release build drops with every other unused constant (build-release.sh,
+# -fdata-sections), and it flags an override that matches nothing.
 if grep -aqE '(in|de)flate [0-9][0-9.]* Copyright' "$binary"; then
     cat >> "$package/usr/share/lintian/overrides/netreach" <<'OVERRIDES'
 # swift-nio-extras carries its own zlib (its CNIOExtrasZlib target) for HTTP decompression.

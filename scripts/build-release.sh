@@ -23,9 +23,9 @@
 #
 # Every function and constant gets a section of its own (Swift's -function-sections; for the C
 # targets, BoringSSL's among them, -ffunction-sections -fdata-sections), so the linker's
-# --gc-sections drops unused ones one by one instead of whole files' worth (1.8 MB less code and
-# unwind tables), and with lld the protocol conformance descriptors are placed side by
-# side, in the order the runtime reads them (an order file, conformances.order in the scratch
+# --gc-sections drops unused ones one by one instead of whole files' worth (1.8 MB less code,
+# constants and unwind tables), and with lld the protocol conformance descriptors are placed side
+# by side, in the order the runtime reads them (an order file, conformances.order in the scratch
 # directory, taken from the executable itself after each link; when it changes, the executable is
 # linked once more). The Swift runtime walks all ~10,000 descriptors on the first `as?` or generic
 # instantiation of each type and protocol pair, and `netreach get` makes ~117 such walks before
@@ -84,6 +84,6 @@ mv "$order.new" "$order"
 rm -f "$binary"
 swift build "${flags[@]}" "$@"
 descriptors > "$order.new"
-cmp -s "$order.new" "$order" ||
-    echo "$0: the conformance descriptors are not in the order asked for; the executable works, only its start-up is slower" >&2
+cmp -s "$order.new" "$order" || echo "$0: the conformance descriptors are not in the order asked" \
+    "for; the executable works, only its start-up is slower" >&2
 rm -f "$order.new"
