@@ -13,18 +13,25 @@ import Glibc
 /// it by path), and says so when its name is deleted, reused, or its process exits.
 @Suite("Watched namespace deleted or its name reused (integration)", .needsNamespaceRoot)
 struct NamespaceLifetimeIntegrationTests {
+    /// Deletes the lab's namespace under a satisfied `monitor` and expects it to say so, with the
+    /// reason, once and for good.
+    private static func expectGoneAfterDeleting(
+        _ lab: NetnsLab, monitor: PathMonitor, log: PathLog, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        #expect(monitor.currentPath.isLabIPv4Satisfied, sourceLocation: sourceLocation)
+        try await LabCommand.ip(["netns", "del", lab.name])
+        await LabPoll.until("the monitor reports the namespace gone", sourceLocation: sourceLocation) {
+            log.last?.unsatisfiedReason == .monitorUnavailable
+        }
+        #expect(monitor.failure == .namespaceGone(path: lab.namespace.path), sourceLocation: sourceLocation)
+        #expect(log.steps == [.satisfied, .unsatisfied(.monitorUnavailable)], sourceLocation: sourceLocation)
+    }
+
     @Test func deletingTheWatchedNamespaceIsMonitorUnavailableWithTheReason() async throws {
         try await NetnsLab.withLab { lab in
             let monitor = PathMonitor.started(in: lab)
             defer { monitor.cancel() }
-            let log = PathLog.consuming(monitor.paths)
-            #expect(monitor.currentPath.isLabIPv4Satisfied)
-            try await LabCommand.ip(["netns", "del", lab.name])
-            await LabPoll.until("the monitor reports the namespace gone") {
-                log.last?.unsatisfiedReason == .monitorUnavailable
-            }
-            #expect(monitor.failure == .namespaceGone(path: lab.namespace.path))
-            #expect(log.steps == [.satisfied, .unsatisfied(.monitorUnavailable)])
+            try await Self.expectGoneAfterDeleting(lab, monitor: monitor, log: PathLog.consuming(monitor.paths))
         }
     }
 
@@ -38,14 +45,7 @@ struct NamespaceLifetimeIntegrationTests {
             let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
             monitor.start(queue: DispatchQueue(label: "namespace, watched late"))
             defer { monitor.cancel() }
-            let log = PathLog.consuming(monitor.paths)
-            #expect(monitor.currentPath.isLabIPv4Satisfied)
-            try await LabCommand.ip(["netns", "del", lab.name])
-            await LabPoll.until("the monitor reports the namespace gone once it watches") {
-                log.last?.unsatisfiedReason == .monitorUnavailable
-            }
-            #expect(monitor.failure == .namespaceGone(path: lab.namespace.path))
-            #expect(log.steps == [.satisfied, .unsatisfied(.monitorUnavailable)])
+            try await Self.expectGoneAfterDeleting(lab, monitor: monitor, log: PathLog.consuming(monitor.paths))
         }
     }
 
