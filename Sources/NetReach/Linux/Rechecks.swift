@@ -108,12 +108,45 @@ struct AnnouncedRemovals: Equatable, Sendable {
     mutating func add(_ absorbed: SnapshotStore.Absorbed) {
         guard absorbed.announcesRemoval else { return }
         if !absorbed.removedRoutes.isEmpty {
-            routes += absorbed.removedRoutes
+            absorbed.removedRoutes.forEach { insert($0) }
         } else if !absorbed.lostLinks.isEmpty {
-            links += absorbed.lostLinks
+            absorbed.lostLinks.forEach { insert($0) }
         } else {
             opaque.formUnion(absorbed.asksLookups)
         }
+    }
+
+    /// These removals and `other`'s deleted routes and lost links (not its opaque families).
+    func withRoutesAndLinks(of other: AnnouncedRemovals) -> AnnouncedRemovals {
+        var merged = self
+        other.routes.forEach { merged.insert($0) }
+        other.links.forEach { merged.insert($0) }
+        return merged
+    }
+
+    /// Keeps each table entry once: a route deleted again (a flapping route is deleted every time
+    /// it goes) widens the entry kept to the new legs, which answers `mayBe` as either would. So
+    /// the list stays as long as the distinct routes removed, however long the flapping lasts.
+    private mutating func insert(_ route: RemovedRoute) {
+        guard
+            let index = routes.firstIndex(where: {
+                $0.family == route.family && $0.prefixLength == route.prefixLength && $0.table == route.table
+            })
+        else { return routes.append(route) }
+        if let kept = routes[index].legs, let legs = route.legs {
+            routes[index].legs = kept.union(legs)
+        } else {
+            routes[index].legs = nil
+        }
+    }
+
+    /// Keeps each link once per family, with every address it was seen to lose: `mayUse` answers
+    /// as either would.
+    private mutating func insert(_ link: LostLink) {
+        guard let index = links.firstIndex(where: { $0.family == link.family && $0.index == link.index }) else {
+            return links.append(link)
+        }
+        links[index].addresses.formUnion(link.addresses)
     }
 
     /// Whether an answer of `family` may show one of these removals unfinished.
@@ -151,10 +184,9 @@ struct RecheckSchedule: Equatable, Sendable {
     /// The deleted routes and lost links the answers must be compared with: those still being
     /// rechecked, and `removals`' new ones.
     func toCompare(with removals: AnnouncedRemovals) -> AnnouncedRemovals {
-        guard stage < Self.delays.count else {
-            return AnnouncedRemovals(routes: removals.routes, links: removals.links)
-        }
-        return AnnouncedRemovals(routes: pending.routes + removals.routes, links: pending.links + removals.links)
+        let new = AnnouncedRemovals(routes: removals.routes, links: removals.links)
+        guard stage < Self.delays.count else { return new }
+        return AnnouncedRemovals(routes: pending.routes, links: pending.links).withRoutesAndLinks(of: new)
     }
 
     /// Updates the schedule after lookups made at `now` for the families `asked`: `removals` were

@@ -190,5 +190,58 @@ import Testing
             at: start + .milliseconds(5), asked: .ipv6, removals: AnnouncedRemovals(), stillSeen: [])
         #expect(schedule.families == .ipv4 && schedule.dueAt == start + .milliseconds(25))
     }
+    @Test func aFlappingLinkOrRouteIsKeptOnceHoweverOftenItGoes() {
+        // A link or route that goes every 15 ms while the answers still use it (it came back) kept
+        // one more entry per flap, copied and compared at every change: thousands after a minute.
+        var schedule = RecheckSchedule()
+        var now = ContinuousClock.now
+        let otherGateway = IPAddress("192.0.2.9")!
+        for flap in 0..<500 {
+            let address = IPAddress("10.0.\(flap % 3).2")!
+            let gateway = flap.isMultiple(of: 2) ? Self.gateway : otherGateway
+            var removals = AnnouncedRemovals()
+            removals.add(
+                SnapshotStore.Absorbed(
+                    changed: true, asksLookups: .ipv4, announcesRemoval: true,
+                    lostLinks: [LostLink(family: .ipv4, index: 2, addresses: [address])]))
+            removals.add(
+                SnapshotStore.Absorbed(
+                    changed: true, asksLookups: .ipv4, announcesRemoval: true,
+                    removedRoutes: [RemovedRoute([.init(interfaceIndex: 2, gateway: gateway)])]))
+            now = now + .milliseconds(15)
+            schedule.lookupsMade(at: now, asked: .ipv4, removals: removals, stillSeen: .ipv4)
+        }
+        let pending = schedule.toCompare(with: AnnouncedRemovals())
+        let addresses: Set<IPAddress> = [IPAddress("10.0.0.2")!, IPAddress("10.0.1.2")!, IPAddress("10.0.2.2")!]
+        #expect(pending.links.count == 1 && pending.routes.count == 1)
+        #expect(pending.links.first == LostLink(family: .ipv4, index: 2, addresses: addresses))
+        // The one kept answers as any of the flaps would: both gateways' routes may be it.
+        #expect(pending.routes.first?.mayBe(Self.route()) == true)
+        #expect(pending.routes.first?.mayBe(Self.route(gateway: otherGateway)) == true)
+        #expect(pending.routes.first?.mayBe(Self.route(gateway: IPAddress("192.0.2.77")!)) == false)
+        #expect(schedule.families == .ipv4 && schedule.dueAt == now + .milliseconds(20))
+    }
+
+    @Test func routesOfOtherTablesPrefixesOrFamiliesAreKeptApart() {
+        var removals = AnnouncedRemovals()
+        let routes = [
+            RemovedRoute([Self.defaultVia2]),
+            RemovedRoute([SystemSnapshot.DefaultRoute(interfaceIndex: 2, gateway: Self.gateway, table: 100)]),
+            RemovedRoute(family: .ipv4, prefixLength: 8),
+            RemovedRoute(family: .ipv6, prefixLength: 8),
+        ]
+        for route in routes + routes {
+            removals.add(
+                SnapshotStore.Absorbed(
+                    changed: true, asksLookups: .both, announcesRemoval: true, removedRoutes: [route]))
+        }
+        #expect(removals.routes == routes)
+        // A route whose legs are unknown, deleted with known ones: unknown (any legs may be it).
+        var merged = AnnouncedRemovals(routes: [RemovedRoute([Self.defaultVia2])])
+        var unknown = RemovedRoute([Self.defaultVia2])
+        unknown.legs = nil
+        merged = merged.withRoutesAndLinks(of: AnnouncedRemovals(routes: [unknown]))
+        #expect(merged.routes == [unknown])
+    }
 }
 #endif
