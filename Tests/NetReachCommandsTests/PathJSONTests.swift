@@ -65,6 +65,19 @@ struct PathJSONTests {
         }
     }
 
+    @Test func numbersAreWrittenAsSwiftPrintsThem() {
+        for value in [0, 7, 9, 10, 99, 100, 1_000_000, -1, -10, Int.max, Int.min] {
+            var text = JSONBytes(capacity: 0)
+            text.append(value)
+            #expect(text.text == String(value))
+        }
+        var padded = JSONBytes(capacity: 0)
+        padded.append(7, width: 3)
+        padded.append(1234, width: 2)
+        padded.append(0, width: 2)
+        #expect(padded.text == "007123400")
+    }
+
     @Test func theLineDecodesBackToThePath() throws {
         for path in Self.paths {
             let decoded = try JSONDecoder().decode(NetworkPath.self, from: Data(PathFormatting.json(path).utf8))

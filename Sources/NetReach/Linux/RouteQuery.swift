@@ -22,34 +22,85 @@ enum RouteQuery {
         for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false,
         sequence: UInt32
     ) -> [UInt8] {
+        var message: [UInt8] = []
+        appendRequest(
+            to: &message, for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
+            sequence: sequence)
+        return message
+    }
+
+    /// ``request(for:source:interfaceIndex:fibMatch:sequence:)`` written at the end of `message`
+    /// (several requests make one datagram), in place: no array per field.
+    static func appendRequest(
+        to message: inout [UInt8], for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?,
+        fibMatch: Bool = false, sequence: UInt32
+    ) {
         let family: UInt8 = destination.family == .ipv4 ? 2 : 10
         let source = source.flatMap { $0.family == destination.family ? $0 : nil }
-        // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
-        var body: [UInt8] = [
-            family, UInt8(destination.bytes.count * 8), UInt8((source?.bytes.count ?? 0) * 8), 0, 0, 0, 0, 0,
-        ]
-        body += bytes(of: lookupTableFlag | (fibMatch ? fibMatchFlag : 0))
-        body += attribute(1, destination.bytes) // RTA_DST
-        if let source { body += attribute(2, source.bytes) } // RTA_SRC
-        if let interfaceIndex { body += attribute(4, bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))) } // RTA_OIF
-        let length = UInt32(RtnetlinkParser.headerSize + body.count)
+        let start = message.count
+        message.reserveCapacity(start + 64)
         // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
-        return bytes(of: length) + bytes(of: UInt16(26)) + bytes(of: UInt16(1)) + bytes(of: sequence)
-            + bytes(of: UInt32(0)) + body
+        appendHeader(to: &message, type: 26, sequence: sequence)
+        // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
+        message.append(family)
+        message.append(UInt8(destination.bytes.count * 8))
+        message.append(UInt8((source?.bytes.count ?? 0) * 8))
+        message.append(contentsOf: repeatElement(0, count: 5))
+        append(lookupTableFlag | (fibMatch ? fibMatchFlag : 0), to: &message)
+        appendAttribute(to: &message, type: 1, destination.bytes) // RTA_DST
+        if let source { appendAttribute(to: &message, type: 2, source.bytes) } // RTA_SRC
+        if let interfaceIndex {
+            appendAttribute(to: &message, type: 4, UInt32(truncatingIfNeeded: interfaceIndex)) // RTA_OIF
+        }
+        finish(&message, from: start)
     }
 
     /// The request `ip neigh get ADDRESS dev DEV` sends (`RTM_GETNEIGH` for one entry, Linux 4.20
     /// and later).
     static func neighbourRequest(for address: IPAddress, interfaceIndex: Int, sequence: UInt32) -> [UInt8] {
-        let family: UInt8 = address.family == .ipv4 ? 2 : 10
+        var message: [UInt8] = []
+        message.reserveCapacity(48)
+        appendHeader(to: &message, type: 30, sequence: sequence)
         // struct ndmsg { u8 family, pad1; u16 pad2; s32 ifindex; u16 state; u8 flags, type; }
-        var body: [UInt8] = [family, 0, 0, 0]
-        body += bytes(of: UInt32(truncatingIfNeeded: interfaceIndex))
-        body += [0, 0, 0, 0]
-        body += attribute(1, address.bytes) // NDA_DST
-        let length = UInt32(RtnetlinkParser.headerSize + body.count)
-        return bytes(of: length) + bytes(of: UInt16(30)) + bytes(of: UInt16(1)) + bytes(of: sequence)
-            + bytes(of: UInt32(0)) + body
+        message.append(address.family == .ipv4 ? 2 : 10)
+        message.append(contentsOf: repeatElement(0, count: 3))
+        append(UInt32(truncatingIfNeeded: interfaceIndex), to: &message)
+        message.append(contentsOf: repeatElement(0, count: 4))
+        appendAttribute(to: &message, type: 1, address.bytes) // NDA_DST
+        finish(&message, from: 0)
+        return message
+    }
+
+    /// A request's `nlmsghdr`, its length 0 until ``finish(_:from:)``.
+    private static func appendHeader(to message: inout [UInt8], type: UInt16, sequence: UInt32) {
+        append(UInt32(0), to: &message)
+        append(type, to: &message)
+        append(UInt16(1), to: &message) // NLM_F_REQUEST
+        append(sequence, to: &message)
+        append(UInt32(0), to: &message) // port id: the kernel's
+    }
+
+    /// Writes the length of the message that starts at `start` into its header.
+    private static func finish(_ message: inout [UInt8], from start: Int) {
+        let length = UInt32(message.count - start)
+        message.withUnsafeMutableBytes { $0.storeBytes(of: length, toByteOffset: start, as: UInt32.self) }
+    }
+
+    private static func append<T: FixedWidthInteger>(_ value: T, to message: inout [UInt8]) {
+        withUnsafeBytes(of: value) { message.append(contentsOf: $0) }
+    }
+
+    private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ payload: [UInt8]) {
+        append(UInt16(4 + payload.count), to: &message)
+        append(type, to: &message)
+        message.append(contentsOf: payload)
+        message.append(contentsOf: repeatElement(0, count: RtnetlinkParser.align(payload.count) - payload.count))
+    }
+
+    private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ value: UInt32) {
+        append(UInt16(8), to: &message)
+        append(type, to: &message)
+        append(value, to: &message)
     }
 
     /// What the kernel said of one neighbour entry.
@@ -194,13 +245,6 @@ enum RouteQuery {
         default: return nil
         }
     }
-
-    private static func attribute(_ type: UInt16, _ payload: [UInt8]) -> [UInt8] {
-        let padding = [UInt8](repeating: 0, count: RtnetlinkParser.align(payload.count) - payload.count)
-        return bytes(of: UInt16(4 + payload.count)) + bytes(of: type) + payload + padding
-    }
-
-    private static func bytes<T: FixedWidthInteger>(of value: T) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
 }
 // MARK: - Asking
 
@@ -311,10 +355,12 @@ extension RouteQuery {
         requests.sequence &+= 2
         let routeSequence = requests.sequence &- 1
         let entrySequence = requests.sequence
-        try requests.send(
-            request(for: destination, source: source, interfaceIndex: nil, sequence: routeSequence)
-                + request(
-                    for: destination, source: source, interfaceIndex: nil, fibMatch: true, sequence: entrySequence))
+        var both: [UInt8] = []
+        both.reserveCapacity(128)
+        appendRequest(to: &both, for: destination, source: source, interfaceIndex: nil, sequence: routeSequence)
+        appendRequest(
+            to: &both, for: destination, source: source, interfaceIndex: nil, fibMatch: true, sequence: entrySequence)
+        try requests.send(both)
         let route = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
             answer(in: bytes, sequence: routeSequence, ticksPerSecond: ticksPerSecond)
         }

@@ -5,35 +5,98 @@
 package enum JSONText {
     /// `value` as a JSON string literal, quotes included.
     package static func string(_ value: String) -> String {
-        var text = ""
-        appendString(value, to: &text)
-        return text
+        var text = JSONBytes(capacity: value.utf8.count + 2)
+        text.appendString(value)
+        return text.text
+    }
+}
+
+/// A line of JSON built as UTF-8 bytes in one buffer: literals are copied, numbers written digit
+/// by digit, and the text is made once at the end. Building the same line with `String` appends and
+/// interpolations took ~21,000 instructions per `watch --json` line (callgrind; a fifth of a
+/// change's work); this takes a few thousand.
+package struct JSONBytes {
+    /// The bytes so far.
+    package private(set) var bytes: [UInt8] = []
+
+    /// An empty buffer with room for `capacity` bytes.
+    package init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    /// The bytes as text.
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Appends `literal` as it is (JSON punctuation and keys).
+    package mutating func append(_ literal: StaticString) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// Appends `text` as it is, unescaped: for text that cannot need escapes (a raw value of ours,
+    /// an address, digits).
+    package mutating func appendVerbatim(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    /// Appends `true` or `false`.
+    package mutating func append(_ value: Bool) { value ? append("true") : append("false") }
+
+    /// Appends `value` in decimal.
+    package mutating func append(_ value: Int) { append(value, width: 1) }
+
+    /// Appends `value` in decimal, with leading zeros to at least `width` digits (a `-` first for
+    /// a negative value, not counted).
+    package mutating func append(_ value: Int, width: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        let magnitude = value.magnitude
+        var power: UInt = 1
+        var digits = 1
+        while power <= magnitude / 10 {
+            power *= 10
+            digits += 1
+        }
+        for _ in digits..<max(digits, width) { bytes.append(UInt8(ascii: "0")) }
+        var rest = magnitude
+        while power > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / power))
+            rest %= power
+            power /= 10
+        }
     }
 
     /// Appends `value` as a JSON string literal, quotes included.
-    package static func appendString(_ value: String, to text: inout String) {
-        text += "\""
-        let needsEscapes = value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
-        guard needsEscapes else {
-            text += value
-            text += "\""
-            return
-        }
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
+    package mutating func appendString(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        let utf8 = value.utf8
+        if !utf8.contains(where: Self.needsEscape) {
+            bytes.append(contentsOf: utf8)
+        } else {
+            // Every byte to escape is ASCII; the bytes of other characters are all 0x80 or more.
+            for byte in utf8 {
+                guard Self.needsEscape(byte) else {
+                    bytes.append(byte)
+                    continue
+                }
+                switch byte {
+                case UInt8(ascii: "\""): append("\\\"")
+                case UInt8(ascii: "\\"): append("\\\\")
+                case UInt8(ascii: "\n"): append("\\n")
+                case UInt8(ascii: "\r"): append("\\r")
+                case UInt8(ascii: "\t"): append("\\t")
+                case 0x08: append("\\b")
+                case 0x0C: append("\\f")
+                default:
+                    append("\\u00")
+                    bytes.append(Self.hexDigit(byte >> 4))
+                    bytes.append(Self.hexDigit(byte & 0xF))
+                }
             }
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// Lowercase, as `JSONEncoder` writes `\u001f`.
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }

@@ -76,29 +76,56 @@ package enum PathFormatting {
     /// event is one of these, and the encoder's generic machinery was a fifth of `watch --json`'s
     /// CPU time per change (perf; Benchmarks/RESULTS.md, section 19).
     static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
-        var text = "{\"availableInterfaces\":["
+        var text = JSONBytes(capacity: 384)
+        text.append("{\"availableInterfaces\":[")
         for (position, interface) in path.availableInterfaces.enumerated() {
-            if position > 0 { text += "," }
-            text += "{\"index\":\(interface.index),\"name\":"
-            JSONText.appendString(interface.name, to: &text)
-            text += ",\"type\":\"\(interface.type.rawValue)\"}"
+            if position > 0 { text.append(",") }
+            text.append("{\"index\":")
+            text.append(interface.index)
+            text.append(",\"name\":")
+            text.appendString(interface.name)
+            text.append(",\"type\":\"")
+            text.appendVerbatim(interface.type.rawValue)
+            text.append("\"}")
         }
-        text += "],\"gateways\":["
+        text.append("],\"gateways\":[")
         for (position, gateway) in path.gateways.enumerated() {
-            if position > 0 { text += "," }
-            text += "\"\(gateway.description)\""
+            if position > 0 { text.append(",") }
+            text.append("\"")
+            text.appendVerbatim(gateway.description)
+            text.append("\"")
         }
-        text += "],\"isConstrained\":\(path.isConstrained),\"isExpensive\":\(path.isExpensive)"
-        text += ",\"isMultipath\":\(path.isMultipath),\"status\":\"\(path.status.rawValue)\""
-        text += ",\"supportsDNS\":\(path.supportsDNS),\"supportsIPv4\":\(path.supportsIPv4)"
-        text += ",\"supportsIPv6\":\(path.supportsIPv6)"
-        if let date { text += ",\"timestamp\":\"\(timestamp(date))\"" }
-        text += ",\"unsatisfiedReason\":"
-        text += path.unsatisfiedReason.map { "\"\($0.rawValue)\"" } ?? "null"
-        text += ",\"version\":"
-        JSONText.appendString(NetreachCommand.version, to: &text)
-        text += "}"
-        return text
+        text.append("],\"isConstrained\":")
+        text.append(path.isConstrained)
+        text.append(",\"isExpensive\":")
+        text.append(path.isExpensive)
+        text.append(",\"isMultipath\":")
+        text.append(path.isMultipath)
+        text.append(",\"status\":\"")
+        text.appendVerbatim(path.status.rawValue)
+        text.append("\",\"supportsDNS\":")
+        text.append(path.supportsDNS)
+        text.append(",\"supportsIPv4\":")
+        text.append(path.supportsIPv4)
+        text.append(",\"supportsIPv6\":")
+        text.append(path.supportsIPv6)
+        if let date {
+            text.append(",\"timestamp\":\"")
+            appendTimestamp(date, to: &text)
+            text.append("\"")
+        }
+        text.append(",\"unsatisfiedReason\":")
+        if let reason = path.unsatisfiedReason {
+            text.append("\"")
+            text.appendVerbatim(reason.rawValue)
+            text.append("\"")
+        } else {
+            text.append("null")
+        }
+        text.append(",\"version\":")
+        text.appendString(NetreachCommand.version)
+        text.append("}")
+        return text.text
     }
 
     /// `JSONEncoder`'s form of the same object (the reference `json(_:at:)` is held to).
@@ -130,19 +157,32 @@ package enum PathFormatting {
     /// `2026-11-22T19:40:01.123Z`. Formatted with gmtime_r rather than a Foundation format style,
     /// which brings in ICU: a long-running `watch` stays several megabytes smaller.
     static func timestamp(_ date: Date) -> String {
+        var text = JSONBytes(capacity: 24)
+        appendTimestamp(date, to: &text)
+        return text.text
+    }
+
+    private static func appendTimestamp(_ date: Date, to text: inout JSONBytes) {
         // Nearest millisecond: truncating would turn float noise (-0.001 s is -1.0000000000000009 ms)
         // into a wrong last digit.
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var seconds = time_t(milliseconds.quotient(dividingBy: 1000))
         var fields = tm()
         gmtime_r(&seconds, &fields)
-        func padded(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        let date = "\(padded(fields.tm_year + 1900, 4))-\(padded(fields.tm_mon + 1, 2))-\(padded(fields.tm_mday, 2))"
-        let time = "\(padded(fields.tm_hour, 2)):\(padded(fields.tm_min, 2)):\(padded(fields.tm_sec, 2))"
-        return "\(date)T\(time).\(padded(Int32(milliseconds.remainder(dividingBy: 1000)), 3))Z"
+        text.append(Int(fields.tm_year) + 1900, width: 4)
+        text.append("-")
+        text.append(Int(fields.tm_mon) + 1, width: 2)
+        text.append("-")
+        text.append(Int(fields.tm_mday), width: 2)
+        text.append("T")
+        text.append(Int(fields.tm_hour), width: 2)
+        text.append(":")
+        text.append(Int(fields.tm_min), width: 2)
+        text.append(":")
+        text.append(Int(fields.tm_sec), width: 2)
+        text.append(".")
+        text.append(Int(milliseconds.remainder(dividingBy: 1000)), width: 3)
+        text.append("Z")
     }
 
     /// The words for the path's true flags, in the order they are printed.
