@@ -1,29 +1,30 @@
 #!/usr/bin/env bash
 # Writes scripts/hot-path.order: the functions of the release executable that `netreach watch`
 # runs between two path changes (reading the kernel's message, asking it again, judging the path,
-# writing the line), most instructions first. build-release.sh gives the list to lld, which puts
+# writing the line), most instructions first, then those `serve` adds (its event stream). build-release.sh gives the list to lld, which puts
 # them side by side at the start of the code: a change wakes a process whose code has left the
 # caches, and fewer pages of code are then fewer misses (Benchmarks/RESULTS.md, section 27).
 #
 #   sudo scripts/hot-path-order.sh        # needs root (a network namespace) and valgrind
 #
 # How: the executable (built by build-release.sh, debug info stripped from a copy: valgrind
-# 3.19 cannot read DWARF 5) runs `watch --json` and then `watch` under callgrind in a namespace of
-# its own; once the first line is out the counts are zeroed, the script makes route, link and
-# rule changes, and the functions counted since are the list. Names the code no longer has are
+# 3.19 cannot read DWARF 5) runs `watch --json`, `watch` and `serve` (with an event stream reader)
+# under callgrind in a namespace of its own; once the first path is out the counts are zeroed, the
+# script makes route, link and rule changes, and the functions counted since are the list. Names the code no longer has are
 # skipped by the linker, so a stale list costs speed, never correctness; make it again after
 # changing what a change runs through.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ "$(id -u)" != 0 ]]; then echo "$0: needs root (a network namespace)" >&2; exit 2; fi
-for tool in valgrind callgrind_control callgrind_annotate ip; do
-    command -v "$tool" >/dev/null || { echo "$0: needs $tool (apt-get install valgrind iproute2)" >&2; exit 2; }
+for tool in valgrind callgrind_control callgrind_annotate ip curl; do
+    command -v "$tool" >/dev/null || { echo "$0: needs $tool (apt-get install valgrind iproute2 curl)" >&2; exit 2; }
 done
 "$root/scripts/build-release.sh" >&2
 binary="$("$root/scripts/build-release.sh" --show-bin-path)/netreach"
 work="$(mktemp -d /var/tmp/hot-path.XXXXXX)"
 ns="nrhot-$$"
 cleanup() {
+    [[ -n "${reader:-}" ]] && kill "$reader" 2>/dev/null && wait "$reader" 2>/dev/null
     [[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "$work"
@@ -43,17 +44,8 @@ ip -n "$ns" addr add 192.0.2.2/24 dev a0
 ip -n "$ns" -6 addr add 2001:db8::2/64 dev a0 nodad
 ip -n "$ns" route add default via 192.0.2.1
 
-# One capture: `netreach watch ARGS` under callgrind, counted over 15 rounds of changes.
-capture() {
-    local out="$1"; shift
-    : > "$work/lines"
-    valgrind --tool=callgrind --demangle=no --callgrind-out-file="$out" \
-        "$work/netreach" watch "$@" --namespace "$ns" > "$work/lines" 2> "$work/valgrind.log" &
-    pid=$!
-    for _ in $(seq 1 300); do [ -s "$work/lines" ] && break; sleep 0.1; done
-    [ -s "$work/lines" ] || { echo "$0: watch printed nothing under valgrind:" >&2; tail "$work/valgrind.log" >&2; exit 1; }
-    sleep 2 # the nameserver watch starts 25 ms after the first line, and whatever follows it
-    callgrind_control -z "$pid" > /dev/null
+# The changes counted: 15 rounds of route, link and rule changes, 50 ms apart.
+make_changes() {
     for _ in $(seq 1 15); do
         ip -n "$ns" route del default; sleep 0.05
         ip -n "$ns" route add default via 192.0.2.1; sleep 0.05
@@ -63,23 +55,59 @@ capture() {
         ip -n "$ns" rule add from 203.0.113.1 table 100; sleep 0.05
         ip -n "$ns" rule del from 203.0.113.1 table 100; sleep 0.3 # the rechecks too
     done
+}
+
+# Counts `netreach ARGS` under callgrind from once `ready` succeeds until the changes are made.
+capture() {
+    local out="$1" ready="$2"; shift 2
+    : > "$work/out"
+    valgrind --tool=callgrind --demangle=no --callgrind-out-file="$out" \
+        "$work/netreach" "$@" > "$work/out" 2> "$work/err" &
+    pid=$!
+    for _ in $(seq 1 600); do "$ready" && break; sleep 0.1; done
+    "$ready" || { echo "$0: netreach $* did not start under valgrind:" >&2; tail "$work/err" >&2; exit 1; }
+    sleep 2 # the nameserver watch starts 25 ms after the first path, and whatever follows it
+    callgrind_control -z "$pid" > /dev/null
+    make_changes
     callgrind_control -d "$pid" > /dev/null
+    [[ -z "${reader:-}" ]] || { kill "$reader"; wait "$reader" 2>/dev/null || true; reader=""; }
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=""
 }
-capture "$work/json.out" --json
-capture "$work/text.out"
+# `watch` is ready once it printed the current path.
+watch_ready() { [ -s "$work/out" ]; }
+# `serve` is ready once it listens and an event stream reader is connected.
+serve_ready() {
+    local port
+    port="$(sed -n 's|.*serve: listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/err" | head -1)"
+    [[ -n "$port" ]] || return 1
+    if [[ -z "${reader:-}" ]]; then
+        curl -sN "http://127.0.0.1:$port/api/v1/events" > "$work/events" &
+        reader=$!
+    fi
+    [ -s "$work/events" ]
+}
 
-# Each function of the executable once (a recursion's `'2` suffix dropped), most instructions
-# (of both captures together) first.
-for dump in "$work"/json.out.* "$work"/text.out.*; do
-    callgrind_annotate --threshold=100 --inclusive=no "$dump"
-done | sed -nE "s|^ *([0-9,]+) \( *[0-9.]+%\)  \?\?\?:([^ ]+) \[$work/netreach\]\$|\\1 \\2|p" |
-    awk '{ name = $2; sub(/'"'"'[0-9]+$/, "", name); count = $1; gsub(/,/, "", count); total[name] += count }
-         END { for (name in total) printf "%d %s\n", total[name], name }' |
-    sort -k1,1nr -k2,2 | awk '{ print $2 }' > "$work/hot-path.order"
+# The function names of the executable in some captures, most instructions first (a recursion's
+# `'2` suffix dropped; code without a symbol, shown as its address, left out).
+functions() {
+    for dump in "$@"; do callgrind_annotate --threshold=100 --inclusive=no "$dump"; done |
+        sed -nE "s|^ *([0-9,]+) \( *[0-9.]+%\)  \?\?\?:([^ ]+) \[$work/netreach\]\$|\1 \2|p" |
+        awk '$2 !~ /^0x/ { name = $2; sub(/'"'"'[0-9]+$/, "", name); count = $1; gsub(/,/, "", count); total[name] += count }
+             END { for (name in total) printf "%d %s\n", total[name], name }' |
+        sort -k1,1nr -k2,2 | awk '{ print $2 }'
+}
+
+capture "$work/json.out" watch_ready watch --json --namespace "$ns"
+capture "$work/text.out" watch_ready watch --namespace "$ns"
+capture "$work/serve.out" serve_ready serve --listen 127.0.0.1:0 --namespace "$ns"
+# `watch`'s functions first, on as few pages as they can be, then those only `serve` runs.
+functions "$work"/json.out.* "$work"/text.out.* > "$work/watch.order"
+functions "$work"/serve.out.* | awk 'NR == FNR { seen[$0] = 1; next } !seen[$0]' "$work/watch.order" - \
+    > "$work/serve.order"
+cat "$work/watch.order" "$work/serve.order" > "$work/hot-path.order"
 functions=$(wc -l < "$work/hot-path.order")
-[ "$functions" -ge 100 ] || { echo "$0: only $functions functions counted; nothing written" >&2; exit 1; }
+[ "$(wc -l < "$work/watch.order")" -ge 100 ] || { echo "$0: only $functions functions counted; nothing written" >&2; exit 1; }
 mv "$work/hot-path.order" "$root/scripts/hot-path.order"
-echo "scripts/hot-path.order: $functions functions" >&2
+echo "scripts/hot-path.order: $functions functions ($(wc -l < "$work/serve.order") of them serve's only)" >&2
