@@ -30,9 +30,13 @@ package struct JSONBytes {
         literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// Appends `text` as it is, unescaped: for text that cannot need escapes (a raw value of ours,
-    /// an address, digits).
-    package mutating func appendVerbatim(_ text: String) { bytes.append(contentsOf: text.utf8) }
+    /// Appends `text` in quotes, unescaped: for text that cannot need escapes (a raw value of ours,
+    /// an address).
+    package mutating func appendQuoted(verbatim text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: text.utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
 
     /// Appends `true` or `false`.
     package mutating func append(_ value: Bool) { value ? append("true") : append("false") }

@@ -84,16 +84,14 @@ package enum PathFormatting {
             text.append(interface.index)
             text.append(",\"name\":")
             text.appendString(interface.name)
-            text.append(",\"type\":\"")
-            text.appendVerbatim(interface.type.rawValue)
-            text.append("\"}")
+            text.append(",\"type\":")
+            text.appendQuoted(verbatim: interface.type.rawValue)
+            text.append("}")
         }
         text.append("],\"gateways\":[")
         for (position, gateway) in path.gateways.enumerated() {
             if position > 0 { text.append(",") }
-            text.append("\"")
-            text.appendVerbatim(gateway.description)
-            text.append("\"")
+            text.appendQuoted(verbatim: gateway.description)
         }
         text.append("],\"isConstrained\":")
         text.append(path.isConstrained)
@@ -101,9 +99,9 @@ package enum PathFormatting {
         text.append(path.isExpensive)
         text.append(",\"isMultipath\":")
         text.append(path.isMultipath)
-        text.append(",\"status\":\"")
-        text.appendVerbatim(path.status.rawValue)
-        text.append("\",\"supportsDNS\":")
+        text.append(",\"status\":")
+        text.appendQuoted(verbatim: path.status.rawValue)
+        text.append(",\"supportsDNS\":")
         text.append(path.supportsDNS)
         text.append(",\"supportsIPv4\":")
         text.append(path.supportsIPv4)
@@ -116,9 +114,7 @@ package enum PathFormatting {
         }
         text.append(",\"unsatisfiedReason\":")
         if let reason = path.unsatisfiedReason {
-            text.append("\"")
-            text.appendVerbatim(reason.rawValue)
-            text.append("\"")
+            text.appendQuoted(verbatim: reason.rawValue)
         } else {
             text.append("null")
         }
