@@ -3,6 +3,7 @@
 //
 //   swift build -c release --product DetectionLatency   # latency / storm / CPU / idle harness (root)
 //   ./run-latency.sh                                     # the same, with namespace clean-up
+//   swift build -c release --product AskingMonitor      # its CLI phase's C lower bound (--cli-asking)
 //   swift package benchmark                              # ordo-one/benchmark suites (no root)
 //   swift build -c release --product HTTPOverhead       # NetworkService vs bare transports, loopback (no root)
 //   ./run-http.sh                                        # the same, built and run twice
@@ -28,6 +29,9 @@ let package = Package(
         // Raw rtnetlink plumbing for the harness: the change issuer and the floor reader, in C so the
         // floor is as thin as a reader can be.
         .target(name: "CNetReachBench"),
+        // The C lower bound of `netreach watch`: reads, asks the kernel NetReach's questions, prints
+        // (DetectionLatency --cli-asking).
+        .executableTarget(name: "AskingMonitor", dependencies: ["CNetReachBench"]),
         // Percentiles and medians, the same for every harness.
         .target(name: "BenchStatistics"),
         .executableTarget(

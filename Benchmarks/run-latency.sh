@@ -11,6 +11,8 @@
 # SWIFT_BUILD_FLAGS (word-split) is added to every `swift build`, e.g.
 #   SWIFT_BUILD_FLAGS="-Xswiftc -no-whole-module-optimization"   # when the WMO release build fails
 # STATIC_CLI=0 skips the --static-swift-stdlib CLI build (and its memory sample).
+# CLI_ASKING=1 adds AskingMonitor to the CLI phase (DetectionLatency --cli-asking); --asking-flaps N
+# (default 100, 0: none) sets the in-process asking-floor phase.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 runs="${RUNS:-3}"
@@ -46,6 +48,12 @@ if [[ "${STATIC_CLI:-1}" != 0 ]]; then
     cli_args+=(--cli "$here/.build/cli-static/release/netreach")
 fi
 harness="$(swift build -c release "${build_flags[@]}" --show-bin-path)/DetectionLatency"
+# CLI_ASKING=1: the CLI phase alternates rounds of `watch` with rounds of AskingMonitor (the C
+# reader that asks the kernel the same questions), `ip -o monitor` in both.
+if [[ "${CLI_ASKING:-0}" != 0 ]]; then
+    timeout 1200 swift build -c release "${build_flags[@]}" --product AskingMonitor >&2
+    cli_args+=(--cli-asking "$(dirname "$harness")/AskingMonitor")
+fi
 
 mkdir -p "$out"
 # Resident-memory floors for a Swift process on this machine (see RESULTS.md): measured once.
@@ -98,6 +106,15 @@ def kind(r, name):
     return next((k for k in r["kinds"] if k["kind"] == name), None)
 for name in ["route delete", "route add", "link down", "link up", "route re-add after link up", "rule add", "rule delete"]:
     row(f"handler {name}: p50 ratio NetReach/floor", lambda r: (lambda k: k["netReach"]["p50"] / k["floor"]["p50"] if k else None)(kind(r, name)), "{:.2f}")
+def asking(r, name):
+    a = r.get("askingFloor") or {}
+    return next((k for k in a.get("kinds", []) + [a.get("all", {})] if k.get("kind") == name), None)
+for name in ["route delete", "route add", "link down", "link up", "route re-add after link up", "rule add", "rule delete", "all changes"]:
+    row(f"asking floor {name}: p50 ratio asking floor/floor", lambda r: (lambda k: k["askingFloor"]["p50"] / k["floor"]["p50"] if k else None)(asking(r, name)), "{:.2f}")
+    row(f"asking floor {name}: p50 ratio NetReach/asking floor", lambda r: (lambda k: k["netReach"]["p50"] / k["askingFloor"]["p50"] if k else None)(asking(r, name)), "{:.2f}")
+row("asking floor: floor CPU/change asking (µs)", lambda r: (r.get("askingFloor") or {}).get("floorCPUAskingMicros"))
+row("asking floor: floor CPU/change only reading (µs)", lambda r: (r.get("askingFloor") or {}).get("floorCPUReadingMicros"))
+row("asking floor: NetReach engine CPU/change (µs)", lambda r: (r.get("askingFloor") or {}).get("engineCPUMicros"))
 row("dispatch hop p50 (µs)", lambda r: r["dispatchHop"]["p50"])
 row("CPU/isolated change, NetReach total (µs)", lambda r: r["latencyPhaseNetReachCPUPerChange"])
 row("CPU/isolated change, floor (µs)", lambda r: r["latencyPhaseFloorCPUPerChange"])
@@ -130,6 +147,9 @@ for kind, label in [("route changes", "route"), ("link changes", "link"), ("rule
     row(f"CLI {label}: p50 ratio watch/ip (target <= 1.2)", lambda r: (cligroup(r, kind) or {}).get("p50Ratio"), "{:.2f}")
 for kind in ["route delete", "route add", "link down", "link up", "route re-add after link up", "rule add", "rule delete"]:
     row(f"CLI {kind}: p50 ratio watch/ip (target <= 1.2)", lambda r: (cligroup(r, kind) or {}).get("p50Ratio"), "{:.2f}")
+for kind, label in [("route changes", "route"), ("link changes", "link"), ("rule changes", "rule"), ("all changes", "all")]:
+    row(f"CLI {label}: p50 ratio AskingMonitor/ip (CLI_ASKING=1)", lambda r: (cligroup(r, kind) or {}).get("askingP50Ratio"), "{:.2f}")
+    row(f"CLI {label}: p50 ratio watch/AskingMonitor (CLI_ASKING=1)", lambda r: (lambda g: g["watch"]["p50"] / g["askingMonitor"]["p50"] if g and g.get("askingMonitor") else None)(cligroup(r, kind)), "{:.2f}")
 row("CLI: per-change watch − ip p50 (µs)", lambda r: (cligroup(r, "all changes") or {}).get("delta", {}).get("p50"))
 row("CLI: timeouts", lambda r: (r.get("cliLatency") or {}).get("timeouts"), "{:d}")
 row("CLI: watch CPU per change (µs, schedstat)", lambda r: (r.get("cliLatency") or {}).get("watchCPUMicrosPerChange"))

@@ -1,6 +1,7 @@
 import BenchStatistics
 import CNetReachBench
 import Foundation
+import NetReach
 
 // `netreach watch --json` against `ip -o monitor link address route rule`: the same changes, both readers
 // started before, each child's standard output a pipe read by a thread of ours that timestamps the
@@ -80,6 +81,10 @@ struct CLILatencyGroup: Codable {
     var watch: Distribution
     var delta: Distribution   // per change: watch − ip monitor
     var p50Ratio: Double
+    /// With --cli-asking, the rounds where AskingMonitor ran instead of watch: it, and ip monitor.
+    var askingMonitor: Distribution?
+    var ipBesideAsking: Distribution?
+    var askingP50Ratio: Double?
 }
 
 struct CLILatency: Codable {
@@ -94,6 +99,7 @@ struct CLILatency: Codable {
     var ipTickCPUMicrosPerChange: Double
     var watchLines: Int
     var ipLines: Int
+    var askingLines: Int?
 }
 
 extension Change {
@@ -132,6 +138,29 @@ extension Change {
     }
 }
 
+extension Change {
+    /// The AskingMonitor line that shows this change: its fields read back into the floor's event.
+    func askingMatches(_ line: String) -> Bool {
+        guard line.hasPrefix("asked ") else { return false }
+        var event = nrb_event()
+        for field in line.dropFirst(6).split(separator: " ") {
+            let parts = field.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let value = Int64(parts[1]) else { continue }
+            switch parts[0] {
+            case "type": event.type = UInt16(truncatingIfNeeded: value)
+            case "family": event.family = UInt8(truncatingIfNeeded: value)
+            case "dst_len": event.dst_len = UInt8(truncatingIfNeeded: value)
+            case "table": event.table = UInt32(truncatingIfNeeded: value)
+            case "protocol": event.protocol = UInt8(truncatingIfNeeded: value)
+            case "ifindex": event.ifindex = Int32(truncatingIfNeeded: value)
+            case "flags": event.flags = UInt32(truncatingIfNeeded: value)
+            default: continue
+            }
+        }
+        return floorMatches(event)
+    }
+}
+
 /// CPU time of a process: the sum of its live threads' schedstat run time (ns), and utime + stime
 /// from /proc/PID/stat (clock ticks, includes exited threads).
 func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
@@ -163,7 +192,19 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
         log("cannot start the CLI readers: \(error)")
         return nil
     }
-    defer { watch.stop(); ip.stop() }
+    var asking: LineReader?
+    if let path = options.cliAsking {
+        let candidates = SystemPathSource.Configuration.defaultRouteLookupAddresses.map { "\($0)" }
+        do { asking = try LineReader(executable: path, arguments: [namespaces.path] + candidates) } catch {
+            log("cannot start \(path): \(error)")
+            return nil
+        }
+    }
+    defer {
+        if let asking { kill(asking.process.processIdentifier, SIGCONT); asking.stop() }
+        kill(watch.process.processIdentifier, SIGCONT)
+        watch.stop(); ip.stop()
+    }
     // watch prints the current path first; ip prints nothing until a change.
     guard watch.waitForMatch(from: 0, deadline: nrb_now_ns() + 10_000_000_000, { _ in true }) != nil else {
         log("netreach watch printed nothing within 10 s")
@@ -171,21 +212,23 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     }
     usleep(300_000)
     var timeouts = 0
-    /// (ip monitor, watch) latencies in ns, or nil on a timeout.
-    func change(_ change: Change) -> (Int64, Int64)? {
-        let watchStart = watch.count, ipStart = ip.count
+    /// (ip monitor, watch) latencies in ns, or nil on a timeout; `reader` is watch or AskingMonitor.
+    func change(_ change: Change, reader: LineReader? = nil) -> (Int64, Int64)? {
+        let reader = reader ?? watch
+        let matches = reader === watch ? change.watchMatches : change.askingMatches
+        let watchStart = reader.count, ipStart = ip.count
         sequence &+= 1
         let t0 = nrb_now_ns()
         let sent = change.send(sequence: sequence)
         guard sent == 0 else { fail("\(change.rawValue): sendmsg: \(String(cString: strerror(-sent)))") }
         let deadline = t0 + 3_000_000_000
-        let w = watch.waitForMatch(from: watchStart, deadline: deadline, change.watchMatches)
+        let w = reader.waitForMatch(from: watchStart, deadline: deadline, matches)
         let i = ip.waitForMatch(from: ipStart, deadline: deadline, change.ipMatches)
         var error: Int32 = 0
         if nrb_drain_errors(issuer, &error) > 0 { fail("\(change.rawValue) refused by the kernel: \(String(cString: strerror(error)))") }
         guard let w, let i else {
             timeouts += 1
-            log("CLI phase: timeout on \(change.rawValue): watch \(w != nil), ip monitor \(i != nil)")
+            log("CLI phase: timeout on \(change.rawValue): \(reader === watch ? "watch" : "asking monitor") \(w != nil), ip monitor \(i != nil)")
             return nil
         }
         return (i.ts - t0, w.ts - t0)
@@ -194,24 +237,52 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     for _ in 0..<5 {
         for c in Change.measured { _ = change(c); pauseBetweenChanges() }
     }
-    timeouts = 0
-    var samples: [Change: [(Int64, Int64)]] = [:]
-    let cpuStart = (processCPU(watch.process.processIdentifier), processCPU(ip.process.processIdentifier))
-    var changes = 0
-    for _ in 0..<options.cliFlaps {
-        for c in Change.measured {
-            changes += 1
-            if let sample = change(c) { samples[c, default: []].append(sample) }
-            pauseBetweenChanges()
+    if let asking {
+        for _ in 0..<2 {
+            for c in Change.measured { _ = change(c, reader: asking); pauseBetweenChanges() }
         }
     }
-    let cpuEnd = (processCPU(watch.process.processIdentifier), processCPU(ip.process.processIdentifier))
+    timeouts = 0
+    var samples: [Change: [(Int64, Int64)]] = [:]
+    var askingSamples: [Change: [(Int64, Int64)]] = [:]
+    var cpuSpent = (watch: Int64(0), ip: Int64(0), watchTicks: Int64(0), ipTicks: Int64(0))
+    var changes = 0
+    /// Stops `stopped` (SIGSTOP: it gets no CPU, its socket queues what comes), lets `running` catch
+    /// up on what it missed, and waits until it is quiet.
+    func swap(running: LineReader, stopped: LineReader) {
+        kill(stopped.process.processIdentifier, SIGSTOP)
+        kill(running.process.processIdentifier, SIGCONT)
+        usleep(50_000)
+    }
+    for round in 0..<(asking == nil ? options.cliFlaps : 2 * options.cliFlaps) {
+        let reader = asking.flatMap { round % 2 == 1 ? $0 : nil } ?? watch
+        if let asking { swap(running: reader, stopped: reader === watch ? asking : watch) }
+        let cpuStart = (processCPU(watch.process.processIdentifier), processCPU(ip.process.processIdentifier))
+        for c in Change.measured {
+            if reader === watch { changes += 1 }
+            if let sample = change(c, reader: reader) {
+                if reader === watch { samples[c, default: []].append(sample) } else { askingSamples[c, default: []].append(sample) }
+            }
+            pauseBetweenChanges()
+        }
+        if reader === watch {
+            let cpuEnd = (processCPU(watch.process.processIdentifier), processCPU(ip.process.processIdentifier))
+            cpuSpent.watch += cpuEnd.0.schedNS - cpuStart.0.schedNS
+            cpuSpent.ip += cpuEnd.1.schedNS - cpuStart.1.schedNS
+            cpuSpent.watchTicks += cpuEnd.0.ticks - cpuStart.0.ticks
+            cpuSpent.ipTicks += cpuEnd.1.ticks - cpuStart.1.ticks
+        }
+    }
     let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
     func group(_ kind: String, _ of: [Change]) -> CLILatencyGroup {
         let pairs = of.flatMap { samples[$0] ?? [] }
         let ipDist = Distribution(pairs.map(\.0)), watchDist = Distribution(pairs.map(\.1))
+        let askingPairs = of.flatMap { askingSamples[$0] ?? [] }
+        let askingDist = asking == nil ? nil : Distribution(askingPairs.map(\.1))
+        let ipBeside = asking == nil ? nil : Distribution(askingPairs.map(\.0))
         return CLILatencyGroup(kind: kind, ipMonitor: ipDist, watch: watchDist, delta: Distribution(pairs.map { $0.1 - $0.0 }),
-                               p50Ratio: watchDist.p50 / ipDist.p50)
+                               p50Ratio: watchDist.p50 / ipDist.p50, askingMonitor: askingDist, ipBesideAsking: ipBeside,
+                               askingP50Ratio: askingDist.flatMap { a in ipBeside.map { a.p50 / $0.p50 } })
     }
     var groups = [group("route changes (delete, add, re-add after link up)", [.routeDelete, .routeAdd, .routeReadd]),
                   group("link changes (down, up)", [.linkDown, .linkUp]),
@@ -221,9 +292,9 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     let n = Double(changes)
     return CLILatency(
         cli: cli, flaps: options.cliFlaps, timeouts: timeouts, loadBefore: loadBefore, groups: groups,
-        watchCPUMicrosPerChange: Double(cpuEnd.0.schedNS - cpuStart.0.schedNS) / 1000 / n,
-        ipCPUMicrosPerChange: Double(cpuEnd.1.schedNS - cpuStart.1.schedNS) / 1000 / n,
-        watchTickCPUMicrosPerChange: Double(cpuEnd.0.ticks - cpuStart.0.ticks) * tick / n,
-        ipTickCPUMicrosPerChange: Double(cpuEnd.1.ticks - cpuStart.1.ticks) * tick / n,
-        watchLines: watch.count, ipLines: ip.count)
+        watchCPUMicrosPerChange: Double(cpuSpent.watch) / 1000 / n,
+        ipCPUMicrosPerChange: Double(cpuSpent.ip) / 1000 / n,
+        watchTickCPUMicrosPerChange: Double(cpuSpent.watchTicks) * tick / n,
+        ipTickCPUMicrosPerChange: Double(cpuSpent.ipTicks) * tick / n,
+        watchLines: watch.count, ipLines: ip.count, askingLines: asking?.count)
 }

@@ -3,7 +3,14 @@
 //
 //   DetectionLatency [--flaps 200] [--pause-ms 10] [--storm 10000] [--idle-seconds 10]
 //                    [--namespace NAME] [--cli PATH]... [--json PATH] [--same-peer-index] [--small-buffer BYTES]
-//                    [--second-wait-seconds S] [--cli-flaps 100]
+//                    [--second-wait-seconds S] [--cli-flaps 100] [--asking-flaps 100]
+//
+// --asking-flaps rounds (0: none) follow the latency phase, alternating, round by round, a floor
+// that only reads and one that then asks, in C, the kernel questions NetReach's engine asks about
+// the batch (nrb_floor_prepare_asking): the lower bound of any reader that asks the kernel, as
+// DESIGN's "ask the kernel after every batch" requires, measured beside NetReach in the same run.
+// --cli-asking PATH (AskingMonitor) does the same for the CLI phase: rounds alternate between
+// `watch` and that C process (the other one stopped with SIGSTOP), `ip -o monitor` in both.
 //
 // With --cli, a last phase runs the first CLI as `netreach watch --json --namespace NAME` and
 // `ip -n NAME -o monitor link address route` side by side, both started before, each writing into
@@ -35,6 +42,8 @@ struct Options {
     var smallBuffer = 2048
     var secondWaitSeconds = 10
     var cliFlaps = 100
+    var askingFlaps = 100
+    var cliAsking: String?
 
     init() {
         var arguments = CommandLine.arguments.dropFirst()
@@ -56,6 +65,8 @@ struct Options {
             case "--small-buffer": smallBuffer = Int(value(flag)) ?? smallBuffer
             case "--second-wait-seconds": secondWaitSeconds = Int(value(flag)) ?? secondWaitSeconds
             case "--cli-flaps": cliFlaps = Int(value(flag)) ?? cliFlaps
+            case "--asking-flaps": askingFlaps = Int(value(flag)) ?? askingFlaps
+            case "--cli-asking": cliAsking = value(flag)
             default: fail("unknown option \(flag)")
             }
         }
@@ -123,6 +134,7 @@ struct Report: Codable {
     var idleOtherThreads: [String]
     var cli: [CLIMemory]
     var cliLatency: CLILatency?
+    var askingFloor: AskingReport?
 }
 
 func readFile(_ path: String) -> String {
@@ -246,6 +258,10 @@ enum Change: String, CaseIterable {
 }
 
 let traceSlow = ProcessInfo.processInfo.environment["NRB_TRACE"] != nil
+/// With asking on: the asking floor's latency for the last change `measure` timed (its answers
+/// read after the notification the floor matched), else nil.
+var lastAskedLatency: Int64?
+var askingOn = false
 var sequence: UInt32 = 100
 var timeouts = 0
 /// For each measured link-up: when the floor first saw nb0 with IFF_UP + IFF_LOWER_UP (ns after the change).
@@ -265,6 +281,7 @@ var recordLowerUp = false
     let delivered = recorder.waitForMatch(from: recorderStart, deadline: deadline, change.netReachMatches)
     var floorTime: Int64?
     var index = floorStart
+    lastAskedLatency = nil
     search: while true {
         let count = nrb_floor_count()
         while index < count {
@@ -274,6 +291,13 @@ var recordLowerUp = false
         }
         if nrb_now_ns() >= deadline { break }
         _ = nrb_floor_wait_beyond(count, deadline)
+    }
+    if askingOn, floorTime != nil {
+        while nrb_floor_asked_count() <= index, nrb_now_ns() < deadline { _ = nrb_floor_wait_asked_beyond(index, deadline) }
+        if nrb_floor_asked_count() > index {
+            let asked = nrb_floor_event(index).asked_ts
+            if asked > 0 { lastAskedLatency = asked - t0 }
+        }
     }
     var error: Int32 = 0
     if nrb_drain_errors(issuer, &error) > 0 { fail("\(change.rawValue) refused by the kernel: \(String(cString: strerror(error)))") }
@@ -340,6 +364,85 @@ recordLowerUp = false
 }
 let kinds = Change.measured.map { result($0.rawValue, samples[$0] ?? []) }
 let all = result("all changes", Change.measured.flatMap { samples[$0] ?? [] })
+
+// MARK: Asking floor
+
+struct AskingResult: Codable {
+    var kind: String
+    /// Rounds where the floor asked: its notification, its answers, NetReach's handler.
+    var floor: Distribution
+    var askingFloor: Distribution
+    var netReach: Distribution
+    /// Rounds where the floor only read.
+    var floorReading: Distribution
+    var netReachBesideReading: Distribution
+}
+
+struct AskingReport: Codable {
+    var rounds: Int
+    var kinds: [AskingResult]
+    var all: AskingResult
+    var askedBatches: UInt64
+    var askedConnects: UInt64
+    /// The floor thread's CPU per change, asking and only reading (same changes, same run).
+    var floorCPUAskingMicros: Double
+    var floorCPUReadingMicros: Double
+    var engineCPUMicros: Double
+}
+
+@MainActor func measureAskingFloor() -> AskingReport? {
+    guard options.askingFlaps > 0 else { return nil }
+    let candidates = SystemPathSource.Configuration.defaultRouteLookupAddresses
+    let v4 = candidates.filter { $0.family == .ipv4 }, v6 = candidates.filter { $0.family == .ipv6 }
+    let prepared = nrb_floor_prepare_asking(
+        namespaces.path, v4.flatMap(\.bytes), Int32(v4.count), v6.flatMap(\.bytes), Int32(v6.count))
+    guard prepared == 0 else { fail("asking floor: \(String(cString: strerror(-prepared)))") }
+    log("asking floor: \(options.askingFlaps) rounds asking, \(options.askingFlaps) only reading, alternating")
+    var asking: [Change: [(floor: Int64, asked: Int64, netReach: Int64)]] = [:]
+    var reading: [Change: [(Int64, Int64)]] = [:]
+    var cpu = (asking: Int64(0), reading: Int64(0), engine: Int64(0), askingChanges: 0, readingChanges: 0)
+    let batchesBefore = nrb_floor_asked_batches(), connectsBefore = nrb_floor_asked_connects()
+    for round in 0..<(2 * options.askingFlaps) {
+        askingOn = round % 2 == 0
+        nrb_floor_set_asking(askingOn ? 1 : 0)
+        let floorStart = nrb_thread_cpu_ns(nrb_floor_tid()), engineStart = nrb_thread_cpu_ns(engineTID)
+        for change in Change.measured {
+            if let (floor, netReach) = measure(change) {
+                if askingOn {
+                    if let asked = lastAskedLatency { asking[change, default: []].append((floor, asked, netReach)) }
+                } else {
+                    reading[change, default: []].append((floor, netReach))
+                }
+            }
+            pauseBetweenChanges()
+        }
+        let floorCPU = nrb_thread_cpu_ns(nrb_floor_tid()) - floorStart
+        if askingOn {
+            cpu.asking += floorCPU; cpu.askingChanges += Change.measured.count
+            cpu.engine += nrb_thread_cpu_ns(engineTID) - engineStart
+        } else {
+            cpu.reading += floorCPU; cpu.readingChanges += Change.measured.count
+        }
+        if (round + 1) % 50 == 0 { log("  \(round + 1) rounds") }
+    }
+    askingOn = false
+    nrb_floor_set_asking(0)
+    func result(_ kind: String, _ changes: [Change]) -> AskingResult {
+        let on = changes.flatMap { asking[$0] ?? [] }, off = changes.flatMap { reading[$0] ?? [] }
+        return AskingResult(
+            kind: kind, floor: Distribution(on.map(\.floor)), askingFloor: Distribution(on.map(\.asked)),
+            netReach: Distribution(on.map(\.netReach)), floorReading: Distribution(off.map(\.0)),
+            netReachBesideReading: Distribution(off.map(\.1)))
+    }
+    return AskingReport(
+        rounds: options.askingFlaps, kinds: Change.measured.map { result($0.rawValue, [$0]) },
+        all: result("all changes", Change.measured),
+        askedBatches: nrb_floor_asked_batches() - batchesBefore, askedConnects: nrb_floor_asked_connects() - connectsBefore,
+        floorCPUAskingMicros: Double(cpu.asking) / 1000 / Double(max(cpu.askingChanges, 1)),
+        floorCPUReadingMicros: Double(cpu.reading) / 1000 / Double(max(cpu.readingChanges, 1)),
+        engineCPUMicros: Double(cpu.engine) / 1000 / Double(max(cpu.askingChanges, 1)))
+}
+let askingReport = measureAskingFloor()
 
 // MARK: Reference: one DispatchQueue hop
 
@@ -593,7 +696,7 @@ let report = Report(
     latencyPhaseFloorCPUPerChange: Double(latencyCPU.floor) / 1000 / Double(latencyChanges),
     storms: storms, idleSeconds: options.idleSeconds,
     idleEngineSwitches: switches(engineTID), idleFloorSwitches: switches(nrb_floor_tid()),
-    idleOtherThreads: otherThreads, cli: cliMemory, cliLatency: cliLatency)
+    idleOtherThreads: otherThreads, cli: cliMemory, cliLatency: cliLatency, askingFloor: askingReport)
 
 func yesNo(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
 var out = ""
@@ -616,6 +719,22 @@ say(String(format: "p50 ratio NetReach/floor: %.2f× (target ≤ 1.2×: %@)", re
 say(String(format: "p99 NetReach − floor: %+.1f µs (target ≤ +1000 µs: %@)", report.p99DeltaMicros, yesNo(report.p99DeltaMicros <= 1000)))
 say(String(format: "CPU per isolated change: NetReach engine %.1f µs, NetReach total %.1f µs, floor %.1f µs",
            report.latencyPhaseEngineCPUPerChange, report.latencyPhaseNetReachCPUPerChange, report.latencyPhaseFloorCPUPerChange))
+if let a = askingReport {
+    say("")
+    say("Asking floor: the same changes, \(a.rounds) rounds where the floor then asks NetReach's kernel questions in C and \(a.rounds) where it only reads, alternating (\(a.askedBatches) batches asked, \(a.askedConnects) connects)")
+    for kind in a.kinds + [a.all] {
+        say("  \(kind.kind)")
+        say("    floor, reading        \(kind.floor.line)")
+        say("    floor, answers read   \(kind.askingFloor.line)")
+        say("    NetReach handler      \(kind.netReach.line)")
+        say("    (rounds only reading) floor \(String(format: "%.1f", kind.floorReading.p50)) µs, NetReach \(String(format: "%.1f", kind.netReachBesideReading.p50)) µs p50")
+        say(String(format: "    p50 ratios: asking floor/floor %.2f×, NetReach/floor %.2f× (%.2f× in reading rounds), NetReach/asking floor %.2f×",
+                   kind.askingFloor.p50 / kind.floor.p50, kind.netReach.p50 / kind.floor.p50,
+                   kind.netReachBesideReading.p50 / kind.floorReading.p50, kind.netReach.p50 / kind.askingFloor.p50))
+    }
+    say(String(format: "  floor thread CPU per change: asking %.1f µs, only reading %.1f µs (the questions: %.1f µs); NetReach engine %.1f µs",
+               a.floorCPUAskingMicros, a.floorCPUReadingMicros, a.floorCPUAskingMicros - a.floorCPUReadingMicros, a.engineCPUMicros))
+}
 say("")
 for s in storms {
     let n = Double(s.changes), m = Double(max(s.notifications, 1))
@@ -653,6 +772,12 @@ if let c = cliLatency {
         say("    watch      \(group.watch.line)")
         say("    watch−ip   \(group.delta.line)")
         say(String(format: "    p50 ratio watch/ip: %.2f× (target ≤ 1.2×: %@)", group.p50Ratio, yesNo(group.p50Ratio <= 1.2)))
+        if let a = group.askingMonitor, let i = group.ipBesideAsking, let r = group.askingP50Ratio {
+            say("    rounds with AskingMonitor instead of watch (its C lower bound):")
+            say("      ip monitor \(i.line)")
+            say("      asking     \(a.line)")
+            say(String(format: "      p50 ratio asking/ip: %.2f×; watch/asking (p50s of alternate rounds): %.2f×", r, group.watch.p50 / a.p50))
+        }
     }
     say(String(format: "  CPU per change (schedstat of live threads): watch %.1f µs, ip monitor %.1f µs; by utime+stime ticks: watch %.1f µs, ip %.1f µs",
                c.watchCPUMicrosPerChange, c.ipCPUMicrosPerChange, c.watchTickCPUMicrosPerChange, c.ipTickCPUMicrosPerChange))

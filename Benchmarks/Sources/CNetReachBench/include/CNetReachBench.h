@@ -52,6 +52,8 @@ typedef struct {
     uint32_t table;    // rtm_table for routes
     int32_t ifindex;   // ifi_index for links
     uint32_t flags;    // ifi_flags for links
+    int64_t asked_ts;  // with asking on: when the kernel had answered the questions this
+                       // message asks (nrb_floor_prepare_asking), else 0
 } nrb_event;
 
 #define NRB_RTM_NEWLINK 16
@@ -84,5 +86,25 @@ int nrb_floor_tid(void);
 uint64_t nrb_floor_messages(void);
 uint64_t nrb_floor_datagrams(void);
 uint64_t nrb_floor_overruns(void);
+
+/// Prepares the floor to ask, in C, the kernel questions NetReach's engine asks after a batch (its
+/// lower bound): per family a change can move (a route's or rule's own family, both for a link or
+/// an address), the candidates `v4`/`v6` (`count4`/`count6` addresses, 4 or 16 bytes each) in
+/// order, each as a UDP `connect()` to port 443 after an `AF_UNSPEC` one, `getsockname`, then
+/// `RTM_GETROUTE` from that source and the same with `RTM_F_FIB_MATCH` in one datagram, until one
+/// is routed by a prefix-0 entry or the connect fails with other than EHOSTUNREACH/EINVAL/EACCES.
+/// Sockets are opened in the namespace at `netns_path`. Returns 0 or -errno.
+int nrb_floor_prepare_asking(const char *netns_path, const uint8_t *v4, int count4, const uint8_t *v6, int count6);
+/// After each asked batch, writes one line per notification of it to `fd` (AskingMonitor).
+void nrb_floor_set_output(int fd);
+/// Turns asking on or off for the batches the floor reads from now on (prepared first).
+void nrb_floor_set_asking(int on);
+/// Batches asked about and questions (connects) made since start.
+uint64_t nrb_floor_asked_batches(void);
+uint64_t nrb_floor_asked_connects(void);
+/// Events whose batch has been asked about (or needed no question): asked_ts is final below it.
+size_t nrb_floor_asked_count(void);
+/// Blocks until more than `seen` events are asked about or `deadline_ns` passes; returns the count.
+size_t nrb_floor_wait_asked_beyond(size_t seen, int64_t deadline_ns);
 
 #endif
