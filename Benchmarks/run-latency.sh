@@ -91,8 +91,12 @@ def med(values):
     return statistics.median(values) if values else float("nan")
 def row(name, get, fmt="{:.1f}"):
     values = [get(r) for r in reports]
+    median = med(values)
+    # The median of an even count of whole numbers can be a half: print it as such.
+    median_fmt = "{:.1f}" if fmt == "{:d}" and not float(median).is_integer() else fmt
+    median = int(median) if median_fmt == "{:d}" and median == median else median
     print(f"{name:58s} " + "  ".join(fmt.format(v) if isinstance(v, (int, float)) else str(v) for v in values)
-          + "   median " + fmt.format(med(values)))
+          + "   median " + (median_fmt.format(median) if median == median else "nan"))
 print(f"\n== medians over {runs} run(s) (each run's value, then the median)")
 row("floor p50 (µs)", lambda r: r["all"]["floor"]["p50"])
 row("NetReach p50 (µs)", lambda r: r["all"]["netReach"]["p50"])
