@@ -6,6 +6,7 @@
 //   AskingMonitor NETNS_PATH ADDRESS...   (the candidates, in NetReach's order)
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,9 @@
 #include "CNetReachBench.h"
 
 int main(int argc, char **argv) {
+    // Ends with the harness, even stopped (SIGKILL is delivered to a stopped process).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) return 1;
     if (argc < 3) {
         fprintf(stderr, "usage: AskingMonitor NETNS_PATH ADDRESS...\n");
         return 2;

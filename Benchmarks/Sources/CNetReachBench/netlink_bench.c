@@ -398,7 +398,11 @@ static int open_asking_here(void *context) {
     request->udp[1] = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     struct socket_request netlink = { 0, 0 };
     request->requests = open_socket_here(&netlink);
-    return request->requests < 0 ? request->requests : 0;
+    if (request->requests < 0) return request->requests;
+    // The kernel answers inside send; a missing answer ends the wait after a second, not never.
+    struct timeval limit = { .tv_sec = 1 };
+    setsockopt(request->requests, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    return 0;
 }
 
 int nrb_floor_prepare_asking(const char *netns_path, const uint8_t *v4, int count4, const uint8_t *v6, int count6) {

@@ -16,6 +16,10 @@ final class LineReader: @unchecked Sendable {
     private var lines: [Line] = []
     private var ended = false
     let process = Process()
+    /// Children still running: the CLI phase stops one of them (SIGSTOP) at a time, and a stopped
+    /// child would outlive a harness that failed or was interrupted.
+    private static let live = NSLock()
+    nonisolated(unsafe) private static var pids: Set<Int32> = []
 
     init(executable: String, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
@@ -24,6 +28,7 @@ final class LineReader: @unchecked Sendable {
         process.standardOutput = pipe
         process.standardError = FileHandle.standardError
         try process.run()
+        Self.live.lock(); Self.pids.insert(process.processIdentifier); Self.live.unlock()
         let fd = pipe.fileHandleForReading.fileDescriptor
         Thread { [self] in readLoop(fd) }.start()
     }
@@ -72,6 +77,14 @@ final class LineReader: @unchecked Sendable {
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        Self.live.lock(); Self.pids.remove(process.processIdentifier); Self.live.unlock()
+    }
+
+    /// Ends every child still running, stopped ones too (on the harness's way out after a failure).
+    static func endAll() {
+        live.lock(); defer { live.unlock() }
+        for pid in pids { kill(pid, SIGTERM); kill(pid, SIGCONT) }
+        pids = []
     }
 }
 

@@ -26,6 +26,7 @@ func run(_ arguments: [String], check: Bool = true) -> Int32 {
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("DetectionLatency: \(message)\n".utf8))
+    LineReader.endAll()
     Namespaces.current?.tearDown()
     exit(1)
 }

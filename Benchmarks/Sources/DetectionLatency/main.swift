@@ -151,8 +151,12 @@ var signalSources: [DispatchSourceSignal] = []
 for number in [SIGINT, SIGTERM, SIGHUP] {
     signal(number, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: number, queue: signals)
-    source.setEventHandler {
-        namespaces.tearDown()
+    // `@Sendable`, and not the top-level `namespaces`: a closure written here belongs to the main
+    // actor, and this one runs on `signals` (Swift 6's isolation check stopped the process at
+    // SIGINT, before the namespaces were removed).
+    source.setEventHandler { @Sendable in
+        LineReader.endAll()
+        Namespaces.current?.tearDown()
         exit(128 + number)
     }
     source.resume()
