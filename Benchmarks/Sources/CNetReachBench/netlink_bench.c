@@ -268,7 +268,6 @@ static void floor_record(int64_t ts, const struct nlmsghdr *header) {
     atomic_store(&floor_reader.count, index + 1);
 }
 
-
 // ---- Asking: the kernel questions of a batch, in C --------------------------------------------
 
 static void add_request(char *datagram, size_t *used, int family, const uint8_t *destination,
@@ -316,8 +315,8 @@ static void ask_family(int index) {
     int family = index == 0 ? AF_INET : AF_INET6;
     int fd = asker.udp[index];
     for (int i = 0; i < asker.counts[index]; i++) {
-        atomic_fetch_add_explicit(&floor_reader.asked_connects, 1, memory_order_relaxed);
         if (fd < 0) return; // no socket of the family: the connect's error stops it
+        atomic_fetch_add_explicit(&floor_reader.asked_connects, 1, memory_order_relaxed);
         struct sockaddr unspecified = { .sa_family = AF_UNSPEC };
         connect(fd, &unspecified, sizeof unspecified);
         struct sockaddr_storage address;
