@@ -499,20 +499,30 @@ size_t nrb_floor_count(void) { return atomic_load_explicit(&floor_reader.count, 
 
 nrb_event nrb_floor_event(size_t index) { return floor_reader.events[index]; }
 
-size_t nrb_floor_wait_beyond(size_t seen, int64_t deadline_ns) {
-    size_t count = nrb_floor_count();
+/// Blocks until `counter()` passes `seen` or `deadline_ns` passes; the floor thread broadcasts
+/// after every datagram and every asked batch.
+static size_t wait_beyond(size_t (*counter)(void), size_t seen, int64_t deadline_ns) {
+    size_t count = counter();
     if (count > seen) return count;
     atomic_fetch_add(&floor_reader.waiters, 1);
     pthread_mutex_lock(&floor_reader.lock);
     struct timespec deadline = { .tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL };
     for (;;) {
-        count = nrb_floor_count();
+        count = counter();
         if (count > seen || nrb_now_ns() >= deadline_ns) break;
         pthread_cond_timedwait(&floor_reader.changed, &floor_reader.lock, &deadline);
     }
     pthread_mutex_unlock(&floor_reader.lock);
     atomic_fetch_sub(&floor_reader.waiters, 1);
     return count;
+}
+
+size_t nrb_floor_wait_beyond(size_t seen, int64_t deadline_ns) {
+    return wait_beyond(nrb_floor_count, seen, deadline_ns);
+}
+
+size_t nrb_floor_wait_asked_beyond(size_t seen, int64_t deadline_ns) {
+    return wait_beyond(nrb_floor_asked_count, seen, deadline_ns);
 }
 
 int nrb_floor_tid(void) { return atomic_load(&floor_reader.tid); }
@@ -520,18 +530,3 @@ uint64_t nrb_floor_messages(void) { return atomic_load(&floor_reader.messages); 
 uint64_t nrb_floor_datagrams(void) { return atomic_load(&floor_reader.datagrams); }
 uint64_t nrb_floor_overruns(void) { return atomic_load(&floor_reader.overruns); }
 
-size_t nrb_floor_wait_asked_beyond(size_t seen, int64_t deadline_ns) {
-    size_t count = nrb_floor_asked_count();
-    if (count > seen) return count;
-    atomic_fetch_add(&floor_reader.waiters, 1);
-    pthread_mutex_lock(&floor_reader.lock);
-    struct timespec deadline = { .tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL };
-    for (;;) {
-        count = nrb_floor_asked_count();
-        if (count > seen || nrb_now_ns() >= deadline_ns) break;
-        pthread_cond_timedwait(&floor_reader.changed, &floor_reader.lock, &deadline);
-    }
-    pthread_mutex_unlock(&floor_reader.lock);
-    atomic_fetch_sub(&floor_reader.waiters, 1);
-    return count;
-}
