@@ -21,11 +21,13 @@ struct DirectParseTests {
         }
     }
 
-    /// What a parse produced, property by property (the values ArgumentParser decoded).
-    private func contents(_ command: any ParsableCommand) -> String {
+    /// What a parse produced, property by property (the values ArgumentParser decoded), less an
+    /// option group's help title: a group ArgumentParser decodes has none (`get`'s plain parse
+    /// keeps its declaration's), and only help reads it.
+    static func contents(_ command: any ParsableCommand) -> String {
         var text = ""
         dump(command, to: &text)
-        return text
+        return text.split(separator: "\n").filter { !$0.hasPrefix("    - title: ") }.joined(separator: "\n")
     }
 
     @Test(arguments: [
@@ -43,7 +45,7 @@ struct DirectParseTests {
         let tree = try NetreachCommand.parseAsRoot(arguments)
         let direct = try #require(NetreachCommand.parseDirectly(arguments), "\(arguments) was not parsed directly")
         #expect(type(of: direct) == type(of: tree))
-        #expect(contents(direct) == contents(tree))
+        #expect(Self.contents(direct) == Self.contents(tree))
     }
 
     @Test(arguments: [
