@@ -36,4 +36,11 @@ let capabilities = Capabilities(
     makeTransport: AsyncHTTPClientTransport.init(settings:),
     makeProber: { AsyncHTTPClientProber() },
     enterNamespace: NamespaceEntry.enter)
-exit(await NetreachCommand.run(Array(CommandLine.arguments.dropFirst()), capabilities: capabilities).rawValue)
+/// Runs the command and exits where it ended, on the concurrency pool. Top-level code is the main
+/// actor's: awaiting the command there and exiting after would hop back to the main queue, which on
+/// Linux no thread drains (the main thread is parked in `dispatch_main`), so libdispatch started a
+/// thread for it, and its pool two more, only to call `exit` (Benchmarks/RESULTS.md, section 29).
+func runAndExit(_ arguments: [String], capabilities: Capabilities) async -> Never {
+    exit(await NetreachCommand.run(arguments, capabilities: capabilities).rawValue)
+}
+await runAndExit(Array(CommandLine.arguments.dropFirst()), capabilities: capabilities)

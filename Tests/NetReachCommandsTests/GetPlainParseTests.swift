@@ -38,7 +38,9 @@ struct GetPlainParseTests {
         guard left != right else { return nil }
         let at = zip(left, right).prefix { $0 == $1 }.count
         let context = left[..<at].last(where: { $0.contains("▿ _") }) ?? ""
-        return "\(context) | plain: \(left.dropFirst(at).first ?? "(end)") | ArgumentParser: \(right.dropFirst(at).first ?? "(end)")"
+        let plainLine = left.dropFirst(at).first ?? "(end)"
+        let parsedLine = right.dropFirst(at).first ?? "(end)"
+        return "\(context) | plain: \(plainLine) | ArgumentParser: \(parsedLine)"
     }
 
     /// ArgumentParser's parse of `words`, as `netreach get` makes it (nil: an error or help).
@@ -51,7 +53,8 @@ struct GetPlainParseTests {
     private static func compare(_ words: [String], sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
         guard let plain = GetCommand.plainParse(words[...]) else { return false }
         guard let parsed = argumentParser(words) else {
-            Issue.record("\(words): the plain parse gave a command, ArgumentParser none", sourceLocation: sourceLocation)
+            Issue.record(
+                "\(words): the plain parse gave a command, ArgumentParser none", sourceLocation: sourceLocation)
             return true
         }
         let difference = difference(plain, parsed)
@@ -75,8 +78,12 @@ struct GetPlainParseTests {
         case .cacert: ([paths.file], [paths.missing, paths.directory])
         case .capath: ([paths.directory], [paths.file, paths.missing])
         case .cert: ([paths.file], [paths.missing])
-        case .key: ([], [paths.file])  // valid only with --cert: see the combinations
-        case .proxy: (["http://proxy.example:3128", "proxy.example", "http://u:p@10.0.0.1:8080"], ["ftp://proxy.example", "http://"])
+        case .key: ([], [paths.file]) // valid only with --cert: see the combinations
+        case .proxy:
+            (
+                ["http://proxy.example:3128", "proxy.example", "http://u:p@10.0.0.1:8080"],
+                ["ftp://proxy.example", "http://"]
+            )
         case .noproxy: (["localhost,127.0.0.1", "*", ".example.com"], [])
         default: ([], [])
         }
@@ -181,7 +188,8 @@ struct GetPlainParseTests {
         // look like options, empty values, an option or flag given twice.
         ["-qI", url], ["-qo", "out", url], ["-oout", url], ["-o=out", url], ["--", url], [url, "--", "-q"],
         ["--retries", "-1", url], ["-H", "-x: y", url], ["--max-time", "-5s", url], ["--output=", url],
-        ["--proxy", "", url], ["--proxy=", url], ["-o", "", url], ["-q", "-q", url], ["--retries", "1", "--retries", "2", url],
+        ["--proxy", "", url], ["--proxy=", url], ["-o", "", url], ["-q", "-q", url],
+        ["--retries", "1", "--retries", "2", url],
         ["--quiet=yes", url], ["-q", url, "-"],
         // Not an option of get's, or hidden, or misspelt; a URL missing, twice, or empty.
         ["--transport", "urlsession", url], ["--bogus", url], ["--Quiet", url], ["-quiet", url], ["--output"],
