@@ -11,8 +11,8 @@ extension GetCommand {
     /// (`GetPlainParseTests` holds it to that, option by option and in combinations).
     ///
     /// Why: ArgumentParser reflects over `get`'s 35 options on every start, and its first use of
-    /// each option's type walks the Swift runtime's ~10,000 conformance records; that was ~2 ms
-    /// of a ~13 ms GET from a fresh process (Benchmarks/RESULTS.md, section 29).
+    /// each option's type walks the Swift runtime's ~10,000 conformance records: ~2 ms of a
+    /// small GET from a fresh process (Benchmarks/RESULTS.md, section 29).
     ///
     /// ```swift
     /// GetCommand.plainParse(["-q", "-o", "page.html", "https://example.com/"])  // a GetCommand
