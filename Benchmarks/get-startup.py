@@ -9,7 +9,8 @@ one's median, quartiles and ratio to curl's median. Benchmarks/RESULTS.md, secti
     Benchmarks/get-startup.py URL ROUNDS BINARY...   # BINARY: a netreach executable, or BareGet
 
 Any server will do (run-transfer.sh's nginx, or `python3 -m http.server`); a client that fails
-stops the run. Each BINARY runs from a fresh copy (next to this script, removed at the end). Traffic goes only to URL, which should be a loopback address.
+stops the run. Each BINARY runs from a fresh copy (in Benchmarks/.build, removed at the end).
+Traffic goes only to URL, which should be a loopback address.
 """
 import os
 import shutil
@@ -29,7 +30,9 @@ def main() -> int:
     # Each binary runs from a copy made now: the same executable started 1.3-1.6 ms slower from a
     # file written an hour before (and run, profiled and probed since) than from a fresh copy
     # (Benchmarks/RESULTS.md, section 29), so builds are compared in the same state.
-    copies = tempfile.mkdtemp(prefix="get-startup-", dir=os.path.dirname(os.path.abspath(__file__)))
+    scratch = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".build")
+    os.makedirs(scratch, exist_ok=True)
+    copies = tempfile.mkdtemp(prefix="get-startup-", dir=scratch)
     try:
         for index, binary in enumerate(binaries):
             copy = os.path.join(copies, f"{index}-{os.path.basename(binary)}")

@@ -74,7 +74,7 @@ sink_pid=""
 cleanup() {
     [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null || true
     [ -n "$sink_pid" ] && kill "$sink_pid" 2>/dev/null || true
-    rm -rf "$out/www" "$out"/*.bin "$out"/*.part
+    rm -rf "$out/www" "$out/fresh" "$out"/*.bin "$out"/*.part
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -218,14 +218,22 @@ if [ "$what" = all ] || [ "$what" = small ]; then
     echo; echo "one small GET from a fresh process, median of $small_runs interleaved rounds (ms)"
     echo "| client | median ms | ratio to curl | ratio to curl, per round (median) |"; echo "| --- | ---: | ---: | ---: |"
     url="http://127.0.0.1:$port/small.txt"
-    entries=("curl|curl -sS $url" "netreach get|$cli get -q $url"
-             "static: netreach get|$STATIC_BIN_DIR/netreach get -q $url"
-             "(AsyncHTTPClient alone, static: BareGet)|$BAREGET $url"
-             "(process floor: /bin/true)|/bin/true" "(netreach get --help)|$cli get --help"
-             "(static: netreach get --help)|$STATIC_BIN_DIR/netreach get --help")
+    # Every executable runs from a copy made now: the same one started 1.3-1.6 ms slower from a
+    # file written an hour before than from a fresh copy (RESULTS.md, section 29).
+    fresh="$out/fresh"
+    mkdir -p "$fresh/release" "$fresh/static" "$fresh/base"
+    cp "$cli" "$fresh/release/netreach"
+    cp "$STATIC_BIN_DIR/netreach" "$fresh/static/netreach"
+    cp "$BAREGET" "$fresh/BareGet"
+    [ -z "${STATIC_BASE_BIN_DIR:-}" ] || cp "$STATIC_BASE_BIN_DIR/netreach" "$fresh/base/netreach"
+    entries=("curl|curl -sS $url" "netreach get|$fresh/release/netreach get -q $url"
+             "static: netreach get|$fresh/static/netreach get -q $url"
+             "(AsyncHTTPClient alone, static: BareGet)|$fresh/BareGet $url"
+             "(process floor: /bin/true)|/bin/true" "(netreach get --help)|$fresh/release/netreach get --help"
+             "(static: netreach get --help)|$fresh/static/netreach get --help")
     if [ -n "${STATIC_BASE_BIN_DIR:-}" ]; then
-        entries+=("static, STATIC_BASE_BIN_DIR: netreach get|$STATIC_BASE_BIN_DIR/netreach get -q $url"
-                  "(static, STATIC_BASE_BIN_DIR: netreach get --help)|$STATIC_BASE_BIN_DIR/netreach get --help")
+        entries+=("static, STATIC_BASE_BIN_DIR: netreach get|$fresh/base/netreach get -q $url"
+                  "(static, STATIC_BASE_BIN_DIR: netreach get --help)|$fresh/base/netreach get --help")
     fi
     # Each round runs every client once, so a slower minute of the machine (a shared VM's
     # neighbours) weighs on all of them alike; each row's median is over its rounds, and the last
