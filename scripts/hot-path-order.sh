@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes scripts/hot-path.order: the functions of the release executable that `netreach watch`
 # runs between two path changes (reading the kernel's message, asking it again, judging the path,
-# writing the line), most instructions first, then those `serve` adds (its event stream). build-release.sh gives the list to lld, which puts
+# writing the line), most instructions first, then those `serve` adds (its event stream), then
+# those one `get` runs from start to exit. build-release.sh gives the list to lld, which puts
 # them side by side at the start of the code: a change wakes a process whose code has left the
 # caches, and fewer pages of code are then fewer misses (Benchmarks/RESULTS.md, section 27).
 #
@@ -25,6 +26,7 @@ work="$(mktemp -d /var/tmp/hot-path.XXXXXX)"
 ns="nrhot-$$"
 cleanup() {
     [[ -n "${reader:-}" ]] && kill "$reader" 2>/dev/null && wait "$reader" 2>/dev/null
+    [[ -n "${server:-}" ]] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
     [[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "$work"
@@ -99,6 +101,28 @@ functions() {
         sort -k1,1nr -k2,2 | awk '{ print $2 }'
 }
 
+# `get` from start to exit: one small GET from a server on loopback, counted whole (a fresh
+# process's start-up is what curl is measured against: its code on few pages is fewer faults).
+capture_get() {
+    mkdir -p "$work/www"
+    head -c 1000 /dev/zero > "$work/www/small"
+    python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$work/www" > "$work/http.log" 2>&1 &
+    server=$!
+    local port=""
+    for _ in $(seq 1 100); do
+        port="$(sed -n 's|.*port \([0-9]*\).*|\1|p' "$work/http.log" | head -1)"
+        [[ -n "$port" ]] && break
+        sleep 0.1
+    done
+    [[ -n "$port" ]] || { echo "$0: the http server did not start" >&2; exit 1; }
+    valgrind --tool=callgrind --demangle=no --callgrind-out-file="$1" \
+        "$work/netreach" get -q -o /dev/null "http://127.0.0.1:$port/small" > /dev/null 2> "$work/err" ||
+        { echo "$0: netreach get failed under valgrind:" >&2; tail "$work/err" >&2; exit 1; }
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    server=""
+}
+
 capture "$work/json.out" watch_ready watch --json --namespace "$ns"
 capture "$work/text.out" watch_ready watch --namespace "$ns"
 capture "$work/serve.out" serve_ready serve --listen 127.0.0.1:0 --namespace "$ns"
@@ -106,8 +130,11 @@ capture "$work/serve.out" serve_ready serve --listen 127.0.0.1:0 --namespace "$n
 functions "$work"/json.out.* "$work"/text.out.* > "$work/watch.order"
 functions "$work"/serve.out.* | awk 'NR == FNR { seen[$0] = 1; next } !seen[$0]' "$work/watch.order" - \
     > "$work/serve.order"
-cat "$work/watch.order" "$work/serve.order" > "$work/hot-path.order"
+capture_get "$work/get.out"
+functions "$work"/get.out* | awk 'NR == FNR { seen[$0] = 1; next } !seen[$0]' \
+    <(cat "$work/watch.order" "$work/serve.order") - > "$work/get.order"
+cat "$work/watch.order" "$work/serve.order" "$work/get.order" > "$work/hot-path.order"
 functions=$(wc -l < "$work/hot-path.order")
 [ "$(wc -l < "$work/watch.order")" -ge 100 ] || { echo "$0: only $functions functions counted; nothing written" >&2; exit 1; }
 mv "$work/hot-path.order" "$root/scripts/hot-path.order"
-echo "scripts/hot-path.order: $functions functions ($(wc -l < "$work/serve.order") of them serve's only)" >&2
+echo "scripts/hot-path.order: $functions functions ($(wc -l < "$work/serve.order") more for serve, $(wc -l < "$work/get.order") for get's start-up)" >&2
