@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NetReachTestSupport
 import Testing
 
 @testable import NetReachCommands
@@ -7,8 +8,10 @@ import Testing
 /// `get`'s plain parse (``GetCommand/plainParse(_:)``) against ArgumentParser on the same words:
 /// whenever it gives a command, ArgumentParser gives the same one, value for value; on the
 /// ordinary forms it does give one (or it would save nothing); and it knows every option `get`'s
-/// help lists.
-@Suite("get's plain parse gives what ArgumentParser gives")
+/// help lists. Off the concurrency pool: its ~1,000 parses run for seconds without a suspension
+/// point, and on two cores they held the pool from another suite's transfer, whose stall timeout
+/// then fired (a CI run of `22696ae`).
+@Suite("get's plain parse gives what ArgumentParser gives", .offPool)
 struct GetPlainParseTests {
     static let url = "https://example.com/a?b=c"
 
