@@ -28,8 +28,8 @@ def main() -> int:
     url, rounds, binaries = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     clients = {"curl": ["curl", "-s", "-o", "/dev/null", url]}
     # Each binary runs from a copy made now: the same executable started 1.3-1.6 ms slower from a
-    # file written an hour before (and run, profiled and probed since) than from a fresh copy
-    # (Benchmarks/RESULTS.md, section 29), so builds are compared in the same state.
+    # file written an hour before (its pages evicted from the page cache and read back since) than
+    # from a fresh copy (Benchmarks/RESULTS.md, section 29), so builds are compared in one state.
     scratch = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".build")
     os.makedirs(scratch, exist_ok=True)
     copies = tempfile.mkdtemp(prefix="get-startup-", dir=scratch)

@@ -17,8 +17,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ "$(id -u)" != 0 ]]; then echo "$0: needs root (a network namespace)" >&2; exit 2; fi
-for tool in valgrind callgrind_control callgrind_annotate ip curl; do
-    command -v "$tool" >/dev/null || { echo "$0: needs $tool (apt-get install valgrind iproute2 curl)" >&2; exit 2; }
+for tool in valgrind callgrind_control callgrind_annotate ip curl python3; do
+    command -v "$tool" >/dev/null || { echo "$0: needs $tool (apt-get install valgrind iproute2 curl python3)" >&2; exit 2; }
 done
 "$root/scripts/build-release.sh" >&2
 binary="$("$root/scripts/build-release.sh" --show-bin-path)/netreach"
