@@ -17,19 +17,20 @@ struct GetPlainParseTests {
 
     /// Files and a directory for the options that check theirs.
     final class Paths {
+        private let temporary: TemporaryDirectory
         let directory: String
         let file: String
         let missing: String
 
         init() throws {
-            directory = NSTemporaryDirectory() + "netreach-plain-parse-\(getpid())-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-            file = directory + "/ca.pem"
+            temporary = try TemporaryDirectory("netreach-plain-parse")
+            directory = temporary.url.path
+            file = temporary.path("ca.pem")
             try Data("-----BEGIN CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: file))
-            missing = directory + "/missing.pem"
+            missing = temporary.path("missing.pem")
         }
 
-        deinit { try? FileManager.default.removeItem(atPath: directory) }
+        deinit { temporary.remove() }
     }
 
     private static func contents(_ command: GetCommand) -> String { DirectParseTests.contents(command) }
