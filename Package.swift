@@ -254,7 +254,8 @@ let package = Package(
         .testTarget(
             name: "NetReachServeTests",
             dependencies: [
-                "NetReachServe", "NetReach", "NetReachConnectivity", "NetReachTesting",
+                "NetReachServe", "NetReach", "NetReachConnectivity", "NetReachSystem", "NetReachTesting",
+                "NetReachTestSupport",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),

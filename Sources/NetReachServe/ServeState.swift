@@ -273,7 +273,8 @@ package final class ServeState: Sendable {
             state.namespaces[namespace] = new
             state.series.replace(
                 group: "interfaces/\(namespace)",
-                with: interfaces.map { name, interface in
+                // By name: the same order every time, so the series that stay are matched in place.
+                with: interfaces.sorted { $0.key < $1.key }.map { name, interface in
                     .init(
                         name: "netreach_interface_up",
                         labels: [("namespace", namespace), ("interface", name), ("type", interface.type.rawValue)],

@@ -38,18 +38,28 @@ package struct MetricSeries {
 
     private struct Key: Hashable {
         var name: String
-        var labels: [String] // name=value pairs, in the order given (fixed per metric)
+        /// Each label's name then its value, in the order given (fixed per metric).
+        var labels: [String]
 
         init(_ name: String, _ labels: [(String, String)]) {
             self.name = name
-            self.labels = labels.map { "\($0)=\($1)" }
+            self.labels = []
+            self.labels.reserveCapacity(labels.count * 2)
+            for (label, value) in labels {
+                self.labels.append(label)
+                self.labels.append(value)
+            }
         }
+
+        init(_ sample: Sample) { self.init(sample.name, sample.labels) }
     }
 
     /// One group's gauges: the samples last given, in their order, each with its gauge.
     private struct GaugeGroup {
         var samples: [Sample]
         var gauges: [CoreMetrics.Gauge]
+        /// Whether a series is given more than once (one gauge for several samples).
+        var hasTwins: Bool
     }
 
     private let factory: PrometheusMetricsFactory
@@ -71,30 +81,109 @@ package struct MetricSeries {
         if var kept = gauges[group], kept.samples.count == samples.count,
             zip(kept.samples, samples).allSatisfy({ $0.namesTheSameSeries(as: $1) })
         {
-            for index in samples.indices where kept.samples[index].value != samples[index].value {
+            // A series given twice shows the last value given: every one of its samples is
+            // recorded again, in order, not only those that moved.
+            for index in samples.indices where kept.hasTwins || kept.samples[index].value != samples[index].value {
                 kept.gauges[index].record(samples[index].value)
                 kept.samples[index].value = samples[index].value
             }
             gauges[group] = kept
             return
         }
-        var old: [Key: CoreMetrics.Gauge] = [:]
-        if let kept = gauges[group] {
-            for (sample, gauge) in zip(kept.samples, kept.gauges) { old[Key(sample.name, sample.labels)] = gauge }
-        }
-        var made: [Key: CoreMetrics.Gauge] = [:]
+        let kept = gauges[group] ?? GaugeGroup(samples: [], gauges: [], hasTwins: false)
+        let found = Self.match(samples, among: kept.samples)
         var ordered: [CoreMetrics.Gauge] = []
-        for sample in samples {
-            let key = Key(sample.name, sample.labels)
-            let gauge =
-                made[key] ?? old.removeValue(forKey: key)
-                ?? CoreMetrics.Gauge(label: sample.name, dimensions: sample.labels, factory: factory)
+        ordered.reserveCapacity(samples.count)
+        for (sample, source) in zip(samples, found) {
+            let gauge: CoreMetrics.Gauge
+            switch source {
+            case .old(let index): gauge = kept.gauges[index]
+            case .earlier(let index): gauge = ordered[index]
+            case .new: gauge = CoreMetrics.Gauge(label: sample.name, dimensions: sample.labels, factory: factory)
+            }
             gauge.record(sample.value)
-            made[key] = gauge
             ordered.append(gauge)
         }
-        for gauge in old.values { gauge.destroy() }
-        gauges[group] = samples.isEmpty ? nil : GaugeGroup(samples: samples, gauges: ordered)
+        // What no sample took is unregistered: an old series given twice was one gauge, taken once.
+        var taken = Set<ObjectIdentifier>()
+        for source in found { if case .old(let index) = source { taken.insert(ObjectIdentifier(kept.gauges[index])) } }
+        var destroyed = Set<ObjectIdentifier>()
+        for gauge in kept.gauges where !taken.contains(ObjectIdentifier(gauge)) {
+            if destroyed.insert(ObjectIdentifier(gauge)).inserted { gauge.destroy() }
+        }
+        let hasTwins = Set(ordered.map(ObjectIdentifier.init)).count < ordered.count
+        gauges[group] = samples.isEmpty ? nil : GaugeGroup(samples: samples, gauges: ordered, hasTwins: hasTwins)
+    }
+
+    /// Where a sample's gauge comes from.
+    package enum Source: Equatable {
+        /// The gauge of the old sample at this index: the same series.
+        case old(Int)
+        /// The gauge made for the earlier sample at this index (the same series given twice).
+        case earlier(Int)
+        /// A gauge registered now.
+        case new
+    }
+
+    /// For each of `samples`, where its gauge comes from: the same series among `old` (each old
+    /// sample taken once), else a new gauge; a series given twice has one gauge.
+    ///
+    /// A group's series keep their order from call to call and change by a few added or removed
+    /// (a route, an interface), so both lists are first walked side by side, comparing series
+    /// without hashing anything. The samples the walk leaves are looked for one by one when they
+    /// are few, and through keys when they are many (a group given in another order).
+    package static func match(_ samples: [Sample], among old: [Sample]) -> [Source] {
+        var found = [Source?](repeating: nil, count: samples.count)
+        var taken = [Bool](repeating: false, count: old.count)
+        // The next old series, or one a few places on (series removed before it).
+        var next = 0
+        for (index, sample) in samples.enumerated() where next < old.count {
+            guard let at = (next..<min(old.count, next + 4)).first(where: { old[$0].namesTheSameSeries(as: sample) })
+            else { continue }
+            found[index] = .old(at)
+            taken[at] = true
+            next = at + 1
+        }
+        let left = samples.indices.filter { found[$0] == nil }
+        if left.count * (samples.count + old.count) <= 4096 {
+            for index in left {
+                let sample = samples[index]
+                // A series given twice: the gauge the walk found for it, or the one made for its
+                // first sample (left before this one, so already decided).
+                if let twin = samples.indices.first(where: {
+                    $0 != index && found[$0] != nil && samples[$0].namesTheSameSeries(as: sample)
+                }) {
+                    found[index] = found[twin] == .new ? .earlier(twin) : found[twin]
+                } else if let at = old.indices.first(where: { !taken[$0] && old[$0].namesTheSameSeries(as: sample) }) {
+                    found[index] = .old(at)
+                    taken[at] = true
+                } else {
+                    found[index] = .new
+                }
+            }
+        } else {
+            var bySeries: [Key: Source] = [:]
+            for index in samples.indices {
+                guard let source = found[index] else { continue }
+                let key = Key(samples[index])
+                if bySeries[key] == nil { bySeries[key] = source }
+            }
+            var untaken: [Key: Int] = [:]
+            for index in old.indices.reversed() where !taken[index] { untaken[Key(old[index])] = index }
+            for index in left {
+                let key = Key(samples[index])
+                if let source = bySeries[key] {
+                    found[index] = source
+                } else if let at = untaken.removeValue(forKey: key) {
+                    found[index] = .old(at)
+                    bySeries[key] = .old(at)
+                } else {
+                    found[index] = .new
+                    bySeries[key] = .earlier(index)
+                }
+            }
+        }
+        return found.map { $0 ?? .new }
     }
 
     /// Adds `by` to the counter `name` with `labels` in `group`, registering it at 0 first if new.
