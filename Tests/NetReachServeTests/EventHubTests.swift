@@ -39,6 +39,14 @@ struct EventHubTests {
         // CR and CRLF end an SSE line too.
         let crlf = ServerSentEvent(id: 8, name: .path, data: "{\"a\":1}\r\n{\"b\":2}\r{\"c\":3}")
         #expect(crlf.wire == "id: 8\nevent: path\ndata: {\"a\":1} {\"b\":2} {\"c\":3}\n\n")
+        // A path's size (not a small string): a break at either end (dropped, as between CR
+        // and LF), in the middle, or none.
+        let long = String(repeating: "x", count: 400)
+        for (data, line) in [
+            (long + "\r", long), ("\n" + long, long), (long + "\n" + long, long + " " + long), (long, long),
+        ] {
+            #expect(ServerSentEvent(id: 9, name: .path, data: data).wire == "id: 9\nevent: path\ndata: \(line)\n\n")
+        }
     }
 
     @Test func aNewClientGetsTheCurrentStateThenEveryEventInOrder() async {

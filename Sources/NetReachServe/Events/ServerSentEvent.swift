@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// One event of `GET /api/v1/events`, in the Server-Sent Events format a browser's `EventSource`
 /// reads: an `id:` that only grows, an `event:` name and one line of JSON as `data:`.
 ///
@@ -33,10 +39,11 @@ package struct ServerSentEvent: Sendable, Hashable {
     /// The event as written on the stream, ending with the blank line that dispatches it.
     package var wire: String {
         // JSON has no raw line breaks; a stray one (LF, CR or CRLF: all end an SSE line) would
-        // split `data:` in two. Looked for in the bytes: this runs once per event, and Foundation's
-        // `contains` on a String costs a bridged search.
+        // split `data:` in two. Looked for with `memchr` in the string's own bytes: this runs once
+        // per event on the thread that publishes it, and a per-byte closure cost ~50 instructions
+        // a byte (Foundation's `contains` on a String, a bridged search).
         let line =
-            data.utf8.contains(where: Self.isLineBreak)
+            Self.hasLineBreak(data)
             ? String(
                 decoding: Array(data.utf8.split(whereSeparator: Self.isLineBreak).joined(separator: [0x20])),
                 as: UTF8.self)
@@ -45,6 +52,15 @@ package struct ServerSentEvent: Sendable, Hashable {
     }
 
     private static func isLineBreak(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
+
+    private static func hasLineBreak(_ text: String) -> Bool {
+        let found = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, 0x0A, bytes.count) != nil || memchr(base, 0x0D, bytes.count) != nil
+        }
+        // A bridged or otherwise non-contiguous string: byte by byte.
+        return found ?? text.utf8.contains(where: isLineBreak)
+    }
 
     /// A comment line: `EventSource` ignores it, and it keeps proxies from closing an idle stream.
     package static let keepAlive = ": keep-alive\n\n"
