@@ -9,7 +9,9 @@ import ServiceLifecycle
 /// `--to NAME=DEST`) in each namespace, and each namespace's snapshots for its interfaces and
 /// its kernel routes. A path's event leaves from the thread that computed it (the netlink engine's:
 /// no hop between the kernel's message and the event stream); everything else they report, the
-/// series included, goes to ``ServeState`` from one serial queue, in the order it happened.
+/// series included, goes to ``ServeState`` from one serial queue, in the order it happened. The
+/// namespace's snapshots are subscribed to after its monitors, so a change's first event is out
+/// before that queue's thread is woken to compete for the core.
 ///
 /// What is watched can change while it runs: ``apply(_:)`` (a reload) and, with
 /// ``ServeTargets/followsNamespaceDirectory``, `ip netns` namespaces coming and going. Monitors
@@ -187,11 +189,13 @@ package final class NetworkWatch: Service, Sendable {
                 running.internetRoutes[namespace.label] = nil
                 state.unwatch(namespace: namespace.label)
             }
-            if running.namespaces[namespace.label] == nil {
-                running.namespaces[namespace.label] = WatchedNamespace(namespace: namespace)
-                watchSnapshots(of: namespace)
-            }
-            watchDestinations(in: namespace.label, targets.destinations)
+            let isNew = running.namespaces[namespace.label] == nil
+            if isNew { running.namespaces[namespace.label] = WatchedNamespace(namespace: namespace) }
+            let started = watchDestinations(in: namespace.label, targets.destinations)
+            // After the monitors: the engine hands each snapshot to its subscribers in the order
+            // they subscribed, and this one wakes the queue, whose thread could otherwise take
+            // the core from the engine before the first event is out.
+            if isNew || started { watchSnapshots(of: namespace) }
         }
         namespacesChanged(Dictionary(uniqueKeysWithValues: wanted.map { ($0.label, $0.namespace) }))
     }
@@ -231,9 +235,10 @@ package final class NetworkWatch: Service, Sendable {
     }
 
     /// Starts, restarts and stops the monitors of namespace `label` so that they watch the
-    /// internet and `destinations`; on `queue`.
-    private func watchDestinations(in label: String, _ destinations: [NamedDestination]) {
-        guard let watched = running.namespaces[label] else { return }
+    /// internet and `destinations`; returns whether it started any. On `queue`.
+    private func watchDestinations(in label: String, _ destinations: [NamedDestination]) -> Bool {
+        guard let watched = running.namespaces[label] else { return false }
+        var started = false
         var wanted: [(name: String, destination: PathDestination?)] = [("", nil)]
         wanted += destinations.map { ($0.name, $0.destination) }
         let names = Set(wanted.map(\.name))
@@ -256,10 +261,12 @@ package final class NetworkWatch: Service, Sendable {
             var family: IPAddress.Family?
             if case .address(let address) = destination { family = address.family }
             startMonitor(monitor, key: PathKey(namespace: label, destination: name), family: family)
+            started = true
             if name.isEmpty, let connectivity, watched.namespace.namespace == nil {
                 judge(monitor, with: connectivity, label: label)
             }
         }
+        return started
     }
 
     /// Starts judging the internet over `paths` (started already); each verdict goes to the state.
@@ -298,24 +305,31 @@ package final class NetworkWatch: Service, Sendable {
 
     /// On `queue`.
     private func record(_ path: NetworkPath, of monitor: PathMonitor, key: PathKey, family: IPAddress.Family?) {
-        let routes: [PathSamples.Route]
+        let routes: [PathSamples.Route]?
         if key.destination.isEmpty {
-            routes = running.internetRoutes[key.namespace] ?? []
+            // The namespace's first snapshot is absorbed after the monitors' first paths (see
+            // `reconcile`): until then the internet's series would lack its routes, so they wait
+            // for it (`absorb` records them), and so does the readiness that counts them.
+            routes = running.internetRoutes[key.namespace]
         } else {
             let family = family ?? monitor.destinationAddresses.first?.family ?? .ipv4
             routes = PathSamples.routes(of: path, family: family)
         }
-        state.recordSeries(for: key, routes: routes)
+        if let routes { state.recordSeries(for: key, routes: routes) }
         if path.unsatisfiedReason == .monitorUnavailable {
             state.record(interfaces: [:], available: false, namespace: key.namespace)
         }
     }
 
-    /// On `queue`.
+    /// Subscribes to the namespace's snapshots, or subscribes again so that the subscription
+    /// comes after monitors started since; on `queue`.
     private func watchSnapshots(of namespace: NetworkNamespaceLabel) {
         let source = SystemPathSource.shared(namespace: namespace.namespace)
+        let label = namespace.label
+        // The old subscription is let go once the new one holds the engine (never none in
+        // between, which would stop it), and kept if subscribing again fails.
+        let old = running.namespaces[label]?.subscription
         do {
-            let label = namespace.label
             let subscription = try source.subscribe { [weak self] snapshot in
                 guard let self else { return }
                 self.queue.async {
@@ -325,9 +339,22 @@ package final class NetworkWatch: Service, Sendable {
                 }
             }
             running.namespaces[label]?.subscription = subscription
+            old?.cancel()
         } catch {
-            state.record(interfaces: [:], available: false, namespace: namespace.label)
+            guard old == nil else { return }
+            // No routes will come: the internet's series go without them.
+            if running.internetRoutes[label] == nil {
+                running.internetRoutes[label] = []
+                recordInternetSeries(in: label)
+            }
+            state.record(interfaces: [:], available: false, namespace: label)
         }
+    }
+
+    /// Records the internet's series in `label` with the routes known; on `queue`.
+    private func recordInternetSeries(in label: String) {
+        state.recordSeries(
+            for: PathKey(namespace: label, destination: ""), routes: running.internetRoutes[label] ?? [])
     }
 
     /// A namespace's snapshot: its interfaces, and its kernel routes to the internet; on `queue`.
@@ -354,7 +381,6 @@ package final class NetworkWatch: Service, Sendable {
         state.record(interfaces: isAvailable ? interfaces : [:], available: isAvailable, namespace: namespace)
         let changed = running.internetRoutes[namespace] != routes
         running.internetRoutes[namespace] = routes
-        let key = PathKey(namespace: namespace, destination: "")
-        if changed { state.recordSeries(for: key, routes: routes) }
+        if changed { recordInternetSeries(in: namespace) }
     }
 }

@@ -23,6 +23,12 @@ struct ServeCommandTests {
             var metrics = try await ServeClient.get(base + "/metrics")
             #expect(metrics.body.contains("netreach_path_satisfied\(internet) 1.0"), "\(metrics.body)")
             #expect(metrics.body.contains("netreach_path_satisfied\(gateway) 1.0"))
+            // The internet's series carry its route: its namespace's first snapshot is read after
+            // the monitors' first paths, and the series wait for it.
+            #expect(
+                metrics.body.contains(
+                    #"netreach_path_route_info{namespace="\#(lab.name)",destination="",family="ipv4",interface="veth0""#
+                ))
             #expect(metrics.body.contains(#"netreach_namespace_available{namespace="\#(lab.name)"} 1.0"#))
             #expect(metrics.body.contains(#"interface="veth0",type="wiredEthernet"} 1.0"#))
             #expect(try await ServeClient.get(base + "/health").status == 200)
