@@ -36,7 +36,9 @@
 # route changes after which memory is sampled); WRK_DURATION (10s); WRK_CONNECTIONS ("1 8");
 # NODE_EXPORTER (prometheus-node-exporter); NODE_EXPORTER_COLLECTORS ("loadavg meminfo cpu");
 # IDLE_MAX_LOAD (1.0) and IDLE_WAIT (300 s): first wait, at most IDLE_WAIT, for the 1-minute load
-# average to fall to IDLE_MAX_LOAD; NO_STALLED_RUN (1).
+# average to fall to IDLE_MAX_LOAD; NO_STALLED_RUN (1); WATCH (0; 1: `latency` reads `netreach watch
+# --json --namespace NS` too, a third reader of the same changes, and prints watch/ip and serve -
+# watch per change: what serve adds to watching).
 # Output: the summary on stdout; raw output, summary.json and machine.txt in
 # Benchmarks/.build/serve-runs/<time>-<pid>/.
 set -euo pipefail
@@ -58,6 +60,9 @@ node_collectors="${NODE_EXPORTER_COLLECTORS:-loadavg meminfo cpu}"
 idle_max_load="${IDLE_MAX_LOAD:-1.0}"
 idle_wait="${IDLE_WAIT:-300}"
 no_stalled_run="${NO_STALLED_RUN:-1}"
+# WATCH=1: `latency` also reads `netreach watch --json` (the same binary) in the same run.
+watch_reader=""
+[[ "${WATCH:-0}" == 1 ]] && watch_reader=1
 out="$here/.build/serve-runs/$(date -u +%Y%m%dT%H%M%SZ)-$$"
 prefix="nrsb-$$"
 ns="$prefix-w"
@@ -287,7 +292,8 @@ fi
 if want latency; then
     echo "== latency: $changes route changes, serve's event stream vs ip -o monitor route" >&2
     if ! bounded 900 "$out/latency.json" "$out/latency.err" "$tmp/latency" -H 127.0.0.1 -P "$serve_port" \
-        -n "$ns" -g "$gateway" -d veth0 -c "$changes" -o "$out/latency.csv" -l "$out/latency-ip-monitor.log"; then
+        -n "$ns" -g "$gateway" -d veth0 -c "$changes" -o "$out/latency.csv" -l "$out/latency-ip-monitor.log" \
+        ${watch_reader:+-W "$binary"}; then
         cat "$out/latency.err" >&2
         echo "run-serve.sh: the latency run failed" >&2
         failed=1

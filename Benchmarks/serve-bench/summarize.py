@@ -247,6 +247,16 @@ if latency and "serve" in latency:
         f"{latency['ipLinesPerChange']['del']}/{latency['ipLinesPerChange']['add']}")
     row("timeouts, extra events, missing events", fmt(latency["timeouts"], "{:d}"),
         fmt(latency["extraEvents"], "{:d}"), fmt(latency["missingEvents"], "{:d}"))
+    if "watch" in latency:
+        # WATCH=1: the same engine's line through a pipe, read in the same run.
+        row("", "watch --json", "ip monitor", "watch/ip")
+        for q in ("p50", "p90", "p99"):
+            row(f"watch {q}", latency["watch"].get(q), latency["ipMonitor"].get(q),
+                fmt(ratio(latency["watch"].get(q), latency["ipMonitor"].get(q)), "{:.2f}"))
+        row("per change serve - watch: p50 / p99", latency["serveMinusWatch"].get("p50"),
+            latency["serveMinusWatch"].get("p99"))
+        row("watch lines per change (del/add)",
+            f"{latency['watchLinesPerChange']['del']}/{latency['watchLinesPerChange']['add']}")
     r = latency.get("p50Ratio")
     print(f"  target p50 serve/ip <= 1.5: {fmt(r, '{:.2f}')}x -> {verdict(r is not None and 0 < r <= 1.5)}")
 elif latency:
