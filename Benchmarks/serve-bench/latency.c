@@ -92,7 +92,10 @@ static void pump(int timeout_ms) {
                 die("read: %s", strerror(errno));
             }
             line_reader *lines = fd == ip_reader.fd ? &ip_reader : fd == watch_reader.fd ? &watch_reader : NULL;
-            if (got == 0) die("%s exited", lines ? lines->name : "the server's event stream (closed)");
+            if (got == 0) {
+                if (lines) die("%s exited", lines->name);
+                die("the server closed the event stream");
+            }
             if (lines) {
                 line_feed(lines, buf, got, when);
             } else {
