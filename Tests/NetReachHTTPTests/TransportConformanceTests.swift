@@ -94,7 +94,7 @@ struct TransportConformanceTests {
                 data.append(contentsOf: chunk)
                 chunks += 1
             }
-            #expect(data == FaultInjectingServer.bigBody(count: 1_000_000))
+            #expect(byteDifference(data, FaultInjectingServer.bigBody(count: 1_000_000)) == nil)
             #expect(chunks > 1, "a 1 MB body sent in 16 KiB flushes arrived as one chunk")
         }
     }
