@@ -331,6 +331,10 @@ struct Nginx {
                 if ExternalServer.canConnect(host: "127.0.0.1", port: port)
                     && (!tls || ExternalServer.canConnect(host: "127.0.0.1", port: tlsPort))
                 {
+                    // Accepting is not enough: another test's server may have taken the port.
+                    guard ExternalServer.listens(processID: process.pid, port: port),
+                        !tls || ExternalServer.listens(processID: process.pid, port: tlsPort)
+                    else { break }
                     return Nginx(scratch: scratch, port: port, tlsPort: tlsPort, process: process)
                 }
                 usleep(20_000)

@@ -22,7 +22,11 @@ package final class ExternalServer: Sendable {
         self.logFile = logFile
     }
 
-    /// Starts `executable` and waits (up to 10 s) until every port in `ports` on `host` accepts.
+    /// Starts `executable` and waits (up to 10 s) until every port in `ports` on `host` accepts,
+    /// and checks that the program is what listens there: ``freePort()`` only found the port free
+    /// a moment before, and another test's server may have taken it since (a request to it would
+    /// then be answered by that server). Throws ``ExternalServerError/portTaken(_:)`` then: choose
+    /// new ports and start again (``withFreePorts(_:attempts:_:)``).
     package static func start(
         executable: String, arguments: [String], logFile: URL, host: String = "127.0.0.1", ports: [Int]
     ) async throws -> ExternalServer {
@@ -41,7 +45,76 @@ package final class ExternalServer: Sendable {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
+        for port in ports where !listens(processID: process.pid, port: port) {
+            await server.stop()
+            throw ExternalServerError.portTaken(port)
+        }
         return server
+    }
+
+    /// Runs `body` with `count` ports from ``freePort()``, again with new ones (up to `attempts`
+    /// times) while it throws ``ExternalServerError/portTaken(_:)``.
+    ///
+    /// ```swift
+    /// let server = try await ExternalServer.withFreePorts(2) { ports in try await start(on: ports) }
+    /// ```
+    package static func withFreePorts<T>(
+        _ count: Int, attempts: Int = 5, _ body: ([Int]) async throws -> T
+    ) async throws -> T {
+        for attempt in 1... {
+            let ports = try (0..<count).map { _ in try freePort() }
+            do {
+                return try await body(ports)
+            } catch ExternalServerError.portTaken where attempt < attempts {
+                continue
+            }
+        }
+        fatalError("unreachable: the last attempt returns or throws")
+    }
+
+    /// Whether process `processID` (or a child of it: nginx's workers) holds the socket that
+    /// listens on TCP port `port` (/proc/net/tcp and tcp6, matched to its descriptors by inode).
+    package static func listens(processID: pid_t, port: Int) -> Bool {
+        let listening = listeningInodes(port: port)
+        guard !listening.isEmpty else { return false }
+        var processes = [processID]
+        // Its children, from each process's parent in /proc/PID/stat (after the name's last ')').
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let child = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let end = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == processID { processes.append(child) }
+        }
+        for process in processes {
+            let directory = "/proc/\(process)/fd"
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(fd)"),
+                    target.hasPrefix("socket:["), let inode = UInt64(target.dropFirst(8).dropLast())
+                else { continue }
+                if listening.contains(inode) { return true }
+            }
+        }
+        return false
+    }
+
+    /// The inodes of the sockets listening on TCP port `port`, any address.
+    private static func listeningInodes(port: Int) -> Set<UInt64> {
+        var inodes = Set<UInt64>()
+        let hexPort = String(format: "%04X", port)
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                // sl, local address:port, remote, state (0A: listening), ..., inode (10th).
+                guard fields.count > 9, fields[1].hasSuffix(":" + hexPort), fields[3] == "0A",
+                    let inode = UInt64(fields[9])
+                else { continue }
+                inodes.insert(inode)
+            }
+        }
+        return inodes
     }
 
     /// Terminates the program (SIGTERM, then SIGKILL after 1 s) and waits for it, on a thread of
@@ -140,10 +213,13 @@ package enum ExternalServerError: Error, CustomStringConvertible {
     case missingTool(String)
     case didNotStart(String)
     case commandFailed(String)
+    /// Another program listens on a port the server was given.
+    case portTaken(Int)
 
     package var description: String {
         switch self {
         case .missingTool(let text), .didNotStart(let text), .commandFailed(let text): text
+        case .portTaken(let port): "another program listens on 127.0.0.1:\(port)"
         }
     }
 }

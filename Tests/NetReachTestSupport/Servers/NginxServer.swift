@@ -57,10 +57,12 @@ package final class NginxServer: Sendable {
     }
 
     package static func start(certificates: TestCertificates) async throws -> NginxServer {
+        try await ExternalServer.withFreePorts(8) { ports in try await start(certificates: certificates, ports: ports) }
+    }
+
+    private static func start(certificates: TestCertificates, ports: [Int]) async throws -> NginxServer {
         let nginx = try ExternalServer.require("nginx")
         let directory = try TemporaryDirectory("netreach-nginx")
-        var ports: [Int] = []
-        for _ in 0..<8 { ports.append(try ExternalServer.freePort()) }
         // The same object over and over: gzip shrinks it about 100 times and more.
         let json = try await offPool { () throws -> Data in
             let item = #"{"id":12345,"name":"NetReach test item","tags":["alpha","beta","gamma"],"ok":true}"#

@@ -30,9 +30,16 @@ package final class TinyproxyServer: Sendable {
     package static func start(
         connectPorts: [Int] = [443, 563], basicAuth: (user: String, password: String)? = nil
     ) async throws -> TinyproxyServer {
+        try await ExternalServer.withFreePorts(1) { ports in
+            try await start(connectPorts: connectPorts, basicAuth: basicAuth, port: ports[0])
+        }
+    }
+
+    private static func start(
+        connectPorts: [Int], basicAuth: (user: String, password: String)?, port: Int
+    ) async throws -> TinyproxyServer {
         let tinyproxy = try ExternalServer.require("tinyproxy")
         let directory = try TemporaryDirectory("netreach-tinyproxy")
-        let port = try ExternalServer.freePort()
         let configuration = """
             Port \(port)
             Listen 127.0.0.1
