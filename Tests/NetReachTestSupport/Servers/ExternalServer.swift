@@ -61,15 +61,15 @@ package final class ExternalServer: Sendable {
     package static func withFreePorts<T>(
         _ count: Int, attempts: Int = 5, _ body: ([Int]) async throws -> T
     ) async throws -> T {
-        for attempt in 1... {
+        var attempt = 1
+        while true {
             let ports = try (0..<count).map { _ in try freePort() }
             do {
                 return try await body(ports)
             } catch ExternalServerError.portTaken where attempt < attempts {
-                continue
+                attempt += 1
             }
         }
-        fatalError("unreachable: the last attempt returns or throws")
     }
 
     /// Whether process `processID` (or a child of it: nginx's workers) holds the socket that
