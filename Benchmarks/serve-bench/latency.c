@@ -38,10 +38,6 @@ typedef struct {
 } line_reader;
 
 static line_reader ip_reader = {.fd = -1, .name = "ip monitor"}, watch_reader = {.fd = -1, .name = "netreach watch"};
-#define ip_count (ip_reader.count)
-#define ip_times (ip_reader.times)
-#define watch_count (watch_reader.count)
-#define watch_times (watch_reader.times)
 
 static void line_feed(line_reader *r, const char *buf, ssize_t got, int64_t when) {
     for (ssize_t k = 0; k < got; k++) {
@@ -111,11 +107,11 @@ static void pump_for(int ms) {
     for (int64_t now; (now = monotonic_ns()) < end;) pump((int)((end - now) / 1000000) + 1);
 }
 
-/* Pumps until sse_count >= sse_want, ip_count >= ip_want and watch_count >= watch_want; 0 on time,
+/* Pumps until sse_count >= sse_want, ip_reader.count >= ip_want and watch_reader.count >= watch_want; 0 on time,
  * -1 after timeout_ms. */
 static int pump_until(size_t sse_want, size_t ip_want, size_t watch_want, int timeout_ms) {
     int64_t end = monotonic_ns() + (int64_t)timeout_ms * 1000000;
-    while (sse_count < sse_want || ip_count < ip_want || watch_count < watch_want) {
+    while (sse_count < sse_want || ip_reader.count < ip_want || watch_reader.count < watch_want) {
         int64_t now = monotonic_ns();
         if (now >= end) return -1;
         pump((int)((end - now) / 1000000) + 1);
@@ -209,7 +205,7 @@ int main(int argc, char **argv) {
     if (pump_until(1, 0, netreach ? 1 : 0, 10000) != 0) die("no event from the server (or no watch line) within 10 s");
     pump_for(1000);
     size_t initial = sse_count;
-    if (ip_count) die("ip monitor reported %zu lines before any change", ip_count);
+    if (ip_reader.count) die("ip monitor reported %zu lines before any change", ip_reader.count);
 
     /* Warm-up: what one deletion and one addition produce for each reader (also proves the monitor
      * is subscribed). */
@@ -217,15 +213,15 @@ int main(int argc, char **argv) {
     int varied = 0;
     for (int i = 0; i < warmup * 2; i++) {
         int add = i % 2;
-        size_t s0 = sse_count, i0 = ip_count, w0 = watch_count;
+        size_t s0 = sse_count, i0 = ip_reader.count, w0 = watch_reader.count;
         route_send(&rc, add ? add_msg : del_msg, add ? add_len : del_len);
         int err = route_ack(&rc);
         if (err) die("warm-up route %s: %s", add ? "add" : "del", strerror(-err));
         if (pump_until(s0 + 1, i0 + 1, netreach ? w0 + 1 : 0, 5000) != 0)
             die("warm-up change %d: serve %zu, ip monitor %zu, watch %zu new (want >= 1 each within 5 s)", i,
-                sse_count - s0, ip_count - i0, watch_count - w0);
+                sse_count - s0, ip_reader.count - i0, watch_reader.count - w0);
         pump_for(300);
-        size_t s = sse_count - s0, l = ip_count - i0, w = watch_count - w0;
+        size_t s = sse_count - s0, l = ip_reader.count - i0, w = watch_reader.count - w0;
         if (i >= 2 && (s != sse_per[add] || l != ip_per[add] || w != watch_per[add])) varied = 1;
         sse_per[add] = s;
         ip_per[add] = l;
@@ -246,7 +242,7 @@ int main(int argc, char **argv) {
     int64_t started = monotonic_ns();
     for (int i = 0; i < changes; i++) {
         int add = i % 2;
-        size_t s0 = sse_count, i0 = ip_count, w0 = watch_count;
+        size_t s0 = sse_count, i0 = ip_reader.count, w0 = watch_reader.count;
         int64_t t0 = route_send(&rc, add ? add_msg : del_msg, add ? add_len : del_len);
         int err = route_ack(&rc);
         if (err) die("change %d: route %s: %s", i, add ? "add" : "del", strerror(-err));
@@ -255,18 +251,18 @@ int main(int argc, char **argv) {
         int64_t sf = sse_count > s0 ? sse_times[s0] - t0 : -1;
         size_t last_index = s0 + sse_per[add] - 1;
         int64_t sl = sse_count > last_index ? sse_times[last_index] - t0 : -1;
-        int64_t il = ip_count > i0 ? ip_times[i0] - t0 : -1;
+        int64_t il = ip_reader.count > i0 ? ip_reader.times[i0] - t0 : -1;
         if (sf >= 0) serve_first[n_first++] = sf;
         if (sl >= 0) serve_last[n_last++] = sl;
         if (il >= 0) ip_lat[n_ip++] = il;
         if (sf >= 0 && il >= 0) delta[n_delta++] = sf - il;
-        int64_t wl = watch_count > w0 ? watch_times[w0] - t0 : -1;
+        int64_t wl = watch_reader.count > w0 ? watch_reader.times[w0] - t0 : -1;
         if (wl >= 0) watch_lat[n_watch++] = wl;
         if (sf >= 0 && wl >= 0) serve_minus_watch[n_smw++] = sf - wl;
         /* The pause before the next change; anything more this change produced shows up here. */
         int pause = pause_min + (int)(next_random() % (uint64_t)(pause_max - pause_min + 1));
         pump_for(late ? 500 : pause);
-        long got_events = (long)(sse_count - s0), got_lines = (long)(ip_count - i0);
+        long got_events = (long)(sse_count - s0), got_lines = (long)(ip_reader.count - i0);
         if (got_events > (long)sse_per[add]) extra_events += got_events - (long)sse_per[add];
         if (got_events < (long)sse_per[add]) missing_events += (long)sse_per[add] - got_events;
         if (got_lines > (long)ip_per[add]) extra_lines += got_lines - (long)ip_per[add];
