@@ -25,7 +25,7 @@ struct ConcurrencyStressTests {
             defer { monitor.cancel() }
             let streamLog = PathLog.consuming(monitor.paths)
 
-            struct Tally { var reads = 0, invalid: [String] = [], finishedThreads = 0 }
+            struct Tally { var reads = 0, invalid: [String] = [], readingThreads = 0, finishedThreads = 0 }
             let tally = Locked(Tally())
             let stop = Locked(false)
             for index in 0..<Self.readerCount {
@@ -41,13 +41,14 @@ struct ConcurrencyStressTests {
                     }
                     var reads = 0
                     var invalid: [String] = []
-                    while !stop.current {
+                    repeat {
                         let path = monitor.currentPath
                         reads += 1
                         if !Self.isExpected(path), invalid.count < 5 {
                             invalid.append("\(path)")
                         }
-                    }
+                        if reads == 1 { tally.withLock { $0.readingThreads += 1 } }
+                    } while !stop.current
                     tally.withLock { tally in
                         tally.reads += reads
                         tally.invalid += invalid
@@ -56,6 +57,13 @@ struct ConcurrencyStressTests {
                 }
                 thread.name = "currentPath reader \(index)"
                 thread.start()
+            }
+
+            // The flaps start once every reader is reading. A nice-19 thread may wait long for a
+            // core on a busy machine: on CI's, all eight first ran after the flaps had settled and
+            // read nothing, racing nothing.
+            await LabPoll.until("every reader thread reads", timeout: .seconds(60)) {
+                tally.current.readingThreads == Self.readerCount
             }
 
             // One `ip -batch` process for all the flaps. It ends with the route moved to another
@@ -79,7 +87,7 @@ struct ConcurrencyStressTests {
 
             let result = tally.current
             #expect(result.invalid.isEmpty, "invalid reads: \(result.invalid)")
-            #expect(result.reads >= Self.readerCount)
+            #expect(result.reads >= Self.readerCount, "each reader read once before the flaps began")
             #expect(monitor.currentPath == fresh)
             for log in [handlerLog, streamLog] {
                 let paths = log.paths
