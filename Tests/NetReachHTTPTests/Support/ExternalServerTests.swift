@@ -20,6 +20,17 @@ struct ExternalServerTests {
         #expect(!ExternalServer.listens(processID: getpid(), port: port))
     }
 
+    /// The kernel's socket table is read whole: the parallel suite keeps hundreds of sockets, and
+    /// one page of /proc/net/tcp (all `String(contentsOfFile:)` reads of it) holds 27.
+    @Test func theListenerIsFoundAmongHundredsOfSockets() throws {
+        var descriptors: [Int32] = []
+        defer { descriptors.forEach { close($0) } }
+        for _ in 0..<300 { descriptors.append(try FreePort.listener().descriptor) }
+        let (fd, port) = try FreePort.listener()
+        descriptors.append(fd)
+        #expect(ExternalServer.listens(processID: getpid(), port: port))
+    }
+
     @Test func aServerWhosePortAnotherProgramTookDoesNotStart() async throws {
         let (fd, port) = try FreePort.listener()
         defer { close(fd) }

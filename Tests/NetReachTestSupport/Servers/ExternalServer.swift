@@ -1,4 +1,5 @@
 import Foundation
+import NetReachSystem
 import Testing
 
 #if canImport(Glibc)
@@ -104,7 +105,11 @@ package final class ExternalServer: Sendable {
         var inodes = Set<UInt64>()
         let hexPort = String(format: "%04X", port)
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            // Not `String(contentsOfFile:)`: a procfs file says its size is 0, and Foundation then
+            // reads one page of it (27 sockets); with the parallel suite's hundreds of sockets the
+            // server's own listening one was missed and taken for another program's.
+            guard let bytes = SystemCall.readFile(table, limit: 4 << 20) else { continue }
+            let text = String(decoding: bytes, as: UTF8.self)
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")
                 // sl, local address:port, remote, state (0A: listening), ..., inode (10th).
