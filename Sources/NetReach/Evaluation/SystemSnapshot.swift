@@ -141,7 +141,8 @@ public struct SystemSnapshot: Sendable, Hashable {
             if metric != other.metric { return metric < other.metric }
             if interfaceIndex != other.interfaceIndex { return interfaceIndex < other.interfaceIndex }
             if family != other.family { return family == .ipv4 }
-            return (gateway?.bytes ?? []).lexicographicallyPrecedes(other.gateway?.bytes ?? [])
+            guard let gateway, let otherGateway = other.gateway else { return gateway == nil && other.gateway != nil }
+            return gateway.precedes(otherGateway)
         }
 
         /// Creates a default route. The family defaults to the gateway's, or IPv4 without one.

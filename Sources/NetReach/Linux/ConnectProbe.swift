@@ -105,14 +105,18 @@ struct ConnectProbe: ~Copyable {
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)
                 address.sin_port = port.bigEndian
-                withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: destination.bytes) }
+                withUnsafeMutableBytes(of: &address.sin_addr) { target in
+                    destination.withUnsafeBytes { target.copyMemory(from: $0) }
+                }
                 withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
                 return socklen_t(MemoryLayout<sockaddr_in>.size)
             }
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
-            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: destination.bytes) }
+            withUnsafeMutableBytes(of: &address.sin6_addr) { target in
+                destination.withUnsafeBytes { target.copyMemory(from: $0) }
+            }
             withUnsafeBytes(of: address) { raw.copyMemory(from: $0) }
             return socklen_t(MemoryLayout<sockaddr_in6>.size)
         }
@@ -124,10 +128,10 @@ struct ConnectProbe: ~Copyable {
             switch family {
             case AF_INET:
                 let address = raw.load(as: sockaddr_in.self)
-                return withUnsafeBytes(of: address.sin_addr) { IPAddress(bytes: Array($0)) }
+                return withUnsafeBytes(of: address.sin_addr) { IPAddress(networkOrder: $0) }
             case AF_INET6:
                 let address = raw.load(as: sockaddr_in6.self)
-                return withUnsafeBytes(of: address.sin6_addr) { IPAddress(bytes: Array($0)) }
+                return withUnsafeBytes(of: address.sin6_addr) { IPAddress(networkOrder: $0) }
             default:
                 return nil
             }

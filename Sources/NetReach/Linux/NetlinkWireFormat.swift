@@ -22,7 +22,7 @@ extension RtnetlinkParser {
                 // RTA_GATEWAY
                 if attribute == 5 { gateway = try ipAddress(attributeValue, family: family, attribute: attribute) }
                 if attribute == 18, attributeValue.count >= 2 {
-                    gateway = IPAddress(bytes: Array(attributeValue[2...]))
+                    gateway = IPAddress(networkOrder: UnsafeRawBufferPointer(rebasing: attributeValue[2...]))
                 } // RTA_VIA
             }
             // RTNH_F_DEAD (1) and RTNH_F_LINKDOWN (16): the kernel sends nothing through this leg.
@@ -55,7 +55,7 @@ extension RtnetlinkParser {
         _ value: UnsafeRawBufferPointer, family: UInt8, attribute: UInt16
     ) throws(NetlinkParseError) -> IPAddress {
         let expected = family == 2 ? 4 : 16
-        guard value.count == expected, let address = IPAddress(bytes: Array(value)) else {
+        guard value.count == expected, let address = IPAddress(networkOrder: value) else {
             throw .badAddress(type: attribute, length: value.count)
         }
         return address

@@ -59,13 +59,13 @@ enum ResolvConf {
         let text = String(decoding: token, as: UTF8.self)
         var ipv4 = in_addr()
         if inet_aton(text, &ipv4) != 0 {
-            return withUnsafeBytes(of: ipv4.s_addr) { IPAddress(bytes: Array($0)) }
+            return withUnsafeBytes(of: ipv4.s_addr) { IPAddress(networkOrder: $0) }
         }
         // glibc keeps an IPv6 address whatever its zone says (an unknown interface, nothing).
         let address = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)[0]
         var ipv6 = in6_addr()
         guard inet_pton(AF_INET6, String(address), &ipv6) == 1 else { return nil }
-        return withUnsafeBytes(of: ipv6) { IPAddress(bytes: Array($0)) }
+        return withUnsafeBytes(of: ipv6) { IPAddress(networkOrder: $0) }
     }
 
     /// Reads and parses the file at `path` (following symlinks); `[]` when it cannot be read.

@@ -42,7 +42,7 @@ struct RouteNotificationFilter: Equatable, CustomStringConvertible {
     /// socket then reads every message, as it did without a filter.
     init?(watching addresses: [IPAddress]) {
         var assembler = Assembler()
-        assembler.program(watching: Array(Set(addresses)).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+        assembler.program(watching: Array(Set(addresses)).sorted { $0.precedes($1) })
         guard assembler.code.count <= Self.maximumLength else { return nil }
         instructions = assembler.code
     }

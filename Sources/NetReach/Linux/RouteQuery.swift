@@ -43,12 +43,12 @@ enum RouteQuery {
         appendHeader(to: &message, type: 26, sequence: sequence)
         // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
         message.append(family)
-        message.append(UInt8(destination.bytes.count * 8))
-        message.append(UInt8((source?.bytes.count ?? 0) * 8))
+        message.append(UInt8(destination.family.byteCount * 8))
+        message.append(UInt8((source?.family.byteCount ?? 0) * 8))
         message.append(contentsOf: repeatElement(0, count: 5))
         append(lookupTableFlag | (fibMatch ? fibMatchFlag : 0), to: &message)
-        appendAttribute(to: &message, type: 1, destination.bytes) // RTA_DST
-        if let source { appendAttribute(to: &message, type: 2, source.bytes) } // RTA_SRC
+        appendAttribute(to: &message, type: 1, destination) // RTA_DST
+        if let source { appendAttribute(to: &message, type: 2, source) } // RTA_SRC
         if let interfaceIndex {
             appendAttribute(to: &message, type: 4, UInt32(truncatingIfNeeded: interfaceIndex)) // RTA_OIF
         }
@@ -66,7 +66,7 @@ enum RouteQuery {
         message.append(contentsOf: repeatElement(0, count: 3))
         append(UInt32(truncatingIfNeeded: interfaceIndex), to: &message)
         message.append(contentsOf: repeatElement(0, count: 4))
-        appendAttribute(to: &message, type: 1, address.bytes) // NDA_DST
+        appendAttribute(to: &message, type: 1, address) // NDA_DST
         finish(&message, from: 0)
         return message
     }
@@ -90,11 +90,11 @@ enum RouteQuery {
         withUnsafeBytes(of: value) { message.append(contentsOf: $0) }
     }
 
-    private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ payload: [UInt8]) {
-        append(UInt16(4 + payload.count), to: &message)
+    /// An attribute whose payload is `address`'s bytes (4 or 16: no padding needed).
+    private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ address: IPAddress) {
+        append(UInt16(4 + address.family.byteCount), to: &message)
         append(type, to: &message)
-        message.append(contentsOf: payload)
-        message.append(contentsOf: repeatElement(0, count: RtnetlinkParser.align(payload.count) - payload.count))
+        address.withUnsafeBytes { message.append(contentsOf: $0) }
     }
 
     private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ value: UInt32) {
@@ -204,11 +204,12 @@ enum RouteQuery {
             try RtnetlinkParser.forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
                 switch attribute {
                 case 4 where value.count >= 4: interfaceIndex = Int(Int32(bitPattern: value.loadU32(at: 0))) // RTA_OIF
-                case 5 where value.count == addressSize: gateway = IPAddress(bytes: Array(value)) // RTA_GATEWAY
-                case 7 where value.count == addressSize: source = IPAddress(bytes: Array(value)) // RTA_PREFSRC
+                case 5 where value.count == addressSize: gateway = IPAddress(networkOrder: value) // RTA_GATEWAY
+                case 7 where value.count == addressSize: source = IPAddress(networkOrder: value) // RTA_PREFSRC
                 case 9: nextHops = try RtnetlinkParser.nextHops(value, family: family) // RTA_MULTIPATH
                 case 15 where value.count >= 4: table = value.loadU32(at: 0) // RTA_TABLE
-                case 18 where value.count >= 2: gateway = IPAddress(bytes: Array(value[2...])) // RTA_VIA (RFC 5549)
+                case 18 where value.count >= 2: // RTA_VIA (RFC 5549)
+                    gateway = IPAddress(networkOrder: UnsafeRawBufferPointer(rebasing: value[2...]))
                 case 12 where value.count >= 12: // RTA_CACHEINFO
                     // rta_expires counts whole ticks, rounded down: one more is when the route has
                     // certainly expired (waking a tick early finds it still there, with 0 left).

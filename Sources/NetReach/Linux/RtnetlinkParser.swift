@@ -209,7 +209,7 @@ enum RtnetlinkParser {
             case 6 where value.count >= 4: metric = value.loadU32(at: 0) // RTA_PRIORITY
             case 15 where value.count >= 4: table = value.loadU32(at: 0) // RTA_TABLE
             case 18 where value.count >= 2: // RTA_VIA
-                gateway = IPAddress(bytes: Array(value[2...]))
+                gateway = IPAddress(networkOrder: UnsafeRawBufferPointer(rebasing: value[2...]))
             case 9: hops = try nextHops(value, family: family).map { ($0.interfaceIndex, $0.gateway) } // RTA_MULTIPATH
             default: break
             }

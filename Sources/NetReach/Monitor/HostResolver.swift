@@ -122,11 +122,11 @@ package enum HostResolver {
         switch entry.ai_family {
         case AF_INET:
             return socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
-                withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: Array($0)) }
+                withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(networkOrder: $0) }
             }
         case AF_INET6:
             return socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: Array($0)) }
+                withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(networkOrder: $0) }
             }
         default:
             return nil

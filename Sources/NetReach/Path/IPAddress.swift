@@ -23,17 +23,47 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
 
     /// The address family.
     public let family: Family
+    /// The address's 16 bytes in network order, packed big-endian into two words (an IPv4
+    /// address in the first 4, the rest zero): kept inline, an address is copied, compared and
+    /// hashed with no heap object behind it (a path change handles dozens).
+    private let high: UInt64
+    private let low: UInt64
+
     /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
-    public let bytes: [UInt8]
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
     /// Creates an address from raw network-order bytes; `nil` unless there are exactly 4 or 16.
     public init?(bytes: [UInt8]) {
-        switch bytes.count {
+        guard let address = bytes.withUnsafeBytes({ IPAddress(networkOrder: $0) }) else { return nil }
+        self = address
+    }
+
+    /// Creates an address from raw network-order bytes (a netlink attribute, a `sockaddr`'s
+    /// address); `nil` unless there are exactly 4 or 16.
+    init?(networkOrder raw: UnsafeRawBufferPointer) {
+        switch raw.count {
         case 4: family = .ipv4
         case 16: family = .ipv6
         default: return nil
         }
-        self.bytes = bytes
+        var words: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: raw) }
+        high = UInt64(bigEndian: words.0)
+        low = UInt64(bigEndian: words.1)
+    }
+
+    /// Calls `body` with the address's bytes in network order (4 or 16).
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        let words = (high.bigEndian, low.bigEndian)
+        return try Swift.withUnsafeBytes(of: words) {
+            try body(UnsafeRawBufferPointer(rebasing: $0[..<family.byteCount]))
+        }
+    }
+
+    /// The byte at `index` (0 is the first in network order); 0 past the family's length.
+    func byte(at index: Int) -> UInt8 {
+        let word = index < 8 ? high : low
+        return UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(index % 8)))
     }
 
     /// Parses the textual form (`192.0.2.1`, `2001:db8::1`); an IPv6 zone (`fe80::1%eth0`) is
@@ -46,42 +76,55 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         // Bytes, not `contains(":")`: with Foundation in the module that is Foundation's
         // `range(of:)`, whose first call bridges to NSString (0.1 ms of `get`'s start-up).
         let isV6 = text.utf8.contains(UInt8(ascii: ":"))
-        var buffer = [UInt8](repeating: 0, count: 16)
+        var buffer: (UInt64, UInt64) = (0, 0)
         let ok = String(text).withCString { cString in
-            buffer.withUnsafeMutableBytes { inet_pton(isV6 ? AF_INET6 : AF_INET, cString, $0.baseAddress) }
+            Swift.withUnsafeMutableBytes(of: &buffer) { inet_pton(isV6 ? AF_INET6 : AF_INET, cString, $0.baseAddress) }
         }
         guard ok == 1 else { return nil }
-        self.init(bytes: Array(buffer.prefix(isV6 ? 16 : 4)))
+        let address = Swift.withUnsafeBytes(of: buffer) {
+            IPAddress(networkOrder: UnsafeRawBufferPointer(rebasing: $0[..<(isV6 ? 16 : 4)]))
+        }
+        guard let address else { return nil }
+        self = address
     }
 
     /// Whether the first `length` bits equal those of `prefix` (network order; missing bytes count
     /// as zero, as a route's prefix may be sent short).
     func isIn(prefix: [UInt8], length: Int) -> Bool {
         var remaining = length
-        for (index, byte) in bytes.enumerated() {
+        for index in 0..<family.byteCount {
             guard remaining > 0 else { return true }
             let other = index < prefix.count ? prefix[index] : 0
             let mask: UInt8 = remaining >= 8 ? 0xff : ~(0xff >> UInt8(remaining))
-            guard byte & mask == other & mask else { return false }
+            guard byte(at: index) & mask == other & mask else { return false }
             remaining -= 8
         }
         return true
     }
 
+    /// Whether this address comes before `other` byte by byte (an IPv4 address, shorter, before
+    /// an IPv6 one it equals in its first four bytes), as `bytes.lexicographicallyPrecedes` says.
+    func precedes(_ other: IPAddress) -> Bool {
+        if high != other.high { return high < other.high }
+        if low != other.low { return low < other.low }
+        return family.byteCount < other.family.byteCount
+    }
+
     /// Whether this is a loopback address (127.0.0.0/8 or ::1).
     public var isLoopback: Bool {
-        family == .ipv4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
+        family == .ipv4 ? byte(at: 0) == 127 : high == 0 && low == 1
     }
 
     /// Whether this is an IPv6 link-local address (fe80::/10) or IPv4 169.254.0.0/16.
     public var isLinkLocal: Bool {
-        family == .ipv4 ? (bytes[0] == 169 && bytes[1] == 254) : (bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80)
+        family == .ipv4
+            ? (byte(at: 0) == 169 && byte(at: 1) == 254) : (byte(at: 0) == 0xfe && byte(at: 1) & 0xc0 == 0x80)
     }
 
     public var description: String {
         var out = [CChar](repeating: 0, count: 64)
         let domain = family == .ipv4 ? AF_INET : AF_INET6
-        let result = bytes.withUnsafeBytes { raw in
+        let result = withUnsafeBytes { raw in
             inet_ntop(domain, raw.baseAddress, &out, socklen_t(out.count))
         }
         guard result != nil else { return bytes.map(String.init).joined(separator: ".") }
