@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Where a route change's time goes in `netreach watch --json`: in the kernel or in our own code.
+
+    sudo Benchmarks/watch-stages.py [--flaps 100] [--gap 0.015] BINARY [BINARY...]
+
+For each binary in turn: starts `BINARY watch --json --namespace NS` in a namespace of its own
+(a veth, an address, a default route), records the engine thread's system calls with `perf
+record` while the default route is deleted and added back FLAPS times, GAP seconds apart, and
+splits each change from the engine's wake-up (`poll` returns) to its line (`write` to standard
+output) into:
+
+    wake    poll returns .. the first recvmsg (the loop's bookkeeping)
+    parse   the notification read .. the next system call (parsing and absorbing it)
+    prepare .. the first connect (deciding what to ask)
+    ask     the first connect .. the answer read (connects, getsockname, RTM_GETROUTE: mostly kernel)
+    line    the answer (or the failed connect) .. the line's write (the path, its JSON)
+    total   wake-up .. the line's write
+    ours    the time outside system calls, all stages together
+
+and prints the median of each. A GAP of 2 ms keeps the process's code and data in the caches; 15
+ms (the default, as the latency harness's) lets other processes evict them, as between real
+changes. Benchmarks/RESULTS.md, section 31.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+LINE = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+raw_syscalls:(sys_enter|sys_exit):\s+NR (\d+)(.*)$")
+WRITE, POLL, CONNECT, RECVFROM, RECVMSG, GETSOCKNAME = 1, 7, 42, 45, 47, 51
+
+
+def ip(namespace, *words):
+    subprocess.run(["ip", "-n", namespace, *words], check=True)
+
+
+def changes(trace):
+    """Each change as a list of (microseconds, 'enter'|'exit', number, first argument or result)."""
+    found, current = [], None
+    for line in trace.splitlines():
+        match = LINE.match(line)
+        if not match or match.group(1) != "netreach-nl":
+            continue
+        when, kind, number, rest = float(match.group(4)) * 1e6, match.group(5)[4:], int(match.group(6)), match.group(7)
+        detail = rest.split("(")[1].split(",")[0] if kind == "enter" else rest.split("=")[-1].strip()
+        if kind == "exit" and number == POLL:
+            current = [(when, kind, number, detail)]
+        elif current is not None:
+            current.append((when, kind, number, detail))
+            if kind == "enter" and number == POLL:
+                found.append(current)
+                current = None
+    return found
+
+
+def stages(change):
+    """The stages of one change that wrote a line, or None."""
+    start = change[0][0]
+    line = next((t for t, kind, number, detail in change if kind == "enter" and number == WRITE and detail == "1"), None)
+    if line is None:
+        return None
+    enters = [(t, number) for t, kind, number, _ in change if kind == "enter" and t <= line]
+    exits = [(t, number) for t, kind, number, _ in change if kind == "exit" and t <= line]
+    first_read = next((t for t, n in enters if n in (RECVFROM, RECVMSG)), None)
+    read_done = next((t for t, n in exits if n in (RECVFROM, RECVMSG)), None)
+    after_read = next((t for t, n in enters if read_done is not None and t > read_done), None)
+    first_connect = next((t for t, n in enters if n == CONNECT), None)
+    # The last system call before the line: the answer's read, or the connect that failed.
+    last_exit = max(t for t, _ in exits)
+    ours, previous = 0.0, start
+    for t, kind, _, _ in change:
+        if t > line:
+            break
+        if kind == "enter":
+            ours += t - previous
+        else:
+            previous = t
+    result = {"total": line - start, "ours": ours}
+    if first_read is not None:
+        result["wake"] = first_read - start
+    if read_done is not None and after_read is not None:
+        result["parse"] = after_read - read_done
+    if first_connect is not None and after_read is not None:
+        result["prepare"] = first_connect - after_read
+        result["ask"] = last_exit - first_connect
+    result["line"] = line - last_exit
+    return result
+
+
+def measure(binary, flaps, gap):
+    namespace = f"nrwstage-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", namespace], check=True)
+    watch = None
+    try:
+        ip(namespace, "link", "set", "lo", "up")
+        ip(namespace, "link", "add", "a0", "type", "veth", "peer", "name", "b0")
+        ip(namespace, "link", "set", "a0", "up")
+        ip(namespace, "link", "set", "b0", "up")
+        ip(namespace, "addr", "add", "192.0.2.2/24", "dev", "a0")
+        ip(namespace, "route", "add", "default", "via", "192.0.2.1")
+        with tempfile.TemporaryDirectory() as work:
+            lines = os.path.join(work, "lines")
+            with open(lines, "w") as out:
+                watch = subprocess.Popen([binary, "watch", "--json", "--namespace", namespace], stdout=out)
+            deadline = time.monotonic() + 10
+            while os.path.getsize(lines) == 0:
+                if time.monotonic() > deadline or watch.poll() is not None:
+                    sys.exit(f"{binary} watch printed nothing")
+                time.sleep(0.05)
+            time.sleep(0.5)  # the nameserver watch starts after the first path
+            data = os.path.join(work, "perf.data")
+            seconds = int(flaps * 2 * (gap + 0.01)) + 3
+            perf = subprocess.Popen(
+                ["perf", "record", "-q", "-o", data, "-e", "raw_syscalls:sys_enter,raw_syscalls:sys_exit",
+                 "-p", str(watch.pid), "--", "sleep", str(seconds)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            for _ in range(flaps):
+                ip(namespace, "route", "del", "default")
+                time.sleep(gap)
+                ip(namespace, "route", "add", "default", "via", "192.0.2.1")
+                time.sleep(gap)
+            perf.wait(timeout=seconds + 30)
+            trace = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True, check=True).stdout
+    finally:
+        if watch is not None:
+            watch.terminate()
+            watch.wait(timeout=10)
+        subprocess.run(["ip", "netns", "del", namespace], check=False)
+    return [s for s in map(stages, changes(trace)) if s is not None]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flaps", type=int, default=100)
+    parser.add_argument("--gap", type=float, default=0.015)
+    parser.add_argument("binaries", nargs="+")
+    arguments = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("watch-stages.py: needs root (a network namespace, perf)")
+    names = ["wake", "parse", "prepare", "ask", "line", "total", "ours"]
+    print(f"| build (gap {arguments.gap * 1000:g} ms) | changes | " + " | ".join(names) + " |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in names) + " |")
+    for binary in arguments.binaries:
+        measured = measure(binary, arguments.flaps, arguments.gap)
+        medians = []
+        for name in names:
+            values = [s[name] for s in measured if name in s]
+            medians.append(f"{statistics.median(values):.1f}" if values else "-")
+        print(f"| `{binary}` | {len(measured)} | " + " | ".join(medians) + " µs |")
+
+
+if __name__ == "__main__":
+    main()
