@@ -60,7 +60,8 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         }
     }
 
-    /// The byte at `index` (0 is the first in network order); 0 past the family's length.
+    /// The byte at `index`, 0 to 15 (0 is the first in network order); an IPv4 address's
+    /// bytes 4 to 15 are 0.
     func byte(at index: Int) -> UInt8 {
         let word = index < 8 ? high : low
         return UInt8(truncatingIfNeeded: word >> (56 - 8 * UInt64(index % 8)))
