@@ -19,9 +19,7 @@ import sys
 import tempfile
 import time
 
-
-def ip(namespace, *words):
-    subprocess.run(["ip", "-n", namespace, *words], check=True)
+import watchlab
 
 
 def cpu_ns(pid):
@@ -45,15 +43,9 @@ def main():
     if os.geteuid() != 0:
         sys.exit("watch-cpu.py: needs root (a network namespace)")
     namespace = f"nrwcpu-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", namespace], check=True)
     results = {binary: [] for binary in options.binaries}
     try:
-        ip(namespace, "link", "set", "lo", "up")
-        ip(namespace, "link", "add", "a0", "type", "veth", "peer", "name", "b0")
-        ip(namespace, "link", "set", "a0", "up")
-        ip(namespace, "link", "set", "b0", "up")
-        ip(namespace, "addr", "add", "192.0.2.2/24", "dev", "a0")
-        ip(namespace, "route", "add", "default", "via", "192.0.2.1")
+        watchlab.make(namespace)
         changes = 2 * options.flaps
         for round_number in range(options.rounds):
             shift = round_number % len(options.binaries)
@@ -73,11 +65,7 @@ def main():
                     time.sleep(0.05)
                 time.sleep(0.5)
                 before = {binary: cpu_ns(process.pid) for binary, (process, _) in processes.items()}
-                for _ in range(options.flaps):
-                    ip(namespace, "route", "del", "default")
-                    time.sleep(options.gap)
-                    ip(namespace, "route", "add", "default", "via", "192.0.2.1")
-                    time.sleep(options.gap)
+                watchlab.flap(namespace, options.flaps, options.gap)
                 time.sleep(0.5)
                 line = [f"round {round_number + 1}:"]
                 for binary in options.binaries:
@@ -92,7 +80,7 @@ def main():
                     line.append(f"{binary} {micros:.1f} µs/change ({lines} lines)")
                 print("  ".join(line), flush=True)
     finally:
-        subprocess.run(["ip", "netns", "del", namespace])
+        watchlab.remove(namespace)
     print(f"| build | CPU per change, median of {options.rounds} rounds | rounds |")
     print("| --- | ---: | --- |")
     for binary, values in results.items():

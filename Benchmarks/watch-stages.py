@@ -30,12 +30,10 @@ import sys
 import tempfile
 import time
 
+import watchlab
+
 LINE = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+raw_syscalls:(sys_enter|sys_exit):\s+NR (\d+)(.*)$")
 WRITE, POLL, CONNECT, RECVFROM, RECVMSG, GETSOCKNAME = 1, 7, 42, 45, 47, 51
-
-
-def ip(namespace, *words):
-    subprocess.run(["ip", "-n", namespace, *words], check=True)
 
 
 def changes(trace):
@@ -93,15 +91,9 @@ def stages(change):
 
 def measure(binary, flaps, gap):
     namespace = f"nrwstage-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", namespace], check=True)
     watch = None
     try:
-        ip(namespace, "link", "set", "lo", "up")
-        ip(namespace, "link", "add", "a0", "type", "veth", "peer", "name", "b0")
-        ip(namespace, "link", "set", "a0", "up")
-        ip(namespace, "link", "set", "b0", "up")
-        ip(namespace, "addr", "add", "192.0.2.2/24", "dev", "a0")
-        ip(namespace, "route", "add", "default", "via", "192.0.2.1")
+        watchlab.make(namespace)
         with tempfile.TemporaryDirectory() as work:
             lines = os.path.join(work, "lines")
             with open(lines, "w") as out:
@@ -119,18 +111,14 @@ def measure(binary, flaps, gap):
                  "-p", str(watch.pid), "--", "sleep", str(seconds)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-            for _ in range(flaps):
-                ip(namespace, "route", "del", "default")
-                time.sleep(gap)
-                ip(namespace, "route", "add", "default", "via", "192.0.2.1")
-                time.sleep(gap)
+            watchlab.flap(namespace, flaps, gap)
             perf.wait(timeout=seconds + 30)
             trace = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True, check=True).stdout
     finally:
         if watch is not None:
             watch.terminate()
             watch.wait(timeout=10)
-        subprocess.run(["ip", "netns", "del", namespace], check=False)
+        watchlab.remove(namespace)
     return [s for s in map(stages, changes(trace)) if s is not None]
 
 
