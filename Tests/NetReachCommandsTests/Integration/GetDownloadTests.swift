@@ -332,8 +332,7 @@ struct Nginx {
                     && (!tls || ExternalServer.canConnect(host: "127.0.0.1", port: tlsPort))
                 {
                     // Accepting is not enough: another test's server may have taken the port.
-                    guard ExternalServer.listens(processID: process.pid, port: port),
-                        !tls || ExternalServer.listens(processID: process.pid, port: tlsPort)
+                    guard ExternalServer.portsNotListenedOn(by: process.pid, tls ? [port, tlsPort] : [port]).isEmpty
                     else { break }
                     return Nginx(scratch: scratch, port: port, tlsPort: tlsPort, process: process)
                 }

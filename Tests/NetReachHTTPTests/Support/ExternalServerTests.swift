@@ -29,6 +29,8 @@ struct ExternalServerTests {
         let (fd, port) = try FreePort.listener()
         descriptors.append(fd)
         #expect(ExternalServer.listens(processID: getpid(), port: port))
+        let free = try FreePort.pick()
+        #expect(ExternalServer.portsNotListenedOn(by: getpid(), [port, free]) == [free])
     }
 
     @Test func aServerWhosePortAnotherProgramTookDoesNotStart() async throws {

@@ -46,9 +46,9 @@ package final class ExternalServer: Sendable {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
-        for port in ports where !listens(processID: process.pid, port: port) {
+        if let taken = portsNotListenedOn(by: process.pid, ports).first {
             await server.stop()
-            throw ExternalServerError.portTaken(port)
+            throw ExternalServerError.portTaken(taken)
         }
         return server
     }
@@ -74,10 +74,22 @@ package final class ExternalServer: Sendable {
     }
 
     /// Whether process `processID` (or a child of it: nginx's workers) holds the socket that
-    /// listens on TCP port `port` (/proc/net/tcp and tcp6, matched to its descriptors by inode).
+    /// listens on TCP port `port`.
     package static func listens(processID: pid_t, port: Int) -> Bool {
-        let listening = listeningInodes(port: port)
-        guard !listening.isEmpty else { return false }
+        portsNotListenedOn(by: processID, [port]).isEmpty
+    }
+
+    /// The ports of `ports` whose listening socket neither process `processID` nor a child of it
+    /// holds (/proc/net/tcp and tcp6, matched to their descriptors by inode), each table and
+    /// process read once for all of them.
+    package static func portsNotListenedOn(by processID: pid_t, _ ports: [Int]) -> [Int] {
+        let listening = listeningInodes(ports: Set(ports))
+        let held = socketInodes(ofProcessAndChildren: processID)
+        return ports.filter { listening[$0, default: []].isDisjoint(with: held) }
+    }
+
+    /// The inodes of the sockets process `processID` and its children hold.
+    private static func socketInodes(ofProcessAndChildren processID: pid_t) -> Set<UInt64> {
         var processes = [processID]
         // Its children, from each process's parent in /proc/PID/stat (after the name's last ')').
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
@@ -88,22 +100,22 @@ package final class ExternalServer: Sendable {
             let fields = stat[stat.index(after: end)...].split(separator: " ")
             if fields.count > 1, pid_t(fields[1]) == processID { processes.append(child) }
         }
+        var inodes = Set<UInt64>()
         for process in processes {
             let directory = "/proc/\(process)/fd"
             for fd in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
                 guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(fd)"),
                     target.hasPrefix("socket:["), let inode = UInt64(target.dropFirst(8).dropLast())
                 else { continue }
-                if listening.contains(inode) { return true }
+                inodes.insert(inode)
             }
         }
-        return false
+        return inodes
     }
 
-    /// The inodes of the sockets listening on TCP port `port`, any address.
-    private static func listeningInodes(port: Int) -> Set<UInt64> {
-        var inodes = Set<UInt64>()
-        let hexPort = String(format: "%04X", port)
+    /// The inodes of the sockets listening on each of `ports` (TCP, any address).
+    private static func listeningInodes(ports: Set<Int>) -> [Int: Set<UInt64>] {
+        var inodes: [Int: Set<UInt64>] = [:]
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
             // Not `String(contentsOfFile:)`: a procfs file says its size is 0, and Foundation then
             // reads one page of it (27 sockets); with the parallel suite's hundreds of sockets the
@@ -113,10 +125,11 @@ package final class ExternalServer: Sendable {
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")
                 // sl, local address:port, remote, state (0A: listening), ..., inode (10th).
-                guard fields.count > 9, fields[1].hasSuffix(":" + hexPort), fields[3] == "0A",
+                guard fields.count > 9, fields[3] == "0A", let colon = fields[1].lastIndex(of: ":"),
+                    let port = Int(fields[1][fields[1].index(after: colon)...], radix: 16), ports.contains(port),
                     let inode = UInt64(fields[9])
                 else { continue }
-                inodes.insert(inode)
+                inodes[port, default: []].insert(inode)
             }
         }
         return inodes
