@@ -258,6 +258,30 @@ struct PathEvaluatorInterfaceTypeTests {
         #expect(InterfaceClassification.automatic.type(of: test.link) == test.expected)
     }
 
+    /// The kinds and name prefixes are compared as bytes: each listed one whole, nothing that only
+    /// resembles one (a prefix of it, a longer word, another case).
+    @Test func kindsAndNamePrefixesMatchWholeAndNothingElse() {
+        let classify = { (link: Link) in InterfaceClassification.automatic.type(of: link) }
+        let virtual = [
+            "tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp", "ifb", "dummy", "geneve",
+            "gretap",
+        ]
+        for kind in virtual { #expect(classify(Link(index: 9, name: "x0", kind: kind)) == .other, "\(kind)") }
+        for kind in ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"] {
+            #expect(classify(Link(index: 9, name: "x0", kind: kind)) == .cellular, "\(kind)")
+        }
+        for kind in ["", "tu", "tunx", "gre0", "vxla", "veth", "bridge", "TUN", "wireguard ", "qmi", "wwan0"] {
+            #expect(classify(Link(index: 9, name: "x0", kind: kind)) == .wiredEthernet, "\(kind)")
+        }
+        for name in ["wlan", "wlan0", "wlp2s0", "wlx00c0ca000001"] {
+            #expect(classify(Link(index: 9, name: name)) == .wifi)
+        }
+        for name in ["wwan", "wwan0"] { #expect(classify(Link(index: 9, name: name)) == .cellular) }
+        for name in ["", "wl0", "wla", "xwlan0", "WLAN0", "wwa0", "eth0"] {
+            #expect(classify(Link(index: 9, name: name)) == .wiredEthernet, "\(name)")
+        }
+    }
+
     @Test func typePropagatesToTheAvailableInterface() {
         #expect(evaluate(wifiAndCellular).availableInterfaces == [wlan0Interface, wwan0Interface])
     }

@@ -36,30 +36,46 @@ public struct InterfaceClassification: Sendable, Hashable {
         if let override = Self.lookup(link.name, in: typeOverrides) { return override }
         if link.isLoopback || link.hardwareType == SystemSnapshot.Link.loopbackHardwareType { return .loopback }
         if link.isWireless || link.deviceType == "wlan" { return .wifi }
-        if link.deviceType == "wwan" || Self.cellularKinds.contains(link.kind ?? "") { return .cellular }
-        if let kind = link.kind, Self.virtualKinds.contains(kind) { return .other }
+        if link.deviceType == "wwan" || Self.bytes(of: link.kind, areOneOf: Self.cellularKinds) { return .cellular }
+        if Self.bytes(of: link.kind, areOneOf: Self.virtualKinds) { return .other }
         if link.hardwareType == SystemSnapshot.Link.ethernetHardwareType {
             // Without sysfs (another namespace's links are not in ours) fall back on the names
             // every distribution gives wireless and cellular devices.
             if link.deviceType == nil && !link.isWireless {
-                if link.name.hasPrefix("wlan") || link.name.hasPrefix("wlp") || link.name.hasPrefix("wlx") {
-                    return .wifi
-                }
-                if link.name.hasPrefix("wwan") { return .cellular }
+                if Self.bytes(of: link.name, startWithOneOf: Self.wirelessPrefixes) { return .wifi }
+                if Self.bytes(of: link.name, startWithOneOf: Self.cellularPrefixes) { return .cellular }
             }
             return .wiredEthernet
         }
         // ARPHRD_NONE (raw IP: wwan modems' net devices, tun) : a raw-IP wwan is cellular.
-        if link.name.hasPrefix("wwan") { return .cellular }
+        if Self.bytes(of: link.name, startWithOneOf: Self.cellularPrefixes) { return .cellular }
         return .other
     }
 
-    // Built once: the classifier runs for every link on every change.
-    private static let cellularKinds: Set<String> = ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"]
-    private static let virtualKinds: Set<String> = [
+    private static let cellularKinds: [StaticString] = ["wwan", "qmi_wwan", "cdc_mbim", "mhi_net"]
+    private static let virtualKinds: [StaticString] = [
         "tun", "tap", "wireguard", "ipip", "gre", "sit", "ip6tnl", "vti", "vxlan", "ppp", "ifb", "dummy", "geneve",
         "gretap",
     ]
+    private static let wirelessPrefixes: [StaticString] = ["wlan", "wlp", "wlx"]
+    private static let cellularPrefixes: [StaticString] = ["wwan"]
+
+    // Kinds and names are the kernel's bytes, compared as bytes: the classifier runs for every
+    // link on every change, and hashing the kind for a set and `hasPrefix`'s Unicode rules were
+    // ~700 instructions a link (callgrind; Benchmarks/RESULTS.md, section 32).
+    private static func bytes(of text: String?, areOneOf words: [StaticString]) -> Bool {
+        guard var text else { return false }
+        return text.withUTF8 { bytes in
+            words.contains { word in word.utf8CodeUnitCount == bytes.count && word.withUTF8Buffer(bytes.elementsEqual) }
+        }
+    }
+
+    private static func bytes(of text: String, startWithOneOf prefixes: [StaticString]) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            prefixes.contains { prefix in prefix.withUTF8Buffer { bytes.starts(with: $0) } }
+        }
+    }
 
     /// Whether traffic over the named interface counts as expensive, cellular aside.
     public func isMarkedExpensive(_ name: String) -> Bool { Self.matches(name, expensiveInterfaces) }

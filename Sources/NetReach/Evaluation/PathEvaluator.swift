@@ -117,40 +117,67 @@ public enum PathEvaluator {
 
     /// Judges lookups against one snapshot, requirements and classification.
     struct Judge {
-        var snapshot: SystemSnapshot
-        var requirements: PathRequirements
-        var classification: InterfaceClassification
+        let snapshot: SystemSnapshot
+        let requirements: PathRequirements
+        let classification: InterfaceClassification
+        /// Each link's type, classified once: the rules ask for the same links' types many times
+        /// per evaluation (a tenth of a change's instructions went to classifying, callgrind).
+        private let types: [Int: InterfaceType]
+
+        init(snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification) {
+            self.snapshot = snapshot
+            self.requirements = requirements
+            self.classification = classification
+            types = snapshot.links.mapValues(classification.type(of:))
+        }
+
+        /// The type of one of the snapshot's links.
+        func interfaceType(of link: SystemSnapshot.Link) -> InterfaceType {
+            types[link.index] ?? classification.type(of: link)
+        }
 
         /// The path from verdicts in order of preference: satisfied through the interfaces of the
         /// usable ones (plus, for the internet, standby interfaces), else the most telling reason.
+        ///
+        /// Plain loops over a few elements, no sets: this runs on every change (see
+        /// ``standbyInterfaces(excluding:)``).
         func path(from verdicts: [(family: IPAddress.Family, verdict: Verdict)], withStandby: Bool) -> NetworkPath {
-            let used = verdicts.compactMap(\.verdict.usable)
-            guard !used.isEmpty else {
-                let reasons = verdicts.compactMap(\.verdict.failure)
-                return .unsatisfied(reasons.max { $0.weight < $1.weight }?.reason ?? .noInterface)
-            }
             var inUse: [NetworkInterface] = []
-            for use in used {
-                for interface in [use.interface] + use.otherLegs.map(\.interface) where !inUse.contains(interface) {
-                    inUse.append(interface)
+            var gateways: [IPAddress] = []
+            var telling: Failure?
+            var supportsIPv4 = false
+            var supportsIPv6 = false
+            var isMultipath = false
+            for (family, verdict) in verdicts {
+                switch verdict {
+                case .unusable(let failure):
+                    // The first of the weightiest, as `max(by:)` picks.
+                    if failure.weight > telling?.weight ?? -1 { telling = failure }
+                case .usable(let use):
+                    if family == .ipv4 { supportsIPv4 = true } else { supportsIPv6 = true }
+                    if !use.otherLegs.isEmpty { isMultipath = true }
+                    if !inUse.contains(use.interface) { inUse.append(use.interface) }
+                    if let gateway = use.gateway, !gateways.contains(gateway) { gateways.append(gateway) }
+                    for leg in use.otherLegs {
+                        if !inUse.contains(leg.interface) { inUse.append(leg.interface) }
+                        if let gateway = leg.gateway, !gateways.contains(gateway) { gateways.append(gateway) }
+                    }
                 }
             }
+            guard supportsIPv4 || supportsIPv6 else { return .unsatisfied(telling?.reason ?? .noInterface) }
             let (standby, standbyGateways) =
-                withStandby ? standbyInterfaces(excluding: Set(inUse.map(\.index))) : ([], [])
-            var gateways: [IPAddress] = []
-            let usedGateways = used.flatMap { [$0.gateway] + $0.otherLegs.map(\.gateway) }.compactMap { $0 }
-            for gateway in usedGateways + standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
-            let usable = Set(verdicts.filter { $0.verdict.usable != nil }.map(\.family))
+                withStandby ? standbyInterfaces(excluding: inUse.map(\.index)) : ([], [])
+            for gateway in standbyGateways where !gateways.contains(gateway) { gateways.append(gateway) }
             return NetworkPath(
                 status: .satisfied,
                 availableInterfaces: inUse + standby,
                 isExpensive: inUse.contains { $0.type == .cellular || classification.isMarkedExpensive($0.name) },
                 isConstrained: inUse.contains { classification.isMarkedConstrained($0.name) },
-                supportsIPv4: usable.contains(.ipv4),
-                supportsIPv6: usable.contains(.ipv6),
+                supportsIPv4: supportsIPv4,
+                supportsIPv6: supportsIPv6,
                 supportsDNS: !snapshot.nameservers.isEmpty,
                 gateways: gateways,
-                isMultipath: used.contains { !$0.otherLegs.isEmpty }
+                isMultipath: isMultipath
             )
         }
 
@@ -167,7 +194,7 @@ public enum PathEvaluator {
                 metrics[route.interfaceIndex] = min(metrics[route.interfaceIndex] ?? .max, route.metric)
             }
             let candidates = snapshot.links.values
-                .filter { requirements.allows(classification.type(of: $0)) }
+                .filter { requirements.allows(interfaceType(of: $0)) }
                 .sorted { (metrics[$0.index] ?? .max, $0.index) < (metrics[$1.index] ?? .max, $1.index) }
             var telling: Failure?
             for link in candidates {
@@ -187,52 +214,44 @@ public enum PathEvaluator {
         /// Interfaces the kernel does not use now but that could carry traffic: allowed, up with
         /// carrier, with a usable address of a family and a main-table default route of that family
         /// through them; lowest metric first, then interface index. Also their gateways, in route order.
-        func standbyInterfaces(excluding inUse: Set<Int>) -> ([NetworkInterface], [IPAddress]) {
-            var addressed = Set<AddressKey>()
-            for address in snapshot.addressTable.values where address.isUsable {
-                addressed.insert(AddressKey(interfaceIndex: address.interfaceIndex, family: address.address.family))
-            }
+        ///
+        /// Linear scans of the default routes (a handful) and, per route, of the addresses: sets
+        /// here cost more than they save (building and hashing them was a tenth of a change's
+        /// instructions, callgrind; Benchmarks/RESULTS.md, section 32).
+        func standbyInterfaces(excluding inUse: [Int]) -> ([NetworkInterface], [IPAddress]) {
             // Legs of the route in use that the kernel sends nothing through (dead, linkdown, or a
             // gateway whose neighbour failed under fib_multipath_use_neigh) are no standby either.
-            var deadLegs = Set<DeadLeg>()
+            var deadLegs: [(interfaceIndex: Int, gateway: IPAddress?)] = []
             for family in [IPAddress.Family.ipv4, .ipv6] {
                 guard case .route(let route) = snapshot.routeLookup(for: family) else { continue }
-                for leg in route.nextHops where leg.isDead {
-                    deadLegs.insert(DeadLeg(interfaceIndex: leg.interfaceIndex, gateway: leg.gateway))
-                }
+                for leg in route.nextHops where leg.isDead { deadLegs.append((leg.interfaceIndex, leg.gateway)) }
             }
-            var metrics: [Int: UInt32] = [:]
+            var metrics: [(index: Int, metric: UInt32)] = []
             var routes: [SystemSnapshot.DefaultRoute] = []
             for route in snapshot.defaultRoutes
             where !inUse.contains(route.interfaceIndex)
-                && addressed.contains(AddressKey(interfaceIndex: route.interfaceIndex, family: route.family))
-                && !deadLegs.contains(DeadLeg(interfaceIndex: route.interfaceIndex, gateway: route.gateway))
+                && !deadLegs.contains(where: { $0 == (route.interfaceIndex, route.gateway) })
+                && hasUsableAddress(route.interfaceIndex, route.family)
             {
                 // Bound traffic the kernel refuses (a kill switch) is no standby.
                 if case .refused = snapshot.scopedRouteLookup(for: route.family, interfaceIndex: route.interfaceIndex) {
                     continue
                 }
                 guard let link = snapshot.links[route.interfaceIndex], link.isOperational else { continue }
-                guard requirements.allows(classification.type(of: link)) else { continue }
-                metrics[link.index] = min(metrics[link.index] ?? .max, route.metric)
+                guard requirements.allows(interfaceType(of: link)) else { continue }
+                if let known = metrics.firstIndex(where: { $0.index == link.index }) {
+                    metrics[known].metric = min(metrics[known].metric, route.metric)
+                } else {
+                    metrics.append((link.index, route.metric))
+                }
                 routes.append(route)
             }
-            let interfaces = metrics.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.compactMap {
+            let interfaces = metrics.sorted { ($0.metric, $0.index) < ($1.metric, $1.index) }.compactMap {
                 entry -> NetworkInterface? in
-                guard let link = snapshot.links[entry.key] else { return nil }
-                return NetworkInterface(name: link.name, index: link.index, type: classification.type(of: link))
+                guard let link = snapshot.links[entry.index] else { return nil }
+                return NetworkInterface(name: link.name, index: link.index, type: interfaceType(of: link))
             }
             return (interfaces, routes.sorted { $0.isPreferred(over: $1) }.compactMap(\.gateway))
-        }
-
-        private struct AddressKey: Hashable {
-            var interfaceIndex: Int
-            var family: IPAddress.Family
-        }
-
-        private struct DeadLeg: Hashable {
-            var interfaceIndex: Int
-            var gateway: IPAddress?
         }
 
         /// The verdict on a lookup for a destination of `family` (`linkLocalDestination`: the
@@ -246,7 +265,7 @@ public enum PathEvaluator {
                 guard let link = snapshot.links[route.interfaceIndex] else {
                     return .unusable(Failure(reason: .noInterface, fromRoute: true))
                 }
-                let type = classification.type(of: link)
+                let type = interfaceType(of: link)
                 // A local destination is reached through loopback whatever the requirements say.
                 guard requirements.allows(type) || (route.isLocal && type == .loopback) else {
                     return .unusable(Failure(reason: .excludedByRequirements, fromRoute: true))
@@ -257,7 +276,7 @@ public enum PathEvaluator {
                 for leg in route.nextHops
                 where !leg.isDead && (leg.interfaceIndex, leg.gateway) != (route.interfaceIndex, route.gateway) {
                     guard let legLink = snapshot.links[leg.interfaceIndex], legLink.isOperational else { continue }
-                    let legType = classification.type(of: legLink)
+                    let legType = interfaceType(of: legLink)
                     guard requirements.allows(legType) else { continue }
                     otherLegs.append(
                         (NetworkInterface(name: legLink.name, index: legLink.index, type: legType), leg.gateway))
@@ -300,12 +319,14 @@ public enum PathEvaluator {
         func linkReason(family: IPAddress.Family) -> UnsatisfiedReason {
             var furthest: Failure?
             var excludedExists = false
-            var addressed = Set<Int>()
+            // The addressed interfaces sorted, for a binary search: no set to build and hash.
+            var addressed: [Int] = []
             for address in snapshot.addressTable.values where address.address.family == family && address.isUsable {
-                addressed.insert(address.interfaceIndex)
+                addressed.append(address.interfaceIndex)
             }
+            addressed.sort()
             for link in snapshot.links.values {
-                let type = classification.type(of: link)
+                let type = interfaceType(of: link)
                 if type == .loopback { continue }
                 guard requirements.allows(type) else {
                     excludedExists = true
@@ -314,7 +335,7 @@ public enum PathEvaluator {
                 let reason: UnsatisfiedReason =
                     !link.isOperational
                     ? .linkDown
-                    : !addressed.contains(link.index) ? .noAddress : .noDefaultRoute
+                    : !addressed.containsSorted(link.index) ? .noAddress : .noDefaultRoute
                 let failure = Failure(reason: reason, fromRoute: false)
                 if failure.weight > furthest?.weight ?? -1 { furthest = failure }
             }
@@ -343,5 +364,18 @@ public enum PathEvaluator {
             supportsIPv6: families.contains(.ipv6),
             supportsDNS: !snapshot.nameservers.isEmpty
         )
+    }
+}
+
+extension [Int] {
+    /// Whether the array, sorted ascending, holds `value` (a binary search).
+    func containsSorted(_ value: Int) -> Bool {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if self[middle] < value { low = middle + 1 } else { high = middle }
+        }
+        return low < count && self[low] == value
     }
 }

@@ -118,13 +118,16 @@ struct KernelQueries {
             routeLookups[family] = best.answer.lookup
             noteExpiry(best.answer.expiresIn, family)
             guard case .route(let chosen) = best.answer.lookup else { continue }
-            var addressed = Set<Int>()
+            // Sorted for a binary search, and the legs (a few) scanned: no set to build and hash.
+            var addressed: [Int] = []
             for entry in kernel.addressTable.values where entry.address.family == family && entry.isUsable {
-                addressed.insert(entry.interfaceIndex)
+                addressed.append(entry.interfaceIndex)
             }
-            let legs = Set(chosen.nextHops.map(\.interfaceIndex) + [chosen.interfaceIndex])
+            addressed.sort()
             for link in kernel.links.values
-            where !legs.contains(link.index) && link.isOperational && !link.isLoopback && addressed.contains(link.index)
+            where link.index != chosen.interfaceIndex
+                && !chosen.nextHops.contains(where: { $0.interfaceIndex == link.index })
+                && link.isOperational && !link.isLoopback && addressed.containsSorted(link.index)
             {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
@@ -158,7 +161,8 @@ struct KernelQueries {
             expiries[family] = earliest[family]
         }
         rechecks.lookupsMade(at: now, asked: asked, removals: removals, stillSeen: stillSeen)
-        wakeAt = (Array(expiries.values) + [rechecks.dueAt].compactMap { $0 }).min()
+        wakeAt = rechecks.dueAt
+        for expiry in expiries.values { wakeAt = min(wakeAt ?? expiry, expiry) }
         let gateways = Self.gateways(
             kernel: kernel, lookups: routeLookups, scoped: scopedRouteLookups, destinations: destinationLookups)
         watch = SnapshotStore.LookupWatch(addresses: lookupAddresses + destinations, gateways: gateways)
@@ -170,12 +174,22 @@ struct KernelQueries {
         scoped: [IPAddress.Family: [Int: RouteLookup]],
         destinations: [IPAddress: RouteLookup]
     ) -> Set<IPAddress> {
-        var gateways = Set(kernel.defaultRoutes.compactMap(\.gateway))
-        let answers = Array(lookups.values) + scoped.values.flatMap(\.values) + Array(destinations.values)
-        for case .route(let route) in answers {
+        var gateways = Set<IPAddress>()
+        for route in kernel.defaultRoutes {
             if let gateway = route.gateway { gateways.insert(gateway) }
-            gateways.formUnion(route.nextHops.compactMap(\.gateway))
         }
+        func add(_ answer: RouteLookup) {
+            guard case .route(let route) = answer else { return }
+            if let gateway = route.gateway { gateways.insert(gateway) }
+            for leg in route.nextHops {
+                if let gateway = leg.gateway { gateways.insert(gateway) }
+            }
+        }
+        for answer in lookups.values { add(answer) }
+        for answers in scoped.values {
+            for answer in answers.values { add(answer) }
+        }
+        for answer in destinations.values { add(answer) }
         return gateways
     }
 }
