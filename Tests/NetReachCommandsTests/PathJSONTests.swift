@@ -84,4 +84,25 @@ struct PathJSONTests {
             #expect(decoded == path)
         }
     }
+
+    /// The timestamp's date is computed, not asked of `gmtime_r`: the two agree on every day from
+    /// year -2000 to 5000 (one day in 37 checked, and every day of 1969-1972 and 2099-2102).
+    @Test func timestampDaysAreGmtimes() {
+        let secondsPerDay: Int64 = 86_400
+        var days = Array(stride(from: Int64(-1_450_000), through: 1_100_000, by: 37))
+        days += Array(-366...(3 * 366)) + Array(47_400...48_600)
+        var differing: [Int64] = []
+        for day in days {
+            var seconds = time_t(day * secondsPerDay + 43_210)
+            var fields = tm()
+            gmtime_r(&seconds, &fields)
+            let expected = PathFormatting.UTCDay(
+                year: Int(fields.tm_year) + 1900, month: Int(fields.tm_mon) + 1, day: Int(fields.tm_mday))
+            if PathFormatting.UTCDay(daysSince1970: day) != expected { differing.append(day) }
+        }
+        #expect(differing.isEmpty, "days since 1970 whose date differs from gmtime_r's: \(differing.prefix(10))")
+        #expect(PathFormatting.timestamp(Date(timeIntervalSince1970: 1_795_815_601.1234)) == "2026-11-27T21:40:01.123Z")
+        #expect(PathFormatting.timestamp(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
+        #expect(PathFormatting.timestamp(Date(timeIntervalSince1970: 951_782_400)) == "2000-02-29T00:00:00.000Z")
+    }
 }

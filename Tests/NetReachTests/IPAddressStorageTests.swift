@@ -3,6 +3,12 @@ import Testing
 
 @testable import NetReach
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// `IPAddress` keeps its bytes inline, in two words: it must still say, compare, order and hash
 /// exactly what its bytes say.
 @Suite("IPAddress: bytes kept inline")
@@ -69,5 +75,48 @@ struct IPAddressStorageTests {
         #expect(IPAddress("febf::1")!.isLinkLocal && !IPAddress("fec0::1")!.isLinkLocal)
         #expect(!IPAddress("169.253.7.1")!.isLinkLocal)
         #expect(IPAddress("fe80::1%eth0")?.description == "fe80::1")
+    }
+
+    /// What `inet_ntop`, the reference, writes for `address`.
+    private static func inetNtop(_ address: IPAddress) -> String {
+        var out = [CChar](repeating: 0, count: 64)
+        let domain = address.family == .ipv4 ? AF_INET : AF_INET6
+        let bytes = address.bytes
+        let result = bytes.withUnsafeBytes { inet_ntop(domain, $0.baseAddress, &out, socklen_t(out.count)) }
+        #expect(result != nil)
+        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    @Test func textIsWhatInetNtopWrites() {
+        var random = SeededRandom(seed: 0x7E_A7)
+        var addresses = Self.addresses(count: 300)
+        // Groups drawn from zero, 0xffff, small and any value, so runs of zeros of every length
+        // and place, ties between runs, and the IPv4-compatible and -mapped forms all occur.
+        for _ in 0..<3000 {
+            var bytes: [UInt8] = []
+            for _ in 0..<8 {
+                let group: UInt16 =
+                    switch random.next() % 5 {
+                    case 0, 1: 0
+                    case 2: 0xffff
+                    case 3: UInt16(random.next() % 16)
+                    default: UInt16(truncatingIfNeeded: random.next())
+                    }
+                bytes += [UInt8(group >> 8), UInt8(group & 0xff)]
+            }
+            addresses.append(IPAddress(bytes: bytes)!)
+        }
+        for byte in [0, 1, 9, 10, 99, 100, 199, 200, 255] as [UInt8] {
+            addresses.append(IPAddress(bytes: [byte, 255 - byte, byte / 2, 7])!)
+        }
+        for text in [
+            "::", "::1", "1::", "::ffff:1.2.3.4", "::1.2.3.4", "::ffff:0:1.2.3.4", "::fffe:1.2.3.4", "1:0:0:1:0:0:0:1",
+            "1:0:0:0:1:0:0:1", "0:0:1::", "fe80::", "2001:db8::1", "0.0.0.0", "255.255.255.255", "::0.0.1.0",
+        ] {
+            addresses.append(IPAddress(text)!)
+        }
+        for address in addresses {
+            #expect(address.description == Self.inetNtop(address))
+        }
     }
 }

@@ -19,6 +19,10 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         public var description: String { rawValue }
         /// Number of bytes in an address of this family.
         public var byteCount: Int { self == .ipv4 ? 4 : 16 }
+
+        /// Hashes the case, not its raw value: a `String` raw value would have every lookup of a
+        /// per-family table hash the text (`RawRepresentable`'s default), several times per change.
+        public func hash(into hasher: inout Hasher) { hasher.combine(self == .ipv4) }
     }
 
     /// The address family.
@@ -122,14 +126,84 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
             ? (byte(at: 0) == 169 && byte(at: 1) == 254) : (byte(at: 0) == 0xfe && byte(at: 1) & 0xc0 == 0x80)
     }
 
+    /// The address as `inet_ntop` writes it: dotted decimal, or RFC 5952's IPv6 form (lowercase,
+    /// the first longest run of two or more zero groups as `::`, an IPv4-compatible or -mapped
+    /// address's last 32 bits dotted).
     public var description: String {
-        var out = [CChar](repeating: 0, count: 64)
-        let domain = family == .ipv4 ? AF_INET : AF_INET6
-        let result = withUnsafeBytes { raw in
-            inet_ntop(domain, raw.baseAddress, &out, socklen_t(out.count))
+        var text = JSONBytes(capacity: family == .ipv4 ? 15 : 45)
+        appendText(to: &text)
+        return text.text
+    }
+
+    /// Appends ``description``'s text to `text`, written here rather than by `inet_ntop` (its
+    /// IPv4 form goes through `sprintf`): every `watch --json` line writes the path's gateways.
+    package func appendText(to text: inout JSONBytes) {
+        guard family == .ipv6 else {
+            Self.appendDotted(byte(at: 0), byte(at: 1), byte(at: 2), byte(at: 3), to: &text)
+            return
         }
-        guard result != nil else { return bytes.map(String.init).joined(separator: ".") }
-        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // The first longest run of zero groups, compressed only from two groups on.
+        var runStart = -1
+        var runLength = 0
+        var start = -1
+        for group in 0..<8 {
+            if self.group(group) == 0 {
+                if start < 0 { start = group }
+                if group - start + 1 > runLength {
+                    runStart = start
+                    runLength = group - start + 1
+                }
+            } else {
+                start = -1
+            }
+        }
+        if runLength < 2 { runStart = -1 }
+        var group = 0
+        while group < 8 {
+            if group == runStart {
+                text.append(byte: UInt8(ascii: ":"))
+                group += runLength
+                if group == 8 { text.append(byte: UInt8(ascii: ":")) }
+                continue
+            }
+            if group != 0 { text.append(byte: UInt8(ascii: ":")) }
+            // An IPv4-compatible (::a.b.c.d) or -mapped (::ffff:a.b.c.d) address, as inet_ntop.
+            if group == 6 && runStart == 0 && (runLength == 6 || (runLength == 5 && self.group(5) == 0xffff)) {
+                Self.appendDotted(byte(at: 12), byte(at: 13), byte(at: 14), byte(at: 15), to: &text)
+                return
+            }
+            let value = self.group(group)
+            var shift = 12
+            while shift > 0 && value >> shift == 0 { shift -= 4 }
+            while shift >= 0 {
+                let digit = UInt8(truncatingIfNeeded: value >> shift) & 0xF
+                text.append(byte: digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+                shift -= 4
+            }
+            group += 1
+        }
+    }
+
+    /// The 16-bit group `index` (0-7) of an IPv6 address.
+    private func group(_ index: Int) -> UInt16 {
+        let word = index < 4 ? high : low
+        return UInt16(truncatingIfNeeded: word >> (48 - 16 * (index % 4)))
+    }
+
+    private static func appendDotted(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, to text: inout JSONBytes) {
+        appendDecimal(a, to: &text)
+        text.append(byte: UInt8(ascii: "."))
+        appendDecimal(b, to: &text)
+        text.append(byte: UInt8(ascii: "."))
+        appendDecimal(c, to: &text)
+        text.append(byte: UInt8(ascii: "."))
+        appendDecimal(d, to: &text)
+    }
+
+    private static func appendDecimal(_ byte: UInt8, to text: inout JSONBytes) {
+        if byte >= 100 { text.append(byte: UInt8(ascii: "0") + byte / 100) }
+        if byte >= 10 { text.append(byte: UInt8(ascii: "0") + byte / 10 % 10) }
+        text.append(byte: UInt8(ascii: "0") + byte % 10)
     }
 
     public init(from decoder: any Decoder) throws {

@@ -14,28 +14,68 @@ package enum JSONText {
 /// A line of JSON built as UTF-8 bytes in one buffer: literals are copied, numbers written digit
 /// by digit, and the text is made once at the end. Building the same line with `String` appends and
 /// interpolations took ~21,000 instructions per `watch --json` line (callgrind; a fifth of a
-/// change's work); this takes a few thousand.
-package struct JSONBytes {
-    /// The bytes so far.
-    package private(set) var bytes: [UInt8] = []
+/// change's work); with an array of bytes, ~7,000, of which most went to the array's checks on
+/// each append; this buffer of its own takes ~3,000 (Benchmarks/RESULTS.md, section 32).
+package struct JSONBytes: ~Copyable {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
 
-    /// An empty buffer with room for `capacity` bytes.
-    package init(capacity: Int) { bytes.reserveCapacity(capacity) }
+    /// An empty buffer with room for `capacity` bytes (it grows as needed).
+    package init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        start = .allocate(capacity: self.capacity)
+    }
+
+    deinit { start.deallocate() }
 
     /// The bytes as text.
-    package var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self) }
+
+    /// Makes room for `extra` more bytes.
+    private mutating func reserve(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        let grown = max(capacity * 2, count + extra)
+        let moved = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        moved.initialize(from: start, count: count)
+        start.deallocate()
+        start = moved
+        capacity = grown
+    }
+
+    /// Appends one byte.
+    package mutating func append(byte: UInt8) {
+        reserve(1)
+        start[count] = byte
+        count += 1
+    }
 
     /// Appends `literal` as it is (JSON punctuation and keys).
     package mutating func append(_ literal: StaticString) {
-        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        literal.withUTF8Buffer { append(bytes: $0) }
+    }
+
+    private mutating func append(bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        reserve(bytes.count)
+        (start + count).initialize(from: source, count: bytes.count)
+        count += bytes.count
     }
 
     /// Appends `text` in quotes, unescaped: for text that cannot need escapes (a raw value of ours,
     /// an address).
     package mutating func appendQuoted(verbatim text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: text.utf8)
-        bytes.append(UInt8(ascii: "\""))
+        append(byte: UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { append(bytes: $0) }
+        append(byte: UInt8(ascii: "\""))
+    }
+
+    /// Appends `address`'s text (``IPAddress/description``) in quotes.
+    package mutating func appendQuoted(_ address: IPAddress) {
+        append(byte: UInt8(ascii: "\""))
+        address.appendText(to: &self)
+        append(byte: UInt8(ascii: "\""))
     }
 
     /// Appends `true` or `false`.
@@ -47,7 +87,7 @@ package struct JSONBytes {
     /// Appends `value` in decimal, with leading zeros to at least `width` digits (a `-` first for
     /// a negative value, not counted).
     package mutating func append(_ value: Int, width: Int) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        if value < 0 { append(byte: UInt8(ascii: "-")) }
         let magnitude = value.magnitude
         var power: UInt = 1
         var digits = 1
@@ -55,10 +95,10 @@ package struct JSONBytes {
             power *= 10
             digits += 1
         }
-        for _ in digits..<max(digits, width) { bytes.append(UInt8(ascii: "0")) }
+        for _ in digits..<max(digits, width) { append(byte: UInt8(ascii: "0")) }
         var rest = magnitude
         while power > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / power))
+            append(byte: UInt8(ascii: "0") + UInt8(rest / power))
             rest %= power
             power /= 10
         }
@@ -66,15 +106,17 @@ package struct JSONBytes {
 
     /// Appends `value` as a JSON string literal, quotes included.
     package mutating func appendString(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        let utf8 = value.utf8
-        if !utf8.contains(where: Self.needsEscape) {
-            bytes.append(contentsOf: utf8)
-        } else {
+        append(byte: UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { utf8 in
+            guard utf8.contains(where: Self.needsEscape) else {
+                append(bytes: utf8)
+                return
+            }
             // Every byte to escape is ASCII; the bytes of other characters are all 0x80 or more.
             for byte in utf8 {
                 guard Self.needsEscape(byte) else {
-                    bytes.append(byte)
+                    append(byte: byte)
                     continue
                 }
                 switch byte {
@@ -87,12 +129,12 @@ package struct JSONBytes {
                 case 0x0C: append("\\f")
                 default:
                     append("\\u00")
-                    bytes.append(Self.hexDigit(byte >> 4))
-                    bytes.append(Self.hexDigit(byte & 0xF))
+                    append(byte: Self.hexDigit(byte >> 4))
+                    append(byte: Self.hexDigit(byte & 0xF))
                 }
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(byte: UInt8(ascii: "\""))
     }
 
     private static func needsEscape(_ byte: UInt8) -> Bool {

@@ -91,7 +91,7 @@ package enum PathFormatting {
         text.append("],\"gateways\":[")
         for (position, gateway) in path.gateways.enumerated() {
             if position > 0 { text.append(",") }
-            text.appendQuoted(verbatim: gateway.description)
+            text.appendQuoted(gateway)
         }
         text.append("],\"isConstrained\":")
         text.append(path.isConstrained)
@@ -150,7 +150,7 @@ package enum PathFormatting {
         }
     }
 
-    /// `2026-11-22T19:40:01.123Z`. Formatted with gmtime_r rather than a Foundation format style,
+    /// `2026-11-22T19:40:01.123Z`. Formatted by arithmetic rather than a Foundation format style,
     /// which brings in ICU: a long-running `watch` stays several megabytes smaller.
     static func timestamp(_ date: Date) -> String {
         var text = JSONBytes(capacity: 24)
@@ -162,23 +162,50 @@ package enum PathFormatting {
         // Nearest millisecond: truncating would turn float noise (-0.001 s is -1.0000000000000009 ms)
         // into a wrong last digit.
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        var seconds = time_t(milliseconds.quotient(dividingBy: 1000))
-        var fields = tm()
-        gmtime_r(&seconds, &fields)
-        text.append(Int(fields.tm_year) + 1900, width: 4)
+        let seconds = milliseconds.quotient(dividingBy: 1000)
+        let day = UTCDay(daysSince1970: seconds.quotient(dividingBy: 86_400))
+        let secondOfDay = Int(seconds.remainder(dividingBy: 86_400))
+        text.append(day.year, width: 4)
         text.append("-")
-        text.append(Int(fields.tm_mon) + 1, width: 2)
+        text.append(day.month, width: 2)
         text.append("-")
-        text.append(Int(fields.tm_mday), width: 2)
+        text.append(day.day, width: 2)
         text.append("T")
-        text.append(Int(fields.tm_hour), width: 2)
+        text.append(secondOfDay / 3600, width: 2)
         text.append(":")
-        text.append(Int(fields.tm_min), width: 2)
+        text.append(secondOfDay / 60 % 60, width: 2)
         text.append(":")
-        text.append(Int(fields.tm_sec), width: 2)
+        text.append(secondOfDay % 60, width: 2)
         text.append(".")
         text.append(Int(milliseconds.remainder(dividingBy: 1000)), width: 3)
         text.append("Z")
+    }
+
+    /// A day of the proleptic Gregorian calendar from its number since 1970-01-01, by arithmetic
+    /// (Howard Hinnant's `civil_from_days`), as `gmtime_r` gives it without its call and locking on
+    /// every line; `PathJSONTests` holds the two to each other.
+    struct UTCDay: Equatable {
+        var year: Int
+        var month: Int
+        var day: Int
+
+        init(year: Int, month: Int, day: Int) {
+            self.year = year
+            self.month = month
+            self.day = day
+        }
+
+        init(daysSince1970 days: Int64) {
+            let shifted = days + 719_468 // days since 0000-03-01
+            let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+            let dayOfEra = shifted - era * 146_097 // 0...146_096
+            let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100) // from March 1
+            let monthFromMarch = (5 * dayOfYear + 2) / 153
+            day = Int(dayOfYear - (153 * monthFromMarch + 2) / 5 + 1)
+            month = Int(monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9)
+            year = Int(yearOfEra + era * 400) + (month <= 2 ? 1 : 0)
+        }
     }
 
     /// The words for the path's true flags, in the order they are printed.

@@ -52,10 +52,17 @@ package enum StandardStream: Sendable {
     package var fileDescriptor: Int32 { self == .output ? 1 : 2 }
 
     /// Writes `line` and a newline, in one write(2) when the pipe takes it whole.
+    /// The line is copied into a buffer one byte longer, not appended to: `line` is shared with
+    /// the caller, so an append always copied it into a new string (every `watch` line).
     package func writeLine(_ line: String) throws(WriteError) {
-        var text = line
-        text.append("\n")
-        try write(text)
+        var line = line
+        try line.withUTF8 { text in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: text.count + 1) { buffer in
+                _ = buffer.initialize(fromContentsOf: text)
+                buffer[text.count] = UInt8(ascii: "\n")
+                return writeAll(UnsafeRawBufferPointer(buffer))
+            }
+        }.get()
     }
 
     /// Writes `text` as it is (no newline): for a terminal status line rewritten in place. The
