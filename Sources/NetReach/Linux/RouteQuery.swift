@@ -30,29 +30,64 @@ enum RouteQuery {
     }
 
     /// ``request(for:source:interfaceIndex:fibMatch:sequence:)`` written at the end of `message`
-    /// (several requests make one datagram), in place: no array per field.
+    /// (several requests make one datagram), in place: one append of the whole request, then its
+    /// fields stored (appending field by field through the array's checks was ~1,000 instructions a
+    /// request, callgrind; Benchmarks/RESULTS.md, section 32).
     static func appendRequest(
         to message: inout [UInt8], for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?,
         fibMatch: Bool = false, sequence: UInt32
     ) {
-        let family: UInt8 = destination.family == .ipv4 ? 2 : 10
         let source = source.flatMap { $0.family == destination.family ? $0 : nil }
+        let addressLength = destination.family.byteCount
+        // nlmsghdr, rtmsg, RTA_DST, then RTA_SRC and RTA_OIF when given (addresses need no padding).
+        let length =
+            16 + 12 + (4 + addressLength) + (source == nil ? 0 : 4 + addressLength) + (interfaceIndex == nil ? 0 : 8)
         let start = message.count
-        message.reserveCapacity(start + 64)
-        // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
-        appendHeader(to: &message, type: 26, sequence: sequence)
-        // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
-        message.append(family)
-        message.append(UInt8(destination.family.byteCount * 8))
-        message.append(UInt8((source?.family.byteCount ?? 0) * 8))
-        message.append(contentsOf: repeatElement(0, count: 5))
-        append(lookupTableFlag | (fibMatch ? fibMatchFlag : 0), to: &message)
-        appendAttribute(to: &message, type: 1, destination) // RTA_DST
-        if let source { appendAttribute(to: &message, type: 2, source) } // RTA_SRC
-        if let interfaceIndex {
-            appendAttribute(to: &message, type: 4, UInt32(truncatingIfNeeded: interfaceIndex)) // RTA_OIF
+        message.append(contentsOf: repeatElement(0, count: length))
+        message.withUnsafeMutableBytes { whole in
+            var fields = FieldWriter(bytes: UnsafeMutableRawBufferPointer(rebasing: whole[start...]))
+            // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
+            fields.put(UInt32(length))
+            fields.put(UInt16(26))
+            fields.put(UInt16(1))
+            fields.put(sequence)
+            fields.put(UInt32(0)) // port id: the kernel's
+            // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
+            fields.put(UInt8(destination.family == .ipv4 ? 2 : 10))
+            fields.put(UInt8(addressLength * 8))
+            fields.put(UInt8(source == nil ? 0 : addressLength * 8))
+            fields.skip(5)
+            fields.put(lookupTableFlag | (fibMatch ? fibMatchFlag : 0))
+            fields.put(attribute: 1, destination) // RTA_DST
+            if let source { fields.put(attribute: 2, source) } // RTA_SRC
+            if let interfaceIndex {
+                fields.put(UInt16(8))
+                fields.put(UInt16(4)) // RTA_OIF
+                fields.put(UInt32(truncatingIfNeeded: interfaceIndex))
+            }
         }
-        finish(&message, from: start)
+    }
+
+    /// Stores a request's fields one after another into bytes already zeroed (host byte order, as
+    /// netlink wants).
+    private struct FieldWriter {
+        let bytes: UnsafeMutableRawBufferPointer
+        var offset = 0
+
+        mutating func put<Value: FixedWidthInteger>(_ value: Value) {
+            bytes.storeBytes(of: value, toByteOffset: offset, as: Value.self)
+            offset += MemoryLayout<Value>.size
+        }
+
+        mutating func skip(_ count: Int) { offset += count }
+
+        /// An attribute whose payload is `address`'s bytes (4 or 16: no padding needed).
+        mutating func put(attribute type: UInt16, _ address: IPAddress) {
+            put(UInt16(4 + address.family.byteCount))
+            put(type)
+            address.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[offset...]).copyMemory(from: $0) }
+            offset += address.family.byteCount
+        }
     }
 
     /// The request `ip neigh get ADDRESS dev DEV` sends (`RTM_GETNEIGH` for one entry, Linux 4.20
@@ -95,12 +130,6 @@ enum RouteQuery {
         append(UInt16(4 + address.family.byteCount), to: &message)
         append(type, to: &message)
         address.withUnsafeBytes { message.append(contentsOf: $0) }
-    }
-
-    private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ value: UInt32) {
-        append(UInt16(8), to: &message)
-        append(type, to: &message)
-        append(value, to: &message)
     }
 
     /// What the kernel said of one neighbour entry.
