@@ -31,7 +31,7 @@ enum RouteQuery {
 
     /// ``request(for:source:interfaceIndex:fibMatch:sequence:)`` written at the end of `message`
     /// (several requests make one datagram), in place: one append of the whole request, then its
-    /// fields stored (appending field by field through the array's checks was ~1,000 instructions a
+    /// fields stored (appending field by field through the array's checks was ~1,500 instructions a
     /// request, callgrind; Benchmarks/RESULTS.md, section 32).
     static func appendRequest(
         to message: inout [UInt8], for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?,

@@ -14,8 +14,9 @@ package enum JSONText {
 /// A line of JSON built as UTF-8 bytes in one buffer: literals are copied, numbers written digit
 /// by digit, and the text is made once at the end. Building the same line with `String` appends and
 /// interpolations took ~21,000 instructions per `watch --json` line (callgrind; a fifth of a
-/// change's work); with an array of bytes, ~7,000, of which most went to the array's checks on
-/// each append; this buffer of its own takes ~3,000 (Benchmarks/RESULTS.md, section 32).
+/// change's work); with an array of bytes ~6,800, most of them the array's checks on each append;
+/// with this buffer of its own ~4,300, timestamp and the final string included (Benchmarks/RESULTS.md,
+/// section 32).
 package struct JSONBytes: ~Copyable {
     private var start: UnsafeMutablePointer<UInt8>
     private var count = 0
