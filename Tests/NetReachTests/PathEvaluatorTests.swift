@@ -258,6 +258,32 @@ struct PathEvaluatorInterfaceTypeTests {
         #expect(InterfaceClassification.automatic.type(of: test.link) == test.expected)
     }
 
+    /// A host with more links than are classified up front (a container host's veths, down and
+    /// unaddressed here) is judged as the same host without them: its links are classified as the
+    /// rules ask for them.
+    @Test func aHostWithHundredsOfLinksIsJudgedAsWithout() {
+        let extras = (100..<300).map { Link(index: $0, name: "veth\($0)", isUp: $0 % 3 == 0, kind: "veth") }
+        func withExtras(_ snapshot: SystemSnapshot) -> SystemSnapshot {
+            var snapshot = snapshot
+            for link in extras { snapshot.links[link.index] = link }
+            #expect(snapshot.links.count > 64) // the evaluator's `Judge.classifiedUpFront`
+            return snapshot
+        }
+        let noRoute = SystemSnapshot(links: [lo, eth0], addresses: loAddresses + [address("192.0.2.10", on: 2)])
+        let cases: [(SystemSnapshot, PathRequirements)] = [
+            (wifiAndCellular, PathRequirements()),
+            (wifiAndCellular, PathRequirements(requiredInterfaceType: .cellular)),
+            (wifiAndCellular, PathRequirements(prohibitedInterfaceTypes: [.wifi])),
+            (wiredIPv4, PathRequirements()),
+            (noRoute, PathRequirements()),
+            (wifiAndCellular, PathRequirements(requiredInterfaceType: .wifi)),
+        ]
+        for (snapshot, requirements) in cases {
+            #expect(evaluate(withExtras(snapshot), requirements) == evaluate(snapshot, requirements))
+        }
+        #expect(evaluate(withExtras(noRoute)) == .unsatisfied(.noDefaultRoute))
+    }
+
     /// The kinds and name prefixes are compared as bytes: each listed one whole, nothing that only
     /// resembles one (a prefix of it, a longer word, another case).
     @Test func kindsAndNamePrefixesMatchWholeAndNothingElse() {

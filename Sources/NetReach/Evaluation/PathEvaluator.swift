@@ -120,20 +120,41 @@ public enum PathEvaluator {
         let snapshot: SystemSnapshot
         let requirements: PathRequirements
         let classification: InterfaceClassification
-        /// Each link's type, classified once: the rules ask for the same links' types many times
-        /// per evaluation (a tenth of a change's instructions went to classifying, callgrind).
-        private let types: [Int: InterfaceType]
+        /// Links' types, classified once per evaluation: the rules ask for the same links' types
+        /// many times (a tenth of a change's instructions went to classifying, callgrind). All of
+        /// them up front on a host with few links; on one with hundreds (a container host), each
+        /// when first asked for, since with routes in both families the rules need only theirs.
+        private let types: [Int: InterfaceType]?
+        private let memo: TypeMemo?
+
+        /// Up to this many links, every one is classified up front.
+        static let classifiedUpFront = 64
+
+        /// One evaluation's memo of link types (one thread, one evaluation: no lock).
+        private final class TypeMemo {
+            var known: [Int: InterfaceType]
+            init(capacity: Int) { known = Dictionary(minimumCapacity: capacity) }
+        }
 
         init(snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification) {
             self.snapshot = snapshot
             self.requirements = requirements
             self.classification = classification
-            types = snapshot.links.mapValues(classification.type(of:))
+            if snapshot.links.count <= Self.classifiedUpFront {
+                types = snapshot.links.mapValues(classification.type(of:))
+                memo = nil
+            } else {
+                types = nil
+                memo = TypeMemo(capacity: snapshot.links.count)
+            }
         }
 
         /// The type of one of the snapshot's links.
         func interfaceType(of link: SystemSnapshot.Link) -> InterfaceType {
-            types[link.index] ?? classification.type(of: link)
+            if let known = types?[link.index] ?? memo?.known[link.index] { return known }
+            let type = classification.type(of: link)
+            memo?.known[link.index] = type
+            return type
         }
 
         /// The path from verdicts in order of preference: satisfied through the interfaces of the
