@@ -340,12 +340,7 @@ public enum PathEvaluator {
         func linkReason(family: IPAddress.Family) -> UnsatisfiedReason {
             var furthest: Failure?
             var excludedExists = false
-            // The addressed interfaces sorted, for a binary search: no set to build and hash.
-            var addressed: [Int] = []
-            for address in snapshot.addressTable.values where address.address.family == family && address.isUsable {
-                addressed.append(address.interfaceIndex)
-            }
-            addressed.sort()
+            let addressed = snapshot.interfacesWithUsableAddress(family)
             for link in snapshot.links.values {
                 let type = interfaceType(of: link)
                 if type == .loopback { continue }
@@ -385,18 +380,5 @@ public enum PathEvaluator {
             supportsIPv6: families.contains(.ipv6),
             supportsDNS: !snapshot.nameservers.isEmpty
         )
-    }
-}
-
-extension [Int] {
-    /// Whether the array, sorted ascending, holds `value` (a binary search).
-    func containsSorted(_ value: Int) -> Bool {
-        var low = 0
-        var high = count
-        while low < high {
-            let middle = (low + high) / 2
-            if self[middle] < value { low = middle + 1 } else { high = middle }
-        }
-        return low < count && self[low] == value
     }
 }

@@ -280,6 +280,16 @@ public struct SystemSnapshot: Sendable, Hashable {
             .init(interfaceIndex: best.route.interfaceIndex, gateway: best.route.gateway, source: best.source))
     }
 
+    /// The interfaces holding a usable address of `family` (``Address/isUsable``), sorted for
+    /// ``Swift/Array/containsSorted(_:)``: asked per link on every change, so no set to build and hash.
+    func interfacesWithUsableAddress(_ family: IPAddress.Family) -> [Int] {
+        var indices: [Int] = []
+        for entry in addressTable.values where entry.address.family == family && entry.isUsable {
+            indices.append(entry.interfaceIndex)
+        }
+        return indices.sorted()
+    }
+
     /// All addresses, in no particular order.
     public var addresses: [Address] { Array(addressTable.values) }
 
@@ -311,5 +321,18 @@ public struct SystemSnapshot: Sendable, Hashable {
             !(route.interfaceIndex == index && (family == nil || route.family == family))
         }
         return before != defaultRoutes.count
+    }
+}
+
+extension [Int] {
+    /// Whether the array, sorted ascending, holds `value` (a binary search).
+    func containsSorted(_ value: Int) -> Bool {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if self[middle] < value { low = middle + 1 } else { high = middle }
+        }
+        return low < count && self[low] == value
     }
 }

@@ -118,12 +118,8 @@ struct KernelQueries {
             routeLookups[family] = best.answer.lookup
             noteExpiry(best.answer.expiresIn, family)
             guard case .route(let chosen) = best.answer.lookup else { continue }
-            // Sorted for a binary search, and the legs (a few) scanned: no set to build and hash.
-            var addressed: [Int] = []
-            for entry in kernel.addressTable.values where entry.address.family == family && entry.isUsable {
-                addressed.append(entry.interfaceIndex)
-            }
-            addressed.sort()
+            // The legs (a few) scanned: no set to build and hash.
+            let addressed = kernel.interfacesWithUsableAddress(family)
             for link in kernel.links.values
             where link.index != chosen.interfaceIndex
                 && !chosen.nextHops.contains(where: { $0.interfaceIndex == link.index })

@@ -42,16 +42,8 @@ enum RouteQuery {
         // nlmsghdr, rtmsg, RTA_DST, then RTA_SRC and RTA_OIF when given (addresses need no padding).
         let length =
             16 + 12 + (4 + addressLength) + (source == nil ? 0 : 4 + addressLength) + (interfaceIndex == nil ? 0 : 8)
-        let start = message.count
-        message.append(contentsOf: repeatElement(0, count: length))
-        message.withUnsafeMutableBytes { whole in
-            var fields = FieldWriter(bytes: UnsafeMutableRawBufferPointer(rebasing: whole[start...]))
-            // nlmsghdr { u32 len; u16 type (RTM_GETROUTE); u16 flags (NLM_F_REQUEST); u32 seq; u32 pid }
-            fields.put(UInt32(length))
-            fields.put(UInt16(26))
-            fields.put(UInt16(1))
-            fields.put(sequence)
-            fields.put(UInt32(0)) // port id: the kernel's
+        appendRequest(of: length, to: &message) { fields in
+            fields.putHeader(type: 26, length: length, sequence: sequence) // RTM_GETROUTE
             // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
             fields.put(UInt8(destination.family == .ipv4 ? 2 : 10))
             fields.put(UInt8(addressLength * 8))
@@ -68,6 +60,18 @@ enum RouteQuery {
         }
     }
 
+    /// Appends `length` zero bytes to `message` and has `write` store a request's fields in them.
+    private static func appendRequest(
+        of length: Int, to message: inout [UInt8], _ write: (inout FieldWriter) -> Void
+    ) {
+        let start = message.count
+        message.append(contentsOf: repeatElement(0, count: length))
+        message.withUnsafeMutableBytes { whole in
+            var fields = FieldWriter(bytes: UnsafeMutableRawBufferPointer(rebasing: whole[start...]))
+            write(&fields)
+        }
+    }
+
     /// Stores a request's fields one after another into bytes already zeroed (host byte order, as
     /// netlink wants).
     private struct FieldWriter {
@@ -81,6 +85,15 @@ enum RouteQuery {
 
         mutating func skip(_ count: Int) { offset += count }
 
+        /// `nlmsghdr { u32 len; u16 type; u16 flags (NLM_F_REQUEST); u32 seq; u32 pid (the kernel's) }`.
+        mutating func putHeader(type: UInt16, length: Int, sequence: UInt32) {
+            put(UInt32(length))
+            put(type)
+            put(UInt16(1))
+            put(sequence)
+            put(UInt32(0))
+        }
+
         /// An attribute whose payload is `address`'s bytes (4 or 16: no padding needed).
         mutating func put(attribute type: UInt16, _ address: IPAddress) {
             put(UInt16(4 + address.family.byteCount))
@@ -93,43 +106,18 @@ enum RouteQuery {
     /// The request `ip neigh get ADDRESS dev DEV` sends (`RTM_GETNEIGH` for one entry, Linux 4.20
     /// and later).
     static func neighbourRequest(for address: IPAddress, interfaceIndex: Int, sequence: UInt32) -> [UInt8] {
+        let length = 16 + 12 + 4 + address.family.byteCount
         var message: [UInt8] = []
-        message.reserveCapacity(48)
-        appendHeader(to: &message, type: 30, sequence: sequence)
-        // struct ndmsg { u8 family, pad1; u16 pad2; s32 ifindex; u16 state; u8 flags, type; }
-        message.append(address.family == .ipv4 ? 2 : 10)
-        message.append(contentsOf: repeatElement(0, count: 3))
-        append(UInt32(truncatingIfNeeded: interfaceIndex), to: &message)
-        message.append(contentsOf: repeatElement(0, count: 4))
-        appendAttribute(to: &message, type: 1, address) // NDA_DST
-        finish(&message, from: 0)
+        appendRequest(of: length, to: &message) { fields in
+            fields.putHeader(type: 30, length: length, sequence: sequence) // RTM_GETNEIGH
+            // struct ndmsg { u8 family, pad1; u16 pad2; s32 ifindex; u16 state; u8 flags, type; }
+            fields.put(UInt8(address.family == .ipv4 ? 2 : 10))
+            fields.skip(3)
+            fields.put(UInt32(truncatingIfNeeded: interfaceIndex))
+            fields.skip(4)
+            fields.put(attribute: 1, address) // NDA_DST
+        }
         return message
-    }
-
-    /// A request's `nlmsghdr`, its length 0 until ``finish(_:from:)``.
-    private static func appendHeader(to message: inout [UInt8], type: UInt16, sequence: UInt32) {
-        append(UInt32(0), to: &message)
-        append(type, to: &message)
-        append(UInt16(1), to: &message) // NLM_F_REQUEST
-        append(sequence, to: &message)
-        append(UInt32(0), to: &message) // port id: the kernel's
-    }
-
-    /// Writes the length of the message that starts at `start` into its header.
-    private static func finish(_ message: inout [UInt8], from start: Int) {
-        let length = UInt32(message.count - start)
-        message.withUnsafeMutableBytes { $0.storeBytes(of: length, toByteOffset: start, as: UInt32.self) }
-    }
-
-    private static func append<T: FixedWidthInteger>(_ value: T, to message: inout [UInt8]) {
-        withUnsafeBytes(of: value) { message.append(contentsOf: $0) }
-    }
-
-    /// An attribute whose payload is `address`'s bytes (4 or 16: no padding needed).
-    private static func appendAttribute(to message: inout [UInt8], type: UInt16, _ address: IPAddress) {
-        append(UInt16(4 + address.family.byteCount), to: &message)
-        append(type, to: &message)
-        address.withUnsafeBytes { message.append(contentsOf: $0) }
     }
 
     /// What the kernel said of one neighbour entry.

@@ -176,8 +176,7 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
             var shift = 12
             while shift > 0 && value >> shift == 0 { shift -= 4 }
             while shift >= 0 {
-                let digit = UInt8(truncatingIfNeeded: value >> shift) & 0xF
-                text.append(byte: digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+                text.append(byte: JSONBytes.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF))
                 shift -= 4
             }
             group += 1
@@ -191,19 +190,13 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
     }
 
     private static func appendDotted(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, to text: inout JSONBytes) {
-        appendDecimal(a, to: &text)
+        text.append(Int(a))
         text.append(byte: UInt8(ascii: "."))
-        appendDecimal(b, to: &text)
+        text.append(Int(b))
         text.append(byte: UInt8(ascii: "."))
-        appendDecimal(c, to: &text)
+        text.append(Int(c))
         text.append(byte: UInt8(ascii: "."))
-        appendDecimal(d, to: &text)
-    }
-
-    private static func appendDecimal(_ byte: UInt8, to text: inout JSONBytes) {
-        if byte >= 100 { text.append(byte: UInt8(ascii: "0") + byte / 100) }
-        if byte >= 10 { text.append(byte: UInt8(ascii: "0") + byte / 10 % 10) }
-        text.append(byte: UInt8(ascii: "0") + byte % 10)
+        text.append(Int(d))
     }
 
     public init(from decoder: any Decoder) throws {

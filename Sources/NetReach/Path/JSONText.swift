@@ -142,8 +142,8 @@ package struct JSONBytes: ~Copyable {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
-    /// Lowercase, as `JSONEncoder` writes `\u001f`.
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
+    /// Lowercase, as `JSONEncoder` writes `\u001f` (and `inet_ntop` an IPv6 group).
+    package static func hexDigit(_ value: UInt8) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }

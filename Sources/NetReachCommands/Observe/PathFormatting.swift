@@ -197,7 +197,7 @@ package enum PathFormatting {
 
         init(daysSince1970 days: Int64) {
             let shifted = days + 719_468 // days since 0000-03-01
-            let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+            let era = shifted.quotient(dividingBy: 146_097)
             let dayOfEra = shifted - era * 146_097 // 0...146_096
             let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
             let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100) // from March 1
