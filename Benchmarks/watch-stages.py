@@ -13,11 +13,13 @@ output) into:
     parse   the notification read .. the next system call (parsing and absorbing it)
     prepare .. the first connect (deciding what to ask)
     ask     the first connect .. the answer read (connects, getsockname, RTM_GETROUTE: mostly kernel)
+    in kernel  of the ask, the time inside its system calls (the kernel answering)
     line    the answer (or the failed connect) .. the line's write (the path, its JSON)
     total   wake-up .. the line's write
     ours    the time outside system calls, all stages together
 
-and prints the median of each. A GAP of 2 ms keeps the process's code and data in the caches; 15
+and prints the median of each, for all changes and for route adds (the connect succeeds: the
+socket's source, then both route lookups) and deletes (the connect fails) apart. A GAP of 2 ms keeps the process's code and data in the caches; 15
 ms (the default, as the latency harness's) lets other processes evict them, as between real
 changes. Benchmarks/RESULTS.md, section 31.
 """
@@ -78,6 +80,7 @@ def stages(change):
         else:
             previous = t
     result = {"total": line - start, "ours": ours}
+    result["kind"] = "add" if any(n == GETSOCKNAME for _, n in enters) else "delete"
     if first_read is not None:
         result["wake"] = first_read - start
     if read_done is not None and after_read is not None:
@@ -85,6 +88,16 @@ def stages(change):
     if first_connect is not None and after_read is not None:
         result["prepare"] = first_connect - after_read
         result["ask"] = last_exit - first_connect
+        inside, entered = 0.0, None
+        for t, kind, _, _ in change:
+            if t < first_connect or t > last_exit:
+                continue
+            if kind == "enter":
+                entered = t
+            elif entered is not None:
+                inside += t - entered
+                entered = None
+        result["in kernel"] = inside
     result["line"] = line - last_exit
     return result
 
@@ -130,16 +143,18 @@ def main():
     arguments = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("watch-stages.py: needs root (a network namespace, perf)")
-    names = ["wake", "parse", "prepare", "ask", "line", "total", "ours"]
+    names = ["wake", "parse", "prepare", "ask", "in kernel", "line", "total", "ours"]
     print(f"| build (gap {arguments.gap * 1000:g} ms) | changes | " + " | ".join(names) + " |")
-    print("| --- | ---: | " + " | ".join("---:" for _ in names) + " |")
+    print("| --- | --- | " + " | ".join("---:" for _ in names) + " |")
     for binary in arguments.binaries:
         measured = measure(binary, arguments.flaps, arguments.gap)
-        medians = []
-        for name in names:
-            values = [s[name] for s in measured if name in s]
-            medians.append(f"{statistics.median(values):.1f}" if values else "-")
-        print(f"| `{binary}` | {len(measured)} | " + " | ".join(medians) + " µs |")
+        for label, kinds in (("all", ("add", "delete")), ("route add", ("add",)), ("route delete", ("delete",))):
+            chosen = [s for s in measured if s["kind"] in kinds]
+            medians = []
+            for name in names:
+                values = [s[name] for s in chosen if name in s]
+                medians.append(f"{statistics.median(values):.1f}" if values else "-")
+            print(f"| `{binary}` | {label}: {len(chosen)} | " + " | ".join(medians) + " µs |")
 
 
 if __name__ == "__main__":
