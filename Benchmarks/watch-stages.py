@@ -19,9 +19,9 @@ output) into:
     ours    the time outside system calls, all stages together
 
 and prints the median of each, for all changes and for route adds (the connect succeeds: the
-socket's source, then both route lookups) and deletes (the connect fails) apart. A GAP of 2 ms keeps the process's code and data in the caches; 15
-ms (the default, as the latency harness's) lets other processes evict them, as between real
-changes. Benchmarks/RESULTS.md, section 31.
+socket's source, then both route lookups) and deletes (the connect fails) apart. A GAP of 2 ms
+keeps the process's code and data in the caches; 15 ms (the default, as the latency harness's) lets
+other processes evict them, as between real changes. Benchmarks/RESULTS.md, sections 31 and 33.
 """
 import argparse
 import os

@@ -143,9 +143,9 @@ struct ConnectTruthIntegrationTests {
             // Neighbour discovery gives up on the first: only its neighbour entry says so. The
             // entry is marked `extern_learn` so that the kernel's neighbour garbage collection
             // leaves it: the neighbour table is shared by every namespace, and once it holds more
-            // than `gc_thresh1` (128) entries, as while the suite's labs run in parallel, a FAILED
-            // entry is collected within seconds and the kernel takes the first router again (the
-            // end of this test). Its route choice (`rt6_check_neigh`) reads the state alone.
+            // than `gc_thresh1` (128) entries, as it can with many labs at once, a FAILED entry is
+            // collected within seconds and the kernel takes the first router again (the end of
+            // this test). Its route choice (`rt6_check_neigh`) reads the state alone.
             try await lab.ip(
                 "-6", "neigh", "replace", "fe80::1", "dev", "veth0", "nud", "failed", "extern_learn")
             var truth = try await lab.routeTruth()
