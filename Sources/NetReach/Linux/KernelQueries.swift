@@ -24,12 +24,14 @@ struct KernelQueries {
     /// destinations): the next snapshot asks again for them, once. An IPv4 route or rule cannot
     /// change what an IPv6 socket is routed by, so a change of one family asks only its own.
     var stale: LookupFamilies = .both
-    /// What the last answers depend on, for ``SnapshotStore/absorb(_:watching:)``. A change of
-    /// destinations always marks the lookups stale, so this is never behind when a message is read.
+    /// What the last answers depend on, for ``SnapshotStore/absorb(_:watching:)``, once
+    /// ``settle()`` has run. A change of destinations always marks the lookups stale, so this is
+    /// never behind when a message is read.
     private(set) var watch: SnapshotStore.LookupWatch
     /// When to ask again with no message: a route the last answers chose expires (an IPv6 route
     /// from a router advertisement, which the kernel then stops using without a word), or a
-    /// removal is due to be rechecked. `nil`: not until something happens.
+    /// removal is due to be rechecked. `nil`: not until something happens. Current once
+    /// ``settle()`` has run.
     private(set) var wakeAt: ContinuousClock.Instant?
     /// When a route the last answers of each family chose expires.
     private var expiries: [IPAddress.Family: ContinuousClock.Instant] = [:]
@@ -38,6 +40,8 @@ struct KernelQueries {
     private var routeLookups: [IPAddress.Family: RouteLookup] = [:]
     private var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
     private var destinationLookups: [IPAddress: RouteLookup] = [:]
+    /// What the last refresh left for ``settle()``.
+    private var unsettled: Unsettled?
     /// Counts every question asked (`netreach_route_lookups_total`).
     private let lookupCounter: Counter?
 
@@ -63,6 +67,8 @@ struct KernelQueries {
         of kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
         requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> SystemSnapshot {
+        // The last refresh's bookkeeping, if the engine has not settled it yet.
+        settle()
         let now = ContinuousClock.now
         markDue(now: now)
         // A destination never asked about (a new one) is asked about whatever is stale.
@@ -79,7 +85,8 @@ struct KernelQueries {
     }
 
     /// Asks the kernel again for the stale families, the way a program's socket gets its route
-    /// (``RouteQuery``); the other family's answers stay as they were.
+    /// (``RouteQuery``); the other family's answers stay as they were. Only the answers are taken
+    /// in here; what they mean for later wake-ups waits in ``unsettled`` for ``settle()``.
     private mutating func refresh(
         _ kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
         now: ContinuousClock.Instant, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
@@ -91,14 +98,13 @@ struct KernelQueries {
         // routes and lost links: one that may still be there is asked about again.
         let removed = rechecks.toCompare(with: removals)
         var stillSeen: LookupFamilies = []
-        func compare(_ answer: RouteQuery.Answer, _ family: IPAddress.Family) {
-            guard !removed.isEmpty, !stillSeen.includes(family) else { return }
-            if removed.mayBeUnfinished(answer, family) { stillSeen.insert(LookupFamilies(family)) }
-        }
         var earliest: [IPAddress.Family: ContinuousClock.Instant] = [:]
-        func noteExpiry(_ seconds: Double?, _ family: IPAddress.Family) {
+        func note(_ answer: RouteQuery.Answer, _ family: IPAddress.Family, expires: Bool) {
+            if !removed.isEmpty, !stillSeen.includes(family), removed.mayBeUnfinished(answer, family) {
+                stillSeen.insert(LookupFamilies(family))
+            }
             // A few milliseconds late, so the kernel already treats the route as expired.
-            guard let seconds else { return }
+            guard expires, let seconds = answer.expiresIn else { return }
             let expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
             earliest[family] = min(earliest[family] ?? expiry, expiry)
         }
@@ -109,14 +115,14 @@ struct KernelQueries {
             for candidate in lookupAddresses where candidate.family == family {
                 lookupCounter?.increment()
                 let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
-                compare(answer, family)
+                note(answer, family, expires: false)
                 let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
                 if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
                 if breadth == 0 { break }
             }
             guard let best else { continue }
             routeLookups[family] = best.answer.lookup
-            noteExpiry(best.answer.expiresIn, family)
+            note(best.answer, family, expires: true)
             guard case .route(let chosen) = best.answer.lookup else { continue }
             // The legs (a few) scanned: no set to build and hash.
             let addressed = kernel.interfacesWithUsableAddress(family)
@@ -128,50 +134,83 @@ struct KernelQueries {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
                     to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
-                compare(bound, family)
+                note(bound, family, expires: true)
                 scopedRouteLookups[family, default: [:]][link.index] = bound.lookup
-                noteExpiry(bound.expiresIn, family)
             }
         }
-        var answers: [IPAddress: RouteLookup] = [:]
+        var destinationAnswers: [IPAddress: RouteLookup] = [:]
         for destination in destinations {
             if !asked.includes(destination.family), let known = destinationLookups[destination] {
-                answers[destination] = known
+                destinationAnswers[destination] = known
                 continue
             }
             lookupCounter?.increment()
             let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
-            compare(answer, destination.family)
-            answers[destination] = answer.lookup
-            noteExpiry(answer.expiresIn, destination.family)
+            note(answer, destination.family, expires: true)
+            destinationAnswers[destination] = answer.lookup
         }
-        destinationLookups = answers
+        destinationLookups = destinationAnswers
+        unsettled = Unsettled(
+            now: now, asked: asked, removals: removals, stillSeen: stillSeen, earliest: earliest,
+            destinations: destinations, defaultRoutes: kernel.defaultRoutes)
+    }
+
+    /// What a refresh learnt that only later wake-ups need: the rechecks its removals and answers
+    /// call for, when the routes they chose expire, what a message must touch to change them. The
+    /// engine settles it after publishing, so none of it is between the kernel's last answer and
+    /// the snapshot's subscribers; nothing reads it before the next wake-up.
+    private struct Unsettled {
+        var now: ContinuousClock.Instant
+        var asked: LookupFamilies
+        var removals: AnnouncedRemovals
+        /// The families where some answer may still show a removal unfinished.
+        var stillSeen: LookupFamilies
+        /// The earliest expiry of a route the answers chose, per family.
+        var earliest: [IPAddress.Family: ContinuousClock.Instant]
+        var destinations: Set<IPAddress>
+        var defaultRoutes: Set<SystemSnapshot.DefaultRoute>
+    }
+
+    /// Brings in what the last refresh left for later (``Unsettled``): the rechecks, ``wakeAt``
+    /// and ``watch``. The engine calls it after publishing, before it reads or waits again (a
+    /// snapshot settles the refresh before it first, too). A refresh that threw part-way leaves
+    /// nothing to settle, as it left the rechecks and the watch as they were before.
+    mutating func settle() {
+        guard let refresh = unsettled.take() else { return }
+        let now = refresh.now
         // `rta_expires` counts whole ticks, rounded down: asked in the last tick before a route
         // expires, the kernel says 0, which reads as "never" (`RouteQuery`). An expiry learnt
         // earlier and still ahead is kept, so that answer cannot cancel the wake-up; once it has
         // passed, it goes. A family not asked keeps its expiry, with a new destination's added.
-        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) || earliest[family] != nil {
-            if let known = expiries[family], known > now {
-                earliest[family] = min(earliest[family] ?? known, known)
+        // With none learnt or kept (most hosts: no route from a router advertisement), nothing.
+        var earliest = refresh.earliest
+        if !earliest.isEmpty || !expiries.isEmpty {
+            for family in [IPAddress.Family.ipv4, .ipv6] where refresh.asked.includes(family) || earliest[family] != nil
+            {
+                if let known = expiries[family], known > now {
+                    earliest[family] = min(earliest[family] ?? known, known)
+                }
+                expiries[family] = earliest[family]
             }
-            expiries[family] = earliest[family]
         }
-        rechecks.lookupsMade(at: now, asked: asked, removals: removals, stillSeen: stillSeen)
+        rechecks.lookupsMade(at: now, asked: refresh.asked, removals: refresh.removals, stillSeen: refresh.stillSeen)
         wakeAt = rechecks.dueAt
         for expiry in expiries.values { wakeAt = min(wakeAt ?? expiry, expiry) }
         let gateways = Self.gateways(
-            kernel: kernel, lookups: routeLookups, scoped: scopedRouteLookups, destinations: destinationLookups)
-        watch = SnapshotStore.LookupWatch(addresses: lookupAddresses + destinations, gateways: gateways)
+            defaultRoutes: refresh.defaultRoutes, lookups: routeLookups, scoped: scopedRouteLookups,
+            destinations: destinationLookups)
+        let addresses = refresh.destinations.isEmpty ? lookupAddresses : lookupAddresses + refresh.destinations
+        watch = SnapshotStore.LookupWatch(addresses: addresses, gateways: gateways)
     }
 
     /// Every gateway the snapshot names: of default routes, of the lookups and their legs.
     private static func gateways(
-        kernel: SystemSnapshot, lookups: [IPAddress.Family: RouteLookup],
+        defaultRoutes: Set<SystemSnapshot.DefaultRoute>, lookups: [IPAddress.Family: RouteLookup],
         scoped: [IPAddress.Family: [Int: RouteLookup]],
         destinations: [IPAddress: RouteLookup]
     ) -> Set<IPAddress> {
         var gateways = Set<IPAddress>()
-        for route in kernel.defaultRoutes {
+        for route in defaultRoutes {
             if let gateway = route.gateway { gateways.insert(gateway) }
         }
         func add(_ answer: RouteLookup) {

@@ -119,6 +119,7 @@ final class NetlinkEngine: @unchecked Sendable {
                 of: kernel.store.snapshot, removals: AnnouncedRemovals(), destinations: watched, requests: &requests,
                 probe: probe, buffer: buffer)
             publish(first)
+            kernel.queries.settle()
             metrics.snapshotsPublished.increment()
             logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])
             signalReady(.success(()))
@@ -246,6 +247,8 @@ final class NetlinkEngine: @unchecked Sendable {
                     metrics.snapshotsPublished.increment()
                     logger.trace("published a snapshot")
                 }
+                // What the answers mean for later wake-ups, after the subscribers have them.
+                kernel.queries.settle()
             } catch {
                 NetReachDiagnostics.warning("netlink resync failed, retrying in 1 s: \(error)", logger: logger)
                 resyncPending = true
@@ -306,7 +309,7 @@ final class NetlinkEngine: @unchecked Sendable {
             case .wouldBlock: break readLoop
             case .overrun: resyncReason = .overrun
             case .bytes(let count):
-                for result in RtnetlinkParser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+                for result in RtnetlinkParser.Messages(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
                     switch result {
                     case .failure(let error):
                         metrics.malformed.increment()
@@ -390,7 +393,7 @@ final class NetlinkEngine: @unchecked Sendable {
                 continue
             case .bytes(let received): count = received
             }
-            for result in RtnetlinkParser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+            for result in RtnetlinkParser.Messages(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
                 guard case .success(let envelope) = result else {
                     if case .failure(let error) = result {
                         metrics.malformed.increment()

@@ -22,32 +22,40 @@ enum RtnetlinkParser {
     /// parsing goes on with the next; a header that cannot be trusted ends the buffer with a
     /// `.failure`, since the next message's start is then unknown.
     static func parse(_ bytes: UnsafeRawBufferPointer) -> [Result<RtnetlinkEnvelope, NetlinkParseError>] {
-        var results: [Result<RtnetlinkEnvelope, NetlinkParseError>] = []
-        var offset = 0
-        while offset < bytes.count {
+        Array(Messages(bytes))
+    }
+
+    /// ``parse(_:)-(UnsafeRawBufferPointer)`` one message at a time, with no array between: how the
+    /// engine reads every notification and dump. `bytes` must outlive the iteration.
+    struct Messages: Sequence, IteratorProtocol {
+        private let bytes: UnsafeRawBufferPointer
+        private var offset = 0
+
+        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+        mutating func next() -> Result<RtnetlinkEnvelope, NetlinkParseError>? {
+            guard offset < bytes.count else { return nil }
             let available = bytes.count - offset
             guard available >= headerSize else {
-                results.append(.failure(.truncatedHeader(offset: offset, available: available)))
-                break
+                defer { offset = bytes.count }
+                return .failure(.truncatedHeader(offset: offset, available: available))
             }
             let length = Int(bytes.loadU32(at: offset))
             guard length >= headerSize, length <= available else {
-                results.append(.failure(.badLength(offset: offset, length: length, available: available)))
-                break
+                defer { offset = bytes.count }
+                return .failure(.badLength(offset: offset, length: length, available: available))
             }
+            defer { offset += align(length) }
             let type = bytes.loadU16(at: offset + 4)
             let flags = bytes.loadU16(at: offset + 6)
             let body = UnsafeRawBufferPointer(rebasing: bytes[(offset + headerSize)..<(offset + length)])
             let parsed = Result { () throws(NetlinkParseError) in try parseBody(type: type, flags: flags, body) }
-            results.append(
-                parsed.map {
-                    RtnetlinkEnvelope(
-                        sequence: bytes.loadU32(at: offset + 8), portID: bytes.loadU32(at: offset + 12),
-                        flags: flags, message: $0)
-                })
-            offset += align(length)
+            return parsed.map {
+                RtnetlinkEnvelope(
+                    sequence: bytes.loadU32(at: offset + 8), portID: bytes.loadU32(at: offset + 12),
+                    flags: flags, message: $0)
+            }
         }
-        return results
     }
 
     /// Convenience for tests and fixtures.
