@@ -283,11 +283,14 @@ public struct SystemSnapshot: Sendable, Hashable {
     /// The interfaces holding a usable address of `family` (``Address/isUsable``), sorted for
     /// ``Swift/Array/containsSorted(_:)``: asked per link on every change, so no set to build and hash.
     func interfacesWithUsableAddress(_ family: IPAddress.Family) -> [Int] {
+        // One buffer, sorted in place: no second array, no regrowth.
         var indices: [Int] = []
+        indices.reserveCapacity(addressTable.count)
         for entry in addressTable.values where entry.address.family == family && entry.isUsable {
             indices.append(entry.interfaceIndex)
         }
-        return indices.sorted()
+        indices.sort()
+        return indices
     }
 
     /// All addresses, in no particular order.

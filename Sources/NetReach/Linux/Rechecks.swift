@@ -14,15 +14,21 @@ struct RemovedRoute: Equatable, Sendable {
     var prefixLength: UInt8
     /// The routing table, when the message said (a default route of `main`).
     var table: UInt32?
-    /// Its legs, when the message said; `nil`: unknown (a route the store does not keep).
-    var legs: Set<Leg>?
+    /// Its legs, each once, when the message said; `nil`: unknown (a route the store does not
+    /// keep). A few at most: a list, scanned, not a set to build and hash on every deletion.
+    var legs: [Leg]?
 
     /// A default route of the store's, one message's legs.
     init(_ routes: [SystemSnapshot.DefaultRoute]) {
         family = routes.first?.family ?? .ipv4
         prefixLength = 0
         table = routes.first?.table
-        legs = Set(routes.map { Leg(interfaceIndex: $0.interfaceIndex, gateway: $0.gateway) })
+        var legs: [Leg] = []
+        for route in routes {
+            let leg = Leg(interfaceIndex: route.interfaceIndex, gateway: route.gateway)
+            if !legs.contains(leg) { legs.append(leg) }
+        }
+        self.legs = legs
     }
 
     /// A route the store does not keep: only its family and prefix length are known.
@@ -49,10 +55,10 @@ struct RemovedRoute: Equatable, Sendable {
             guard length == prefixLength else { return false }
             if let table, route.table != table { return false }
             guard let legs else { return true }
-            let answerLegs =
-                [Leg(interfaceIndex: route.interfaceIndex, gateway: route.gateway)]
-                + route.nextHops.map { Leg(interfaceIndex: $0.interfaceIndex, gateway: $0.gateway) }
-            return answerLegs.contains(where: legs.contains)
+            if legs.contains(Leg(interfaceIndex: route.interfaceIndex, gateway: route.gateway)) { return true }
+            return route.nextHops.contains {
+                legs.contains(Leg(interfaceIndex: $0.interfaceIndex, gateway: $0.gateway))
+            }
         }
     }
 }
@@ -134,7 +140,7 @@ struct AnnouncedRemovals: Equatable, Sendable {
             })
         else { return routes.append(route) }
         if let kept = routes[index].legs, let legs = route.legs {
-            routes[index].legs = kept.union(legs)
+            routes[index].legs = kept + legs.filter { !kept.contains($0) }
         } else {
             routes[index].legs = nil
         }

@@ -114,6 +114,9 @@ public final class SystemPathSource: PathSource {
         }
     }
 
+    /// A monitor's receiver, under the id it unsubscribes with.
+    private typealias Subscriber = (id: UInt64, receive: @Sendable (SystemSnapshot) -> Void)
+
     private struct State {
         #if os(Linux)
         var engine: NetlinkEngine?
@@ -123,7 +126,7 @@ public final class SystemPathSource: PathSource {
         var holders = 0
         /// In the order they subscribed (ids only grow): each snapshot reaches them in that order,
         /// the same in every run, not in a hash table's order.
-        var subscribers: [(id: UInt64, receive: @Sendable (SystemSnapshot) -> Void)] = []
+        var subscribers: [Subscriber] = []
         var nextID: UInt64 = 0
         var latest = SystemSnapshot()
         /// How many engines this source has launched (tests check that monitors share one).
@@ -259,12 +262,13 @@ public final class SystemPathSource: PathSource {
 
     /// `deliver`'s work, while `deliveries` is held.
     private func deliverInOrder(_ snapshot: SystemSnapshot, from engine: NetlinkEngine) {
-        let receivers = state.withLock { state -> [@Sendable (SystemSnapshot) -> Void] in
+        // The subscribers' list itself (shared, not copied: no array made per snapshot).
+        let receivers = state.withLock { state -> [Subscriber] in
             // A stopped (or detached) engine may finish a batch after a new one started: its late
             // snapshot is older than the new engine's and must reach no one.
             guard state.engine === engine else { return [] }
             state.latest = snapshot
-            let receivers = state.subscribers.map(\.receive)
+            let receivers = state.subscribers
             if snapshot.observationFailure != nil {
                 // The engine has stopped for good (its namespace is gone). Its subscribers keep
                 // the failure; a monitor started from now on gets an engine of its own, which opens
@@ -275,7 +279,7 @@ public final class SystemPathSource: PathSource {
             }
             return receivers
         }
-        for receiver in receivers { receiver(snapshot) }
+        for receiver in receivers { receiver.receive(snapshot) }
     }
 
     private func unsubscribe(_ id: UInt64, engine: NetlinkEngine) {
