@@ -41,8 +41,30 @@ public enum PathEvaluator {
         classification: InterfaceClassification = .automatic,
         destinations: [IPAddress]? = nil
     ) -> NetworkPath {
+        var linkTypes = LinkTypes()
+        return evaluate(
+            snapshot, requirements: requirements, classification: classification, destinations: destinations,
+            linkTypes: &linkTypes)
+    }
+
+    /// The link types an evaluation classified, carried to the next one by a monitor (always with
+    /// the same classification): a snapshot whose links are the last one's reuses them instead of
+    /// classifying every link again. A route or rule change leaves the store's links as they were,
+    /// one dictionary, which `==` recognises by identity before comparing anything.
+    struct LinkTypes: Sendable {
+        var links: [Int: SystemSnapshot.Link] = [:]
+        var types: [Int: InterfaceType] = [:]
+    }
+
+    /// ``evaluate(_:requirements:classification:destinations:)`` with the link types of the last
+    /// evaluation (`linkTypes`), which it brings up to date.
+    static func evaluate(
+        _ snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification,
+        destinations: [IPAddress]? = nil, linkTypes: inout LinkTypes
+    ) -> NetworkPath {
         if snapshot.observationFailure != nil { return .unsatisfied(.monitorUnavailable) }
-        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
+        let judge = Judge(
+            snapshot: snapshot, requirements: requirements, classification: classification, carried: &linkTypes)
         if let destinations {
             let verdicts = destinations.map { destination in
                 (
@@ -137,11 +159,25 @@ public enum PathEvaluator {
         }
 
         init(snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification) {
+            var carried = LinkTypes()
+            self.init(snapshot: snapshot, requirements: requirements, classification: classification, carried: &carried)
+        }
+
+        /// A judge that takes the link types from `carried` when its links are the snapshot's, and
+        /// leaves there the ones it classified.
+        init(
+            snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification,
+            carried: inout LinkTypes
+        ) {
             self.snapshot = snapshot
             self.requirements = requirements
             self.classification = classification
             if snapshot.links.count <= Self.classifiedUpFront {
-                types = snapshot.links.mapValues(classification.type(of:))
+                if carried.links != snapshot.links || carried.types.count != snapshot.links.count {
+                    carried = LinkTypes(
+                        links: snapshot.links, types: snapshot.links.mapValues(classification.type(of:)))
+                }
+                types = carried.types
                 memo = nil
             } else {
                 types = nil

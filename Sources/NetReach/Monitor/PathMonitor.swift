@@ -77,8 +77,9 @@ public final class PathMonitor: Sendable {
     /// answer, for a connectivity judge of the same path); the monitor only carries it.
     package let evidence = PathEvidence()
     /// Held while a path is computed and emitted, so paths from the source and from a finished
-    /// re-resolution reach the handler in the order they were computed.
-    private let evaluation = Locked(())
+    /// re-resolution reach the handler in the order they were computed; holds the link types the
+    /// last evaluation classified, for the next one.
+    private let evaluation = Locked(PathEvaluator.LinkTypes())
 
     private enum Phase { case idle, starting, running, cancelled }
 
@@ -360,7 +361,7 @@ public final class PathMonitor: Sendable {
 
     /// Called by the source, one snapshot at a time.
     private func receive(_ snapshot: SystemSnapshot) {
-        let resolveAgain = evaluation.withLock { _ in
+        let resolveAgain = evaluation.withLock { linkTypes in
             let resolveAgain = state.withLock { state -> Bool in
                 if let failure = snapshot.observationFailure { state.failure = failure }
                 state.lastSnapshot = snapshot
@@ -374,21 +375,23 @@ public final class PathMonitor: Sendable {
                 state.isResolving = true
                 return true
             }
-            emit(path(for: snapshot))
+            emit(path(for: snapshot, linkTypes: &linkTypes))
             return resolveAgain
         }
         if resolveAgain { resolveInBackground(on: snapshot) }
     }
 
-    /// The path `snapshot` gives this monitor.
-    private func path(for snapshot: SystemSnapshot) -> NetworkPath {
+    /// The path `snapshot` gives this monitor; `linkTypes` is the evaluation lock's.
+    private func path(for snapshot: SystemSnapshot, linkTypes: inout PathEvaluator.LinkTypes) -> NetworkPath {
         guard destination != nil else {
-            return PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification)
+            return PathEvaluator.evaluate(
+                snapshot, requirements: requirements, classification: classification, linkTypes: &linkTypes)
         }
         let addresses = state.withLock { $0.destinationAddresses }
         if addresses.isEmpty && snapshot.observationFailure == nil { return .unsatisfied(.destinationUnresolved) }
         return PathEvaluator.evaluate(
-            snapshot, requirements: requirements, classification: classification, destinations: addresses)
+            snapshot, requirements: requirements, classification: classification, destinations: addresses,
+            linkTypes: &linkTypes)
     }
 
     /// Resolves the destination (bounded by `resolutionTimeout`) and has the source look up the
@@ -429,7 +432,7 @@ public final class PathMonitor: Sendable {
             let changed = self.state.withLock { $0.destinationAddresses != addresses }
             // Registered before the switch, so the snapshot evaluated below already has the answers.
             let routes = changed && !addresses.isEmpty ? self.source.lookUpRoutes(to: addresses) : nil
-            let (previous, cancelled) = self.evaluation.withLock { _ in
+            let (previous, cancelled) = self.evaluation.withLock { linkTypes in
                 let (previous, latest, cancelled) = self.state.withLock {
                     state -> (PathSubscription?, SystemSnapshot?, Bool) in
                     state.isResolving = false
@@ -447,7 +450,7 @@ public final class PathMonitor: Sendable {
                     state.destinationRoutes = routes
                     return (previous, state.lastSnapshot, false)
                 }
-                if let latest, changed, !cancelled { self.emit(self.path(for: latest)) }
+                if let latest, changed, !cancelled { self.emit(self.path(for: latest, linkTypes: &linkTypes)) }
                 return (previous, cancelled)
             }
             previous?.cancel()
@@ -563,6 +566,10 @@ extension PathMonitor {
             return (state.observer, queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values))
         }
         guard let (observer, queue, streams) = delivery else { return }
+        // The observer first (a line written where the path was computed), the counting after.
+        observer?(path)
+        for stream in streams { stream.yield(path) }
+        queue?.async { [weak self] in self?.deliver(path) }
         metrics.delivered(path.status)
         logger.debug(
             "path changed",
@@ -570,9 +577,6 @@ extension PathMonitor {
                 "status": "\(path.status)", "reason": "\(path.unsatisfiedReason.map { "\($0)" } ?? "")",
                 "interface": "\(path.primaryInterface?.name ?? "")",
             ])
-        observer?(path)
-        for stream in streams { stream.yield(path) }
-        queue?.async { [weak self] in self?.deliver(path) }
     }
 
     /// Runs on the delivery queue.
