@@ -16,9 +16,20 @@ import Foundation
 package final class Locked<Value>: @unchecked Sendable {
     // @unchecked: `value` is only touched inside `withLock`, which holds `lock`.
     private let lock = NSLock()
-    private var value: Value
+    /// The value in memory of its own: through a pointer, `withLock`'s `inout` needs no dynamic
+    /// exclusivity check, which a class's stored `var` gets on every access (the lock already
+    /// makes each access exclusive; ~70 instructions each, six times per path change).
+    private let value: UnsafeMutablePointer<Value>
 
-    package init(_ value: Value) { self.value = value }
+    package init(_ value: Value) {
+        self.value = .allocate(capacity: 1)
+        self.value.initialize(to: value)
+    }
+
+    deinit {
+        value.deinitialize(count: 1)
+        value.deallocate()
+    }
 
     /// Runs `body` on the value while holding the lock; what `body` throws is thrown as it is.
     package func withLock<Result, Failure: Error>(
@@ -26,6 +37,6 @@ package final class Locked<Value>: @unchecked Sendable {
     ) throws(Failure) -> Result {
         lock.lock()
         defer { lock.unlock() }
-        return try body(&value)
+        return try body(&value.pointee)
     }
 }
