@@ -23,6 +23,14 @@ struct CLIWatchTests {
         var thrown: ExitCode?
     }
 
+    /// The text of one write: a whole line, which must end in its one newline (one write(2) per
+    /// line), without it.
+    static func line(_ bytes: UnsafeRawBufferPointer) -> String {
+        #expect(bytes.last == UInt8(ascii: "\n"))
+        #expect(!bytes.dropLast().contains(UInt8(ascii: "\n")))
+        return String(decoding: bytes.dropLast(), as: UTF8.self)
+    }
+
     /// Feeds `paths` to watch's line writer as the monitor's engine would, once armed (then the
     /// writer stays open, as for a live monitor, unless `finishes`: an interrupt), with `write`
     /// failing from the `failingWrite`th line on if given.
@@ -34,10 +42,10 @@ struct CLIWatchTests {
         let writer = PathLineWriter(
             json: json, failure: { failure }, now: { moment },
             complain: { complaint in run.withLock { $0.complaints.append(complaint) } },
-            write: { line throws(ExitCode) in
+            write: { bytes throws(ExitCode) in
                 try run.withLock { (run) throws(ExitCode) in
                     if let failingWrite, run.lines.count + 1 >= failingWrite { throw CLIExitCode.outputFailed }
-                    run.lines.append(line)
+                    run.lines.append(line(bytes))
                 }
             })
         writer.arm()
@@ -54,7 +62,7 @@ struct CLIWatchTests {
         let lines = Mutex([String]())
         let writer = PathLineWriter(
             json: false, failure: { nil }, now: { Self.moment }, complain: { _ in },
-            write: { line throws(ExitCode) in lines.withLock { $0.append(line) } })
+            write: { bytes throws(ExitCode) in lines.withLock { $0.append(Self.line(bytes)) } })
         writer.receive(.unsatisfied(.linkDown))
         writer.receive(Self.satisfied)
         #expect(lines.withLock { $0 }.isEmpty)
@@ -80,6 +88,17 @@ struct CLIWatchTests {
                 "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
             ])
         #expect(run.complaints.isEmpty)
+    }
+
+    /// `--json` lines are written from the bytes they were made in: each the object
+    /// `PathFormatting.json` makes (held to `JSONEncoder`'s), then its newline.
+    @Test func jsonLinesAreTheObjectsAndTheirNewlines() async throws {
+        let paths = [Self.satisfied, .unsatisfied(.noDefaultRoute)]
+        let run = await Self.follow(paths, json: true)
+        #expect(run.thrown == nil)
+        #expect(run.lines == paths.map { PathFormatting.json($0, at: Self.moment) })
+        let first = try JSONDecoder().decode(NetworkPath.self, from: Data(try #require(run.lines.first).utf8))
+        #expect(first == Self.satisfied)
     }
 
     /// The library's report that the monitor stopped observing (a deleted namespace): the line as

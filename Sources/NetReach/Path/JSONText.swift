@@ -33,6 +33,14 @@ package struct JSONBytes: ~Copyable {
     /// The bytes as text.
     package var text: String { String(decoding: UnsafeBufferPointer(start: start, count: count), as: UTF8.self) }
 
+    /// Runs `body` on the bytes written so far, which are valid only during the call: to write
+    /// them out with no string made of them first.
+    package func withBytes<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try body(UnsafeRawBufferPointer(start: start, count: count))
+    }
+
     /// Makes room for `extra` more bytes.
     private mutating func reserve(_ extra: Int) {
         guard count + extra > capacity else { return }

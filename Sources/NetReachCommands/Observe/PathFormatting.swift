@@ -77,6 +77,13 @@ package enum PathFormatting {
     /// CPU time per change (perf; Benchmarks/RESULTS.md, section 19).
     static func json(_ path: NetworkPath, at date: Date? = nil) -> String {
         var text = JSONBytes(capacity: 384)
+        json(path, at: date, into: &text)
+        return text.text
+    }
+
+    /// ``json(_:at:)-(NetworkPath,_)`` appended to `text`: `watch --json` writes these bytes as
+    /// they are, with no string made of them.
+    static func json(_ path: NetworkPath, at date: Date? = nil, into text: inout JSONBytes) {
         text.append("{\"availableInterfaces\":[")
         for (position, interface) in path.availableInterfaces.enumerated() {
             if position > 0 { text.append(",") }
@@ -121,7 +128,6 @@ package enum PathFormatting {
         text.append(",\"version\":")
         text.appendString(NetreachCommand.version)
         text.append("}")
-        return text.text
     }
 
     /// `JSONEncoder`'s form of the same object (the reference `json(_:at:)` is held to).

@@ -36,13 +36,14 @@ final class PathLineWriter: Sendable {
     private let failure: @Sendable () -> PathMonitorError?
     private let now: @Sendable () -> Date
     private let complain: @Sendable (String) -> Void
-    private let write: @Sendable (String) throws(ExitCode) -> Void
+    /// Writes one line's bytes, its newline included.
+    private let write: @Sendable (UnsafeRawBufferPointer) throws(ExitCode) -> Void
 
     init(
         json: Bool, failure: @escaping @Sendable () -> PathMonitorError?,
         now: @escaping @Sendable () -> Date = Date.init,
         complain: @escaping @Sendable (String) -> Void = { StandardStream.complain($0) },
-        write: @escaping @Sendable (String) throws(ExitCode) -> Void
+        write: @escaping @Sendable (UnsafeRawBufferPointer) throws(ExitCode) -> Void
     ) {
         self.json = json
         self.failure = failure
@@ -110,9 +111,26 @@ final class PathLineWriter: Sendable {
     /// (after its line), ends the writing.
     private func writeLine(for path: NetworkPath, in state: inout State) {
         let date = now()
-        let line = json ? PathFormatting.json(path, at: date) : PathFormatting.timestampedLine(path, at: date)
         do throws(ExitCode) {
-            try write(line)
+            if json {
+                // The JSON's bytes and its newline, written from the buffer they were made in.
+                var line = JSONBytes(capacity: 384)
+                PathFormatting.json(path, at: date, into: &line)
+                line.append(byte: UInt8(ascii: "\n"))
+                try line.withBytes(write)
+            } else {
+                var line = PathFormatting.timestampedLine(path, at: date) + "\n"
+                // `withUTF8` rethrows untyped: the status comes out as a value.
+                let failed = line.withUTF8 { bytes -> ExitCode? in
+                    do throws(ExitCode) {
+                        try write(UnsafeRawBufferPointer(bytes))
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failed { throw failed }
+            }
         } catch {
             state.ending = .failed(error)
             return

@@ -74,7 +74,7 @@ package struct WatchCommand: NetreachSubcommand {
         // Each line is written on the thread that computed its path (PathLineWriter): no hop.
         let lines = PathLineWriter(
             json: json, failure: { monitor.failure },
-            write: { line throws(ExitCode) in try CommandOutput.writeLine(line) })
+            write: { line throws(ExitCode) in try CommandOutput.write(line) })
         monitor.pathObserver = { lines.receive($0) }
         // An interrupt is an orderly exit: status 0, every line already written.
         let signalSources = TerminationSignals.install { lines.finish(.interrupted) }

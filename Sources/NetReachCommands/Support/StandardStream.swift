@@ -72,6 +72,11 @@ package enum StandardStream: Sendable {
         try text.withUTF8 { writeAll(UnsafeRawBufferPointer($0)) }.get()
     }
 
+    /// Writes `buffer` as it is, from where it lies: a line made as bytes (`watch --json`).
+    package func write(_ buffer: UnsafeRawBufferPointer) throws(WriteError) {
+        try writeAll(buffer).get()
+    }
+
     /// Writes bytes as they are: a response body. Throws, having written a prefix at most, when the
     /// stream refuses the rest.
     package func write<Bytes: Sequence<UInt8>>(_ bytes: Bytes) throws(WriteError) {
@@ -108,6 +113,16 @@ package enum CommandOutput {
     package static func writeLine(_ line: String) throws(ExitCode) {
         do {
             try StandardStream.output.writeLine(line)
+        } catch {
+            throw failed(error)
+        }
+    }
+
+    /// Writes `line`, a whole line with its newline, to standard output; if it cannot, as
+    /// ``writeLine(_:)``.
+    package static func write(_ line: UnsafeRawBufferPointer) throws(ExitCode) {
+        do {
+            try StandardStream.output.write(line)
         } catch {
             throw failed(error)
         }
