@@ -79,8 +79,16 @@ public enum PathEvaluator {
         if requirements.requiredInterfaceType == .loopback {
             return evaluateLoopback(snapshot, requirements: requirements, classification: classification)
         }
-        return judge.path(
-            from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
+        // Why a family has no route is told by its links, which only an unsatisfied path shows:
+        // worked out when neither family is usable, not for the missing family of an IPv4-only or
+        // IPv6-only host on its every change.
+        let ipv4 = judge.familyVerdict(.ipv4, explained: false)
+        let ipv6 = judge.familyVerdict(.ipv6, explained: false)
+        guard ipv4.usable != nil || ipv6.usable != nil else {
+            return judge.path(
+                from: [(.ipv4, judge.explain(ipv4, .ipv4)), (.ipv6, judge.explain(ipv6, .ipv6))], withStandby: true)
+        }
+        return judge.path(from: [(.ipv4, ipv4), (.ipv6, ipv6)], withStandby: true)
     }
 
     /// Why each family cannot carry traffic to the internet, by the rules of
@@ -105,6 +113,9 @@ public enum PathEvaluator {
     enum Verdict {
         case usable(Use)
         case unusable(Failure)
+        /// Unusable for want of a route, with why (what the links say, `Judge.linkReason`) not
+        /// worked out yet: only an unsatisfied path shows it.
+        case noRouteUnexplained
 
         var usable: Use? { if case .usable(let use) = self { use } else { nil } }
         var failure: Failure? { if case .unusable(let failure) = self { failure } else { nil } }
@@ -210,6 +221,9 @@ public enum PathEvaluator {
                 case .unusable(let failure):
                     // The first of the weightiest, as `max(by:)` picks.
                     if failure.weight > telling?.weight ?? -1 { telling = failure }
+                case .noRouteUnexplained:
+                    // Only beside a usable family (`evaluate`): no reason is needed.
+                    continue
                 case .usable(let use):
                     if family == .ipv4 { supportsIPv4 = true } else { supportsIPv6 = true }
                     if !use.otherLegs.isEmpty { isMultipath = true }
@@ -241,8 +255,10 @@ public enum PathEvaluator {
         /// The verdict for traffic to the internet over `family`: the unbound route's, or, when that
         /// route uses an interface the requirements exclude, the first allowed interface whose
         /// bound lookup is usable (lowest main-table default metric first, then interface index).
-        func familyVerdict(_ family: IPAddress.Family) -> Verdict {
-            let unbound = verdict(snapshot.routeLookup(for: family), family: family, manyFlows: true)
+        /// Not `explained`: no route is ``Verdict/noRouteUnexplained``.
+        func familyVerdict(_ family: IPAddress.Family, explained: Bool = true) -> Verdict {
+            let unbound = verdict(
+                snapshot.routeLookup(for: family), family: family, manyFlows: true, explained: explained)
             guard let failure = unbound.failure, failure.reason == .excludedByRequirements, failure.fromRoute else {
                 return unbound
             }
@@ -255,7 +271,9 @@ public enum PathEvaluator {
                 .sorted { (metrics[$0.index] ?? .max, $0.index) < (metrics[$1.index] ?? .max, $1.index) }
             var telling: Failure?
             for link in candidates {
-                let bound = verdict(snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family)
+                let bound = verdict(
+                    snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family,
+                    explained: explained)
                 if bound.usable != nil { return bound }
                 // A bound lookup refused by a kill switch says more than "no default route".
                 if let failure = bound.failure, failure.fromRoute, failure.weight > telling?.weight ?? -1 {
@@ -265,7 +283,9 @@ public enum PathEvaluator {
             // An allowed interface's own trouble ("the Wi-Fi link is down") says more than the fact
             // that an excluded one works.
             guard !candidates.isEmpty else { return unbound }
-            return .unusable(telling ?? Failure(reason: linkReason(family: family), fromRoute: false))
+            if let telling { return .unusable(telling) }
+            return explained
+                ? .unusable(Failure(reason: linkReason(family: family), fromRoute: false)) : .noRouteUnexplained
         }
 
         /// Interfaces the kernel does not use now but that could carry traffic: allowed, up with
@@ -315,7 +335,9 @@ public enum PathEvaluator {
         /// destination itself is link-local, so a link-local source is fine). `manyFlows`: the
         /// lookup's address stands for the internet, many destinations, not for itself.
         func verdict(
-            _ lookup: RouteLookup, family: IPAddress.Family, linkLocalDestination: Bool = false, manyFlows: Bool = false
+            _ lookup: RouteLookup, family: IPAddress.Family, linkLocalDestination: Bool = false,
+            manyFlows: Bool = false,
+            explained: Bool = true
         ) -> Verdict {
             switch lookup {
             case .route(let route):
@@ -361,6 +383,7 @@ public enum PathEvaluator {
             case .refused:
                 return .unusable(Failure(reason: .routeRefused, fromRoute: true))
             case .noRoute, .failed:
+                guard explained else { return .noRouteUnexplained }
                 return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
             }
         }
@@ -370,6 +393,12 @@ public enum PathEvaluator {
             snapshot.addressTable.values.contains {
                 $0.interfaceIndex == interfaceIndex && $0.address.family == family && $0.isUsable
             }
+        }
+
+        /// `verdict` with its reason worked out if it is ``Verdict/noRouteUnexplained``.
+        func explain(_ verdict: Verdict, _ family: IPAddress.Family) -> Verdict {
+            guard case .noRouteUnexplained = verdict else { return verdict }
+            return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
         }
 
         /// Why there is no route, told by the links: the furthest any allowed link got.

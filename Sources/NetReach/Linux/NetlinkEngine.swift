@@ -15,8 +15,9 @@ import Logging
 /// Each wake-up runs the stages in one direction: the datagrams are read here, each parsed
 /// (``RtnetlinkParser``) and absorbed by the ``SnapshotStore``, which says whether the kernel's route
 /// choice may have changed; then ``KernelQueries`` asks the kernel again if so and adds its answers;
-/// the snapshot goes to `publish` if it differs from the last one, once per wake-up. An overrun or
-/// a broken stream re-reads everything with dumps (`resync`), here too.
+/// the snapshot goes to `publish` if it differs from the last one, once per wake-up, and only then
+/// are the answers' consequences for later wake-ups settled (rechecks, expiries, what to watch). An
+/// overrun or a broken stream re-reads everything with dumps (`resync`), here too.
 final class NetlinkEngine: @unchecked Sendable {
     // @unchecked: the sockets, watcher and store exist only as locals of `run()` on the engine's
     // own thread; `readiness` is guarded by its lock and `destinations` is `Locked`; `wakeFD` and
