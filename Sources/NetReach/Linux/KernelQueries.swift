@@ -99,12 +99,13 @@ struct KernelQueries {
         let removed = rechecks.toCompare(with: removals)
         var stillSeen: LookupFamilies = []
         var earliest: [IPAddress.Family: ContinuousClock.Instant] = [:]
-        func note(_ answer: RouteQuery.Answer, _ family: IPAddress.Family, expires: Bool) {
-            if !removed.isEmpty, !stillSeen.includes(family), removed.mayBeUnfinished(answer, family) {
-                stillSeen.insert(LookupFamilies(family))
-            }
+        func compare(_ answer: RouteQuery.Answer, _ family: IPAddress.Family) {
+            guard !removed.isEmpty, !stillSeen.includes(family) else { return }
+            if removed.mayBeUnfinished(answer, family) { stillSeen.insert(LookupFamilies(family)) }
+        }
+        func noteExpiry(_ seconds: Double?, _ family: IPAddress.Family) {
             // A few milliseconds late, so the kernel already treats the route as expired.
-            guard expires, let seconds = answer.expiresIn else { return }
+            guard let seconds else { return }
             let expiry = now + .milliseconds(Int((seconds * 1000).rounded(.up)) + 5)
             earliest[family] = min(earliest[family] ?? expiry, expiry)
         }
@@ -115,14 +116,14 @@ struct KernelQueries {
             for candidate in lookupAddresses where candidate.family == family {
                 lookupCounter?.increment()
                 let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
-                note(answer, family, expires: false)
+                compare(answer, family)
                 let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
                 if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
                 if breadth == 0 { break }
             }
             guard let best else { continue }
             routeLookups[family] = best.answer.lookup
-            note(best.answer, family, expires: true)
+            noteExpiry(best.answer.expiresIn, family)
             guard case .route(let chosen) = best.answer.lookup else { continue }
             // The legs (a few) scanned: no set to build and hash.
             let addressed = kernel.interfacesWithUsableAddress(family)
@@ -134,22 +135,24 @@ struct KernelQueries {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
                     to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
-                note(bound, family, expires: true)
+                compare(bound, family)
                 scopedRouteLookups[family, default: [:]][link.index] = bound.lookup
+                noteExpiry(bound.expiresIn, family)
             }
         }
-        var destinationAnswers: [IPAddress: RouteLookup] = [:]
+        var answers: [IPAddress: RouteLookup] = [:]
         for destination in destinations {
             if !asked.includes(destination.family), let known = destinationLookups[destination] {
-                destinationAnswers[destination] = known
+                answers[destination] = known
                 continue
             }
             lookupCounter?.increment()
             let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
-            note(answer, destination.family, expires: true)
-            destinationAnswers[destination] = answer.lookup
+            compare(answer, destination.family)
+            answers[destination] = answer.lookup
+            noteExpiry(answer.expiresIn, destination.family)
         }
-        destinationLookups = destinationAnswers
+        destinationLookups = answers
         unsettled = Unsettled(
             now: now, asked: asked, removals: removals, stillSeen: stillSeen, earliest: earliest,
             destinations: destinations, defaultRoutes: kernel.defaultRoutes)
