@@ -284,8 +284,7 @@ public enum PathEvaluator {
             // that an excluded one works.
             guard !candidates.isEmpty else { return unbound }
             if let telling { return .unusable(telling) }
-            return explained
-                ? .unusable(Failure(reason: linkReason(family: family), fromRoute: false)) : .noRouteUnexplained
+            return noRoute(family, explained: explained)
         }
 
         /// Interfaces the kernel does not use now but that could carry traffic: allowed, up with
@@ -383,8 +382,7 @@ public enum PathEvaluator {
             case .refused:
                 return .unusable(Failure(reason: .routeRefused, fromRoute: true))
             case .noRoute, .failed:
-                guard explained else { return .noRouteUnexplained }
-                return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
+                return noRoute(family, explained: explained)
             }
         }
 
@@ -395,10 +393,16 @@ public enum PathEvaluator {
             }
         }
 
+        /// No route for `family`: unusable, with why told by the links (``linkReason(family:)``)
+        /// when `explained`, else ``Verdict/noRouteUnexplained``.
+        func noRoute(_ family: IPAddress.Family, explained: Bool = true) -> Verdict {
+            explained ? .unusable(Failure(reason: linkReason(family: family), fromRoute: false)) : .noRouteUnexplained
+        }
+
         /// `verdict` with its reason worked out if it is ``Verdict/noRouteUnexplained``.
         func explain(_ verdict: Verdict, _ family: IPAddress.Family) -> Verdict {
             guard case .noRouteUnexplained = verdict else { return verdict }
-            return .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
+            return noRoute(family)
         }
 
         /// Why there is no route, told by the links: the furthest any allowed link got.
