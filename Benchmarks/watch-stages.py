@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a route change's time goes in `netreach watch --json`: in the kernel or in our own code.
 
-    sudo Benchmarks/watch-stages.py [--flaps 100] [--gap 0.015] BINARY [BINARY...]
+    sudo Benchmarks/watch-stages.py [--flaps 100] [--gap 0.015] [--syscalls] BINARY [BINARY...]
 
 For each binary in turn: starts `BINARY watch --json --namespace NS` in a namespace of its own
 (a veth, an address, a default route), records the engine thread's system calls with `perf
@@ -19,7 +19,9 @@ output) into:
     ours    the time outside system calls, all stages together
 
 and prints the median of each, for all changes and for route adds (the connect succeeds: the
-socket's source, then both route lookups) and deletes (the connect fails) apart. A GAP of 2 ms
+socket's source, then both route lookups) and deletes (the connect fails) apart. With --syscalls it
+also prints each change's system calls in order, up to the line's `write`: the median time of our
+own code before each (`before`) and inside it (`inside`), so a stage can be read call by call. A GAP of 2 ms
 keeps the process's code and data in the caches; 15 ms (the default, as the latency harness's) lets
 other processes evict them, as between real changes. Benchmarks/RESULTS.md, sections 31 and 33.
 """
@@ -36,6 +38,10 @@ import watchlab
 
 LINE = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+raw_syscalls:(sys_enter|sys_exit):\s+NR (\d+)(.*)$")
 WRITE, POLL, CONNECT, RECVFROM, RECVMSG, GETSOCKNAME = 1, 7, 42, 45, 47, 51
+CALL_NAMES = {
+    1: "write", 7: "poll", 42: "connect", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg",
+    51: "getsockname",
+}
 
 
 def changes(trace):
@@ -102,6 +108,40 @@ def stages(change):
     return result
 
 
+def calls(change):
+    """One change's system calls up to the line's `write`: (name, µs of ours before it, µs inside it)."""
+    found, previous, entered = [], change[0][0], None
+    for t, kind, number, detail in change:
+        if kind == "enter":
+            entered = (t, number, t - previous)
+            if number == WRITE and detail == "1":
+                found.append(("write (the line)", t - previous, None))
+                return found
+        elif entered is not None:
+            found.append((CALL_NAMES.get(entered[1], str(entered[1])), entered[2], t - entered[0]))
+            previous, entered = t, None
+    return None
+
+
+def print_calls(binary, changes_of_kind, label):
+    """The median of each position's times over the changes whose calls are the most common sequence."""
+    sequences = [c for c in map(calls, changes_of_kind) if c is not None]
+    if not sequences:
+        return
+    shapes = {}
+    for sequence in sequences:
+        shapes.setdefault(tuple(name for name, _, _ in sequence), []).append(sequence)
+    shape, chosen = max(shapes.items(), key=lambda item: len(item[1]))
+    print(f"\n`{binary}`, {label}: {len(chosen)} of {len(sequences)} changes made these calls")
+    print("| # | call | before (ours) | inside |")
+    print("| ---: | --- | ---: | ---: |")
+    for index, name in enumerate(shape):
+        before = statistics.median(s[index][1] for s in chosen)
+        inside = [s[index][2] for s in chosen if s[index][2] is not None]
+        inside_text = f"{statistics.median(inside):.1f}" if inside else "-"
+        print(f"| {index + 1} | {name} | {before:.1f} | {inside_text} |")
+
+
 def measure(binary, flaps, gap):
     namespace = f"nrwstage-{os.getpid()}"
     watch = None
@@ -132,13 +172,20 @@ def measure(binary, flaps, gap):
             watch.terminate()
             watch.wait(timeout=10)
         watchlab.remove(namespace)
-    return [s for s in map(stages, changes(trace)) if s is not None]
+    measured = []
+    for change in changes(trace):
+        split = stages(change)
+        if split is not None:
+            split["change"] = change
+            measured.append(split)
+    return measured
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flaps", type=int, default=100)
     parser.add_argument("--gap", type=float, default=0.015)
+    parser.add_argument("--syscalls", action="store_true", help="each change's system calls, in order")
     parser.add_argument("binaries", nargs="+")
     arguments = parser.parse_args()
     if os.geteuid() != 0:
@@ -155,6 +202,9 @@ def main():
                 values = [s[name] for s in chosen if name in s]
                 medians.append(f"{statistics.median(values):.1f}" if values else "-")
             print(f"| `{binary}` | {label}: {len(chosen)} | " + " | ".join(medians) + " µs |")
+        if arguments.syscalls:
+            for kind in ("add", "delete"):
+                print_calls(binary, [s["change"] for s in measured if s["kind"] == kind], f"route {kind}")
 
 
 if __name__ == "__main__":
