@@ -21,9 +21,10 @@ output) into:
 and prints the median of each, for all changes and for route adds (the connect succeeds: the
 socket's source, then both route lookups) and deletes (the connect fails) apart. With --syscalls it
 also prints each change's system calls in order, up to the line's `write`: the median time of our
-own code before each (`before`) and inside it (`inside`), so a stage can be read call by call. A GAP of 2 ms
-keeps the process's code and data in the caches; 15 ms (the default, as the latency harness's) lets
-other processes evict them, as between real changes. Benchmarks/RESULTS.md, sections 31 and 33.
+own code before each call and of the kernel inside it, so a stage can be read call by call. A GAP
+of 2 ms keeps the process's code and data in the caches; 15 ms (the default, as the latency
+harness's) lets other processes evict them, as between real changes. Benchmarks/RESULTS.md,
+sections 31, 33 and 35.
 """
 import argparse
 import os
