@@ -119,17 +119,7 @@ final class PathLineWriter: Sendable {
                 line.append(byte: UInt8(ascii: "\n"))
                 try line.withBytes(write)
             } else {
-                var line = PathFormatting.timestampedLine(path, at: date) + "\n"
-                // `withUTF8` rethrows untyped: the status comes out as a value.
-                let failed = line.withUTF8 { bytes -> ExitCode? in
-                    do throws(ExitCode) {
-                        try write(UnsafeRawBufferPointer(bytes))
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
-                if let failed { throw failed }
+                try StandardStream.withLine(PathFormatting.timestampedLine(path, at: date), write)
             }
         } catch {
             state.ending = .failed(error)

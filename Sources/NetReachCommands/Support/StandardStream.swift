@@ -52,17 +52,26 @@ package enum StandardStream: Sendable {
     package var fileDescriptor: Int32 { self == .output ? 1 : 2 }
 
     /// Writes `line` and a newline, in one write(2) when the pipe takes it whole.
-    /// The line is copied into a buffer one byte longer, not appended to: `line` is shared with
-    /// the caller, so an append always copied it into a new string (every `watch` line).
     package func writeLine(_ line: String) throws(WriteError) {
+        try Self.withLine(line) { writeAll($0) }.get()
+    }
+
+    /// Runs `body` on `line`'s UTF-8 bytes and a newline, valid only during the call. The line is
+    /// copied into a buffer one byte longer, not appended to: `line` is shared with the caller, so
+    /// an append always copied it into a new string (every `watch` line).
+    package static func withLine<Result, Failure: Error>(
+        _ line: String, _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         var line = line
-        try line.withUTF8 { text in
+        // `withUTF8` rethrows untyped: the outcome comes out as a value.
+        let outcome = line.withUTF8 { text in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: text.count + 1) { buffer in
                 _ = buffer.initialize(fromContentsOf: text)
                 buffer[text.count] = UInt8(ascii: "\n")
-                return writeAll(UnsafeRawBufferPointer(buffer))
+                return Swift.Result { () throws(Failure) in try body(UnsafeRawBufferPointer(buffer)) }
             }
-        }.get()
+        }
+        return try outcome.get()
     }
 
     /// Writes `text` as it is (no newline): for a terminal status line rewritten in place. The
