@@ -16,6 +16,7 @@ int cnr_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int cnr_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
 }
+int cnr_open_path(const char *path) { return open(path, O_PATH | O_CLOEXEC); }
 int cnr_set_socket_filter(int fd, const void *instructions, unsigned short count) {
     if (count == 0) {
         int unused = 0;

@@ -96,11 +96,9 @@ struct OutputFileTests {
         #expect(symlink("../data/real", link) == 0)
 
         let file = try OutputFile.open(link)
-        #expect(
-            file.destination
-                == .replacing(
-                    final: scratch.path + "/links/../data/real",
-                    partial: scratch.path + "/links/../data/real.part"))
+        // The name the kernel reached, not the link's text joined by hand.
+        let reached = try #require(realPath(real))
+        #expect(file.destination == .replacing(final: reached, partial: reached + ".part"))
         try file.write(Array("new".utf8))
         #expect(exists(real + ".part"))
         #expect(!exists(link + ".part"))
@@ -138,6 +136,123 @@ struct OutputFileTests {
 
         #expect(contents(scratch.path + "/data/missing") == "created")
         #expect(linkText(link) == "data/missing")
+    }
+
+    @Test func aDanglingLinkLeavesNothingWhenTheDownloadFails() throws {
+        let scratch = try Scratch()
+        try scratch.directory("data")
+        let link = scratch.path + "/link"
+        #expect(symlink("data/missing", link) == 0)
+
+        let file = try OutputFile.open(link)
+        try file.write(Array("half".utf8))
+        file.abandon()
+
+        #expect(!exists(scratch.path + "/data/missing"))
+        #expect(!exists(scratch.path + "/data/missing.part"))
+        #expect(linkText(link) == "data/missing")
+    }
+
+    @Test func aLoopOfLinksIsTheKernelsELOOP() throws {
+        let scratch = try Scratch()
+        let link = scratch.path + "/a"
+        #expect(symlink("b", link) == 0)
+        #expect(symlink("a", scratch.path + "/b") == 0)
+
+        let error = #expect(throws: OutputFileError.self) { try OutputFile.open(link) }
+        #expect(error?.errno == ELOOP)
+    }
+
+    // MARK: Someone else's names in a sticky, world-writable directory
+
+    // Three users, as in /tmp: the directory's owner, whoever planted a name there, and the one
+    // writing (root here, whom the kernel's protected_* rules do not exempt either).
+
+    @Test(.needsRootForOutputFile) func aLinkPlantedByAnotherUserIsNotFollowed() throws {
+        let shared = try StickyDirectory()
+        let victim = try shared.scratch.file("victim", "precious")
+        let link = shared.path + "/report.html"
+        #expect(symlink(victim, link) == 0)
+        #expect(lchown(link, StickyDirectory.planter, StickyDirectory.planter) == 0)
+
+        let error = #expect(throws: OutputFileError.self) { try OutputFile.open(link) }
+        #expect(
+            error?.reason
+                == .untrusted(file: link, isLink: true, owner: StickyDirectory.planter, directory: shared.path))
+        #expect(error?.description.contains("not followed") == true)
+        #expect(contents(victim) == "precious")
+        #expect(!exists(victim + ".part"))
+        #expect(!exists(link + ".part"))
+    }
+
+    @Test(.needsRootForOutputFile, arguments: [StickyDirectory.owner, 0])
+    func aLinkOfTheDirectorysOwnerOrOfTheWriterIsFollowed(linkOwner: UInt32) throws {
+        let shared = try StickyDirectory()
+        let real = try shared.scratch.file("real", "old")
+        let link = shared.path + "/report.html"
+        #expect(symlink(real, link) == 0)
+        #expect(lchown(link, linkOwner, linkOwner) == 0)
+
+        let file = try OutputFile.open(link)
+        try file.write(Array("new".utf8))
+        try file.commit()
+        #expect(contents(real) == "new")
+    }
+
+    @Test(.needsRootForOutputFile) func aFileOfAnotherUserIsNotReplaced() throws {
+        let shared = try StickyDirectory()
+        let planted = try shared.scratch.file("sticky/report.html", "theirs")
+        #expect(chown(planted, StickyDirectory.planter, StickyDirectory.planter) == 0)
+
+        let error = #expect(throws: OutputFileError.self) { try OutputFile.open(planted) }
+        #expect(
+            error?.reason
+                == .untrusted(file: planted, isLink: false, owner: StickyDirectory.planter, directory: shared.path))
+        // Replacing it would have handed the planter the new file: it keeps the old one's owner.
+        #expect(status(planted)?.st_uid == StickyDirectory.planter)
+        #expect(contents(planted) == "theirs")
+    }
+
+    @Test(.needsRootForOutputFile) func aLinkThatLeadsToAFileOfAnotherUserThereIsNotWritten() throws {
+        let shared = try StickyDirectory()
+        let planted = try shared.scratch.file("sticky/data", "theirs")
+        #expect(chown(planted, StickyDirectory.planter, StickyDirectory.planter) == 0)
+        let link = shared.scratch.path + "/mine"
+        #expect(symlink(planted, link) == 0)
+
+        let error = #expect(throws: OutputFileError.self) { try OutputFile.open(link) }
+        #expect(
+            error?.reason
+                == .untrusted(file: planted, isLink: false, owner: StickyDirectory.planter, directory: shared.path))
+        #expect(contents(planted) == "theirs")
+    }
+
+    @Test(.needsRootForOutputFile) func aFIFOOfAnotherUserIsNotOpened() throws {
+        let shared = try StickyDirectory()
+        let fifo = shared.path + "/pipe"
+        #expect(mkfifo(fifo, 0o666) == 0)
+        #expect(chown(fifo, StickyDirectory.planter, StickyDirectory.planter) == 0)
+
+        // Opening would wait for a reader; refusing does not.
+        let error = #expect(throws: OutputFileError.self) { try OutputFile.open(fifo) }
+        #expect(
+            error?.reason
+                == .untrusted(file: fifo, isLink: false, owner: StickyDirectory.planter, directory: shared.path))
+    }
+
+    @Test(.needsRootForOutputFile) func theSameNamesOutsideAStickyDirectoryAreWritten() throws {
+        let scratch = try Scratch()
+        let theirs = try scratch.file("theirs", "old")
+        #expect(chown(theirs, StickyDirectory.planter, StickyDirectory.planter) == 0)
+        let link = scratch.path + "/link"
+        #expect(symlink(theirs, link) == 0)
+        #expect(lchown(link, StickyDirectory.planter, StickyDirectory.planter) == 0)
+
+        let file = try OutputFile.open(link)
+        try file.write(Array("new".utf8))
+        try file.commit()
+        #expect(contents(theirs) == "new")
+        #expect(status(theirs)?.st_uid == StickyDirectory.planter)
     }
 
     // MARK: What cannot be written
@@ -511,6 +626,32 @@ struct PrivateDevices {
 
 struct PrivateDevicesError: Error, CustomStringConvertible {
     var description: String
+}
+
+/// `sticky/` in a scratch directory, made like /tmp: mode 1777, owned by ``owner``.
+struct StickyDirectory {
+    /// The directory's owner.
+    static let owner: UInt32 = 4101
+    /// Another user, who plants names in it.
+    static let planter: UInt32 = 4102
+
+    let scratch: Scratch
+    var path: String { scratch.path + "/sticky" }
+
+    init() throws {
+        scratch = try Scratch()
+        try scratch.directory("sticky")
+        guard chown(path, Self.owner, Self.owner) == 0, chmod(path, 0o1777) == 0 else {
+            throw PrivateDevicesError(description: "cannot make \(path) sticky: errno \(errno)")
+        }
+    }
+}
+
+/// The canonical path of `path`, as the kernel resolves it.
+func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
 }
 
 /// A directory of its own under /tmp, removed with everything in it when dropped.

@@ -43,6 +43,12 @@ int cnr_set_socket_filter(int fd, const void *instructions, unsigned short count
 /// (sync_file_range(2) with SYNC_FILE_RANGE_WRITE). Returns 0 or -1 with errno set.
 int cnr_start_writeback(int fd, long long offset, long long length);
 
+/// open(2) with O_PATH | O_CLOEXEC: a descriptor that names the file `path` leads to, the kernel
+/// following links under its own rules, without opening it for reading or writing (a FIFO does
+/// not wait for its other end). Returns the descriptor or -1 with errno set. O_PATH needs
+/// _GNU_SOURCE, which is set in shims.c only.
+int cnr_open_path(const char *path);
+
 static inline unsigned int cnr_nlmsg_align(unsigned int len) { return NLMSG_ALIGN(len); }
 static inline unsigned int cnr_rta_align(unsigned int len) { return RTA_ALIGN(len); }
 static inline unsigned int cnr_nlmsghdr_size(void) { return (unsigned int)sizeof(struct nlmsghdr); }

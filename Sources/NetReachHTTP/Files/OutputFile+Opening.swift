@@ -1,6 +1,10 @@
 import Foundation
 import NetReachSystem
 
+#if os(Linux)
+import CNetReachLinux
+#endif
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -52,37 +56,34 @@ extension OutputFile {
         case inPlace(String, isOpenFileReference: Bool)
     }
 
-    /// Follows symbolic links one at a time (the temporary file must go beside the final target,
-    /// not beside the link) until something that is not a link, or nothing, is found.
+    /// What `path` names. A symbolic link is followed by the kernel, never by reading it here: the
+    /// kernel applies its own rules on the way (`fs.protected_symlinks`, permissions on every
+    /// directory, its limit of 40 links), and says which file it reached.
     private static func resolve(_ path: String) throws(OutputFileError) -> Resolved {
-        var current = path
-        // 40, as the kernel's own limit (ELOOP).
-        for _ in 0..<40 {
-            var info = stat()
-            guard lstat(current, &info) == 0 else {
-                let code = errno
-                // Nothing there: a new file (a missing directory shows when it is created).
-                if code == ENOENT { return .replace(final: current) }
-                throw OutputFileError(path: path, reason: .system(.open, file: current, errno: code))
-            }
-            switch info.st_mode & S_IFMT {
-            case S_IFLNK:
-                if isOpenFileReference(current) {
-                    return try referencedFile(current, path: path)
-                }
-                current = try linkTarget(current, path: path)
-            case S_IFREG:
-                return .replace(final: current)
-            case S_IFDIR:
-                throw OutputFileError(path: path, reason: .isDirectory)
-            case S_IFSOCK:
-                throw OutputFileError(path: path, reason: .socket)
-            default:
-                // A character or block device, or a FIFO.
-                return .inPlace(current, isOpenFileReference: false)
-            }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            let code = errno
+            // Nothing there: a new file (a missing directory shows when it is created).
+            if code == ENOENT { return .replace(final: path) }
+            throw OutputFileError(path: path, reason: .system(.open, file: path, errno: code))
         }
-        throw OutputFileError(path: path, reason: .system(.open, file: path, errno: ELOOP))
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK:
+            if isOpenFileReference(path) { return try referencedFile(path, path: path) }
+            try refuseUntrusted(path, info, path: path)
+            return try linkedFile(path)
+        case S_IFREG:
+            try refuseUntrusted(path, info, path: path)
+            return .replace(final: path)
+        case S_IFDIR:
+            throw OutputFileError(path: path, reason: .isDirectory)
+        case S_IFSOCK:
+            throw OutputFileError(path: path, reason: .socket)
+        default:
+            // A character or block device, or a FIFO.
+            if info.st_mode & S_IFMT == S_IFIFO { try refuseUntrusted(path, info, path: path) }
+            return .inPlace(path, isOpenFileReference: false)
+        }
     }
 
     /// Whether `link` is one of procfs's links to an open file (`/proc/self/fd/1`, which
@@ -109,15 +110,81 @@ extension OutputFile {
         }
     }
 
-    /// The path `link` points to; a relative target is taken from the link's directory.
-    private static func linkTarget(_ link: String, path: String) throws(OutputFileError) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink(link, &buffer, buffer.count - 1)
-        guard length >= 0 else {
-            throw OutputFileError(path: path, reason: .system(.open, file: link, errno: errno))
+    /// What the link at `path` leads to, as the kernel resolves it. A link that leads nowhere has
+    /// its target created by the kernel (so its rules decide whether that is allowed), named, and
+    /// removed again: `NAME.part` then goes beside that name, and nothing is left there if the
+    /// download fails.
+    private static func linkedFile(_ path: String) throws(OutputFileError) -> Resolved {
+        var created = false
+        var descriptor = openFollowingLinks(path)
+        if descriptor < 0, errno == ENOENT {
+            // O_NONBLOCK: a FIFO that appeared meanwhile must not wait here for a reader.
+            descriptor = systemOpen(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0o666)
+            created = descriptor >= 0
         }
-        let target = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return target.hasPrefix("/") ? target : directoryName(of: link) + "/" + target
+        guard descriptor >= 0 else {
+            throw OutputFileError(path: path, reason: .system(.open, file: path, errno: errno))
+        }
+        defer { close(descriptor) }
+        let final = try openedName(descriptor, path: path)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw OutputFileError(path: path, reason: .system(.open, file: final, errno: errno))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            if created {
+                // Only the empty file made just now, and only while the name is still it.
+                if names(final, descriptor) { unlink(final) }
+                return .replace(final: final)
+            }
+            try refuseUntrusted(final, info, path: path)
+            return .replace(final: final)
+        case S_IFDIR:
+            throw OutputFileError(path: path, reason: .isDirectory)
+        case S_IFSOCK:
+            throw OutputFileError(path: path, reason: .socket)
+        default:
+            if info.st_mode & S_IFMT == S_IFIFO { try refuseUntrusted(final, info, path: path) }
+            return .inPlace(final, isOpenFileReference: false)
+        }
+    }
+
+    /// The name the kernel gives the file open as `descriptor` (`/proc/self/fd/N`'s text).
+    private static func openedName(_ descriptor: Int32, path: String) throws(OutputFileError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let reference = "/proc/self/fd/\(descriptor)"
+        let length = readlink(reference, &buffer, buffer.count - 1)
+        guard length > 0 else {
+            throw OutputFileError(path: path, reason: .system(.open, file: reference, errno: errno))
+        }
+        let name = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Removed since it was opened (" (deleted)"), or not on a path at all: look again.
+        guard name.hasPrefix("/"), names(name, descriptor) else {
+            throw OutputFileError(path: path, reason: .system(.open, file: path, errno: EAGAIN))
+        }
+        return name
+    }
+
+    /// Refuses what the kernel's `fs.protected_symlinks`, `protected_regular` and
+    /// `protected_fifos` refuse, whether or not they are on: in a sticky, world-writable
+    /// directory (`/tmp`), a link, regular file or FIFO that belongs to neither this user nor
+    /// the directory's owner. Its owner chose what it names or holds: following the link would
+    /// write where they decide, and replacing the file would hand them the new one (it keeps the
+    /// old one's owner).
+    private static func refuseUntrusted(_ name: String, _ info: stat, path: String) throws(OutputFileError) {
+        let user = geteuid()
+        guard info.st_uid != user else { return }
+        var directory = stat()
+        let parent = directoryName(of: name)
+        guard stat(parent, &directory) == 0,
+            directory.st_mode & S_ISVTX != 0, directory.st_mode & S_IWOTH != 0,
+            info.st_uid != directory.st_uid
+        else { return }
+        throw OutputFileError(
+            path: path,
+            reason: .untrusted(
+                file: name, isLink: info.st_mode & S_IFMT == S_IFLNK, owner: info.st_uid, directory: parent))
     }
 
     /// Opens a device, a FIFO or a `/proc` reference for writing where it is. Returns nil when
@@ -323,6 +390,16 @@ extension OutputFile {
             throw OutputFileError(path: path, reason: .system(.open, file: target, errno: error.code))
         }
     }
+}
+
+/// A descriptor for what `path` leads to, links followed by the kernel, opened neither for
+/// reading nor for writing where the system allows (Linux's O_PATH).
+private func openFollowingLinks(_ path: String) -> Int32 {
+    #if os(Linux)
+    cnr_open_path(path)
+    #else
+    open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+    #endif
 }
 
 /// open(2), under a name `OutputFile.open` does not shadow.

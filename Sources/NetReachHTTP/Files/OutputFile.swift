@@ -24,9 +24,16 @@ import CNetReachLinux
 ///   owned by someone else stays just that. A new file gets mode `0666 & ~umask`, as with curl.
 ///   An existing file that could not be written in place (no write permission) is not replaced
 ///   either: opening fails as writing it would.
-/// - **A symbolic link.** Followed to its final target (relative links from the link's directory);
-///   `NAME.part` goes beside the *target* and the rename replaces the target, so the link stays.
-///   A dangling link creates its target (its directory must exist).
+/// - **A symbolic link.** Followed by the kernel, under its own rules (`fs.protected_symlinks`,
+///   the permissions of every directory on the way), never by reading the link here; the kernel
+///   names the file it reached, `NAME.part` goes beside *that* and the rename replaces it, so the
+///   link stays. A dangling link creates its target as the kernel allows (its directory must
+///   exist).
+/// - **Someone else's name in a sticky, world-writable directory** (`/tmp`): a link, regular file
+///   or FIFO there that belongs to neither this user nor the directory's owner is refused
+///   (``OutputFileError/Reason/untrusted(file:isLink:owner:directory:)``), as the kernel refuses it
+///   with `fs.protected_symlinks`, `protected_regular` and `protected_fifos` on, and here even when
+///   they are off: whoever planted it would choose the file written, or own the new one.
 /// - **A device or a FIFO** (`/dev/null`, `/dev/full`, a terminal, a named pipe). Opened and written
 ///   in place, without `O_TRUNC`, never renamed over: ``commit()`` only closes it. Opening a FIFO
 ///   waits for its reader, as a shell redirection does.
@@ -303,6 +310,11 @@ package struct OutputFileError: Error, Sendable, Hashable, CustomStringConvertib
         case cannotRestart
         /// At ``OutputFile/commit()``, the final name no longer held a regular file (or nothing).
         case destinationChanged
+        /// `file`, a symbolic link (`isLink`), regular file or FIFO in `directory`, a sticky,
+        /// world-writable directory such as `/tmp`, belongs to `owner`, who is neither this user
+        /// nor the directory's owner: refused as the kernel's `fs.protected_symlinks`,
+        /// `protected_regular` and `protected_fifos` refuse it.
+        case untrusted(file: String, isLink: Bool, owner: UInt32, directory: String)
         /// A system call failed: `operation` on `file` (the path itself, the `.part`, or a link on
         /// the way), with its errno.
         case system(Operation, file: String, errno: Int32)
@@ -359,6 +371,11 @@ package struct OutputFileError: Error, Sendable, Hashable, CustomStringConvertib
                 "\(name) is written in place (a device or a pipe), so the bytes already written cannot be taken back to start again"
         case .destinationChanged:
             return "\(name) stopped being a regular file during the download, so it was not replaced"
+        case .untrusted(let file, let isLink, let owner, let directory):
+            let what = file == path ? name : "\(name) leads to '\(file)', which"
+            return isLink
+                ? "\(what) is a symbolic link of user \(owner) in '\(directory)', a sticky world-writable directory: not followed, since its owner chooses which file would be written (as fs.protected_symlinks)"
+                : "\(what) belongs to user \(owner) in '\(directory)', a sticky world-writable directory: not written, since its owner could read what is written there (as fs.protected_regular)"
         case .system(let operation, let file, let code):
             let reason = strerror(code).map { String(cString: $0) } ?? "error"
             var text = "\(name): \(reason) (errno \(code))"
