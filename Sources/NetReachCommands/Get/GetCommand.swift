@@ -126,9 +126,13 @@ struct GetCommand: NetreachSubcommand {
     @Option(
         name: [.short, .long],
         help: ArgumentHelp(
-            "Write the body to this file instead of standard output: to FILE.part first, renamed over FILE when whole (a device or pipe is written in place).",
+            "Write the body to this file instead of standard output: to FILE.part first, renamed over FILE when whole (a device or pipe is written in place). '-' is standard output, as with curl; './-' a file named '-'.",
             valueName: "file"))
     var output: String?
+
+    /// The file `--output` names: `nil` for standard output, whether there is no `--output` or it
+    /// is `-` (curl's spelling).
+    private var outputFile: String? { output == "-" ? nil : output }
 
     @Flag(
         name: [.customShort("C"), .customLong("continue")],
@@ -174,12 +178,14 @@ struct GetCommand: NetreachSubcommand {
         if totalLimit?.isZero == true { throw ValidationError("--max-time must be more than 0.") }
         guard !stallTimeout.isZero else { throw ValidationError("--stall-timeout must be more than 0.") }
         if output?.isEmpty == true { throw ValidationError("--output needs a file name.") }
-        if continueDownload && output == nil { throw ValidationError("--continue needs --output: it resumes a file.") }
+        if continueDownload && outputFile == nil {
+            throw ValidationError("--continue needs --output FILE: it resumes a file.")
+        }
         if continueDownload && headers.contains(where: { $0.lowercased().hasPrefix("range:") }) {
             throw ValidationError("--continue asks for a range of its own: give it or a Range header, not both.")
         }
-        if writeErrorBody && output == nil { throw ValidationError("--write-error-body needs --output.") }
-        if head && output != nil {
+        if writeErrorBody && outputFile == nil { throw ValidationError("--write-error-body needs --output FILE.") }
+        if head && outputFile != nil {
             throw ValidationError(
                 "--head prints the header fields on standard output: redirect it rather than give --output.")
         }
@@ -265,6 +271,7 @@ struct GetCommand: NetreachSubcommand {
             onWaiting: { report.waiting($0) })
 
         let started = ContinuousClock.now
+        let output = outputFile
         let sending = Task {
             [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
             // JSON lines carry the body itself (bounded by the policy's buffered limit); otherwise
