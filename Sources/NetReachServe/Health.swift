@@ -50,10 +50,11 @@ package enum Health {
         package var reason: String
     }
 
-    /// The checks of `/readyz`: every path read, then the condition for each path it names.
+    /// The checks of `/readyz`: every path read, each namespace that cannot be entered (by label:
+    /// why, from ``ServeState/namespaceProblems``), then the condition for each path it names.
     package static func readiness(
         paths: [PathKey: ServeState.Watched], keys: [PathKey], condition: ReadyCondition,
-        verdict: Connectivity? = nil
+        verdict: Connectivity? = nil, namespaceProblems: [String: String] = [:]
     ) -> [Check] {
         let unread = keys.filter { paths[$0] == nil }
         var checks = [
@@ -61,6 +62,11 @@ package enum Health {
                 name: "started", passed: unread.isEmpty,
                 reason: unread.isEmpty ? "" : "not read yet: \(unread.map(\.description).joined(separator: ", "))")
         ]
+        // A namespace serve may not enter is read as nothing at all, whatever the condition: its
+        // paths count as read (unsatisfied), so only this check says the watch is blind there.
+        for (label, problem) in namespaceProblems.sorted(by: { $0.key < $1.key }) {
+            checks.append(Check(name: "namespace \(label)", passed: false, reason: problem))
+        }
         let wanted: String
         switch condition {
         case .started: return checks

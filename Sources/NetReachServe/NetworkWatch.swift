@@ -51,6 +51,8 @@ package final class NetworkWatch: Service, Sendable {
         var namespaces: [String: WatchedNamespace] = [:]
         /// The internet routes last seen per namespace label.
         var internetRoutes: [String: [PathSamples.Route]] = [:]
+        /// Why a namespace may not be entered, per label, once said (``explain(_:namespace:)``).
+        var problems: [String: String] = [:]
         var isCancelled = false
 
         init(targets: ServeTargets) { self.targets = targets }
@@ -179,6 +181,7 @@ package final class NetworkWatch: Service, Sendable {
             stop(label)
             running.namespaces[label] = nil
             running.internetRoutes[label] = nil
+            running.problems[label] = nil
             state.unwatch(namespace: label)
         }
         for namespace in wanted {
@@ -187,6 +190,7 @@ package final class NetworkWatch: Service, Sendable {
                 stop(namespace.label)
                 running.namespaces[namespace.label] = nil
                 running.internetRoutes[namespace.label] = nil
+                running.problems[namespace.label] = nil
                 state.unwatch(namespace: namespace.label)
             }
             let isNew = running.namespaces[namespace.label] == nil
@@ -318,7 +322,35 @@ package final class NetworkWatch: Service, Sendable {
         if let routes { state.recordSeries(for: key, routes: routes) }
         if path.unsatisfiedReason == .monitorUnavailable {
             state.record(interfaces: [:], available: false, namespace: key.namespace)
+            if let failure = monitor.failure { explain(failure, namespace: key.namespace) }
         }
+    }
+
+    /// Says once, on standard error and in `/readyz`, why serve may not enter the namespace
+    /// `label` when a permission was refused; without it, only `netreach_namespace_available 0`
+    /// would tell that nothing is read there. On `queue`.
+    private func explain(_ failure: PathMonitorError, namespace label: String) {
+        guard let problem = Self.permissionProblem(failure), running.problems[label] != problem else { return }
+        running.problems[label] = problem
+        state.recordProblem(problem, namespace: label)
+        onWarning("network namespace \(label): \(problem)")
+    }
+
+    /// Why entering a namespace was refused and what it takes, when `failure` is a refused
+    /// permission (EPERM from setns, EACCES or EPERM from opening `/proc/PID/ns/net`); `nil` for
+    /// any other failure. Opening another process's namespace file is a ptrace access check: by
+    /// process id it needs CAP_SYS_PTRACE as well as setns's CAP_SYS_ADMIN.
+    package static func permissionProblem(_ failure: PathMonitorError) -> String? {
+        guard case .namespaceUnavailable(let path, let code) = failure, code == EPERM || code == EACCES else {
+            return nil
+        }
+        let parts = path.split(separator: "/")
+        let byProcess =
+            parts.count == 4 && parts[0] == "proc" && Int32(parts[1]) != nil && parts[2...] == ["ns", "net"]
+        let needs = byProcess ? "CAP_SYS_ADMIN and CAP_SYS_PTRACE (entering by process id)" : "CAP_SYS_ADMIN"
+        let name = code == EPERM ? "EPERM" : "EACCES"
+        return
+            "cannot enter \(path): \(String(cString: strerror(code))) (\(name)): it needs \(needs); nothing is read from it"
     }
 
     /// Subscribes to the namespace's snapshots, or subscribes again so that the subscription
@@ -342,6 +374,7 @@ package final class NetworkWatch: Service, Sendable {
             old?.cancel()
         } catch {
             guard old == nil else { return }
+            explain(error, namespace: label)
             // No routes will come: the internet's series go without them.
             if running.internetRoutes[label] == nil {
                 running.internetRoutes[label] = []

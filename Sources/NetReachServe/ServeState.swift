@@ -59,6 +59,8 @@ package final class ServeState: Sendable {
         var readyWhen: Health.ReadyCondition
         var paths: [PathKey: Watched] = [:]
         var namespaces: [String: Namespace] = [:]
+        /// Why a namespace cannot be entered, by label (``recordProblem(_:namespace:)``).
+        var namespaceProblems: [String: String] = [:]
         var droppedReported = 0
         /// Seconds since the Unix epoch: the start, then each reload that succeeded.
         var lastReloadSuccess = Date().timeIntervalSince1970
@@ -169,6 +171,7 @@ package final class ServeState: Sendable {
                 state.series.remove(group: group)
             }
             state.verdicts[namespace] = nil
+            state.namespaceProblems[namespace] = nil
             state.announcedLevels[namespace] = nil
             state.countedEvidence[namespace] = nil
             let known = state.namespaces.removeValue(forKey: namespace) != nil
@@ -295,6 +298,15 @@ package final class ServeState: Sendable {
                 data: #"{"available":\#(available),"namespace":\#(Self.jsonString(namespace)),"watched":true}"#)
         }
     }
+
+    /// Records why `namespace` cannot be entered (a denied permission: a configuration that will
+    /// not mend itself), for `/readyz`; until the namespace is no longer watched.
+    package func recordProblem(_ problem: String, namespace: String) {
+        state.withLock { $0.namespaceProblems[namespace] = problem }
+    }
+
+    /// Why each namespace that cannot be entered cannot, by label.
+    package var namespaceProblems: [String: String] { state.withLock { $0.namespaceProblems } }
 
     /// Records a connectivity verdict of `namespace`: `netreach_connectivity_level`, each new
     /// probe result (`netreach_probe_duration_seconds`, `netreach_probe_results_total`), and an

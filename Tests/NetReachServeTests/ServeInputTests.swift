@@ -3,6 +3,10 @@ import NetReachConnectivity
 import NetReachServe
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Requests and readings `serve` must refuse or survive with a clear answer.
 @Suite("serve input")
 struct ServeInputTests {
@@ -48,6 +52,30 @@ struct ServeInputTests {
         #expect(checks.allSatisfy { $0.passed })
         #expect(Health.readinessText(checks, verbose: false) == "ok\n")
         #expect(Health.health(paths: paths, keys: [internet, db]).statusCode == 503)
+    }
+
+    @Test func aNamespaceServeMayNotEnterFailsReadinessSayingWhatItNeeds() throws {
+        let key = PathKey(namespace: "4242", destination: "")
+        let unavailable = NetworkPath.unsatisfied(.monitorUnavailable)
+        let paths: [PathKey: ServeState.Watched] = [key: .init(path: unavailable, changes: 0, lastChange: 0)]
+        let byProcess = try #require(
+            NetworkWatch.permissionProblem(.namespaceUnavailable(path: "/proc/4242/ns/net", errno: EACCES)))
+        #expect(
+            byProcess
+                == "cannot enter /proc/4242/ns/net: Permission denied (EACCES): it needs CAP_SYS_ADMIN and CAP_SYS_PTRACE (entering by process id); nothing is read from it"
+        )
+        let byName = NetworkWatch.permissionProblem(.namespaceUnavailable(path: "/run/netns/blue", errno: EPERM))
+        #expect(byName?.contains("(EPERM): it needs CAP_SYS_ADMIN; ") == true, "\(byName ?? "nil")")
+        // Other failures are not a permission: the path's reason and the metric tell them.
+        #expect(NetworkWatch.permissionProblem(.namespaceUnavailable(path: "/run/netns/gone", errno: ENOENT)) == nil)
+        #expect(NetworkWatch.permissionProblem(.namespaceGone(path: "/proc/4242/ns/net")) == nil)
+
+        let checks = Health.readiness(
+            paths: paths, keys: [key], condition: .started, namespaceProblems: ["4242": byProcess])
+        #expect(checks.map(\.passed) == [true, false])
+        #expect(
+            Health.readinessText(checks, verbose: true)
+                == "[+]started ok\n[-]namespace 4242 failed: \(byProcess)\nreadyz check failed\n")
     }
 
     @Test func readyWhenParsesItsFourForms() {

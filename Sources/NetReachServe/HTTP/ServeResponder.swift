@@ -118,7 +118,7 @@ package struct ServeResponder: HTTPResponder {
         case .readyz:
             let checks = Health.readiness(
                 paths: state.paths, keys: state.keys, condition: state.readyWhen,
-                verdict: state.verdict(namespace: state.defaultNamespace))
+                verdict: state.verdict(namespace: state.defaultNamespace), namespaceProblems: state.namespaceProblems)
             let ready = checks.allSatisfy(\.passed)
             return Self.text(
                 ready ? .ok : .serviceUnavailable, Health.readinessText(checks, verbose: query["verbose"] != nil))
