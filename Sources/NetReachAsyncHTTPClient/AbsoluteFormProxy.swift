@@ -13,7 +13,7 @@ import NIOHTTP1
 /// turns into the absolute-form request line.
 ///
 /// ```swift
-/// let request = AbsoluteFormProxy.request(for: clientRequest, target: "http://example.com:8080/path", proxy: proxy)
+/// let request = AbsoluteFormProxy.request(clientRequest, scheme: "http", hostPort: "example.com:8080", path: "/path", proxy: proxy)
 /// ```
 enum AbsoluteFormProxy {
     /// The header that carries the absolute URI from the request to ``Rewriter``; never sent.
@@ -23,14 +23,12 @@ enum AbsoluteFormProxy {
     /// proxy's authority, `Host` the target's (unless the request sets one), and
     /// `Proxy-Authorization` from the proxy's credentials.
     static func request(
-        _ request: HTTPClientRequest, scheme: String, authority: String, path: String,
+        _ request: HTTPClientRequest, scheme: String, hostPort: String, path: String,
         proxy: HTTPClient.Configuration.Proxy
     ) -> HTTPClientRequest {
         var readdressed = request
         let proxyHost = proxy.host.contains(":") ? "[\(proxy.host)]" : proxy.host
         readdressed.url = "http://\(proxyHost):\(proxy.port)\(path)"
-        // No user:password in the absolute URI: the service already turned it into Authorization.
-        let hostPort = authority.split(separator: "@").last.map(String.init) ?? authority
         if !readdressed.headers.contains(name: "host") { readdressed.headers.add(name: "Host", value: hostPort) }
         readdressed.headers.replaceOrAdd(name: targetHeader, value: "\(scheme)://\(hostPort)\(path)")
         if let authorization = proxy.authorization, !readdressed.headers.contains(name: "proxy-authorization") {

@@ -181,10 +181,20 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             request, body: body, watchdog: watchdog, eventLoops: Array(client.eventLoopGroup.makeIterator()))
         let host = Self.host(of: request.authority ?? "")
         let route = owner?.route(for: request)
+        if route != nil, request.scheme?.lowercased() == "https", request.hasIPv6Zone {
+            // AsyncHTTPClient writes the host as given in its CONNECT, zone and all (curl leaves the
+            // zone out), and a zone names an interface of this host, which the proxy cannot use.
+            throw TransportError(
+                .invalidRequest,
+                "https to \(request.authority ?? "") through a proxy: its IPv6 zone names an interface of this host, which means nothing to the proxy and would be sent to it; reach the address directly (no_proxy)"
+            )
+        }
         let destination = Destination(request, proxy: route)
         if let route, request.scheme?.lowercased() == "http" {
             clientRequest = AbsoluteFormProxy.request(
-                clientRequest, scheme: "http", authority: request.authority ?? "",
+                // As `Host` says it: no user info, and no IPv6 zone, which names an interface of
+                // this host and means nothing to the proxy.
+                clientRequest, scheme: "http", hostPort: request.hostField ?? "",
                 path: request.path ?? "/", proxy: route)
         }
         let channel = BodyChannel(watchdog: watchdog)
@@ -242,6 +252,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headerFields {
             clientRequest.headers.add(name: field.name.rawName, value: field.value)
+        }
+        // AsyncHTTPClient would write the URL's host as it is, an IPv6 zone included.
+        if !clientRequest.headers.contains(name: "host"), let host = request.hostField {
+            clientRequest.headers.add(name: "Host", value: host)
         }
         if let body {
             let length: HTTPClientRequest.Body.Length

@@ -161,4 +161,33 @@ extension HTTPRequest {
         }
         return (scheme, authority, path ?? "/")
     }
+
+    /// What a transport sends as `Host` (and HTTP/2's `:authority`): the authority without user
+    /// info and without an IPv6 zone, so `[fe80::1%25eth0]:8080` is sent as `[fe80::1]:8080`.
+    /// A zone names an interface of this host only: RFC 6874 and RFC 9110 §7.2 say it is never
+    /// sent, and sending it tells the server the interface's name. `nil` without an authority.
+    ///
+    /// ```swift
+    /// var request = HTTPRequest(method: .get, scheme: "http", authority: "[fe80::1%25eth0]:8080", path: "/")
+    /// request.hostField   // "[fe80::1]:8080"
+    /// ```
+    package var hostField: String? {
+        guard let (hostPort, zone) = hostPortAndZone else { return nil }
+        guard let zone else { return String(hostPort) }
+        return String(hostPort[..<zone.lowerBound] + hostPort[zone.upperBound...])
+    }
+
+    /// Whether the authority is an IPv6 literal with a zone (`[fe80::1%25eth0]`).
+    package var hasIPv6Zone: Bool { hostPortAndZone?.zone != nil }
+
+    /// The authority without user info, and where in it a zone (`%25eth0`) stands, if any.
+    private var hostPortAndZone: (hostPort: Substring, zone: Range<Substring.Index>?)? {
+        guard let authority else { return nil }
+        var hostPort = Substring(authority)
+        if let at = hostPort.lastIndex(of: "@") { hostPort = hostPort[hostPort.index(after: at)...] }
+        guard hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]"),
+            let percent = hostPort[..<close].firstIndex(of: "%")
+        else { return (hostPort, nil) }
+        return (hostPort, percent..<close)
+    }
 }
