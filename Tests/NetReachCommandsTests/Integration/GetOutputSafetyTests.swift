@@ -75,8 +75,9 @@ struct GetOutputSafetyTests {
             #expect(ours.status == 23, "curl's 'could not write': \(ours.status) \(ours.standardError)")
             #expect(ours.standardError.contains("symbolic link of user \(Self.linkOwner)"), "\(ours.standardError)")
             #expect(ours.standardError.contains("not followed"), "\(ours.standardError)")
-            #expect(String(decoding: FileManager.default.contents(atPath: victim) ?? Data(), as: UTF8.self)
-                == "the runner's own file")
+            #expect(
+                String(decoding: FileManager.default.contents(atPath: victim) ?? Data(), as: UTF8.self)
+                    == "the runner's own file")
 
             // A link of the runner's own, or of the directory's owner, is followed: the kernel's rule.
             for owner in [Self.runner, Self.directoryOwner] {

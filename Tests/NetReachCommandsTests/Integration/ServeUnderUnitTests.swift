@@ -125,8 +125,12 @@ struct ServeUnderUnitTests {
 
             for (capabilities, enters) in [("CAP_SYS_ADMIN", false), ("CAP_SYS_ADMIN CAP_SYS_PTRACE", true)] {
                 let text = try UnitSandbox.shippedText()
-                    .replacingOccurrences(of: "\nCapabilityBoundingSet=\n", with: "\nCapabilityBoundingSet=\(capabilities)\n")
-                    .replacingOccurrences(of: "\nAmbientCapabilities=\n", with: "\nAmbientCapabilities=\(capabilities)\n")
+                    .replacingOccurrences(
+                        of: "\nCapabilityBoundingSet=\n", with: "\nCapabilityBoundingSet=\(capabilities)\n"
+                    )
+                    .replacingOccurrences(
+                        of: "\nAmbientCapabilities=\n", with: "\nAmbientCapabilities=\(capabilities)\n"
+                    )
                     .replacingOccurrences(of: "\nRestrictNamespaces=yes\n", with: "\n")
                 let unit = try UnitSandbox.write(text, in: directory)
                 let serve = try UnitSandbox.start(
@@ -194,7 +198,9 @@ enum UnitSandbox {
         unit: String, _ command: [String], environment: [String: String] = [:], namespace: String? = nil
     ) throws -> ChildProcess {
         var arguments = [runner.path, unit]
-        for (name, value) in environment.sorted(by: { $0.key < $1.key }) { arguments += ["--setenv", "\(name)=\(value)"] }
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
+            arguments += ["--setenv", "\(name)=\(value)"]
+        }
         arguments += ["--"] + command
         if let namespace {
             return try ChildProcess(LabCommand.ipExecutable, ["netns", "exec", namespace, python] + arguments)

@@ -1,0 +1,136 @@
+import Foundation
+import NIOCore
+import NetReachTestSupport
+import Testing
+
+@testable import NetReachAsyncHTTPClient
+
+/// gzip and deflate decoded in pieces of at most 64 KiB whatever the ratio, against Python's zlib
+/// (gzip, zlib and raw deflate of the same text) and a gzip bomb.
+@Suite("ContentDecoder", .offPool)
+struct ContentDecoderTests {
+    /// 300 KB of text that compresses like text, not like zeros.
+    static let text: [UInt8] = {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let words = ["path", "route", "satisfied", "veth0", "gateway", "ipv6", "dns", "expensive", "\n"]
+        var bytes: [UInt8] = []
+        while bytes.count < 300_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes += Array(words[Int(state >> 33) % words.count].utf8) + [UInt8(ascii: " ")]
+        }
+        return bytes
+    }()
+
+    /// `text` encoded by Python's zlib as `format` says: gzip, zlib, raw, or two gzip members.
+    static func encoded(_ format: String) throws -> [UInt8] {
+        let directory = try TemporaryDirectory("netreach-decoder")
+        defer { directory.remove() }
+        let input = directory.path("text")
+        try Data(text).write(to: URL(fileURLWithPath: input))
+        let script = """
+            import sys, zlib, gzip
+            data = open(sys.argv[1], "rb").read()
+            fmt = sys.argv[2]
+            def deflate(wbits):
+                c = zlib.compressobj(6, zlib.DEFLATED, wbits)
+                return c.compress(data) + c.flush()
+            out = {"gzip": lambda: gzip.compress(data),
+                   "zlib": lambda: deflate(15),
+                   "raw": lambda: deflate(-15),
+                   "members": lambda: gzip.compress(data[:1000]) + gzip.compress(data[1000:])}[fmt]()
+            sys.stdout.buffer.write(out)
+            """
+        let python = try ChildProcess.runBlocking("/usr/bin/python3", ["-c", script, input, format])
+        try #require(python.status == 0, "\(python.standardError)")
+        return Array(python.output)
+    }
+
+    /// Feeds `encoded` in reads of `readSize` and collects the pieces.
+    static func decode(
+        _ encoded: [UInt8], coding: String, readSize: Int = 16 << 10, limit: Int64 = 1 << 30
+    ) throws -> (bytes: [UInt8], largestPiece: Int) {
+        let decoder = try #require(ContentDecoder(contentEncoding: coding, limit: limit))
+        var bytes: [UInt8] = []
+        var largest = 0
+        var offset = 0
+        while offset < encoded.count {
+            let read = encoded[offset..<min(offset + readSize, encoded.count)]
+            decoder.feed(ByteBuffer(bytes: read))
+            offset += read.count
+            while let piece = try decoder.nextPiece() {
+                largest = max(largest, piece.readableBytes)
+                bytes += piece.readableBytesView
+            }
+        }
+        try decoder.finish()
+        return (bytes, largest)
+    }
+
+    @Test(arguments: [("gzip", "gzip"), ("x-gzip", "gzip"), ("deflate", "zlib"), ("deflate", "raw"), ("gzip", "members")])
+    func decodesWhatZlibEncoded(coding: String, format: String) throws {
+        let (bytes, _) = try Self.decode(try Self.encoded(format), coding: coding)
+        #expect(bytes == Self.text)
+    }
+
+    @Test func oneByteAtATimeGivesTheSameBytes() throws {
+        let (bytes, _) = try Self.decode(try Self.encoded("gzip"), coding: "gzip", readSize: 1)
+        #expect(bytes == Self.text)
+    }
+
+    @Test func aBombIsDecodedInBoundedPieces() throws {
+        // 8 MiB of zeros in about 50 KB, fed as one read: AsyncHTTPClient's decompressor made one
+        // 8 MiB buffer of it.
+        let bomb = Array(FaultInjectingServer.gzipBomb(decodedBytes: 8 << 20))
+        let (bytes, largest) = try Self.decode(bomb, coding: "gzip", readSize: bomb.count)
+        #expect(bytes.count >= 8 << 20 && bytes.allSatisfy { $0 == 0 })
+        #expect(largest == ContentDecoder.pieceSize)
+    }
+
+    @Test func pastTheLimitItStopsWithinAPiece() throws {
+        let bomb = Array(FaultInjectingServer.gzipBomb(decodedBytes: 64 << 20))
+        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 20))
+        decoder.feed(ByteBuffer(bytes: bomb))
+        var handed = 0
+        #expect(throws: ContentDecoder.Failure.tooLarge(limit: 1 << 20)) {
+            while let piece = try decoder.nextPiece() { handed += piece.readableBytes }
+        }
+        #expect(handed <= 1 << 20)
+        #expect(decoder.decoded <= (1 << 20) + Int64(ContentDecoder.pieceSize))
+    }
+
+    @Test func aStreamCutShortIsTruncated() throws {
+        let encoded = try Self.encoded("gzip")
+        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 30))
+        decoder.feed(ByteBuffer(bytes: encoded.prefix(encoded.count / 2)))
+        while try decoder.nextPiece() != nil {}
+        #expect(throws: ContentDecoder.Failure.truncated) { try decoder.finish() }
+    }
+
+    @Test func garbageIsInvalid() throws {
+        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 30))
+        decoder.feed(ByteBuffer(bytes: Array("<html>not gzip at all</html>".utf8)))
+        #expect {
+            while try decoder.nextPiece() != nil {}
+        } throws: { error in
+            guard case .invalid(let reason) = error as? ContentDecoder.Failure else { return false }
+            return !reason.isEmpty
+        }
+    }
+
+    @Test func aCorruptChecksumIsInvalid() throws {
+        var encoded = try Self.encoded("gzip")
+        encoded[encoded.count - 6] ^= 0xFF // inside the CRC-32 of the trailer
+        #expect(throws: ContentDecoder.Failure.self) { _ = try Self.decode(encoded, coding: "gzip") }
+    }
+
+    @Test func anEmptyBodyIsWholeHoweverItIsCoded() throws {
+        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 30))
+        #expect(try decoder.nextPiece() == nil)
+        try decoder.finish()
+    }
+
+    @Test(arguments: [nil, "identity", "br", "zstd", "gzip, br", ""])
+    func otherCodingsPassAsTheyCame(coding: String?) {
+        #expect(ContentDecoder(contentEncoding: coding, limit: 1 << 30) == nil)
+    }
+}
