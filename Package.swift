@@ -30,6 +30,9 @@ let package = Package(
         // NIOHTTPCompression (its decompression limit error).
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Already resolved through swift-nio-extras; pure Swift. Named for DER: the key sizes and
+        // signature digests of a server's certificates (CertificateStrength), which NIOSSL hides.
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -121,6 +124,7 @@ let package = Package(
                 // NIOConnectionError: what connecting to a host name fails with (lookup, every address).
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "SwiftASN1", package: "swift-asn1"), // CertificateStrength reads DER
             ]
         ),
         // `netreach serve`: the paths of chosen destinations and namespaces as Prometheus metrics,

@@ -249,6 +249,10 @@ extension TLSFailureReason {
             self = .hostnameMismatch
             return
         }
+        if let refusal = error as? StrengthRefusal {
+            self = refusal.reason
+            return
+        }
         if let error = error as? NIOSSLExtraError {
             guard error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch else { return nil }
             self = .hostnameMismatch
@@ -263,6 +267,17 @@ extension TLSFailureReason {
             tokens = [String(describing: failure)]
         }
         self = Self.reason(forTokens: tokens)
+    }
+
+    /// Whether the failure may be a server that speaks only TLS versions below the minimum: BoringSSL
+    /// says `UNSUPPORTED_PROTOCOL` when the server chose one, and the server may instead answer the
+    /// offer with a `protocol_version` alert, which also means "no version in common".
+    var mayBeAnOldProtocol: Bool {
+        switch self {
+        case .protocolVersionTooOld: true
+        case .protocolMismatch(let token): token.contains("PROTOCOL_VERSION")
+        default: false
+        }
     }
 
     /// `error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED at /path/file.cc:123`
@@ -284,7 +299,11 @@ extension TLSFailureReason {
         }
         if all.contains("CERTIFICATE_EXPIRED") { return .clientCertificateRejected }
         if all.contains("WRONG_VERSION_NUMBER") { return .protocolMismatch("the server did not answer with TLS") }
-        if all.contains("PROTOCOL_VERSION") || all.contains("UNSUPPORTED_PROTOCOL") || all.contains("NO_SHARED_CIPHER")
+        // The server chose a version below the client's minimum (the transport names both after).
+        if all.contains("UNSUPPORTED_PROTOCOL") {
+            return .protocolVersionTooOld("the server speaks only TLS versions older than the oldest allowed")
+        }
+        if all.contains("PROTOCOL_VERSION") || all.contains("NO_SHARED_CIPHER")
             || all.contains("HANDSHAKE_FAILURE") || all.contains("NO_CIPHERS")
         {
             return .protocolMismatch(tokens.first ?? all)

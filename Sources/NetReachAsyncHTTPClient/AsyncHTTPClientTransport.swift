@@ -40,7 +40,12 @@ import Darwin
 ///
 /// With settings (``init(settings:)``, ``init()``), a server's certificate must name the URL's
 /// host, as curl checks it: an address-only certificate is not one for a name, whatever address
-/// the name led to.
+/// the name led to; the connection speaks ``NetReachHTTP/TLSSettings/minimumProtocolVersion`` or
+/// newer (TLS 1.2 by default); and, unless ``NetReachHTTP/TLSSettings/allowsWeakCertificates``,
+/// the server's certificates must be strong enough: the leaf is judged on every connection, the
+/// rest of its chain on one more handshake to the same address, once per leaf certificate in the
+/// process (the leaf alone through a proxy). A client given to ``init(client:)`` keeps its own TLS
+/// configuration and none of these checks.
 ///
 /// Failures are classified from AsyncHTTPClient's, SwiftNIO's and NIOSSL's errors: a refused
 /// connection, a failed DNS lookup or a failed TLS handshake is provably unsent; a reset, an early
@@ -219,11 +224,16 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 channel.finish()
             } catch {
                 var failure = exchange.failure ?? Self.classify(error, to: destination)
+                let diagnosisDeadline = min(deadline, .now() + .seconds(10))
                 if failure.tlsFailureReason == .verificationFailed, let owner,
-                    let reason = await owner.diagnoseRefusedCertificate(
-                        request, deadline: min(deadline, .now() + .seconds(10)))
+                    let reason = await owner.diagnoseRefusedCertificate(request, deadline: diagnosisDeadline)
                 {
                     failure = TransportError(tlsFailure: reason, host: host)
+                }
+                if let reason = failure.tlsFailureReason, reason.mayBeAnOldProtocol, let owner,
+                    let older = await owner.diagnoseOldProtocol(request, deadline: diagnosisDeadline)
+                {
+                    failure = TransportError(tlsFailure: older, host: host)
                 }
                 exchange.fail(failure)
             }
@@ -450,10 +460,21 @@ extension ClientSet {
             }
             var configuration = base
             configuration.proxy = route
-            // The chain is verified by NIOSSL, the name here, against the URL's host only.
+            // The chain is verified by NIOSSL, the name here, against the URL's host only, and
+            // then the strength of the certificates.
             configuration.tlsConfiguration?.certificateVerification = .noHostnameVerification
-            configuration.http1_1ConnectionDebugInitializer = identity.checkConnection
-            configuration.http2ConnectionDebugInitializer = identity.checkConnection
+            let check: @Sendable (Channel) -> EventLoopFuture<Void>
+            if let strength = strengthCheck {
+                check = { channel in
+                    identity.checkConnection(channel).flatMap {
+                        strength.check(channel, host: identity.host, direct: route == nil)
+                    }
+                }
+            } else {
+                check = identity.checkConnection
+            }
+            configuration.http1_1ConnectionDebugInitializer = check
+            configuration.http2ConnectionDebugInitializer = check
             let made = HostClient(identity: identity, route: route, client: OwnedClient(configuration))
             clients.append(made)
             if clients.count > Self.hostClientLimit { clients.removeFirst() }

@@ -80,6 +80,11 @@ final class ClientSet: Sendable {
     /// The configuration every client starts from (no proxy).
     let base: HTTPClient.Configuration
     let verifiesCertificates: Bool
+    /// The oldest TLS version its connections accept.
+    let minimumProtocolVersion: TLSProtocolVersion
+    /// Judges the strength of the server's certificates on verified connections; `nil` when
+    /// verification is off or weak certificates are allowed.
+    let strengthCheck: ChainStrengthCheck?
     /// Per route and host, most recently used last.
     let hostClients = Locked<[HostClient]>([])
     /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
@@ -120,6 +125,12 @@ final class ClientSet: Sendable {
         proxy = settings.proxy
         base = configuration
         verifiesCertificates = settings.tls.verifiesCertificates
+        minimumProtocolVersion = settings.tls.minimumProtocolVersion
+        strengthCheck =
+            settings.tls.verifiesCertificates && !settings.tls.allowsWeakCertificates
+            ? configuration.tlsConfiguration.map {
+                ChainStrengthCheck(tls: $0, connectTimeout: configuration.timeout.connect ?? .seconds(10))
+            } : nil
         self.shutsDownOnDeinit = shutsDownOnDeinit
     }
 
@@ -135,16 +146,44 @@ final class ClientSet: Sendable {
     /// trusted, read on a connection of its own that verifies nothing and sends nothing (over the
     /// same route), or `nil` if that connection did not get as far as a certificate.
     func diagnoseRefusedCertificate(_ request: HTTPRequest, deadline: NIODeadline) async -> TLSFailureReason? {
+        let found = await inspect(request, deadline: deadline, name: "dates") { configuration in
+            configuration.http1_1ConnectionDebugInitializer = CertificateDates.connectionProbe()
+            configuration.http2ConnectionDebugInitializer = CertificateDates.connectionProbe()
+        }
+        return (found as? CertificateDates)?.reason()
+    }
+
+    /// Whether the server of `request`, which refused every TLS version from
+    /// ``minimumProtocolVersion`` up, speaks an older one: which, read on a connection of its own
+    /// that accepts TLS 1.0 and up, verifies nothing and sends nothing (over the same route); `nil`
+    /// when it speaks none older (or that connection failed too).
+    func diagnoseOldProtocol(_ request: HTTPRequest, deadline: NIODeadline) async -> TLSFailureReason? {
+        let found = await inspect(request, deadline: deadline, name: "version") { configuration in
+            configuration.tlsConfiguration?.minimumTLSVersion = .tlsv1
+            configuration.http1_1ConnectionDebugInitializer = NegotiatedVersion.connectionProbe()
+            configuration.http2ConnectionDebugInitializer = NegotiatedVersion.connectionProbe()
+        }
+        let minimum = minimumProtocolVersion
+        guard let spoken = (found as? NegotiatedVersion)?.version, spoken < minimum else { return nil }
+        return .protocolVersionTooOld("the server speaks \(spoken); at least \(minimum) is required")
+    }
+
+    /// What a connection of its own to `request`'s server (the same route, verifying nothing,
+    /// configured further by `configure`) fails with: its initialiser's finding, which it throws
+    /// so that nothing is ever sent. One such client per route and `name`, kept.
+    private func inspect(
+        _ request: HTTPRequest, deadline: NIODeadline, name: String,
+        configure: (inout HTTPClient.Configuration) -> Void
+    ) async -> (any Error)? {
         guard let scheme = request.scheme, let authority = request.authority else { return nil }
         let route = route(for: request)
-        let key = route.map { "\($0.host):\($0.port)" } ?? ""
+        let key = name + "|" + (route.map { "\($0.host):\($0.port)" } ?? "")
         let inspector = inspectors.withLock { inspectors -> OwnedClient in
             if let found = inspectors[key] { return found }
             var configuration = base
             configuration.proxy = route
             configuration.tlsConfiguration?.certificateVerification = .none
-            configuration.http1_1ConnectionDebugInitializer = CertificateDates.connectionProbe()
-            configuration.http2ConnectionDebugInitializer = CertificateDates.connectionProbe()
+            configure(&configuration)
             let made = OwnedClient(configuration)
             inspectors[key] = made
             return made
@@ -153,10 +192,8 @@ final class ClientSet: Sendable {
         probe.method = .HEAD
         do {
             _ = try await inspector.client.execute(probe, deadline: deadline)
-        } catch let dates as CertificateDates {
-            return dates.reason()
         } catch {
-            return nil
+            return error
         }
         return nil
     }
@@ -219,6 +256,7 @@ final class ClientSet: Sendable {
         if !settings.verifiesCertificates {
             tls.certificateVerification = .none
         }
+        tls.minimumTLSVersion = settings.minimumProtocolVersion.nio
         return tls
     }
 
@@ -290,5 +328,27 @@ final class ClientSet: Sendable {
                 username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "")
         }
         return .server(host: bareHost, port: url.port ?? 1080, authorization: authorization)
+    }
+}
+
+extension TLSProtocolVersion {
+    /// NIOSSL's name for this version.
+    var nio: TLSVersion {
+        switch self {
+        case .tls1_0: .tlsv1
+        case .tls1_1: .tlsv11
+        case .tls1_2: .tlsv12
+        case .tls1_3: .tlsv13
+        }
+    }
+
+    /// The version NIOSSL negotiated.
+    init(_ version: TLSVersion) {
+        switch version {
+        case .tlsv1: self = .tls1_0
+        case .tlsv11: self = .tls1_1
+        case .tlsv12: self = .tls1_2
+        case .tlsv13: self = .tls1_3
+        }
     }
 }

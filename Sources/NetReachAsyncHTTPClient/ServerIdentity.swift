@@ -82,7 +82,7 @@ struct ServerIdentity: Sendable, Hashable {
     }
 
     /// The bytes of an IPv4 or IPv6 literal (a zone, `%eth0`, is dropped), or `nil` for a name.
-    private static func addressBytes(_ host: String) -> [UInt8]? {
+    static func addressBytes(_ host: String) -> [UInt8]? {
         let literal = host.split(separator: "%", maxSplits: 1).first.map(String.init) ?? host
         var v4 = in_addr()
         if inet_pton(AF_INET, literal, &v4) == 1 {
@@ -138,6 +138,23 @@ struct CertificateDates: Error, Sendable {
                 let handler = try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
                 guard let leaf = handler.peerCertificate else { throw ChannelError.inappropriateOperationForState }
                 throw CertificateDates(notValidBefore: leaf.notValidBefore, notValidAfter: leaf.notValidAfter)
+            }
+        }
+    }
+}
+
+/// The TLS version a server chose on a connection that accepts all of them, read on a second
+/// connection that verifies nothing and sends nothing: BoringSSL only says "unsupported protocol".
+struct NegotiatedVersion: Error, Sendable {
+    let version: TLSProtocolVersion?
+
+    /// A connection initialiser that reads the negotiated version and fails the connection with it,
+    /// so that nothing is ever sent on it.
+    static func connectionProbe() -> @Sendable (Channel) -> EventLoopFuture<Void> {
+        { channel in
+            channel.eventLoop.submit {
+                let handler = try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
+                throw NegotiatedVersion(version: handler.tlsVersion.map(TLSProtocolVersion.init))
             }
         }
     }

@@ -62,13 +62,15 @@ package enum ExitStatusTable {
         Entry(CLIExitCode.cannotRead, "--data @FILE could not be read", ["get"]),
         Entry(CLIExitCode.requestTimedOut, "timed out connecting, or by --stall-timeout or --max-time", ["get"]),
         Entry(
-            CLIExitCode.tlsHandshakeFailed, "the TLS handshake failed (no common protocol, client certificate refused)",
+            CLIExitCode.tlsHandshakeFailed,
+            "the TLS handshake failed (a TLS version too old, no common protocol, client certificate refused)",
             ["get"]),
         Entry(CLIExitCode.redirectRefused, "a redirect was not followed (too many, or https to http)", ["get"]),
         Entry(CLIExitCode.connectionLost, "the connection broke, or another transport failure", ["get"]),
         Entry(
             CLIExitCode.certificateRefused,
-            "the server's certificate was refused (untrusted, expired, not yet valid, another name)", ["get"]),
+            "the server's certificate was refused (untrusted, expired, not yet valid, another name, a key or digest too weak)",
+            ["get"]),
         Entry(CLIExitCode.badContentEncoding, "the body does not decode as its Content-Encoding says", ["get"]),
         Entry(CLIExitCode.bodyTooLarge, "the body passed the size limit", ["get"]),
         Entry(

@@ -39,6 +39,11 @@ import FoundationNetworking
 ///   `SSL_CERT_FILE`, `SSL_CERT_DIR`, `CURL_CA_BUNDLE` nor `URLSessionCertificateAuthorityInfoFile`
 ///   is read on Linux), no client certificate, no turning verification off: the session delegate is
 ///   never asked about server trust.
+/// - TLS floors: libcurl's are OpenSSL's, set by the system (Debian 12: security level 2, so TLS
+///   1.2 at least, keys of 2048 bits, no SHA-1 signatures, as the defaults of
+///   ``TLSSettings/minimumProtocolVersion`` and ``TLSSettings/allowsWeakCertificates`` say). Neither
+///   can be changed from here, so only those defaults are taken; on a system whose OpenSSL
+///   configuration lowers its security level, libcurl's floors are lower too.
 /// - Proxies: only the environment's, which libcurl reads itself (`http_proxy`, `https_proxy`,
 ///   `all_proxy`, `no_proxy`); `connectionProxyDictionary` is ignored.
 /// - No connect timeout of its own; the stall timeout covers connecting.
@@ -156,6 +161,16 @@ public struct URLSessionTransport: HTTPTransport {
             throw unsupported(
                 "turn certificate verification off",
                 "FoundationNetworking on Linux never asks its delegate about server trust")
+        }
+        if settings.tls.minimumProtocolVersion != .tls1_2 {
+            throw unsupported(
+                "require \(settings.tls.minimumProtocolVersion) at least",
+                "FoundationNetworking on Linux cannot set libcurl's TLS version; OpenSSL's configuration decides it")
+        }
+        if settings.tls.allowsWeakCertificates {
+            throw unsupported(
+                "allow weak certificates",
+                "FoundationNetworking on Linux cannot lower OpenSSL's security level, which refuses them")
         }
         if settings.connectTimeout != nil {
             throw unsupported(
@@ -582,7 +597,15 @@ extension TLSFailureReason {
     package init?(curlMessage message: String) {
         let text = message.lowercased()
         if text.hasPrefix("ssl certificate problem:") {
-            if text.contains("expired") {
+            if text.contains("key too weak") {
+                // OpenSSL's security level: "EE certificate key too weak", "CA certificate key too weak".
+                self = .keyTooWeak(
+                    "a key in the server's certificate chain is too small (OpenSSL: \(Self.problem(message)))")
+            } else if text.contains("digest algorithm too weak") || text.contains("md too weak") {
+                self = .digestTooWeak(
+                    "a certificate of the server's chain is signed with a digest too weak (OpenSSL: \(Self.problem(message)))"
+                )
+            } else if text.contains("expired") {
                 self = .expired
             } else if text.contains("not yet valid") {
                 self = .notYetValid
@@ -610,14 +633,24 @@ extension TLSFailureReason {
             self = .other("the connection broke during the handshake")
         } else if text.contains("wrong version number") {
             self = .protocolMismatch("the server did not answer with TLS")
+        } else if text.contains("unsupported protocol") || text.contains("legacy sigalg disallowed") {
+            // OpenSSL at security level 1 and up: TLS 1.0 and 1.1 sign with SHA-1 or MD5+SHA-1.
+            self = .protocolVersionTooOld(
+                "the server speaks only TLS versions older than OpenSSL's security level allows (\(Self.shortReason(message)))"
+            )
         } else if text.contains("protocol version") || text.contains("handshake failure")
             || text.contains("no shared cipher")
-            || text.contains("unsupported protocol")
         {
             self = .protocolMismatch(Self.shortReason(message))
         } else {
             self = .other("handshake error: \(Self.shortReason(message))")
         }
+    }
+
+    /// `SSL certificate problem: EE certificate key too weak` → `EE certificate key too weak`.
+    private static func problem(_ message: String) -> String {
+        guard let colon = message.firstIndex(of: ":") else { return message }
+        return message[message.index(after: colon)...].trimmingCharacters(in: .whitespaces)
     }
 
     /// `OpenSSL/3.0.19: error:0A00042E:SSL routines::tlsv1 alert protocol version` → `tlsv1 alert protocol version`.

@@ -222,7 +222,7 @@ struct GetPlainParseTests {
             guard trimmed.hasPrefix("-") else { continue }
             let names = trimmed.prefix { $0 != "<" }.split(separator: "  ").first ?? ""
             for word in names.split(whereSeparator: { $0 == " " || $0 == "," }) where word.hasPrefix("--") {
-                listed.insert(String(word.prefix { $0 == "-" || $0.isLetter }))
+                listed.insert(String(word.prefix { $0 == "-" || $0 == "." || $0.isLetter || $0.isNumber }))
             }
         }
         let known = Set(PlainOption.allCases.flatMap(\.spellings))

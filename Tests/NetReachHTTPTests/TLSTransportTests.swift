@@ -256,6 +256,10 @@ struct TLSTransportTests {
             settings(TLSSettings(trustRoots: .directory("/tmp/capath"))),
             settings(TLSSettings(clientIdentity: identity)),
             settings(TLSSettings(verifiesCertificates: false)),
+            // libcurl's TLS floors are OpenSSL's: neither lower nor higher ones can be set.
+            settings(TLSSettings(minimumProtocolVersion: .tls1_0)),
+            settings(TLSSettings(minimumProtocolVersion: .tls1_3)),
+            settings(TLSSettings(allowsWeakCertificates: true)),
         ]
         for settings in refused {
             let error = #expect(throws: TransportSettingsError.self) {

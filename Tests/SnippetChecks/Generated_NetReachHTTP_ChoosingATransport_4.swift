@@ -6,7 +6,7 @@
 import NetReachHTTP
 import NetReachAsyncHTTPClient
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:113-120
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:117-124
 func snippet_NetReachHTTP_ChoosingATransport_4() async throws {
     var settings = TransportSettings()
     settings.tls.trustRoots = .file("/etc/my-company/ca.pem")

@@ -49,9 +49,18 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(
         name: [.customShort("k"), .customLong("insecure")],
         help:
-            "Accept any server certificate, for any host name. The traffic is encrypted but anyone on the way can read and change it; a warning is printed."
+            "Accept any server certificate, for any host name, however weak (as curl -k). The traffic is encrypted but anyone on the way can read and change it; a warning is printed. The TLS version floor stays."
     )
     var insecure = false
+
+    @Flag var tlsMinimum: TLSMinimumOption?
+
+    @Flag(
+        name: .customLong("allow-weak-certificates"),
+        help:
+            "Accept server certificates with a key below 2048 bits (RSA, DSA; 224 for EC) or a SHA-1 or MD5 signature, which are refused by default with exit status 60 (as curl --ciphers DEFAULT@SECLEVEL=0 on Debian). A warning is printed."
+    )
+    var allowWeakCertificates = false
 
     @Option(
         name: .customLong("proxy"),
@@ -111,6 +120,8 @@ struct ConnectionOptions: ParsableArguments {
             TLSSettings.ClientIdentity(certificateChainFile: $0, privateKeyFile: clientKey)
         }
         tls.verifiesCertificates = !insecure
+        tls.minimumProtocolVersion = tlsMinimum?.version ?? .tls1_2
+        tls.allowsWeakCertificates = allowWeakCertificates
 
         var proxySettings = ProxySettings.environment(environment)
         if let proxy {
@@ -138,6 +149,16 @@ struct ConnectionOptions: ParsableArguments {
                 "warning: --insecure: the server's certificate is not checked; anyone on the way can read and change this exchange"
             )
         }
+        if let tlsMinimum, tlsMinimum.version < .tls1_2 {
+            StandardStream.complain(
+                "warning: --\(tlsMinimum.rawValue): \(tlsMinimum.version) is accepted; TLS before 1.2 signs its handshake with SHA-1 or MD5"
+            )
+        }
+        if allowWeakCertificates && !insecure {
+            StandardStream.complain(
+                "warning: --allow-weak-certificates: a server key below 2048 bits or a SHA-1 or MD5 signature is accepted"
+            )
+        }
         do throws(TransportSettingsError) {
             return try make(settings())
         } catch {
@@ -154,6 +175,8 @@ struct ConnectionOptions: ParsableArguments {
             if caCertificateDirectory != nil { given.append("--capath") }
             if clientCertificate != nil { given.append("--cert") }
             if insecure { given.append("--insecure") }
+            if let tlsMinimum { given.append("--\(tlsMinimum.rawValue)") }
+            if allowWeakCertificates { given.append("--allow-weak-certificates") }
             if proxy != nil { given.append("--proxy") }
             if noProxy != nil { given.append("--noproxy") }
             if connectTimeout != nil { given.append("--connect-timeout") }
@@ -174,6 +197,35 @@ struct ConnectionOptions: ParsableArguments {
         }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ValidationError("\(option) \(path): cannot be read.")
+        }
+    }
+}
+
+/// curl's `--tlsv1.0` ... `--tlsv1.3`: the oldest TLS version accepted (one of them at most).
+enum TLSMinimumOption: String, EnumerableFlag {
+    case tls1_0 = "tlsv1.0"
+    case tls1_1 = "tlsv1.1"
+    case tls1_2 = "tlsv1.2"
+    case tls1_3 = "tlsv1.3"
+
+    var version: TLSProtocolVersion {
+        switch self {
+        case .tls1_0: .tls1_0
+        case .tls1_1: .tls1_1
+        case .tls1_2: .tls1_2
+        case .tls1_3: .tls1_3
+        }
+    }
+
+    static func name(for value: Self) -> NameSpecification { .customLong(value.rawValue) }
+
+    static func help(for value: Self) -> ArgumentHelp? {
+        switch value {
+        case .tls1_0:
+            "Accept TLS 1.0 and newer, as curl --tlsv1.0 (curl on Debian also needs --ciphers DEFAULT@SECLEVEL=0). By default a server that speaks nothing newer than 1.1 fails with exit status 35. A warning is printed."
+        case .tls1_1: "Accept TLS 1.1 and newer, as curl --tlsv1.1. A warning is printed."
+        case .tls1_2: "Accept TLS 1.2 and newer: the default."
+        case .tls1_3: "Accept TLS 1.3 only, as curl --tlsv1.3."
         }
     }
 }

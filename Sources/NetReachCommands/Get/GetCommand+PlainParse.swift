@@ -52,6 +52,8 @@ extension GetCommand {
         connection.noProxy = nil
         connection.connectTimeout = nil
         connection.compressed = false
+        connection.tlsMinimum = nil
+        connection.allowWeakCertificates = false
 
         var url: String?
         var given: [PlainOption] = []
@@ -77,7 +79,7 @@ extension GetCommand {
             }
             if option.isFlag {
                 guard attached == nil else { return nil }
-                option.setFlag(in: &command, connection: &connection)
+                option.setFlag(spelling: name, in: &command, connection: &connection)
                 continue
             }
             let value: String
@@ -112,6 +114,8 @@ enum PlainOption: CaseIterable, Equatable {
     case retries, retryConnrefused, maxRedirs, noLocation, idempotencyKey, output, continueDownload
     case writeErrorBody, json, quiet
     case cacert, capath, cert, key, insecure, proxy, noproxy, connectTimeout, compressed
+    /// `--tlsv1.0` ... `--tlsv1.3`: one option, given at most once (two are ArgumentParser's to refuse).
+    case tlsMinimum, allowWeakCertificates
 
     /// How it is written on the command line: its long name first, then its short one if any.
     var spellings: [String] {
@@ -144,6 +148,8 @@ enum PlainOption: CaseIterable, Equatable {
         case .noproxy: ["--noproxy"]
         case .connectTimeout: ["--connect-timeout"]
         case .compressed: ["--compressed"]
+        case .tlsMinimum: TLSMinimumOption.allCases.map { "--" + $0.rawValue }
+        case .allowWeakCertificates: ["--allow-weak-certificates"]
         }
     }
 
@@ -157,13 +163,13 @@ enum PlainOption: CaseIterable, Equatable {
     var isFlag: Bool {
         switch self {
         case .head, .waitForConnectivity, .retryConnrefused, .noLocation, .idempotencyKey, .continueDownload,
-            .writeErrorBody, .json, .quiet, .insecure, .compressed:
+            .writeErrorBody, .json, .quiet, .insecure, .compressed, .tlsMinimum, .allowWeakCertificates:
             true
         default: false
         }
     }
 
-    func setFlag(in command: inout GetCommand, connection: inout ConnectionOptions) {
+    func setFlag(spelling: Substring, in command: inout GetCommand, connection: inout ConnectionOptions) {
         switch self {
         case .head: command.head = true
         case .waitForConnectivity: command.waitForConnectivity = true
@@ -176,6 +182,8 @@ enum PlainOption: CaseIterable, Equatable {
         case .quiet: command.quiet = true
         case .insecure: connection.insecure = true
         case .compressed: connection.compressed = true
+        case .tlsMinimum: connection.tlsMinimum = TLSMinimumOption(rawValue: String(spelling.dropFirst(2)))
+        case .allowWeakCertificates: connection.allowWeakCertificates = true
         default: break
         }
     }

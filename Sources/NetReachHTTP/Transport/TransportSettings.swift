@@ -60,17 +60,24 @@ public struct TransportSettings: Sendable, Hashable {
 }
 
 /// TLS for https requests: which certificate authorities are trusted, which certificate the client
-/// presents, and whether the server's certificate is checked at all.
+/// presents, whether the server's certificate is checked at all, and the floors below which a
+/// connection is refused (the protocol version, the strength of the server's certificates).
 ///
 /// A handshake that fails (untrusted or expired certificate, a certificate for another host name,
-/// no protocol in common, a client certificate the server refuses) is
-/// ``TransportError/Kind/tlsFailure``, which is provably unsent: no byte of the request is sent
-/// before the handshake completes.
+/// a protocol version below ``minimumProtocolVersion``, a certificate too weak, no protocol in
+/// common, a client certificate the server refuses) is ``TransportError/Kind/tlsFailure``, which
+/// is provably unsent: no byte of the request is sent before the handshake completes.
+///
+/// The floors are those of curl on Debian 12, whose OpenSSL runs at security level 2: TLS 1.2 at
+/// least, server keys of 2048 bits at least (RSA, DSA; 224 for elliptic curves), and no SHA-1 or
+/// MD5 signature on any certificate of the chain below its trust anchor. Only an explicit setting
+/// lowers them: ``minimumProtocolVersion`` and ``allowsWeakCertificates``.
 ///
 /// ```swift
 /// var tls = TLSSettings()
 /// tls.trustRoots = .file("ca.pem")                   // curl --cacert ca.pem
 /// tls.clientIdentity = .init(certificateChainFile: "me.pem", privateKeyFile: "me.key")
+/// tls.minimumProtocolVersion = .tls1_3                // curl --tlsv1.3
 /// ```
 public struct TLSSettings: Sendable, Hashable {
     /// The certificate authorities a server's certificate must chain to.
@@ -79,20 +86,54 @@ public struct TLSSettings: Sendable, Hashable {
     public var clientIdentity: ClientIdentity?
     /// `false` accepts any server certificate, for any host name (curl's `--insecure`). Traffic is
     /// still encrypted, but anyone on the path can read and change it.
+    ///
+    /// As with curl, turning verification off also turns off the certificate strength check
+    /// (``allowsWeakCertificates`` is then moot), but not ``minimumProtocolVersion``.
     public var verifiesCertificates: Bool
+    /// The oldest TLS version a connection may use (curl's `--tlsv1.0` ... `--tlsv1.3`); the
+    /// default is TLS 1.2. A server that speaks only older versions fails with
+    /// ``TLSFailureReason/protocolVersionTooOld(_:)``.
+    ///
+    /// ``AsyncHTTPClientTransport`` honours every version. ``URLSessionTransport`` cannot set one:
+    /// libcurl's floor is OpenSSL's (TLS 1.2 with Debian's security level 2), so it takes only
+    /// the default and throws ``TransportSettingsError/Kind/unsupported`` for any other.
+    ///
+    /// ```swift
+    /// var tls = TLSSettings()
+    /// tls.minimumProtocolVersion = .tls1_0   // an old appliance; curl --tlsv1.0
+    /// ```
+    public var minimumProtocolVersion: TLSProtocolVersion
+    /// `true` accepts server certificates that are too weak by default: a key below 2048 bits (RSA,
+    /// DSA) or 224 bits (elliptic curves), or a SHA-1 or MD5 signature on a certificate of the
+    /// chain below its trust anchor. Such certificates fail with
+    /// ``TLSFailureReason/keyTooWeak(_:)`` or ``TLSFailureReason/digestTooWeak(_:)`` otherwise.
+    /// Like curl's `--ciphers DEFAULT@SECLEVEL=0`, for old devices one cannot fix.
+    ///
+    /// ``URLSessionTransport`` cannot lower OpenSSL's security level and throws
+    /// ``TransportSettingsError/Kind/unsupported`` when this is `true`.
+    ///
+    /// ```swift
+    /// var tls = TLSSettings(trustRoots: .file("old-printer-ca.pem"))
+    /// tls.allowsWeakCertificates = true
+    /// ```
+    public var allowsWeakCertificates: Bool
 
     /// Creates TLS settings; the default trusts the system's roots (or `SSL_CERT_FILE` /
-    /// `SSL_CERT_DIR`), presents no client certificate and verifies everything.
+    /// `SSL_CERT_DIR`), presents no client certificate, verifies everything, and refuses TLS
+    /// below 1.2 and weak certificates.
     ///
     /// ```swift
     /// let tls = TLSSettings(trustRoots: .directory("/etc/ssl/my-cas"))   // hashed, as `openssl rehash` makes
     /// ```
     public init(
-        trustRoots: TrustRoots = .default, clientIdentity: ClientIdentity? = nil, verifiesCertificates: Bool = true
+        trustRoots: TrustRoots = .default, clientIdentity: ClientIdentity? = nil, verifiesCertificates: Bool = true,
+        minimumProtocolVersion: TLSProtocolVersion = .tls1_2, allowsWeakCertificates: Bool = false
     ) {
         self.trustRoots = trustRoots
         self.clientIdentity = clientIdentity
         self.verifiesCertificates = verifiesCertificates
+        self.minimumProtocolVersion = minimumProtocolVersion
+        self.allowsWeakCertificates = allowsWeakCertificates
     }
 
     /// Where trusted certificate authorities come from: a PEM file of certificates, a directory of
@@ -161,6 +202,28 @@ public struct TLSSettings: Sendable, Hashable {
             self.privateKeyFile = privateKeyFile ?? certificateChainFile
         }
     }
+}
+
+/// A version of TLS, in order: ``TLSSettings/minimumProtocolVersion`` is one.
+///
+/// ```swift
+/// TLSProtocolVersion.tls1_0 < .tls1_2          // true
+/// TLSProtocolVersion.tls1_3.description      // "TLS 1.3"
+/// ```
+public enum TLSProtocolVersion: Int, Sendable, Hashable, Comparable, CaseIterable, Codable, CustomStringConvertible {
+    /// TLS 1.0 (1999): below the default floor; SHA-1 and MD5 in its handshake.
+    case tls1_0 = 10
+    /// TLS 1.1 (2006): below the default floor.
+    case tls1_1 = 11
+    /// TLS 1.2 (2008): the default floor.
+    case tls1_2 = 12
+    /// TLS 1.3 (2018).
+    case tls1_3 = 13
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// `TLS 1.2`.
+    public var description: String { "TLS 1.\(rawValue - 10)" }
 }
 
 /// Which proxy a request goes through, with curl's rules, so that both transports (and curl on the
@@ -382,8 +445,9 @@ extension TransportSettings {
 ///
 /// Each transport reads it from its own client. ``AsyncHTTPClientTransport`` (made with settings)
 /// tells every case apart, as curl does: the certificate's name is checked against the URL's host
-/// only, and a chain that does not verify is looked at once more to say whether it expired, is not
-/// valid yet, or leads to no trusted root.
+/// only, a chain that does not verify is looked at once more to say whether it expired, is not
+/// valid yet, or leads to no trusted root, and a weak key or digest is named with its size or
+/// algorithm. ``URLSessionTransport`` says what libcurl's message says.
 ///
 /// ```swift
 /// do {
@@ -407,6 +471,19 @@ public enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
     case protocolMismatch(String)
     /// The server wants a client certificate, or refused the one sent.
     case clientCertificateRejected
+    /// The server speaks only TLS versions older than ``TLSSettings/minimumProtocolVersion``; the
+    /// sentence names them when the transport could tell (`the server speaks TLS 1.0; at least
+    /// TLS 1.2 is required`).
+    case protocolVersionTooOld(String)
+    /// A key in the server's certificate chain is too small (see
+    /// ``TLSSettings/allowsWeakCertificates``); the sentence says whose, which and how small when
+    /// the transport could tell (`the server's RSA key has 1024 bits; at least 2048 are required`).
+    case keyTooWeak(String)
+    /// A certificate of the server's chain is signed with SHA-1 or MD5 (see
+    /// ``TLSSettings/allowsWeakCertificates``); the sentence says which when the transport could
+    /// tell (`the server's certificate is signed with SHA-1, which is too weak; a SHA-2 digest is
+    /// required`).
+    case digestTooWeak(String)
     /// Anything else the handshake reported, in the client's own short words.
     case other(String)
 
@@ -420,17 +497,19 @@ public enum TLSFailureReason: Sendable, Hashable, CustomStringConvertible {
             "the server's certificate could not be verified (not trusted, expired or not yet valid)"
         case .protocolMismatch(let detail): "no TLS protocol version or cipher in common with the server (\(detail))"
         case .clientCertificateRejected: "the server requires a client certificate, or refused the one sent"
+        case .protocolVersionTooOld(let detail), .keyTooWeak(let detail), .digestTooWeak(let detail): detail
         case .other(let detail): detail
         }
     }
 
     /// `true` when the server's certificate was refused (not trusted, expired, not yet valid, for
-    /// another host, or unverifiable), as opposed to a handshake that could not agree at all: curl
-    /// exits 60 for these and 35 for the others.
+    /// another host, unverifiable, or too weak), as opposed to a handshake that could not agree at
+    /// all (a protocol version too old among them): curl exits 60 for these and 35 for the others.
     public var isCertificateRejection: Bool {
         switch self {
-        case .untrusted, .expired, .notYetValid, .hostnameMismatch, .verificationFailed: true
-        case .protocolMismatch, .clientCertificateRejected, .other: false
+        case .untrusted, .expired, .notYetValid, .hostnameMismatch, .verificationFailed, .keyTooWeak, .digestTooWeak:
+            true
+        case .protocolMismatch, .clientCertificateRejected, .protocolVersionTooOld, .other: false
         }
     }
 }

@@ -64,7 +64,13 @@ package final class ExternalServer: Sendable {
     ) async throws -> T {
         var attempt = 1
         while true {
-            let ports = try (0..<count).map { _ in try freePort() }
+            // Distinct: two equal draws would put two servers on one port, where nginx answers
+            // with the first one's certificate for both.
+            var ports: [Int] = []
+            while ports.count < count {
+                let port = try freePort()
+                if !ports.contains(port) { ports.append(port) }
+            }
             do {
                 return try await body(ports)
             } catch ExternalServerError.portTaken where attempt < attempts {
