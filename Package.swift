@@ -33,6 +33,8 @@ let package = Package(
         // Already resolved through swift-nio-extras; pure Swift. Named for DER: the key sizes and
         // signature digests of a server's certificates (CertificateStrength), which NIOSSL hides.
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        // Already in the graph through async-http-client; named for its HTTP/2 stream codec.
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -50,6 +52,8 @@ let package = Package(
     targets: [
         // Kernel headers and macro shims Glibc does not import (NETLINK_ROUTE, RTM_*, IFLA_*, setns).
         .target(name: "CNetReachLinux"),
+        // zlib, to decode gzip and deflate bodies in bounded pieces (NetReachAsyncHTTPClient).
+        .systemLibrary(name: "CNetReachZlib"),
         // `--namespace` of the commands that probe: `netreach` enters it before the Swift runtime starts.
         .target(name: "CNetReachNamespaceEntry"),
         // The one layer over system calls (EINTR and EAGAIN handled once), the one lock type and
@@ -112,7 +116,7 @@ let package = Package(
         .target(
             name: "NetReachAsyncHTTPClient",
             dependencies: [
-                "NetReachHTTP", "NetReachSystem",
+                "NetReachHTTP", "NetReachSystem", "CNetReachZlib",
                 // AsyncHTTPClientProber: connectivity probes over one family, on this client.
                 "NetReachConnectivity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -121,6 +125,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                // HTTP2FramePayloadToHTTP1ClientCodec: where BodyCoalescer goes in an HTTP/2 stream.
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 // NIOConnectionError: what connecting to a host name fails with (lookup, every address).
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -106,6 +106,22 @@ extension AsyncHTTPClientTransport {
                     .connectionLost, "\(target) closed the connection before the response was complete")
             }
             return TransportError(.invalidResponse, "the answer from \(target) is not valid HTTP (\(error))")
+        case let error as ContentDecoder.Failure:
+            switch error {
+            case .tooLarge(let limit):
+                return TransportError(
+                    .decodedBodyTooLarge,
+                    "the decoded body of the response from \(target) passed the limit of \(limit) bytes (TransportSettings.maximumDecodedBodySize)"
+                )
+            case .invalid(let reason):
+                return TransportError(
+                    .badContentEncoding,
+                    "the body from \(target) does not decode as its Content-Encoding says (\(reason))")
+            case .truncated:
+                return TransportError(
+                    .badContentEncoding, "the body from \(target) ended before its compressed stream did")
+            }
+        // A client of the caller's with AsyncHTTPClient's own decompression.
         case let error as NIOHTTPDecompression.DecompressionError:
             if error == .limit {
                 return TransportError(

@@ -72,8 +72,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// `client` should not follow redirects (`redirectConfiguration = .disallow`): a transport
     /// returns a 3xx as a response and the service decides, and AsyncHTTPClient does not say
     /// which configuration a client has. Its TLS, proxy and decompression settings are used as
-    /// they are; ``init(settings:)`` makes clients with all of that set as
-    /// ``NetReachHTTP/TransportSettings`` says. Passing `HTTPClient.shared` works too, but that
+    /// they are (AsyncHTTPClient's decompression inflates each network read whole, however large it
+    /// becomes; a client without it gets bodies as they were sent, except ``defaultClient``, whose
+    /// bodies this transport decodes in bounded pieces); ``init(settings:)`` makes clients with
+    /// all of that set as ``NetReachHTTP/TransportSettings`` says. Passing `HTTPClient.shared` works too, but that
     /// client follows redirects and keeps retrying a refused connection until the request's timeout
     /// runs out, so "nothing listening" takes the whole timeout to report.
     ///
@@ -119,8 +121,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     ///
     /// It is `HTTPClient.shared`'s configuration except that a connection that cannot be
     /// established fails the waiting requests at once (`retryConnectionEstablishment = false`),
-    /// redirects are returned rather than followed, and a gzip or deflate body may decode to
-    /// ``NetReachHTTP/TransportSettings/defaultMaximumDecodedBodySize`` whatever its compression ratio:
+    /// redirects are returned rather than followed, and bodies arrive as they were sent: the
+    /// transport decodes gzip and deflate in pieces of 64 KiB, up to
+    /// ``NetReachHTTP/TransportSettings/defaultMaximumDecodedBodySize`` whatever the compression ratio:
     /// retrying and redirecting are the service's decisions, and a refused connection should say
     /// so in milliseconds, not after the timeout.
     ///
@@ -129,8 +132,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// ```
     public static let defaultClient: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
-        ClientSet.applyCommonSettings(
-            to: &configuration, maximumDecodedBodySize: TransportSettings.defaultMaximumDecodedBodySize)
+        ClientSet.applyCommonSettings(to: &configuration)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
@@ -184,6 +186,16 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         }
         var clientRequest = try Self.makeClientRequest(
             request, body: body, watchdog: watchdog, eventLoops: Array(client.eventLoopGroup.makeIterator()))
+        // The clients this module made get bodies as they were sent and decode them here.
+        let decodingLimit: Int64? =
+            switch routing {
+            case .owned(let clients): clients.maximumDecodedBodySize
+            case .single where client === Self.defaultClient: TransportSettings.defaultMaximumDecodedBodySize
+            default: nil
+            }
+        if decodingLimit != nil, !clientRequest.headers.contains(name: "accept-encoding") {
+            clientRequest.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
+        }
         let host = Self.host(of: request.authority ?? "")
         let route = owner?.route(for: request)
         if route != nil, request.scheme?.lowercased() == "https", request.hasIPv6Zone {
@@ -215,12 +227,24 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 let head = try Self.makeResponse(response)
                 exchange.head(
                     head, body: HTTPBody(channel: channel, length: Self.bodyLength(response, method: request.method)))
-                for try await buffer in response.body {
+                let decoder = decodingLimit.flatMap {
+                    ContentDecoder(contentEncoding: response.headers.first(name: "content-encoding"), limit: $0)
+                }
+                reading: for try await buffer in response.body {
                     watchdog.touch()
-                    guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
+                    guard let decoder else {
+                        guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
+                        continue
+                    }
+                    // One piece at a time: the next is made only once the reader took this one.
+                    decoder.feed(buffer)
+                    while let piece = try decoder.nextPiece() {
+                        guard await channel.send(HTTPBody.ByteChunk(piece.readableBytesView)) else { break reading }
+                    }
                 }
                 // A cancelled body stream may simply end; a truncated body must not pass as whole.
                 try Task.checkCancellation()
+                try decoder?.finish()
                 channel.finish()
             } catch {
                 var failure = exchange.failure ?? Self.classify(error, to: destination)

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 
 /// Joins the response body parts an HTTP/2 stream delivers in one read into parts of up to
@@ -28,13 +29,15 @@ final class BodyCoalescer: ChannelInboundHandler {
     private var ownsPending = false
 
     /// An `http2StreamChannelDebugInitializer` that puts a coalescer right after the stream's
-    /// decompressor (AsyncHTTPClient adds one when decompression is enabled, as every client of
-    /// this module has it). Without a decompressor the stream is left as it is.
+    /// HTTP/2-to-HTTP/1 codec, where the response becomes HTTP/1 parts (after a decompressor
+    /// instead, should a client have AsyncHTTPClient's own; this module's clients have none).
     static func streamSetup() -> @Sendable (Channel) -> EventLoopFuture<Void> {
         { channel in
             let pipeline = channel.pipeline.syncOperations
             if let decompressor = try? pipeline.handler(type: NIOHTTPResponseDecompressor.self) {
                 try? pipeline.addHandler(BodyCoalescer(), position: .after(decompressor))
+            } else if let codec = try? pipeline.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self) {
+                try? pipeline.addHandler(BodyCoalescer(), position: .after(codec))
             }
             return channel.eventLoop.makeSucceededVoidFuture()
         }

@@ -85,6 +85,8 @@ final class ClientSet: Sendable {
     /// Judges the strength of the server's certificates on verified connections; `nil` when
     /// verification is off or weak certificates are allowed.
     let strengthCheck: ChainStrengthCheck?
+    /// What a gzip or deflate body may decode to (``NetReachHTTP/TransportSettings/maximumDecodedBodySize``).
+    let maximumDecodedBodySize: Int64
     /// Per route and host, most recently used last.
     let hostClients = Locked<[HostClient]>([])
     /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
@@ -101,7 +103,7 @@ final class ClientSet: Sendable {
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.dnsOverride = dnsOverride
         configuration.tlsConfiguration = try Self.makeTLSConfiguration(settings.tls, environment: environment)
-        Self.applyCommonSettings(to: &configuration, maximumDecodedBodySize: settings.maximumDecodedBodySize)
+        Self.applyCommonSettings(to: &configuration)
         if let connectTimeout = settings.connectTimeout {
             configuration.timeout.connect = TimeAmount(connectTimeout)
         }
@@ -131,6 +133,7 @@ final class ClientSet: Sendable {
             ? configuration.tlsConfiguration.map {
                 ChainStrengthCheck(tls: $0, connectTimeout: configuration.timeout.connect ?? .seconds(10))
             } : nil
+        maximumDecodedBodySize = settings.maximumDecodedBodySize
         self.shutsDownOnDeinit = shutsDownOnDeinit
     }
 
@@ -199,12 +202,13 @@ final class ClientSet: Sendable {
     }
 
     /// What every client this module makes has in common: refused connections fail at once,
-    /// redirects are responses, gzip/deflate decode to a size limit, not a ratio, and an HTTP/2
-    /// body's frames reach the client joined (``BodyCoalescer``).
-    static func applyCommonSettings(to configuration: inout HTTPClient.Configuration, maximumDecodedBodySize: Int64) {
+    /// redirects are responses, bodies arrive as they were sent (the transport decodes gzip and
+    /// deflate itself, in bounded pieces: ``ContentDecoder``), and an HTTP/2 body's frames reach
+    /// the client joined (``BodyCoalescer``).
+    static func applyCommonSettings(to configuration: inout HTTPClient.Configuration) {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
-        configuration.decompression = .enabled(limit: .size(Int(clamping: maximumDecodedBodySize)))
+        configuration.decompression = .disabled
         configuration.http2StreamChannelDebugInitializer = BodyCoalescer.streamSetup()
     }
 

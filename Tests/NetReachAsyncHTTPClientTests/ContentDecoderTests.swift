@@ -66,7 +66,9 @@ struct ContentDecoderTests {
         return (bytes, largest)
     }
 
-    @Test(arguments: [("gzip", "gzip"), ("x-gzip", "gzip"), ("deflate", "zlib"), ("deflate", "raw"), ("gzip", "members")])
+    @Test(arguments: [
+        ("gzip", "gzip"), ("x-gzip", "gzip"), ("deflate", "zlib"), ("deflate", "raw"), ("gzip", "members"),
+    ])
     func decodesWhatZlibEncoded(coding: String, format: String) throws {
         let (bytes, _) = try Self.decode(try Self.encoded(format), coding: coding)
         #expect(bytes == Self.text)
@@ -78,11 +80,11 @@ struct ContentDecoderTests {
     }
 
     @Test func aBombIsDecodedInBoundedPieces() throws {
-        // 8 MiB of zeros in about 50 KB, fed as one read: AsyncHTTPClient's decompressor made one
-        // 8 MiB buffer of it.
-        let bomb = Array(FaultInjectingServer.gzipBomb(decodedBytes: 8 << 20))
+        // 4 MiB of zeros in about 26 KB, fed as one read: AsyncHTTPClient's decompressor made one
+        // 4 MiB buffer of it. (Up to 8 MiB the bomb's trailer is right, so it decodes cleanly.)
+        let bomb = Array(FaultInjectingServer.gzipBomb(decodedBytes: 4 << 20))
         let (bytes, largest) = try Self.decode(bomb, coding: "gzip", readSize: bomb.count)
-        #expect(bytes.count >= 8 << 20 && bytes.allSatisfy { $0 == 0 })
+        #expect(bytes.count >= 4 << 20 && bytes.allSatisfy { $0 == 0 })
         #expect(largest == ContentDecoder.pieceSize)
     }
 
