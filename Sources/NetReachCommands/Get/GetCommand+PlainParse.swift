@@ -40,6 +40,7 @@ extension GetCommand {
         command.output = nil
         command.continueDownload = false
         command.writeErrorBody = false
+        command.maxFilesize = nil
         command.json = false
         command.quiet = false
         command.transport = nil
@@ -112,7 +113,7 @@ extension GetCommand {
 enum PlainOption: CaseIterable, Equatable {
     case method, head, header, data, user, waitForConnectivity, maxTime, timeout, stallTimeout
     case retries, retryConnrefused, maxRedirs, noLocation, idempotencyKey, output, continueDownload
-    case writeErrorBody, json, quiet
+    case writeErrorBody, maxFilesize, json, quiet
     case cacert, capath, cert, key, insecure, proxy, noproxy, connectTimeout, compressed
     /// `--tlsv1.0` ... `--tlsv1.3`: one option, given at most once (two are ArgumentParser's to refuse).
     case tlsMinimum, allowWeakCertificates
@@ -137,6 +138,7 @@ enum PlainOption: CaseIterable, Equatable {
         case .output: ["--output", "-o"]
         case .continueDownload: ["--continue", "-C"]
         case .writeErrorBody: ["--write-error-body"]
+        case .maxFilesize: ["--max-filesize"]
         case .json: ["--json"]
         case .quiet: ["--quiet", "-q"]
         case .cacert: ["--cacert"]
@@ -212,6 +214,9 @@ enum PlainOption: CaseIterable, Equatable {
             guard let parsed = Int(value) else { return false }
             command.maxRedirs = parsed
         case .output: command.output = value
+        case .maxFilesize:
+            guard let parsed = GetCommand.byteCount(value) else { return false }
+            command.maxFilesize = parsed
         case .cacert: connection.caCertificateFile = value
         case .capath: connection.caCertificateDirectory = value
         case .cert: connection.clientCertificate = value

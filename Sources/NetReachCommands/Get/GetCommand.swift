@@ -144,6 +144,19 @@ struct GetCommand: NetreachSubcommand {
     )
     var writeErrorBody = false
 
+    @Option(
+        name: .customLong("max-filesize"),
+        help: ArgumentHelp(
+            "Stop with status 63 once the body passes this many bytes (k, M, G: 1024, 1024², 1024³), counted as written: after a gzip or deflate body is decoded. A body announced larger fails before it is written. Default: 1G for a decoded body, no limit otherwise.",
+            valueName: "bytes"),
+        transform: { value in
+            guard let bytes = Self.byteCount(value) else {
+                throw ValidationError("--max-filesize takes a number of bytes, with k, M or G after it if you like.")
+            }
+            return bytes
+        })
+    var maxFilesize: Int64?
+
     @Flag(
         help:
             "Print JSON lines on standard output: waiting events, then the response (or the error); the response line carries the body, up to 64 MiB, unless --output."
@@ -258,7 +271,12 @@ struct GetCommand: NetreachSubcommand {
         }
 
         // Before anything starts: an option the transport cannot honour is a usage error.
-        let client = try connection.makeTransport(capabilities.makeTransport)
+        let client = try connection.makeTransport { [maxFilesize] settings throws(TransportSettingsError) in
+            guard let maxFilesize else { return try capabilities.makeTransport(settings) }
+            var limited = settings
+            limited.maximumDecodedBodySize = maxFilesize
+            return FileSizeLimitedTransport(base: try capabilities.makeTransport(limited), limit: maxFilesize)
+        }
         let monitor = PathMonitor()
         // Without waiting, the path only explains a failure: the service starts the monitor then,
         // so a request that succeeds never pays for reading the system's network state.
@@ -364,6 +382,23 @@ struct GetCommand: NetreachSubcommand {
             status: streaming.status, headerFields: streaming.headerFields, url: streaming.url,
             attempts: streaming.attempts, waitedForConnectivity: streaming.waitedForConnectivity)
         return (response, written)
+    }
+
+    /// `--max-filesize`'s value: a number of bytes, perhaps with curl's k, M or G (powers of
+    /// 1024) after it; nil for anything else.
+    static func byteCount(_ text: String) -> Int64? {
+        let multipliers: [Character: Int64] = [
+            "k": 1 << 10, "K": 1 << 10, "m": 1 << 20, "M": 1 << 20, "g": 1 << 30, "G": 1 << 30,
+        ]
+        var digits = Substring(text)
+        var multiplier: Int64 = 1
+        if let last = digits.last, let found = multipliers[last] {
+            multiplier = found
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0 else { return nil }
+        let (bytes, overflow) = number.multipliedReportingOverflow(by: multiplier)
+        return overflow ? nil : bytes
     }
 
     /// `--head`'s output, as curl -I prints it (CRLF line ends, a blank line at the end): the
