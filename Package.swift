@@ -55,7 +55,9 @@ let package = Package(
         // zlib, to decode gzip and deflate bodies in bounded pieces (NetReachAsyncHTTPClient).
         .systemLibrary(name: "CNetReachZlib"),
         // `--namespace` of the commands that probe: `netreach` enters it before the Swift runtime starts.
-        .target(name: "CNetReachNamespaceEntry"),
+        .target(
+            name: "CNetReachNamespaceEntry",
+            dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]),
         // The one layer over system calls (EINTR and EAGAIN handled once), the one lock type and
         // the one executor for blocking work; every target above uses these. Not a product.
         .target(

@@ -6,9 +6,9 @@
 // starts any. Linked into the netreach executable (through NetReachCommands).
 #define _GNU_SOURCE
 #include "CNetReachNamespaceEntry.h"
+#include "CNetReachLinux.h"
 
 #if defined(__linux__)
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -23,30 +23,6 @@ static char error_text[512];
 
 static void fail(const char *step) {
     snprintf(error_text, sizeof error_text, "%s: %s", step, strerror(errno));
-}
-
-/// Bind-mounts every file of /etc/netns/NAME over the file of the same name in /etc.
-static int bind_etc(const char *name) {
-    char directory[4096];
-    if (snprintf(directory, sizeof directory, "/etc/netns/%s", name) >= (int)sizeof directory) return 0;
-    DIR *entries = opendir(directory);
-    if (entries == NULL) return 0;   // nothing to bind: fine
-    struct dirent *entry;
-    while ((entry = readdir(entries)) != NULL) {
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
-        char source[4096], target[4096];
-        snprintf(source, sizeof source, "%s/%s", directory, entry->d_name);
-        snprintf(target, sizeof target, "/etc/%s", entry->d_name);
-        if (mount(source, target, "none", MS_BIND, NULL) != 0) {
-            char step[4200];
-            snprintf(step, sizeof step, "bind-mounting %s over %s", source, target);
-            fail(step);
-            closedir(entries);
-            return -1;
-        }
-    }
-    closedir(entries);
-    return 0;
 }
 
 __attribute__((constructor(101))) static void cnr_enter_netns_at_start(void) {
@@ -65,7 +41,11 @@ __attribute__((constructor(101))) static void cnr_enter_netns_at_start(void) {
         if (umount2("/sys", MNT_DETACH) == 0) {
             if (mount(name, "/sys", "sysfs", 0, NULL) != 0) { fail("mounting /sys"); goto done; }
         }
-        if (bind_etc(name) != 0) goto done;
+        char step[256];
+        if (cnr_bind_netns_etc(name, step) != 0) {
+            snprintf(error_text, sizeof error_text, "%s: %s", step, strerror(errno));
+            goto done;
+        }
     }
     entered = 1;
 done:

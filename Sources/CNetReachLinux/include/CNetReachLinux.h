@@ -49,6 +49,24 @@ int cnr_start_writeback(int fd, long long offset, long long length);
 /// _GNU_SOURCE, which is set in shims.c only.
 int cnr_open_path(const char *path);
 
+/// Bind-mounts every file of /etc/netns/NAME over its /etc namesake, as `ip netns exec NAME`
+/// does; the caller is in a mount namespace of its own. No such directory: nothing to do.
+/// Returns 0, or -1 with errno set and `step` (at least 256 bytes) naming what failed.
+int cnr_bind_netns_etc(const char *name, char *step);
+
+/// Moves the calling thread, for the rest of its life, into the network namespace open as
+/// `netns_fd` with the files a process there reads, so that getaddrinfo on it resolves as a
+/// program in that namespace would:
+/// - `mount_namespace_fd` >= 0 (a container's /proc/PID/ns/mnt): that mount namespace, as
+///   `nsenter --net --mount` does;
+/// - else `etc_name` non-NULL: a private mount namespace in which every file of
+///   /etc/netns/NAME is bind-mounted over its /etc namesake, as `ip netns exec NAME` does;
+/// - else only the network namespace.
+/// The thread first stops sharing its file-system attributes with the process (CLONE_FS), so
+/// nothing of this reaches other threads; the thread must end afterwards, never run other work.
+/// Returns 0, or -1 with errno set and `step` (at least 256 bytes) naming what failed.
+int cnr_enter_namespace_for_lookup(int netns_fd, int mount_namespace_fd, const char *etc_name, char *step);
+
 static inline unsigned int cnr_nlmsg_align(unsigned int len) { return NLMSG_ALIGN(len); }
 static inline unsigned int cnr_rta_align(unsigned int len) { return RTA_ALIGN(len); }
 static inline unsigned int cnr_nlmsghdr_size(void) { return (unsigned int)sizeof(struct nlmsghdr); }

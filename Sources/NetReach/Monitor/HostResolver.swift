@@ -27,6 +27,10 @@ public enum HostResolutionError: Error, Sendable, Hashable, CustomStringConverti
     case timedOut(host: String, seconds: Int)
     /// Any other resolver error, with `getaddrinfo`'s code and message.
     case failed(host: String, code: Int32, message: String)
+    /// The name was to be resolved inside a network namespace (as a program there would), and
+    /// the namespace could not be entered: `reason` says which step failed and why (entering
+    /// needs `CAP_SYS_ADMIN`). Nothing was asked of any resolver.
+    case namespaceUnavailable(host: String, namespace: String, reason: String)
 
     public var description: String {
         switch self {
@@ -34,6 +38,8 @@ public enum HostResolutionError: Error, Sendable, Hashable, CustomStringConverti
         case .temporaryFailure(let host): "\(host): the resolver could not answer now (temporary failure)"
         case .timedOut(let host, let seconds): "\(host): no answer from the resolver within \(seconds) s"
         case .failed(let host, let code, let message): "\(host): resolution failed: \(message) (EAI \(code))"
+        case .namespaceUnavailable(let host, let namespace, let reason):
+            "\(host): not resolved: cannot enter the network namespace \(namespace) to ask its resolver (\(reason))"
         }
     }
 }
@@ -51,6 +57,60 @@ package enum HostResolver {
         -> Result<[IPAddress], HostResolutionError>
     {
         resolve(host, timeout: timeout) { systemLookUp($0, family: family) }
+    }
+
+    /// As ``resolve(_:family:timeout:)``, but as a program in `namespace` would resolve it: from
+    /// inside that network namespace, with the files a program there reads. For an `ip netns`
+    /// name, every file of `/etc/netns/NAME` stands over its `/etc` namesake (`resolv.conf`,
+    /// `hosts`, `nsswitch.conf`...), as `ip netns exec NAME` arranges; for `/proc/PID/ns/net`,
+    /// the process's own mount namespace, as `nsenter --net --mount` enters it; for any other
+    /// namespace file, the machine's files. `nil` resolves here.
+    ///
+    /// The lookup's thread enters the namespaces and ends with the lookup: a thread cannot leave
+    /// a mount namespace it entered, and no other thread is touched. Needs `CAP_SYS_ADMIN`.
+    ///
+    /// ```swift
+    /// let addresses = HostResolver.resolve("db.internal", timeout: .seconds(5), in: .named("blue"))
+    /// ```
+    package static func resolve(
+        _ host: String, family: IPAddress.Family? = nil, timeout: Duration, in namespace: NetworkNamespace?
+    ) -> Result<[IPAddress], HostResolutionError> {
+        guard let namespace else { return resolve(host, family: family, timeout: timeout) }
+        return resolve(host, timeout: timeout) { host in
+            // BlockingWork gives each job a thread of its own, which ends with it.
+            if let reason = enter(namespace) {
+                return .failure(.namespaceUnavailable(host: host, namespace: namespace.description, reason: reason))
+            }
+            return systemLookUp(host, family: family)
+        }
+    }
+
+    /// Moves the calling thread into `namespace` and the files a program there reads; returns
+    /// why not, or nil.
+    private static func enter(_ namespace: NetworkNamespace) -> String? {
+        #if os(Linux)
+        let network = open(namespace.path, O_RDONLY | O_CLOEXEC)
+        guard network >= 0 else { return "opening \(namespace.path): \(String(cString: strerror(errno)))" }
+        defer { close(network) }
+        var mount: Int32 = -1
+        if let root = namespace.processNamespaceDirectory {
+            mount = open(root + "/mnt", O_RDONLY | O_CLOEXEC)
+            guard mount >= 0 else { return "opening \(root)/mnt: \(String(cString: strerror(errno)))" }
+        }
+        defer { if mount >= 0 { close(mount) } }
+        var step = [CChar](repeating: 0, count: 256)
+        let entered = namespace.ipNetnsName.withOptionalCString { name in
+            cnr_enter_namespace_for_lookup(network, mount, name, &step)
+        }
+        guard entered == 0 else {
+            let code = errno
+            let failed = String(decoding: step.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return "\(failed): \(String(cString: strerror(code)))"
+        }
+        return nil
+        #else
+        return "network namespaces are Linux's"
+        #endif
     }
 
     /// `resolve(_:timeout:)` around any blocking `lookUp` (tests give one that never answers in time).
@@ -130,6 +190,16 @@ package enum HostResolver {
             }
         default:
             return nil
+        }
+    }
+}
+
+extension Optional where Wrapped == String {
+    /// `body` with this string as a C string, or with NULL for nil.
+    fileprivate func withOptionalCString<Result>(_ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+        switch self {
+        case .some(let text): text.withCString { body($0) }
+        case .none: body(nil)
         }
     }
 }

@@ -60,11 +60,21 @@ public struct NetworkNamespace: Sendable, Hashable, Codable, CustomStringConvert
 
     /// `/proc/PID/root` of a `/proc/PID/ns/net` path.
     private var processRoot: String? {
+        processID.map { "/proc/\($0)/root" }
+    }
+
+    /// `/proc/PID/ns` of a `/proc/PID/ns/net` path: the process's other namespaces.
+    package var processNamespaceDirectory: String? {
+        processID.map { "/proc/\($0)/ns" }
+    }
+
+    /// `PID` of a `/proc/PID/ns/net` path.
+    private var processID: Substring? {
         let components = path.split(separator: "/")
         guard components.count == 4, components[0] == "proc", components[2] == "ns", components[3] == "net" else {
             return nil
         }
-        return "/proc/\(components[1])/root"
+        return components[1]
     }
 
     public var description: String { path }

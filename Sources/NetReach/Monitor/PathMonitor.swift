@@ -154,8 +154,10 @@ public final class PathMonitor: Sendable {
     /// A host name is resolved when the monitor starts (``start(queue:)`` waits for it, at most
     /// `resolutionTimeout`) and again after each change of the network; while it has no address
     /// the path is unsatisfied with ``UnsatisfiedReason/destinationUnresolved`` and
-    /// ``resolutionFailure`` says why. Names are resolved with this process's resolver, also when
-    /// observing another namespace.
+    /// ``resolutionFailure`` says why. In another `namespace`, names are resolved inside it, as a
+    /// program there would resolve them (its `/etc/netns/NAME` files, as `ip netns exec` sets them
+    /// up, or a container's own): never by this machine's resolver, which may not know them or
+    /// know them as other addresses.
     ///
     /// ```swift
     /// let monitor = PathMonitor(destination: "10.20.0.5")
@@ -177,7 +179,8 @@ public final class PathMonitor: Sendable {
                 requiredInterfaceType: requiredInterfaceType,
                 prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
             classification: classification, source: SystemPathSource.shared(namespace: namespace), isShared: false,
-            destination: destination, resolutionTimeout: resolutionTimeout, logger: logger,
+            destination: destination, resolutionTimeout: resolutionTimeout,
+            resolve: { HostResolver.resolve($0, timeout: $1, in: namespace) }, logger: logger,
             metricsFactory: metricsFactory)
     }
 
