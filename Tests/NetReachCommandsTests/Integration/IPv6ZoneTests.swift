@@ -98,7 +98,10 @@ struct IPv6ZoneTests {
             let options = tls.map { ["--tls", $0.certificate, $0.key] } ?? []
             let server = try ChildProcess(
                 "/usr/sbin/ip",
-                ["netns", "exec", lab.peerName, "/usr/bin/python3", script, "fe80::1%\(NetnsLab.peerInterface)", "8080", log]
+                [
+                    "netns", "exec", lab.peerName, "/usr/bin/python3", script, "fe80::1%\(NetnsLab.peerInterface)",
+                    "8080", log,
+                ]
                     + options)
             defer { server.kill() }
             #expect(await server.nextLine(timeout: .seconds(30)) == "ready", "\(server.standardError)")
