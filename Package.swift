@@ -298,6 +298,7 @@ let package = Package(
                 "NetReachCommands", "NetReach", "NetReachSystem", "NetReachConnectivity", "NetReachTestSupport",
                 "netreach", // built before the tests run: the command tests execute it
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"), // Deploy/'s DaemonSet, read as the API server would
             ],
             // The status page's Chromium driver (Python), run by StatusPageTests.
             exclude: ["Integration/Scripts"]

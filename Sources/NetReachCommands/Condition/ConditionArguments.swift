@@ -4,14 +4,16 @@ import NetReachConditioner
 /// The values `netreach condition` parses by hand: addresses, rates, loss shares and faults.
 /// Each parser throws a `ValidationError` that says what was wrong and what is accepted.
 package enum ConditionArguments {
-    /// A `HOST:PORT` (`[IPV6]:PORT` for IPv6), with an optional `NAME=` in front for a listener.
+    /// A `HOST:PORT` (`[IPV6]:PORT` for IPv6; brackets may enclose an IPv4 address too), with an
+    /// optional `NAME=` in front for a listener.
     package struct Address: Sendable, Hashable {
         package var name: String?
         package var host: String
         package var port: Int
     }
 
-    /// Parses `127.0.0.1:8080`, `[::1]:8080`, `localhost:80`; with `allowsName`, also `api=127.0.0.1:8080`.
+    /// Parses `127.0.0.1:8080`, `[::1]:8080`, `[127.0.0.1]:8080`, `localhost:80`; with `allowsName`,
+    /// also `api=127.0.0.1:8080`.
     /// `allowsZeroPort` accepts port 0 (a free port, for listening).
     package static func address(
         _ text: String, option: String, allowsName: Bool, allowsZeroPort: Bool

@@ -66,7 +66,10 @@ package struct ServeCommand: NetreachSubcommand {
             (netreach_config_last_reload_successful 0); listen changes need a restart.
 
             It listens on 127.0.0.1:9817 unless --listen names another address; it says where on \
-            standard error once it listens. SIGTERM or SIGINT stops it: event streams end with \
+            standard error once it listens. An IPv6 address goes in brackets ([fd00::7]:9817: \
+            without them fd00::7:9817 could be fd00::7 port 9817 or fd00::7:9817 with none, so it \
+            is refused); brackets may enclose an IPv4 address too, so a template that fills in an \
+            address of either family, such as a DaemonSet's [$(NODE_IP)]:9817, always brackets it. SIGTERM or SIGINT stops it: event streams end with \
             `event: shutdown`, requests under way finish, and it exits 0.
 
             \(ExitStatusTable.help(for: "serve"))
@@ -75,7 +78,7 @@ package struct ServeCommand: NetreachSubcommand {
 
     @Option(
         help: ArgumentHelp(
-            "The address to listen on: HOST:PORT, [IPV6]:PORT; port 0 picks a free one. Only loopback unless given. (default: 127.0.0.1:9817)",
+            "The address to listen on: HOST:PORT or [ADDRESS]:PORT, brackets needed around IPv6 and allowed around IPv4 (so [$(NODE_IP)]:9817 serves either family); port 0 picks a free one. Only loopback unless given. (default: 127.0.0.1:9817)",
             valueName: "host:port"))
     var listen: String?
 

@@ -4,9 +4,13 @@ import NetReachConnectivity
 /// reads `/api/v1/events` with the browser's `EventSource` and shows every path (status, reason,
 /// interfaces, gateways), the connectivity verdict with a portal's login link, and recent changes.
 /// An "offline" overlay follows ``OfflineIndicatorPolicy``'s rules, with the library's own grace
-/// period and minimum display time written into the page: it shows once the path to the internet
-/// has been unsatisfied (or connectivity none or local) for the grace period, so a blip shows
-/// nothing, and stays up at least the minimum time.
+/// period and minimum display time written into the page: it shows once the host's path to the
+/// internet has been unsatisfied (or connectivity none or local) for the grace period, so a blip
+/// shows nothing, and stays up at least the minimum time. The host's path is the server's own
+/// namespace's (`namespace` empty), whichever event came first: another namespace, however long it
+/// is down (one isolated by design, under `--all-namespaces`), is a row of its own and never the
+/// overlay. Only when the server watches no namespace of its own (`--namespace` alone) does the
+/// overlay follow the first namespace's path it hears of.
 ///
 /// ```swift
 /// let html = StatusPage.html(policy: OfflineIndicatorPolicy())
@@ -72,7 +76,10 @@ package enum StatusPage {
         // OfflineIndicatorPolicy, as the library sets it.
         const GRACE_MS = @GRACE_MS@, MINIMUM_MS = @MINIMUM_MS@;
         const paths = new Map();
-        let primary = null;          // the first path to the internet seen
+        // The path the overlay follows: the internet path in the server's own namespace (OWN); a
+        // named namespace's only while the server watches none of its own.
+        const OWN = JSON.stringify(["", ""]);
+        let primary = null;
         let connectivityLevel = null;
         const overlay = document.getElementById("overlay");
         // The indicator's state: hidden, pending (offline, within the grace period) or shown.
@@ -166,7 +173,7 @@ package enum StatusPage {
             updateIndicator();
             return;
           }
-          if (primary === null && !event.destination) primary = key;
+          if (key === OWN || (primary === null && !event.destination)) primary = key;
           paths.set(key, event.path);
           render();
           note(name + ": " + event.path.status +

@@ -33,13 +33,27 @@ struct StatusPageTests {
         var changes: Int
     }
 
+    private struct IsolatedReport: Decodable {
+        var loaded: Bool
+        var firstHeard: String?
+        var isolatedRow: String?
+        var indicatorState: String
+        var hiddenAfterGrace: Bool
+        var outageShown: Bool
+        var overlayText: String
+        var recoveryHidden: Bool
+    }
+
+    private static let shots: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/test-artifacts/status-page")
+    private static let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Scripts/status_page_driver.py").path
+
     @Test func theOverlayFollowsTheOfflineIndicatorsRulesOverTheEventStream() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let shots = root.appendingPathComponent(".build/test-artifacts/status-page")
+        let shots = Self.shots
         try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
-        let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Scripts/status_page_driver.py").path
+        let driver = Self.driver
         try await NetnsLab.withLab { lab in
             let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--namespace", lab.name])
             defer { serve.kill() }
@@ -81,6 +95,61 @@ struct StatusPageTests {
             }
             serve.signal(SIGTERM)
             #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+        }
+    }
+
+    /// A host whose other namespace is isolated by design (no route, for good) is not offline:
+    /// serve runs inside a lab (its own path: satisfied) and also watches a second lab with no
+    /// route. The isolated namespace is made the first path the page hears of (serve starts
+    /// watching it alone, then a reload adds its own namespace), as the old overlay, which followed
+    /// the first path heard, would then have read "Offline" for good. The page, and Chromium, run
+    /// inside the lab, where serve's 127.0.0.1 is.
+    @Test func theOverlayFollowsTheHostsOwnPathNotAnIsolatedNamespace() async throws {
+        try FileManager.default.createDirectory(at: Self.shots, withIntermediateDirectories: true)
+        try await NetnsLab.withLab { host in
+            try await NetnsLab.withLab(.init(ipv4: false, defaultRoutes: false)) { isolated in
+                let config = host.directory + "/serve.yaml"
+                try "namespaces: [\(isolated.name)]\n".write(toFile: config, atomically: true, encoding: .utf8)
+                let serve = try NetreachProcess.start(
+                    ["serve", "--listen", "127.0.0.1:0", "--config", config], inNamespace: host.name)
+                defer { serve.kill() }
+                let base = try await ServeClient.baseURL(of: serve)
+                await ServeClient.until("the isolated namespace is read", base, "/readyz", namespace: host.name) {
+                    $0.status == 200
+                }
+                try "all_namespaces: true\n".write(toFile: config, atomically: true, encoding: .utf8)
+                serve.signal(SIGHUP)
+                await LabPoll.until("serve reloads", timeout: .seconds(30)) {
+                    serve.standardError.contains("serve: reloaded") || !serve.isRunning
+                }
+                await ServeClient.until("its own namespace is read", base, "/api/v1/path", namespace: host.name) {
+                    $0.status == 200 && $0.body.contains("\"satisfied\"")
+                }
+
+                let run = try await ChildProcess.run(
+                    LabCommand.ipExecutable,
+                    [
+                        "netns", "exec", host.name, "/usr/bin/python3", Self.driver, base + "/", host.name,
+                        NetnsLab.ipv4Gateway, Self.shots.path, isolated.name,
+                    ],
+                    timeout: .seconds(150))
+                try #require(run.status == 0, "driver: \(run.standardError)")
+                let report = try JSONDecoder().decode(IsolatedReport.self, from: Data(run.standardOutput.utf8))
+
+                #expect(report.loaded, "the page never showed its own path satisfied and the isolated one not")
+                #expect(report.firstHeard == isolated.name, "heard first: \(report.firstHeard ?? "nothing")")
+                #expect(report.isolatedRow?.contains("unsatisfied") == true, "\(report.isolatedRow ?? "no row")")
+                #expect(report.indicatorState == "hidden", "the overlay follows the isolated namespace")
+                #expect(report.hiddenAfterGrace, "the overlay showed for the isolated namespace")
+                #expect(report.outageShown, "the host's own path went and the overlay did not show")
+                #expect(report.overlayText.contains("noDefaultRoute"), "\(report.overlayText)")
+                #expect(report.recoveryHidden)
+                for name in ["4-isolated-namespace.png", "5-host-offline.png"] {
+                    #expect(FileManager.default.fileExists(atPath: Self.shots.appendingPathComponent(name).path))
+                }
+                serve.signal(SIGTERM)
+                #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+            }
         }
     }
 }

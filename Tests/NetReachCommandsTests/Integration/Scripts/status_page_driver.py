@@ -3,7 +3,11 @@
 --remote-debugging-pipe: no WebSocket library needed) while a lab namespace's default route
 comes and goes, and prints one JSON object of what the page did, for StatusPageTests.
 
-    status_page_driver.py URL LAB GATEWAY SCREENSHOT_DIR
+    status_page_driver.py URL LAB GATEWAY SCREENSHOT_DIR [ISOLATED]
+
+With ISOLATED (a namespace with no route the server also watches; run this inside LAB, where the
+server runs, so LAB's path is the server's own), the scenario is instead: the page must follow
+LAB's path, not ISOLATED's, whichever it heard of first; then LAB's default route goes.
 
 The page's own clock (performance.now) times the overlay against the events it received, so the
 verdicts do not depend on how fast this machine is: "shown N ms after the unsatisfied event".
@@ -19,6 +23,7 @@ import tempfile
 import time
 
 URL, LAB, GATEWAY, SHOTS = sys.argv[1:5]
+ISOLATED = sys.argv[5] if len(sys.argv) > 5 else None
 
 
 class Browser:
@@ -72,8 +77,8 @@ class Browser:
     def page(self, method, **params):
         return self.call(method, session=self.session, **params)
 
-    def evaluate(self, expression):
-        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True)
+    def evaluate(self, expression, await_promise=False):
+        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=await_promise)
         return result["result"].get("value")
 
     def screenshot(self, name):
@@ -118,9 +123,58 @@ PROBE = """
 })()
 """
 
+def row(namespace):
+    """The status cell of the internet path's row for `namespace` ("" for the server's own)."""
+    key = json.dumps([namespace, ""], separators=(",", ":"))
+    return ("[...document.querySelectorAll('#paths tbody tr')].find(r => r.dataset.key === %s)"
+            "?.children[2]" % json.dumps(key))
+
+
+FIRST_HEARD = """
+new Promise(resolve => {
+  const source = new EventSource("/api/v1/events");
+  source.addEventListener("path", m => {
+    const e = JSON.parse(m.data);
+    if (!e.destination) { source.close(); resolve(e.namespace || ""); }
+  });
+})
+"""
+
+
+def isolated_scenario(browser):
+    """The host's own path satisfied, ISOLATED's not: no overlay; then the host's path goes."""
+    report = {}
+    browser.page("Page.navigate", url=URL)
+    report["loaded"] = until(
+        browser, "%s?.className === 'satisfied' && %s?.className === 'unsatisfied'" % (row(""), row(ISOLATED)), 30)
+    # Which namespace's internet path a client hears of first (a new stream starts with the
+    # current state, in the order the server first had each; the page's did the same).
+    report["firstHeard"] = browser.evaluate(FIRST_HEARD, await_promise=True)
+    report["isolatedRow"] = browser.evaluate("%s?.parentElement.textContent" % row(ISOLATED))
+    # Pending would mean the isolated path is being followed: the overlay would show after the
+    # grace period. Then past the grace period, by the page's own clock, it still has not.
+    report["indicatorState"] = browser.evaluate("indicator.state")
+    browser.evaluate("window.__since = performance.now()")
+    until(browser, "performance.now() - window.__since > GRACE_MS + 1000", 30)
+    report["hiddenAfterGrace"] = browser.evaluate("document.getElementById('overlay').hidden")
+    browser.screenshot("4-isolated-namespace.png")
+
+    ip("route", "del", "default")
+    report["outageShown"] = until(browser, "!document.getElementById('overlay').hidden", 15)
+    report["overlayText"] = browser.evaluate("document.getElementById('overlay').textContent")
+    browser.screenshot("5-host-offline.png")
+    ip("route", "add", "default", "via", GATEWAY)
+    report["recoveryHidden"] = until(browser, "document.getElementById('overlay').hidden", 15)
+    return report
+
+
 report = {}
 browser = Browser()
 try:
+    if ISOLATED:
+        browser.page("Page.enable")
+        print(json.dumps(isolated_scenario(browser)))
+        sys.exit(0)
     browser.page("Page.enable")
     browser.page("Page.navigate", url=URL)
     report["loaded"] = until(browser, "document.querySelector('#paths td.satisfied') !== null", 30)
