@@ -19,13 +19,12 @@ struct FileSizeLimitedTransport: HTTPTransport {
         _ request: HTTPRequest, body: HTTPBody?, options: TransportOptions
     ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         let (response, body) = try await base.send(request, body: body, options: options)
+        let authority = request.authority ?? "the server"
         if case .known(let length) = body.length, length > limit {
             throw TransportError(
-                .decodedBodyTooLarge,
-                "the body from \(request.authority ?? "the server") is \(length) bytes, more than --max-filesize \(limit)")
+                .decodedBodyTooLarge, "the body from \(authority) is \(length) bytes, more than --max-filesize \(limit)"
+            )
         }
-        let limit = limit
-        let authority = request.authority ?? "the server"
         let limited = LimitedBody(base: body, limit: limit, authority: authority)
         return (response, HTTPBody(limited, length: body.length, iterationBehavior: body.iterationBehavior))
     }

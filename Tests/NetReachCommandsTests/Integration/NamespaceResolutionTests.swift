@@ -78,7 +78,8 @@ struct NamespaceResolutionTests {
             #expect(probe.status == 200, "\(probe.body)")
             #expect(probe.body.contains("probe_success 1"), "\(probe.body)")
 
-            #expect(counter.queries == askedBefore, "\(counter.queries - askedBefore) queries reached the machine's side")
+            #expect(
+                counter.queries == askedBefore, "\(counter.queries - askedBefore) queries reached the machine's side")
         }
     }
 }
