@@ -19,6 +19,9 @@ import NetReachSystem
 /// The listener is the link: its connections share each direction's bandwidth, as flows share a
 /// real link (``LinkConditions/bandwidthPerConnection`` gives each its own). Conditions and faults
 /// apply to open connections as well as new ones, from the next slice that goes on the wire.
+///
+/// A half-close is relayed as one: a side's FIN reaches the other side after its last byte, and
+/// the other way goes on.
 public final class ConditionedProxy: Sendable {
     /// The address it listens on.
     public let host: String
@@ -91,6 +94,8 @@ public final class ConditionedProxy: Sendable {
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.recvAllocator, value: Self.reads)
+            // A FIN closes the input only: the other way goes on until its own FIN (half-closure).
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.accept(channel, upstreamHost: upstreamHost, upstreamPort: upstreamPort, state: state)
@@ -232,6 +237,7 @@ public final class ConditionedProxy: Sendable {
         let loop = bound.value.eventLoop
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.allowRemoteHalfClosure, value: true)
             .channelOption(.recvAllocator, value: Self.reads)
             .channelInitializer { upstream in
                 upstream.eventLoop.makeCompletedFuture {
