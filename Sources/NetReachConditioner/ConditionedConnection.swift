@@ -17,7 +17,8 @@ import Glibc
 /// A side's end travels the same way as its bytes: its FIN (a half-close: the other way goes on)
 /// is passed on as a FIN once the last byte before it is delivered, never ahead of it; a socket
 /// gone (closed or reset) closes the other side once its bytes are delivered. Both sides are
-/// closed when both ways have ended.
+/// closed when both ways have ended. A link that carries nothing (100% loss) holds bytes and ends
+/// alike, and connects no upstream, until its loss is lowered.
 final class ConditionedConnection {
     enum Side { case client, server }
 
@@ -87,6 +88,8 @@ final class ConditionedConnection {
     private var connectTimer: Scheduled<Void>?
     /// The upstream is not connected yet, nor has it failed.
     private var upstreamPending = true
+    /// The upstream's connect, held while the link carries nothing.
+    private var heldConnect: (() -> Void)?
     private var finished = false
     private let onFinish: (ConnectionStatistics) -> Void
 
@@ -124,8 +127,21 @@ final class ConditionedConnection {
         connectTimer = timer
     }
 
-    /// Whether the connection has not finished (a delayed connect is still worth making).
+    /// Whether the connection has not finished.
     var isOpen: Bool { !finished }
+
+    /// Connects the upstream with `connect` once the link carries packets: at once, or when its
+    /// 100% loss is lowered (a dead link lets no connection through). Not once the connection has
+    /// finished.
+    func connectUpstream(_ connect: @escaping () -> Void) {
+        connectTimer = nil
+        guard !finished else { return }
+        if carriesNothing {
+            heldConnect = connect
+        } else {
+            connect()
+        }
+    }
 
     /// The upstream connection is up: bytes may flow, what the client sent meanwhile (and its FIN)
     /// first.
@@ -163,13 +179,17 @@ final class ConditionedConnection {
         for timer in faultTimers { timer.cancel() }
         faultTimers = []
         armConnectionFaults()
-        // A timeout removed releases what it held: the queued bytes on their schedule, what was
-        // read meanwhile onto the wire at the link's rate, a FIN after them, and reads. New
-        // conditions apply from the next slice that goes on the wire.
+        // A timeout removed, or a 100% loss lowered, releases what it held: the queued bytes on
+        // their schedule, what was read meanwhile onto the wire at the link's rate, a FIN after
+        // them, and reads. New conditions apply from the next slice that goes on the wire.
         for direction in LinkDirection.allCases {
             armTimer(direction)
             pump(direction)
             passEndIfDelivered(direction)
+        }
+        if !carriesNothing, let connect = heldConnect {
+            heldConnect = nil
+            connect()
         }
         client?.resumeReading()
         server?.resumeReading()
@@ -204,6 +224,7 @@ final class ConditionedConnection {
         }
         let count = buffer.readableBytes
         self[direction].statistics.bytesScheduled += count
+        if isDead(direction) { self[direction].statistics.chunksHeldBack += 1 }
         if let destination = self.destination(of: direction), self[direction].shaper.isTransparent,
             slicer(direction) == nil, self[direction].isEmpty, !holds(direction)
         {
@@ -239,15 +260,6 @@ final class ConditionedConnection {
             destination(of: direction) != nil
         else { return }
         let now = NIODeadline.now()
-        if self[direction].shaper.conditions.loss >= 1 {
-            // Every packet lost: nothing is ever delivered.
-            while let lost = self[direction].pending.popFirst() {
-                self[direction].queuedBytes -= lost.buffer.readableBytes
-                self[direction].statistics.chunksHeldBack += 1
-            }
-            source(of: direction)?.resumeReading()
-            return
-        }
         guard let bandwidth = self[direction].shaper.conditions.bandwidth, bandwidth > 0 else {
             while let chunk = self[direction].pending.popFirst() {
                 let parts = self[direction].shaper.schedule(chunk.buffer.readableBytes, at: Self.duration(now - start))
@@ -371,12 +383,12 @@ final class ConditionedConnection {
         case closeBoth
     }
 
-    /// What passes on after the bytes of a direction: its end once they are all delivered, never
-    /// ahead of them.
+    /// What passes on after the bytes of a direction: its end once they are all delivered (never
+    /// ahead of them), and not while the link carries nothing (a dead link carries no FIN either).
     static func endAction(
-        isEmpty: Bool, limitReached: Bool, sourceEnd: SourceEnd?, passedEnd: SourceEnd?
+        isEmpty: Bool, carriesNothing: Bool, limitReached: Bool, sourceEnd: SourceEnd?, passedEnd: SourceEnd?
     ) -> EndAction {
-        guard isEmpty else { return .none }
+        guard isEmpty, !carriesNothing else { return .none }
         if limitReached { return passedEnd == .gone ? .none : .closeBoth }
         guard let sourceEnd, passedEnd.map({ $0 < sourceEnd }) ?? true else { return .none }
         return sourceEnd == .finished ? .finish : .close
@@ -386,8 +398,8 @@ final class ConditionedConnection {
     private func passEndIfDelivered(_ direction: LinkDirection) {
         guard destination(of: direction) != nil else { return }
         let action = Self.endAction(
-            isEmpty: self[direction].isEmpty, limitReached: self[direction].limitReached,
-            sourceEnd: self[direction].sourceEnd,
+            isEmpty: self[direction].isEmpty, carriesNothing: isDead(direction),
+            limitReached: self[direction].limitReached, sourceEnd: self[direction].sourceEnd,
             passedEnd: self[direction].passedEnd)
         guard action != .none else { return }
         self[direction].passedEnd = action == .closeBoth ? .gone : self[direction].sourceEnd
@@ -456,6 +468,7 @@ final class ConditionedConnection {
         guard !finished else { return }
         finished = true
         connectTimer?.cancel()
+        heldConnect = nil
         upstream.timer?.cancel()
         downstream.timer?.cancel()
         upstream.wireTimer?.cancel()
@@ -472,9 +485,19 @@ final class ConditionedConnection {
         faults.filter { $0.directions.contains(direction) }.map(\.fault)
     }
 
+    /// Whether `direction` delivers nothing for now: a timeout fault, or a link that carries
+    /// nothing (its bytes wait for the loss to be lowered, as TCP's retransmissions would).
     private func holds(_ direction: LinkDirection) -> Bool {
-        acting(direction).contains { if case .timeout = $0 { true } else { false } }
+        isDead(direction) || acting(direction).contains { if case .timeout = $0 { true } else { false } }
     }
+
+    /// Whether `direction` loses every packet.
+    private func isDead(_ direction: LinkDirection) -> Bool {
+        self[direction].shaper.conditions.loss >= 1
+    }
+
+    /// Whether the link carries no connection: a handshake needs both ways.
+    private var carriesNothing: Bool { isDead(.upstream) || isDead(.downstream) }
 
     private func limit(_ direction: LinkDirection) -> Int? {
         acting(direction).compactMap { if case .limitData(let bytes) = $0 { max(0, bytes) } else { nil } }.min()

@@ -10,6 +10,7 @@ struct ConnectionEndTests {
 
     struct Row: Sendable, CustomTestStringConvertible {
         var isEmpty = true
+        var carriesNothing = false
         var limitReached = false
         var sourceEnd: End?
         var passedEnd: End?
@@ -17,11 +18,12 @@ struct ConnectionEndTests {
         var testDescription: String
 
         init(
-            _ description: String, isEmpty: Bool = true, limitReached: Bool = false,
+            _ description: String, isEmpty: Bool = true, carriesNothing: Bool = false, limitReached: Bool = false,
             sourceEnd: End? = nil, passedEnd: End? = nil, _ expected: ConditionedConnection.EndAction
         ) {
             testDescription = description
             self.isEmpty = isEmpty
+            self.carriesNothing = carriesNothing
             self.limitReached = limitReached
             self.sourceEnd = sourceEnd
             self.passedEnd = passedEnd
@@ -34,6 +36,7 @@ struct ConnectionEndTests {
         Row("a FIN with every byte delivered is passed on as a FIN", sourceEnd: .finished, .finish),
         Row("a FIN never overtakes bytes still queued", isEmpty: false, sourceEnd: .finished, .none),
         Row("a FIN is passed once", sourceEnd: .finished, passedEnd: .finished, .none),
+        Row("a dead link carries no FIN", carriesNothing: true, sourceEnd: .finished, .none),
         Row("a source gone closes the destination", sourceEnd: .gone, .close),
         Row("a source gone after its FIN was passed closes it too", sourceEnd: .gone, passedEnd: .finished, .close),
         Row("a source gone waits for its bytes", isEmpty: false, sourceEnd: .gone, .none),
@@ -46,7 +49,7 @@ struct ConnectionEndTests {
     func endAction(_ row: Row) {
         #expect(
             ConditionedConnection.endAction(
-                isEmpty: row.isEmpty, limitReached: row.limitReached,
+                isEmpty: row.isEmpty, carriesNothing: row.carriesNothing, limitReached: row.limitReached,
                 sourceEnd: row.sourceEnd, passedEnd: row.passedEnd) == row.expected)
     }
 }

@@ -194,4 +194,141 @@ struct HalfClosureTests {
         ]
         try await LabCommand.run(LabCommand.tcExecutable, ["-n", peer ? lab.peerName : lab.name] + arguments)
     }
+
+    // MARK: A link that carries nothing
+
+    /// What a client saw of a link that carried nothing, then carried packets again.
+    struct DeadLinkOutcome: Sendable, Equatable {
+        /// The client's connect 2.5 s into the dead link (its first SYN retransmission is at 1 s).
+        var connectWhileDead: LoopbackClient.Connect
+        var acceptedWhileDead: Int
+        /// The same connect once the link carries packets again (its next retransmission).
+        var connectAfterwards: LoopbackClient.Connect
+        var responseAfterwards: Int
+        var acceptedAfterwards: Int
+    }
+
+    /// Connects over a dead link, brings it back with `revive`, and finishes the exchange.
+    static func deadLink(
+        server: LoopbackServer, over path: Path, revive: () async throws -> Void
+    ) async throws -> DeadLinkOutcome {
+        let client = try LoopbackClient.startConnecting(host: path.host, port: path.port, namespace: path.namespace)
+        defer { client.close() }
+        // Nothing may answer: waiting out a bound is the only way to see that; 2.5 s spans the
+        // first retransmission.
+        let whileDead = await offPool { client.waitUntilConnected(timeout: .milliseconds(2500)) }
+        let acceptedWhileDead = server.accepted
+        try await revive()
+        // The next retransmission (3 s, then 7 s after the first SYN) is answered.
+        let afterwards = await offPool { client.waitUntilConnected(timeout: .seconds(20)) }
+        var response = 0
+        if afterwards == .connected {
+            response = try await offPool {
+                guard sendAll(client.descriptor, LoopbackServer.pattern(requestSize)) else { return -1 }
+                client.finishSending()
+                return try client.read(upTo: nil).count
+            }
+        }
+        return DeadLinkOutcome(
+            connectWhileDead: whileDead, acceptedWhileDead: acceptedWhileDead, connectAfterwards: afterwards,
+            responseAfterwards: response, acceptedAfterwards: server.accepted)
+    }
+
+    static let deadLinkExpected = DeadLinkOutcome(
+        connectWhileDead: .pending, acceptedWhileDead: 0, connectAfterwards: .connected,
+        responseAfterwards: responseSize, acceptedAfterwards: 1)
+
+    @Test(
+        "100-loss: a client's connect gets no answer and the server no connection; when the loss is lowered the connect completes and the exchange is whole"
+    )
+    func deadLinkConnect() async throws {
+        let server = try LoopbackServer(.replyAfterEnd(Self.responseSize))
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(
+            upstreamHost: "127.0.0.1", upstreamPort: server.port, conditions: LinkProfile.loss100.conditions)
+        let outcome = try await Self.deadLink(server: server, over: Path(host: "127.0.0.1", port: proxy.port)) {
+            #expect(await proxy.statistics().isEmpty, "the proxy accepted nothing while the link was dead")
+            try proxy.setConditions(.none)
+        }
+        #expect(outcome == Self.deadLinkExpected)
+        try await proxy.stop()
+    }
+
+    @Test(
+        "A dead link in the kernel (veth, every packet dropped by a pfifo of 0 packets): the same as 100-loss",
+        .needsNamespaceRoot)
+    func deadLinkOverVeth() async throws {
+        try await Self.withPeers { lab in
+            // No ARP on a dead link: the client's neighbour entry is fixed, so its SYNs are what
+            // is lost (not a failed lookup, which would end the connect at once).
+            let link = try await lab.peerIP("-j", "link", "show", "dev", NetnsLab.peerInterface)
+            let peerAddress = try #require(
+                (try JSONSerialization.jsonObject(with: Data(link.utf8)) as? [[String: Any]])?.first?["address"]
+                    as? String)
+            try await lab.ip(
+                "neigh", "replace", NetnsLab.ipv4Gateway, "lladdr", peerAddress, "dev", NetnsLab.interface, "nud",
+                "permanent")
+            // netem is not in this kernel, nor tc's drop action: a FIFO of 0 packets drops them all.
+            try await lab.tc("qdisc", "add", "dev", NetnsLab.interface, "root", "pfifo", "limit", "0")
+            try await lab.peerTC("qdisc", "add", "dev", NetnsLab.peerInterface, "root", "pfifo", "limit", "0")
+            let server = try LoopbackServer(
+                .replyAfterEnd(Self.responseSize), host: NetnsLab.ipv4Gateway, namespace: lab.peerName)
+            defer { server.stop() }
+            let outcome = try await Self.deadLink(
+                server: server, over: Path(host: NetnsLab.ipv4Gateway, port: server.port, namespace: lab.name)
+            ) {
+                try await lab.tc("qdisc", "del", "dev", NetnsLab.interface, "root")
+                try await lab.peerTC("qdisc", "del", "dev", NetnsLab.peerInterface, "root")
+            }
+            #expect(outcome == Self.deadLinkExpected)
+        }
+    }
+
+    @Test(
+        "Loss raised to 100% on an open connection holds its bytes and its FIN (and new connects); lowered, all of it arrives"
+    )
+    func deadLinkHoldsAnOpenConnection() async throws {
+        let server = try LoopbackServer(.record)
+        defer { server.stop() }
+        let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: server.port)
+        let client = try LoopbackClient(port: proxy.port)
+        defer { client.close() }
+        #expect(sendAll(client.descriptor, Array("before ".utf8)))
+        #expect(await Self.eventually { await Self.delivered(proxy) == 7 }, "the first bytes went through")
+
+        try proxy.setConditions(LinkProfile.loss100.conditions)
+        // statistics() runs on the connection's loop after the change: it is in force now.
+        _ = await proxy.statistics()
+        #expect(sendAll(client.descriptor, Array("held".utf8)))
+        client.finishSending()
+        #expect(
+            await Self.eventually { await proxy.statistics().first?.upstream.bytesRead == 11 },
+            "the proxy read what came while the link was dead")
+        let waiting = try LoopbackClient.startConnecting(port: proxy.port)
+        defer { waiting.close() }
+        #expect(await offPool { waiting.waitUntilConnected(timeout: .milliseconds(1500)) } == .pending)
+        #expect(await Self.delivered(proxy) == 7, "nothing more was delivered")
+        #expect(server.recordings.isEmpty, "the server saw no FIN")
+
+        try proxy.setConditions(.none)
+        let recordings = await offPool { server.waitForRecordings(1) }
+        #expect(recordings.first.map { String(decoding: $0.bytes, as: UTF8.self) } == "before held")
+        #expect(recordings.first?.end == .closed)
+        #expect(await offPool { waiting.waitUntilConnected(timeout: .seconds(20)) } == .connected)
+        try await proxy.stop()
+    }
+
+    /// Whether `condition` holds within 10 s (checked every 10 ms).
+    static func eventually(_ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !(await condition()) {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    static func delivered(_ proxy: ConditionedProxy) async -> Int? {
+        await proxy.statistics().first?.upstream.bytesDelivered
+    }
 }
