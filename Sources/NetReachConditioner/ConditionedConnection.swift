@@ -455,8 +455,9 @@ final class ConditionedConnection {
                 timeoutSince[named.name] = since
                 faultTimers.append(
                     eventLoop.assumeIsolated().scheduleTask(deadline: since + TimeAmount(after)) { [self] in
-                        client?.close()
-                        server?.close()
+                        // The link is cut: not held up by a reader that stopped reading.
+                        client?.closeNow()
+                        server?.closeNow()
                     })
             default:
                 break

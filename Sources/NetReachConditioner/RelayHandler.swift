@@ -99,6 +99,13 @@ final class RelayHandler: ChannelDuplexHandler {
         afterWrites(context) { context.close(promise: nil) }
     }
 
+    /// Closes the socket at once: writes NIO still holds are dropped (a cut link, not a close).
+    func closeNow() {
+        guard let context, !isClosed else { return }
+        isClosed = true
+        context.close(promise: nil)
+    }
+
     /// Closes the socket's output (a FIN) once everything written to it has left; its input stays
     /// open. NIO closes the whole channel if its input was closed already.
     func closeOutput() {
