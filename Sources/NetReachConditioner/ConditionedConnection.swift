@@ -13,8 +13,24 @@ import Glibc
 /// flows share the link's rate and a change of conditions applies from the next slice; without
 /// one, at once. On the wire a slice is given its delivery time (delay, jitter, loss) and waits in
 /// `queue` until then.
+///
+/// A side's end travels the same way as its bytes: its FIN (a half-close: the other way goes on)
+/// is passed on as a FIN once the last byte before it is delivered, never ahead of it; a socket
+/// gone (closed or reset) closes the other side once its bytes are delivered. Both sides are
+/// closed when both ways have ended. A link that carries nothing (100% loss) holds bytes and ends
+/// alike, and connects no upstream, until its loss is lowered.
 final class ConditionedConnection {
     enum Side { case client, server }
+
+    /// How the source of a direction ended.
+    enum SourceEnd: Int, Comparable {
+        /// Its FIN was read: a half-close, the other way may go on.
+        case finished = 1
+        /// Its socket is closed or was reset: nothing more goes to it.
+        case gone = 2
+
+        static func < (a: SourceEnd, b: SourceEnd) -> Bool { a.rawValue < b.rawValue }
+    }
 
     /// One direction: bytes not yet on the wire, slices waiting for their delivery time, and the
     /// timers of both.
@@ -29,7 +45,10 @@ final class ConditionedConnection {
         var timer: Scheduled<Void>?
         /// Puts the next slice on the wire when this direction's last one has left it.
         var wireTimer: Scheduled<Void>?
-        var sourceClosed = false
+        /// How its source ended, if it has.
+        var sourceEnd: SourceEnd?
+        /// The end passed on to the destination: a FIN (`finished`) or a close (`gone`).
+        var passedEnd: SourceEnd?
         var limitReached = false
         var statistics = DirectionStatistics()
         /// When a slicer's last slice is delivered: the next read's slices come no earlier.
@@ -67,6 +86,10 @@ final class ConditionedConnection {
     private var resetting = false
     /// A connect delay's timer, until the upstream is connected to.
     private var connectTimer: Scheduled<Void>?
+    /// The upstream is not connected yet, nor has it failed.
+    private var upstreamPending = true
+    /// The upstream's connect, held while the link carries nothing.
+    private var heldConnect: (() -> Void)?
     private var finished = false
     private let onFinish: (ConnectionStatistics) -> Void
 
@@ -104,19 +127,42 @@ final class ConditionedConnection {
         connectTimer = timer
     }
 
-    /// Whether the connection has not finished (a delayed connect is still worth making).
+    /// Whether the connection has not finished.
     var isOpen: Bool { !finished }
 
-    /// The upstream connection is up: bytes may flow.
+    /// Connects the upstream with `connect` once the link carries packets: at once, or when its
+    /// 100% loss is lowered (a dead link lets no connection through). Not once the connection has
+    /// finished.
+    func connectUpstream(_ connect: @escaping () -> Void) {
+        connectTimer = nil
+        guard !finished else { return }
+        if carriesNothing {
+            heldConnect = connect
+        } else {
+            connect()
+        }
+    }
+
+    /// The upstream connection is up: bytes may flow, what the client sent meanwhile (and its FIN)
+    /// first.
     func attach(server handler: RelayHandler) {
         connectTimer = nil
+        upstreamPending = false
+        guard !finished else {
+            handler.close()
+            return
+        }
         server = handler
+        pump(.upstream)
+        armTimer(.upstream)
+        passEndIfDelivered(.upstream)
         client?.resumeReading()
         handler.resumeReading()
     }
 
     /// The upstream could not be reached: the client's connection is closed.
     func upstreamFailed() {
+        upstreamPending = false
         upstream.statistics.upstreamRefused = true
         client?.close()
         finish()
@@ -133,13 +179,18 @@ final class ConditionedConnection {
         for timer in faultTimers { timer.cancel() }
         faultTimers = []
         armConnectionFaults()
-        // A timeout removed releases what it held: the queued bytes on their schedule, what was
-        // read meanwhile onto the wire at the link's rate, and reads. New conditions apply from
-        // the next slice that goes on the wire.
-        armTimer(.upstream)
-        armTimer(.downstream)
-        pump(.upstream)
-        pump(.downstream)
+        // A timeout removed, or a 100% loss lowered, releases what it held: the queued bytes on
+        // their schedule, what was read meanwhile onto the wire at the link's rate, a FIN after
+        // them, and reads. New conditions apply from the next slice that goes on the wire.
+        for direction in LinkDirection.allCases {
+            armTimer(direction)
+            pump(direction)
+            passEndIfDelivered(direction)
+        }
+        if !carriesNothing, let connect = heldConnect {
+            heldConnect = nil
+            connect()
+        }
         client?.resumeReading()
         server?.resumeReading()
     }
@@ -173,23 +224,24 @@ final class ConditionedConnection {
         }
         let count = buffer.readableBytes
         self[direction].statistics.bytesScheduled += count
-        guard let destination = side == .client ? server : client else { return }
-        if self[direction].shaper.isTransparent && slicer(direction) == nil && self[direction].isEmpty
-            && !holds(direction)
+        if isDead(direction) { self[direction].statistics.chunksHeldBack += 1 }
+        if let destination = self.destination(of: direction), self[direction].shaper.isTransparent,
+            slicer(direction) == nil, self[direction].isEmpty, !holds(direction)
         {
             if count > 0 {
                 destination.write(buffer)
                 self[direction].statistics.delivered(count, delay: .zero)
             }
-            if self[direction].limitReached { close(after: direction) }
+            passEndIfDelivered(direction)
             return
         }
+        // Also what the client sends (as a FIN makes NIO read it) before the upstream is connected.
         if count > 0 {
             self[direction].pending.append((buffer, now))
             self[direction].queuedBytes += count
         }
         pump(direction)
-        if self[direction].limitReached && self[direction].isEmpty { close(after: direction) }
+        passEndIfDelivered(direction)
     }
 
     // MARK: The wire
@@ -204,17 +256,10 @@ final class ConditionedConnection {
     /// the wire: without a bandwidth all of it at once; with one, the next slice on the wire, and
     /// the next when that one has left, at the conditions in force then.
     private func pump(_ direction: LinkDirection) {
-        guard self[direction].wireTimer == nil, !holds(direction), !self[direction].pending.isEmpty else { return }
+        guard self[direction].wireTimer == nil, !holds(direction), !self[direction].pending.isEmpty,
+            destination(of: direction) != nil
+        else { return }
         let now = NIODeadline.now()
-        if self[direction].shaper.conditions.loss >= 1 {
-            // Every packet lost: nothing is ever delivered.
-            while let lost = self[direction].pending.popFirst() {
-                self[direction].queuedBytes -= lost.buffer.readableBytes
-                self[direction].statistics.chunksHeldBack += 1
-            }
-            source(of: direction)?.resumeReading()
-            return
-        }
         guard let bandwidth = self[direction].shaper.conditions.bandwidth, bandwidth > 0 else {
             while let chunk = self[direction].pending.popFirst() {
                 let parts = self[direction].shaper.schedule(chunk.buffer.readableBytes, at: Self.duration(now - start))
@@ -259,21 +304,37 @@ final class ConditionedConnection {
         direction == .upstream ? client : server
     }
 
-    /// The source of `side`'s reads closed: pass the close on once what it sent is delivered.
+    /// The side `direction` delivers to (`nil` before the upstream is connected, or once it is gone).
+    private func destination(of direction: LinkDirection) -> RelayHandler? {
+        direction == .upstream ? server : client
+    }
+
+    /// `side` sent its FIN: what it sent before goes on, then the FIN; the other way stays open.
+    func inputClosed(_ side: Side) {
+        let direction: LinkDirection = side == .client ? .upstream : .downstream
+        guard self[direction].sourceEnd == nil else { return }
+        self[direction].sourceEnd = .finished
+        passEndIfDelivered(direction)
+    }
+
+    /// `side`'s socket is gone (closed, reset, or closed by NIO once both its ways had ended): what
+    /// it sent goes on, then the other side is closed.
     func closed(_ side: Side) {
         let direction: LinkDirection = side == .client ? .upstream : .downstream
-        self[direction].sourceClosed = true
+        self[direction].sourceEnd = .gone
         // What was on its way to the side that left has nowhere to go.
         let opposite: LinkDirection = direction == .upstream ? .downstream : .upstream
         self[opposite].timer?.cancel()
+        self[opposite].timer = nil
         self[opposite].wireTimer?.cancel()
         self[opposite].wireTimer = nil
         self[opposite].queue.removeAll()
         self[opposite].pending.removeAll()
         self[opposite].queuedBytes = 0
         if side == .client { client = nil } else { server = nil }
-        if self[direction].isEmpty { close(after: direction) }
-        if client == nil && server == nil { finish() }
+        passEndIfDelivered(direction)
+        // A client gone before the upstream answered: worth connecting only for what it sent.
+        if client == nil && server == nil && !(upstreamPending && !upstream.isEmpty) { finish() }
     }
 
     func writabilityChanged() {
@@ -305,24 +366,68 @@ final class ConditionedConnection {
         if wrote { destination.flush() }
         armTimer(direction)
         if self[direction].queuedBytes < Self.highWater / 2 { source(of: direction)?.resumeReading() }
-        if self[direction].isEmpty && (self[direction].sourceClosed || self[direction].limitReached) {
-            close(after: direction)
-        }
+        passEndIfDelivered(direction)
     }
 
-    /// Passes a close on to the destination of `direction` (after a slow close's delay); a data
-    /// limit closes both.
-    private func close(after direction: LinkDirection) {
+    // MARK: Ends
+
+    /// What to do once everything read in a direction is delivered.
+    enum EndAction: Equatable {
+        /// Nothing (yet).
+        case none
+        /// Close the destination's output: the source's FIN, passed on.
+        case finish
+        /// Close the destination: the source is gone.
+        case close
+        /// Close both sides: a data limit was reached.
+        case closeBoth
+    }
+
+    /// What passes on after the bytes of a direction: its end once they are all delivered (never
+    /// ahead of them), and not while the link carries nothing (a dead link carries no FIN either).
+    static func endAction(
+        isEmpty: Bool, carriesNothing: Bool, limitReached: Bool, sourceEnd: SourceEnd?, passedEnd: SourceEnd?
+    ) -> EndAction {
+        guard isEmpty, !carriesNothing else { return .none }
+        if limitReached { return passedEnd == .gone ? .none : .closeBoth }
+        guard let sourceEnd, passedEnd.map({ $0 < sourceEnd }) ?? true else { return .none }
+        return sourceEnd == .finished ? .finish : .close
+    }
+
+    /// Passes `direction`'s end on to its destination when ``endAction`` says it is due.
+    private func passEndIfDelivered(_ direction: LinkDirection) {
+        guard destination(of: direction) != nil else { return }
+        let action = Self.endAction(
+            isEmpty: self[direction].isEmpty, carriesNothing: isDead(direction),
+            limitReached: self[direction].limitReached, sourceEnd: self[direction].sourceEnd,
+            passedEnd: self[direction].passedEnd)
+        guard action != .none else { return }
+        self[direction].passedEnd = action == .closeBoth ? .gone : self[direction].sourceEnd
+        close(after: direction, action)
+    }
+
+    /// Passes an end on to the destination of `direction` (after a slow close's delay): a FIN, a
+    /// close, or for a data limit a close of both. Once both ways have passed a FIN, both sides
+    /// are closed (each has sent and been sent everything).
+    private func close(after direction: LinkDirection, _ action: EndAction) {
         if resetting { return }
-        let destination = direction == .upstream ? server : client
-        let everything = self[direction].limitReached
+        let destination = self.destination(of: direction)
         let delay = slowCloseDelay(direction)
         let act = { [self] in
-            if everything {
+            switch action {
+            case .none:
+                break
+            case .finish:
+                destination?.closeOutput()
+                if upstream.passedEnd != nil && downstream.passedEnd != nil {
+                    client?.close()
+                    server?.close()
+                }
+            case .close:
+                destination?.close()
+            case .closeBoth:
                 client?.close()
                 server?.close()
-            } else {
-                destination?.close()
             }
         }
         if delay > .zero {
@@ -350,8 +455,9 @@ final class ConditionedConnection {
                 timeoutSince[named.name] = since
                 faultTimers.append(
                     eventLoop.assumeIsolated().scheduleTask(deadline: since + TimeAmount(after)) { [self] in
-                        client?.close()
-                        server?.close()
+                        // The link is cut: not held up by a reader that stopped reading.
+                        client?.closeNow()
+                        server?.closeNow()
                     })
             default:
                 break
@@ -363,6 +469,7 @@ final class ConditionedConnection {
         guard !finished else { return }
         finished = true
         connectTimer?.cancel()
+        heldConnect = nil
         upstream.timer?.cancel()
         downstream.timer?.cancel()
         upstream.wireTimer?.cancel()
@@ -379,9 +486,19 @@ final class ConditionedConnection {
         faults.filter { $0.directions.contains(direction) }.map(\.fault)
     }
 
+    /// Whether `direction` delivers nothing for now: a timeout fault, or a link that carries
+    /// nothing (its bytes wait for the loss to be lowered, as TCP's retransmissions would).
     private func holds(_ direction: LinkDirection) -> Bool {
-        acting(direction).contains { if case .timeout = $0 { true } else { false } }
+        isDead(direction) || acting(direction).contains { if case .timeout = $0 { true } else { false } }
     }
+
+    /// Whether `direction` loses every packet.
+    private func isDead(_ direction: LinkDirection) -> Bool {
+        self[direction].shaper.conditions.loss >= 1
+    }
+
+    /// Whether the link carries no connection: a handshake needs both ways.
+    private var carriesNothing: Bool { isDead(.upstream) || isDead(.downstream) }
 
     private func limit(_ direction: LinkDirection) -> Int? {
         acting(direction).compactMap { if case .limitData(let bytes) = $0 { max(0, bytes) } else { nil } }.min()

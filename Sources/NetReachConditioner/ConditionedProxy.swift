@@ -19,6 +19,10 @@ import NetReachSystem
 /// The listener is the link: its connections share each direction's bandwidth, as flows share a
 /// real link (``LinkConditions/bandwidthPerConnection`` gives each its own). Conditions and faults
 /// apply to open connections as well as new ones, from the next slice that goes on the wire.
+///
+/// A half-close is relayed as one: a side's FIN reaches the other side after its last byte, and
+/// the other way goes on. While the loss is 100% (``LinkProfile/loss100``) the listener answers no
+/// connect and open connections hold their bytes.
 public final class ConditionedProxy: Sendable {
     /// The address it listens on.
     public let host: String
@@ -89,8 +93,14 @@ public final class ConditionedProxy: Sendable {
         try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
+            // Before it listens: no connection gets through a link that carries nothing.
+            .serverChannelInitializer { listener in
+                DeadLinkFilter.apply(carriesNothing: state.current.conditions.carriesNothing, to: listener)
+            }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.recvAllocator, value: Self.reads)
+            // A FIN closes the input only: the other way goes on until its own FIN (half-closure).
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.accept(channel, upstreamHost: upstreamHost, upstreamPort: upstreamPort, state: state)
@@ -160,6 +170,11 @@ public final class ConditionedProxy: Sendable {
     public func setConditions(_ conditions: LinkConditions) throws(ConditionerError) {
         try conditions.validate()
         state.change { $0.conditions = conditions }
+        guard let channel = listener.withLock({ $0 }) else { return }
+        // On the listener's loop, from the settings then in force: the last change wins.
+        channel.eventLoop.execute { [state] in
+            DeadLinkFilter.apply(carriesNothing: state.current.conditions.carriesNothing, to: channel)
+        }
     }
 
     /// Adds a fault under `name`, acting on `directions`. Throws
@@ -217,14 +232,17 @@ public final class ConditionedProxy: Sendable {
         let loop = channel.eventLoop
         let bound = NIOLoopBound(connection, eventLoop: loop)
         let delay = settings.conditions.connectDelay
+        // Not over a link that carries nothing (a connection that came in before its loss rose):
+        // the connection holds the connect until the loss is lowered.
+        let connectUpstream = {
+            bound.value.connectUpstream { connect(bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort) }
+        }
         guard delay > .zero else {
-            connect(bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort)
+            connectUpstream()
             return
         }
         // A slow name lookup: the client waits before the proxy even tries the upstream.
-        let timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) {
-            if bound.value.isOpen { connect(bound, upstreamHost: upstreamHost, upstreamPort: upstreamPort) }
-        }
+        let timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { connectUpstream() }
         connection.holdUntilConnected(timer)
     }
 
@@ -232,6 +250,7 @@ public final class ConditionedProxy: Sendable {
         let loop = bound.value.eventLoop
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.allowRemoteHalfClosure, value: true)
             .channelOption(.recvAllocator, value: Self.reads)
             .channelInitializer { upstream in
                 upstream.eventLoop.makeCompletedFuture {

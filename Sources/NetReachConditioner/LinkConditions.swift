@@ -17,7 +17,9 @@ public struct DirectionConditions: Sendable, Hashable {
     public var jitter: Duration
     /// The share of packets lost, from 0 to 1. A TCP proxy cannot drop packets (TCP would resend
     /// them): a lost packet is modelled as what TCP's retransmission costs, its bytes and all
-    /// after them arriving one retransmission timeout later. 1 means nothing ever arrives.
+    /// after them arriving one retransmission timeout later. 1 means the link carries nothing: no
+    /// connection is made over it and open ones hold their bytes until it is lowered
+    /// (``LinkProfile/loss100`` says how far a proxy can go).
     public var loss: Double
 
     /// Conditions for one direction; with no arguments, none (the link relays as fast as it can).

@@ -29,7 +29,22 @@ public enum LinkProfile: String, Sendable, Hashable, CaseIterable, Codable {
     /// 3 s are charged where a client pays them, before its connection: nothing is relayed for
     /// 3 s after each connection is accepted (``LinkConditions/connectDelay``).
     case highLatencyDNS = "high-latency-dns"
-    /// 100% Loss: nothing ever arrives, either way.
+    /// 100% Loss: the link carries nothing, either way. As far as a userspace proxy can make it:
+    ///
+    /// - A client's `connect()` gets no answer: while the loss is 100% the listener drops every
+    ///   SYN in the kernel (a socket filter), so the client retransmits until its own timeout
+    ///   (about 2 minutes with Linux's defaults), as over a dead link. No upstream connection is
+    ///   made and nothing is relayed.
+    /// - Connections open when the loss becomes 100% stop relaying: their bytes and FINs are held
+    ///   (read up to 1 MiB a direction), as TCP holds what it cannot get across, and go on intact
+    ///   when the loss is lowered; a client still connecting then connects at its next SYN
+    ///   retransmission.
+    ///
+    /// What it cannot do: on an open connection, the proxy's kernel still acknowledges what the
+    /// client sends (its send buffer drains, its keepalives are answered; over a dead link they
+    /// would go unanswered until `tcp_retries2` gives up, some 15 minutes); and a connection whose
+    /// handshake the kernel completed before the filter was attached (a race of microseconds with
+    /// the change) is accepted, but held: no upstream connection until the loss is lowered.
     case loss100 = "100-loss"
 
     /// The profile named `name` as the command line spells it (`3g`, `very-bad`, ...); `nil` for

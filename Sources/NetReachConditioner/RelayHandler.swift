@@ -4,8 +4,10 @@ import NIOCore
 import Glibc
 #endif
 
-/// One socket of a conditioned connection: hands what it reads to the connection, writes what the
-/// connection delivers, and holds the channel's reads while the connection says so (backpressure).
+/// One socket of a conditioned connection: hands what it reads (and its end: a FIN, or the socket
+/// gone) to the connection, writes what the connection delivers, and holds the channel's reads
+/// while the connection says so (backpressure). The channel allows half-closure: a FIN read
+/// closes its input only, and the connection decides when the other side gets it.
 final class RelayHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -16,13 +18,15 @@ final class RelayHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var readHeld = false
     private var isClosed = false
+    /// Its output is closed, or closing once what was written has left (a FIN passed on).
+    private var outputClosed = false
 
     init(side: ConditionedConnection.Side, connection: ConditionedConnection) {
         self.side = side
         self.connection = connection
     }
 
-    var isWritable: Bool { context.map { !isClosed && $0.channel.isWritable } ?? false }
+    var isWritable: Bool { context.map { !isClosed && !outputClosed && $0.channel.isWritable } ?? false }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
@@ -55,7 +59,8 @@ final class RelayHandler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event { context.close(promise: nil) }
+        // The peer's FIN: its input is closed, its output stays open (allowRemoteHalfClosure).
+        if case ChannelEvent.inputClosed = event { connection.inputClosed(side) }
         context.fireUserInboundEventTriggered(event)
     }
 
@@ -76,7 +81,7 @@ final class RelayHandler: ChannelDuplexHandler {
     }
 
     func write(_ buffer: ByteBuffer, flush: Bool = true) {
-        guard let context, !isClosed else { return }
+        guard let context, !isClosed, !outputClosed else { return }
         if flush {
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         } else {
@@ -86,10 +91,35 @@ final class RelayHandler: ChannelDuplexHandler {
 
     func flush() { context?.flush() }
 
+    /// Closes the socket once everything written to it has left, as a socket's close(2) sends what
+    /// is in its buffer before the FIN (NIO's close fails the writes still pending).
     func close() {
         guard let context, !isClosed else { return }
         isClosed = true
+        afterWrites(context) { context.close(promise: nil) }
+    }
+
+    /// Closes the socket at once: writes NIO still holds are dropped (a cut link, not a close).
+    func closeNow() {
+        guard let context, !isClosed else { return }
+        isClosed = true
         context.close(promise: nil)
+    }
+
+    /// Closes the socket's output (a FIN) once everything written to it has left; its input stays
+    /// open. NIO closes the whole channel if its input was closed already.
+    func closeOutput() {
+        guard let context, !isClosed, !outputClosed else { return }
+        outputClosed = true
+        afterWrites(context) { context.close(mode: .output, promise: nil) }
+    }
+
+    /// Runs `body` when the writes made so far have completed: an empty write queued behind them
+    /// completes after them, in order.
+    private func afterWrites(_ context: ChannelHandlerContext, _ body: @escaping () -> Void) {
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer()), promise: written)
+        written.futureResult.assumeIsolated().whenComplete { _ in body() }
     }
 
     /// Closes with a TCP RST (SO_LINGER 0), as toxiproxy's reset_peer does.

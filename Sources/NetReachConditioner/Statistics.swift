@@ -8,7 +8,7 @@ public struct DirectionStatistics: Sendable, Hashable, Codable {
     public var bytesDelivered = 0
     /// Writes made to the receiver (a slicer makes more).
     public var chunksDelivered = 0
-    /// Reads nothing of which will ever be delivered (all packets lost).
+    /// Reads that came while the link carried nothing (100% loss): held until the loss is lowered.
     public var chunksHeldBack = 0
     /// The sum of every delivered chunk's time in the proxy, in milliseconds.
     public var totalDelayMilliseconds = 0.0

@@ -74,7 +74,7 @@ package struct ConditionCommand: NetreachSubcommand {
     @Option(
         name: .customLong("loss"),
         help: ArgumentHelp(
-            "Packets lost each way, modelled as retransmission delay: 10% or 0.1; 100% delivers nothing.",
+            "Packets lost each way, modelled as retransmission delay: 10% or 0.1; 100% carries nothing.",
             valueName: "share"))
     var losses: [String] = []
     @Option(name: .customLong("up-loss"), help: ArgumentHelp("Client to server.", valueName: "share"))

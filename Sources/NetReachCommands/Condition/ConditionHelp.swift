@@ -15,7 +15,8 @@ enum ConditionHelp {
         is added to every byte; jitter varies it without reordering bytes; loss cannot be done by \
         a TCP proxy (TCP resends what is lost), so a lost 1448-byte segment costs what TCP's \
         retransmission would: its bytes and all after them arrive one retransmission timeout \
-        (200 ms, or the round trip if longer) later. Loss 100% delivers nothing.
+        (200 ms, or the round trip if longer) later. Loss 100% carries nothing: a connect \
+        gets no answer, open connections hold their bytes until the loss is lowered.
 
         PROFILES (Apple's Network Link Conditioner, same figures)
         \(profileTable)

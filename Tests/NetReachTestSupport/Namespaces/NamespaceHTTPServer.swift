@@ -125,33 +125,10 @@ package final class NamespaceHTTPServer: Sendable {
         }
     }
 
-    /// Creates, binds and listens on a TCP socket inside the namespace at `path`, from a thread
-    /// that enters it and comes back (the caller's thread is not touched).
-    private static func listen(inNamespace path: String, address: String) throws -> Int32 {
-        let result = Locked<Result<Int32, LabError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            result.withLock {
-                $0 = Result { () throws(LabError) in try listenHere(inNamespace: path, address: address) }
-            }
-            done.signal()
-        }.start()
-        done.wait()
-        return try result.withLock { $0! }.get()
-    }
-
-    private static func listenHere(inNamespace path: String, address: String) throws(LabError) -> Int32 {
-        let target = open(path, O_RDONLY | O_CLOEXEC)
-        guard target >= 0 else { throw .systemCall("open \(path)", String(cString: strerror(errno))) }
-        defer { close(target) }
-        let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
-        guard home >= 0 else { throw .systemCall("open /proc/thread-self/ns/net", String(cString: strerror(errno))) }
-        defer { close(home) }
-        guard cnr_setns_net(target) == 0 else { throw .systemCall("setns \(path)", String(cString: strerror(errno))) }
-        defer { _ = cnr_setns_net(home) }
-
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .systemCall("socket", String(cString: strerror(errno))) }
+    /// Creates a TCP socket inside the namespace at `path` (``NamespaceSocket``), binds it and
+    /// listens on it.
+    private static func listen(inNamespace path: String, address: String) throws(LabError) -> Int32 {
+        let fd = try NamespaceSocket.tcp(inNamespaceAt: path)
         var socketAddress = sockaddr_in()
         socketAddress.sin_family = sa_family_t(AF_INET)
         socketAddress.sin_port = 0

@@ -140,6 +140,18 @@ package struct NetnsLab: Sendable {
         try await LabCommand.ip(["-n", peerName] + arguments)
     }
 
+    /// Runs `tc -n <lab> ARGUMENTS...` (traffic control on `veth0`: the lab's way out).
+    @discardableResult
+    package func tc(_ arguments: String...) async throws -> String {
+        try await LabCommand.run(LabCommand.tcExecutable, ["-n", name] + arguments)
+    }
+
+    /// Runs `tc -n <peer namespace> ARGUMENTS...` (on `veth1`: the way into the lab).
+    @discardableResult
+    package func peerTC(_ arguments: String...) async throws -> String {
+        try await LabCommand.run(LabCommand.tcExecutable, ["-n", peerName] + arguments)
+    }
+
     package func addDefaultRoute(_ family: Family = .ipv4) async throws {
         try await ip(family.flag, "route", "add", "default", "via", Self.gateway(family), "dev", Self.interface)
     }
@@ -260,6 +272,11 @@ package enum LabCommand {
     package static let ipExecutable: String = {
         let candidates = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/ip"
+    }()
+
+    package static let tcExecutable: String = {
+        let candidates = ["/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/tc"
     }()
 
     /// Runs `ip ARGUMENTS...`; returns standard output, throws with standard error on failure.
