@@ -50,7 +50,7 @@ package enum HostResolver {
     )
         -> Result<[IPAddress], HostResolutionError>
     {
-        resolve(host, timeout: timeout) { systemLookUp($0, family: family) }
+        resolve(host, timeout: timeout) { lookUp($0, family: family) }
     }
 
     /// `resolve(_:timeout:)` around any blocking `lookUp` (tests give one that never answers in time).
@@ -75,8 +75,10 @@ package enum HostResolver {
         return result
     }
 
-    private static func systemLookUp(
-        _ host: String, family: IPAddress.Family?
+    /// `getaddrinfo` itself, on the calling thread, with no timeout: for a caller that bounds it
+    /// its own way (serve's `/probe` runs it on a pool with the scrape's deadline).
+    package static func lookUp(
+        _ host: String, family: IPAddress.Family? = nil
     ) -> Result<[IPAddress], HostResolutionError> {
         guard !host.isEmpty, !host.utf8.contains(0), host.utf8.count <= 253 else {
             return .failure(.notFound(host: host))
