@@ -22,7 +22,7 @@ struct BlockingWorkPoolTests {
         for _ in 0..<2 { await BlockingWork.run(named: "netreach-wait") { started.wait() } }
         let ran = Locked(false)
         // Both threads hang: this one waits in line until its deadline, then is dropped.
-        let late = await pool.run(until: .now + .milliseconds(200)) { ran.withLock { $0 = true } }
+        let late: Void? = await pool.run(until: .now + .milliseconds(200)) { ran.withLock { $0 = true } }
         #expect(late == nil)
         #expect(pool.threadCount == 2)
         release.signal()
