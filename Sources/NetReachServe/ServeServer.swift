@@ -29,6 +29,16 @@ package struct ServeConfiguration: Sendable {
     package var namespaceDirectory = "/run/netns"
     /// Told why something will not work as asked (a namespace directory that cannot be followed).
     package var onWarning: @Sendable (String) -> Void = { _ in }
+    /// Told, once at start, what the server set up for itself (its file limit, its connection cap).
+    package var onInfo: @Sendable (String) -> Void = { _ in }
+    /// Connections held at once (`--max-connections`); `nil`: 1,000, or fewer when the file limit
+    /// (raised to its hard limit at start) leaves less room (``ConnectionGate/defaultCapacity(fileLimit:)``).
+    package var maxConnections: Int?
+    /// A connection with no request under way is closed after this long (`--idle-timeout`):
+    /// longer than Prometheus's default one-minute scrape interval, so its connection is kept.
+    package var idleTimeout = Duration.seconds(75)
+    /// A request's header must be complete this long after its first byte (`--header-timeout`).
+    package var headerTimeout = Duration.seconds(10)
     /// netreach's version: `netreach_build_info`.
     package var version: String
     /// A comment on every event stream this often, so proxies keep it open.
@@ -82,6 +92,14 @@ package enum ServeServer {
     ) async throws {
         var logger = Logger(label: "netreach.serve")
         logger.logLevel = .warning
+        // Each connection takes a descriptor; systemd's soft limit (1,024) is for select(2)
+        // programs, and the hard limit (524,288, or the unit's LimitNOFILE=) is ours to take.
+        let fileLimit = FileLimit.raiseToHard()
+        let gate = ConnectionGate(
+            capacity: configuration.maxConnections ?? ConnectionGate.defaultCapacity(fileLimit: fileLimit?.after),
+            idleTimeout: configuration.idleTimeout, headerTimeout: configuration.headerTimeout)
+        let raised = fileLimit.map { $0.after > $0.before ? "raised from \($0.before) to \($0.after)" : "\($0.after)" }
+        configuration.onInfo("open files limit \(raised ?? "unknown"); at most \(gate.capacity) connections")
         let hub = EventHub(replayCapacity: configuration.replayCapacity, clientBuffer: configuration.clientBuffer)
         let targets = configuration.targets
         let state = ServeState(
@@ -103,7 +121,8 @@ package enum ServeServer {
         let listening = Latch()
         let application = Application(
             responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload),
-            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderLimit()])),
+            server: .http1(
+                configuration: .init(additionalChannelHandlers: [HeaderLimit(), ConnectionGuard(gate: gate)])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in

@@ -58,15 +58,16 @@ struct ServeConfigTests {
     @Test(arguments: [
         (
             "namespace: [blue]",
-            "f.yaml: unknown key \"namespace\"; the keys are listen, to, namespaces, all_namespaces, ready_when"
+            "f.yaml: unknown key \"namespace\"; the keys are listen, to, namespaces, all_namespaces, ready_when, max_connections, idle_timeout, header_timeout"
         ),
         ("namespaces: blue", "f.yaml: namespaces: expected a list"),
         ("to: [db]", "f.yaml: to: expected a mapping of names to hosts (name: host)"),
         ("all_namespaces: maybe", "f.yaml: all_namespaces: expected true or false"),
+        ("max_connections: many", "f.yaml: max_connections: expected a whole number"),
         ("to: {db: [1, 2]}", "f.yaml: to.db: expected a string"),
         (
             "- just\n- a list",
-            "f.yaml: the file: expected a mapping of keys (listen, to, namespaces, all_namespaces, ready_when)"
+            "f.yaml: the file: expected a mapping of keys (listen, to, namespaces, all_namespaces, ready_when, max_connections, idle_timeout, header_timeout)"
         ),
         ("to: {db: 10.0.0.5", "f.yaml: not YAML or JSON: "),
         ("{\"to\": ", "f.yaml: not YAML or JSON: "),

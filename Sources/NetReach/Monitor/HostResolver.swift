@@ -56,7 +56,7 @@ package enum HostResolver {
     )
         -> Result<[IPAddress], HostResolutionError>
     {
-        resolve(host, timeout: timeout) { systemLookUp($0, family: family) }
+        resolve(host, timeout: timeout) { lookUp($0, family: family) }
     }
 
     /// As ``resolve(_:family:timeout:)``, but as a program in `namespace` would resolve it: from
@@ -76,13 +76,36 @@ package enum HostResolver {
         _ host: String, family: IPAddress.Family? = nil, timeout: Duration, in namespace: NetworkNamespace?
     ) -> Result<[IPAddress], HostResolutionError> {
         guard let namespace else { return resolve(host, family: family, timeout: timeout) }
-        return resolve(host, timeout: timeout) { host in
-            // BlockingWork gives each job a thread of its own, which ends with it.
-            if let reason = enter(namespace) {
-                return .failure(.namespaceUnavailable(host: host, namespace: namespace.description, reason: reason))
-            }
-            return systemLookUp(host, family: family)
+        // BlockingWork gives each job a thread of its own, which ends with it.
+        return resolve(host, timeout: timeout) { lookUpEntering(namespace, $0, family: family) }
+    }
+
+    /// ``lookUp(_:family:)`` as a program in `namespace` would do it (see
+    /// ``resolve(_:family:timeout:in:)``), blocking the calling thread with no timeout, for a caller
+    /// that bounds it its own way. The lookup itself runs on a thread of its own, which ends with
+    /// it; the calling thread stays where it is. `nil` looks up here, on the calling thread.
+    package static func lookUp(
+        _ host: String, family: IPAddress.Family? = nil, in namespace: NetworkNamespace?
+    ) -> Result<[IPAddress], HostResolutionError> {
+        guard let namespace else { return lookUp(host, family: family) }
+        let outcome = Locked<Result<[IPAddress], HostResolutionError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        BlockingWork.start(named: "netreach-dns") {
+            outcome.withLock { $0 = lookUpEntering(namespace, host, family: family) }
+            done.signal()
         }
+        done.wait()
+        return outcome.withLock { $0 } ?? .failure(.notFound(host: host))
+    }
+
+    /// Enters `namespace` on the calling thread, which must end afterwards, and looks `host` up.
+    private static func lookUpEntering(
+        _ namespace: NetworkNamespace, _ host: String, family: IPAddress.Family?
+    ) -> Result<[IPAddress], HostResolutionError> {
+        if let reason = enter(namespace) {
+            return .failure(.namespaceUnavailable(host: host, namespace: namespace.description, reason: reason))
+        }
+        return lookUp(host, family: family)
     }
 
     /// Moves the calling thread into `namespace` and the files a program there reads; returns
@@ -135,8 +158,10 @@ package enum HostResolver {
         return result
     }
 
-    private static func systemLookUp(
-        _ host: String, family: IPAddress.Family?
+    /// `getaddrinfo` itself, on the calling thread, with no timeout: for a caller that bounds it
+    /// its own way (serve's `/probe` runs it on a pool with the scrape's deadline).
+    package static func lookUp(
+        _ host: String, family: IPAddress.Family? = nil
     ) -> Result<[IPAddress], HostResolutionError> {
         guard !host.isEmpty, !host.utf8.contains(0), host.utf8.count <= 253 else {
             return .failure(.notFound(host: host))

@@ -224,6 +224,19 @@ public final class PathMonitor: Sendable {
             logger: logger, metricsFactory: metricsFactory)
     }
 
+    /// A per-destination monitor of the system's path in `namespace`, whose host names `resolve`
+    /// answers: serve's `/probe` resolves on a bounded pool first and hands the answer in, so
+    /// ``start(queue:)`` never waits for the resolver.
+    package convenience init(
+        destination: PathDestination, namespace: NetworkNamespace?,
+        resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
+    ) {
+        self.init(
+            requirements: PathRequirements(), classification: .automatic,
+            source: SystemPathSource.shared(namespace: namespace), isShared: false, destination: destination,
+            resolve: resolve)
+    }
+
     /// For tests: a per-destination monitor whose host names `resolve` answers.
     convenience init(
         destination: PathDestination, source: any PathSource,

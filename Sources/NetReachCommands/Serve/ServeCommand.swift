@@ -16,7 +16,8 @@ package struct ServeCommand: NetreachSubcommand {
         usage: """
             netreach serve [--listen <host:port>] [--to <name=host> ...] [--namespace <name|pid|path> ...]
                 [--all-namespaces] [--ready-when started|satisfied|to=<name>] [--config <file>]
-                [--enable-lifecycle]
+                [--enable-lifecycle] [--max-connections <n>] [--idle-timeout <duration>]
+                [--header-timeout <duration>]
               netreach serve --internet --probe <url[=expect]> ... [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>] [--ready-when internet] ...
             """,
@@ -69,7 +70,16 @@ package struct ServeCommand: NetreachSubcommand {
             standard error once it listens. An IPv6 address goes in brackets ([fd00::7]:9817: \
             without them fd00::7:9817 could be fd00::7 port 9817 or fd00::7:9817 with none, so it \
             is refused); brackets may enclose an IPv4 address too, so a template that fills in an \
-            address of either family, such as a DaemonSet's [$(NODE_IP)]:9817, always brackets it. SIGTERM or SIGINT stops it: event streams end with \
+            address of either family, such as a DaemonSet's [$(NODE_IP)]:9817, always brackets it.
+
+            Connections: serve raises its open-files limit to the hard limit at start and holds \
+            at most --max-connections (default 1000, fewer when the limit leaves less room). A \
+            connection beyond that takes the place of the one idle longest (between requests, or \
+            still sending its first header); when every connection is in a request or an event \
+            stream, it is answered 503 and closed. A connection with no request under way is \
+            closed after --idle-timeout (75s), and a request's header must be complete \
+            --header-timeout (10s) after its first byte. An event-stream client is dropped as \
+            soon as it closes its connection. SIGTERM or SIGINT stops it: event streams end with \
             `event: shutdown`, requests under way finish, and it exits 0.
 
             \(ExitStatusTable.help(for: "serve"))
@@ -119,6 +129,36 @@ package struct ServeCommand: NetreachSubcommand {
         help: "Let POST /-/reload reload the configuration, as SIGHUP does.")
     var enableLifecycle = false
 
+    @Option(
+        name: .customLong("max-connections"),
+        help: ArgumentHelp(
+            "Connections held at once; beyond it a new one replaces the one idle longest, or gets 503 when all are busy. Read at start. (default: 1000, fewer if the open-files limit is lower)",
+            valueName: "n"))
+    var maxConnections: Int?
+
+    @Option(
+        name: .customLong("idle-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Close a connection with no request under way after this long: 75s, 500ms, or seconds. Read at start. (default: 75s)",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
+    var idleTimeout: WaitDuration?
+
+    @Option(
+        name: .customLong("header-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Close a connection whose request header is not complete this long after its first byte. Read at start. (default: 10s)",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
+    var headerTimeout: WaitDuration?
+
+    /// The event stream's keep-alive comment interval; for tests that show a client's departure
+    /// is noticed without it.
+    @Option(
+        name: .customLong("event-keep-alive"), parsing: .unconditional, help: .hidden,
+        transform: { try WaitDuration(parsing: $0) })
+    var eventKeepAlive: WaitDuration?
+
     @OptionGroup var internetOptions: InternetOptions
 
     package init() {}
@@ -128,6 +168,10 @@ package struct ServeCommand: NetreachSubcommand {
             _ = try ConditionArguments.address(listen, option: "--listen", allowsName: false, allowsZeroPort: true)
         }
         if config?.isEmpty == true { throw ValidationError("--config needs a file.") }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be at least 1.") }
+        for (option, value) in [("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout)] {
+            if let value, value.duration <= .zero { throw ValidationError("\(option) must be longer than 0.") }
+        }
         // With --config, what the flags say together with the file is checked once it is read.
         _ = try arguments.targets(file: config == nil ? ServeConfigFile() : nil)
     }
@@ -166,11 +210,18 @@ package struct ServeCommand: NetreachSubcommand {
         configuration.host = address?.host ?? "127.0.0.1"
         configuration.port = address?.port ?? 9_817
         configuration.targets = targets
+        do {
+            try applyConnectionSettings(file: file, to: &configuration)
+        } catch {
+            StandardStream.complain("serve: \(configPath.map { "\($0): " } ?? "")\(error)")
+            throw CLIExitCode.configInvalid
+        }
         // Before any monitor is made: the library's series join serve's in /metrics.
         ServeMetricsBootstrap.bootstrap(configuration.registry)
         configuration.environment = ProcessInfo.processInfo.environment
         configuration.enablesLifecycle = enableLifecycle
         configuration.onWarning = { StandardStream.complain("serve: \($0)") }
+        configuration.onInfo = { StandardStream.complain("serve: \($0)") }
         configuration.reload = { [listen, startListen = file.listen] in
             do {
                 let reloaded = try configPath.map(ServeConfigFile.read) ?? ServeConfigFile()
@@ -204,6 +255,40 @@ package struct ServeCommand: NetreachSubcommand {
                 "cannot listen on \(configuration.host):\(configuration.port): \(error)")
             throw CLIExitCode.cannotListen
         }
+    }
+
+    /// The connection cap and timeouts: the flags, else the file's keys (read at start only).
+    private func applyConnectionSettings(
+        file: ServeConfigFile, to configuration: inout ServeConfiguration
+    ) throws(ValidationError) {
+        if let count = maxConnections ?? file.maxConnections {
+            guard count >= 1 else { throw ValidationError("max_connections must be at least 1.") }
+            configuration.maxConnections = count
+        }
+        if let duration = try Self.duration(idleTimeout, file.idleTimeout, key: "idle_timeout") {
+            configuration.idleTimeout = duration
+        }
+        if let duration = try Self.duration(headerTimeout, file.headerTimeout, key: "header_timeout") {
+            configuration.headerTimeout = duration
+        }
+        if let eventKeepAlive { configuration.keepAliveInterval = eventKeepAlive.duration }
+    }
+
+    /// The flag's duration, else the file's `key` parsed; `nil` when neither is given.
+    private static func duration(
+        _ flag: WaitDuration?, _ text: String?, key: String
+    ) throws(ValidationError) -> Duration? {
+        var value = flag
+        if value == nil, let text {
+            do throws(ValidationError) {
+                value = try WaitDuration(parsing: text)
+            } catch {
+                throw ValidationError("\(key): \(error.message)")
+            }
+        }
+        guard let value else { return nil }
+        guard value.duration > .zero else { throw ValidationError("\(key) must be longer than 0.") }
+        return value.duration
     }
 }
 

@@ -19,6 +19,9 @@ import Musl
 /// namespaces: [blue, red]         # --namespace
 /// all_namespaces: false           # --all-namespaces
 /// ready_when: satisfied           # --ready-when
+/// max_connections: 1000           # --max-connections, read at start only
+/// idle_timeout: 75s               # --idle-timeout, read at start only
+/// header_timeout: 10s             # --header-timeout, read at start only
 /// ```
 ///
 /// A key it does not know is an error, not ignored: a misspelt `namespace:` would otherwise
@@ -29,12 +32,18 @@ struct ServeConfigFile: Decodable, Equatable {
     var namespaces: [String] = []
     var allNamespaces: Bool?
     var readyWhen: String?
+    var maxConnections: Int?
+    var idleTimeout: String?
+    var headerTimeout: String?
 
     /// The keys, as written in the file.
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, to, namespaces
         case allNamespaces = "all_namespaces"
         case readyWhen = "ready_when"
+        case maxConnections = "max_connections"
+        case idleTimeout = "idle_timeout"
+        case headerTimeout = "header_timeout"
     }
 
     /// A configuration file larger than this is refused: it is a few lines.
@@ -55,6 +64,9 @@ struct ServeConfigFile: Decodable, Equatable {
         namespaces = try container.decodeIfPresent([String].self, forKey: .namespaces) ?? []
         allNamespaces = try container.decodeIfPresent(Bool.self, forKey: .allNamespaces)
         readyWhen = try container.decodeIfPresent(String.self, forKey: .readyWhen)
+        maxConnections = try container.decodeIfPresent(Int.self, forKey: .maxConnections)
+        idleTimeout = try container.decodeIfPresent(String.self, forKey: .idleTimeout)
+        headerTimeout = try container.decodeIfPresent(String.self, forKey: .headerTimeout)
     }
 
     /// Reads and parses the file at `path`.
@@ -119,6 +131,7 @@ struct ServeConfigFile: Decodable, Equatable {
                 : "a mapping of names to hosts (name: host)"
         case is Node.Sequence.Type, is [String].Type: "a list"
         case is Bool.Type: "true or false"
+        case is Int.Type: "a whole number"
         case is Node.Scalar.Type, is String.Type: "a string"
         default: "\(type)"
         }

@@ -199,6 +199,10 @@ package struct ServeResponder: HTTPResponder {
             body: ResponseBody { writer in
                 let subscription = hub.subscribe(lastEventID: lastEventID, onDrop: { channel.close(promise: nil) })
                 defer { subscription.cancel() }
+                // The client is gone as soon as its connection closes (ConnectionGuard closes it
+                // when the client does): the loop below waits for events, not on the socket,
+                // and would only learn of it from a failed write.
+                channel.closeFuture.whenComplete { _ in subscription.cancel() }
                 // On the connection's event loop: an event wakes that thread only, and is written
                 // there (EventLoopTaskExecutor).
                 try await withTaskExecutorPreference(EventLoopTaskExecutor(channel.eventLoop)) {

@@ -28,12 +28,22 @@ package final class TargetProbe: Sendable {
     /// Probes that may run at once.
     package let limit: Int
     private let running = Locked(0)
-    private let queue = DispatchQueue(label: "netreach.serve.probe", attributes: .concurrent)
+    /// Where host names are resolved: a stuck resolver holds these threads and no more, and a
+    /// lookup that finds none free within the scrape's timeout is given up (DesignNotes, issue 47).
+    private let lookups: BlockingWork.Pool
+    /// Where a probe's monitor reads its route (a blocking netlink round trip, milliseconds):
+    /// apart from the lookups, so a stuck resolver never holds up a probe of an address.
+    private let routes: BlockingWork.Pool
 
-    package init(namespaces: [String: NetworkNamespace?], limit: Int = 16) {
+    package init(namespaces: [String: NetworkNamespace?], limit: Int = 16, lookupThreads: Int = 4) {
         self.namespaces = Locked(namespaces)
         self.limit = limit
+        lookups = BlockingWork.Pool(named: "netreach-lookup", width: lookupThreads)
+        routes = BlockingWork.Pool(named: "netreach-probe", width: 4)
     }
+
+    /// Threads started for lookups and route reads so far (bounded by the pools' widths).
+    package var threadCount: Int { lookups.threadCount + routes.threadCount }
 
     /// The namespaces a probe may name from now on (the watch's, after a reload or as `ip netns`
     /// namespaces come and go).
@@ -41,7 +51,7 @@ package final class TargetProbe: Sendable {
         self.namespaces.withLock { $0 = namespaces }
     }
 
-    /// The kernel's path to `target` in the namespace labelled `namespace`.
+    /// The kernel's path to `target` in the namespace labelled `namespace`, within `timeout`.
     package func path(to target: String, namespace: String, timeout: Duration) async throws(Refusal) -> NetworkPath {
         guard let entry = namespaces.withLock({ $0[namespace] }) else { throw .unknownNamespace(namespace) }
         let admitted = running.withLock { running in
@@ -51,17 +61,28 @@ package final class TargetProbe: Sendable {
         }
         guard admitted else { throw .busy }
         defer { running.withLock { $0 -= 1 } }
-        // PathMonitor.start blocks until the destination is resolved and its route is read.
-        return await withCheckedContinuation { continuation in
-            queue.async {
-                let monitor = PathMonitor(
-                    destination: PathDestination(target), namespace: entry, resolutionTimeout: timeout)
-                monitor.start(queue: DispatchQueue(label: "netreach.serve.probe.monitor"))
-                let path = monitor.currentPath
-                monitor.cancel()
-                continuation.resume(returning: path)
-            }
+        let deadline = ContinuousClock.now + timeout
+        let destination = PathDestination(target)
+        // Resolved before the monitor starts: its start would otherwise block a thread on the
+        // resolver, one per probe, each left behind when the lookup outlives the scrape. In
+        // another namespace the lookup runs inside it on a thread of its own, which the pool's
+        // thread waits for: still at most two threads a lookup slot.
+        var resolved: Result<[IPAddress], HostResolutionError> = .success([])
+        if case .host(let host) = destination {
+            let seconds = Int(max(1, timeout.components.seconds))
+            resolved =
+                await lookups.run(until: deadline) { HostResolver.lookUp(host, in: entry) }
+                ?? .failure(.timedOut(host: host, seconds: seconds))
         }
+        let answer = resolved
+        let unread = NetworkPath.unsatisfied(.monitorUnavailable)
+        return await routes.run(until: deadline) {
+            let monitor = PathMonitor(destination: destination, namespace: entry, resolve: { _, _ in answer })
+            monitor.start(queue: DispatchQueue(label: "netreach.serve.probe.monitor"))
+            let path = monitor.currentPath
+            monitor.cancel()
+            return path
+        } ?? unread
     }
 
     /// The answer's text: `probe_success`, `probe_duration_seconds`, then the path's series as
