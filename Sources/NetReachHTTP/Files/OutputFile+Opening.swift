@@ -67,22 +67,26 @@ extension OutputFile {
             if code == ENOENT { return .replace(final: path) }
             throw OutputFileError(path: path, reason: .system(.open, file: path, errno: code))
         }
+        guard info.st_mode & S_IFMT == S_IFLNK else { return try classify(path, info, path: path) }
+        if isOpenFileReference(path) { return try referencedFile(path, path: path) }
+        try refuseUntrusted(path, info, path: path)
+        return try linkedFile(path)
+    }
+
+    /// What to do with `name`, which is not a link (`info` is its stat).
+    private static func classify(_ name: String, _ info: stat, path: String) throws(OutputFileError) -> Resolved {
         switch info.st_mode & S_IFMT {
-        case S_IFLNK:
-            if isOpenFileReference(path) { return try referencedFile(path, path: path) }
-            try refuseUntrusted(path, info, path: path)
-            return try linkedFile(path)
         case S_IFREG:
-            try refuseUntrusted(path, info, path: path)
-            return .replace(final: path)
+            try refuseUntrusted(name, info, path: path)
+            return .replace(final: name)
         case S_IFDIR:
             throw OutputFileError(path: path, reason: .isDirectory)
         case S_IFSOCK:
             throw OutputFileError(path: path, reason: .socket)
         default:
             // A character or block device, or a FIFO.
-            if info.st_mode & S_IFMT == S_IFIFO { try refuseUntrusted(path, info, path: path) }
-            return .inPlace(path, isOpenFileReference: false)
+            if info.st_mode & S_IFMT == S_IFIFO { try refuseUntrusted(name, info, path: path) }
+            return .inPlace(name, isOpenFileReference: false)
         }
     }
 
@@ -131,23 +135,12 @@ extension OutputFile {
         guard fstat(descriptor, &info) == 0 else {
             throw OutputFileError(path: path, reason: .system(.open, file: final, errno: errno))
         }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG:
-            if created {
-                // Only the empty file made just now, and only while the name is still it.
-                if names(final, descriptor) { unlink(final) }
-                return .replace(final: final)
-            }
-            try refuseUntrusted(final, info, path: path)
+        if created, info.st_mode & S_IFMT == S_IFREG {
+            // Only the empty file made just now, and only while the name is still it.
+            if names(final, descriptor) { unlink(final) }
             return .replace(final: final)
-        case S_IFDIR:
-            throw OutputFileError(path: path, reason: .isDirectory)
-        case S_IFSOCK:
-            throw OutputFileError(path: path, reason: .socket)
-        default:
-            if info.st_mode & S_IFMT == S_IFIFO { try refuseUntrusted(final, info, path: path) }
-            return .inPlace(final, isOpenFileReference: false)
         }
+        return try classify(final, info, path: path)
     }
 
     /// The name the kernel gives the file open as `descriptor` (`/proc/self/fd/N`'s text).
