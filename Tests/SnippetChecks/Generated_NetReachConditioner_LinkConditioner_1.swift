@@ -5,7 +5,7 @@
 
 import NetReachConditioner
 
-// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:54-57
+// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:100-103
 func snippet_NetReachConditioner_LinkConditioner_1() async throws {
     let lte = LinkProfile.lte.conditions
     var worse = lte
@@ -14,7 +14,7 @@ func snippet_NetReachConditioner_LinkConditioner_1() async throws {
     _ = lte; _ = worse   // the snippet may only show these
 }
 
-// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:81-85
+// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:127-131
 func snippet_NetReachConditioner_LinkConditioner_2() async throws {
     let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: 8080)
     try proxy.addFault(.limitData(bytes: 100_000), directions: [.downstream], name: "cut")  // a download cut part way
