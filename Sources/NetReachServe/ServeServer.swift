@@ -123,8 +123,12 @@ package enum ServeServer {
             responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload),
             server: .http1(
                 configuration: .init(additionalChannelHandlers: [HeaderLimit(), ConnectionGuard(gate: gate)])),
+            // The kernel's own cap (net.core.somaxconn, 4096 since Linux 5.4) rather than
+            // Hummingbird's 256: clients evicted under a flood reconnect at once, and a full
+            // queue drops a scraper's SYN for a second.
             configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil,
+                backlog: 4096),
             onServerRunning: { channel in
                 listening.open()
                 onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
