@@ -339,20 +339,20 @@ extension TLSProtocolVersion {
     /// NIOSSL's name for this version.
     var nio: TLSVersion {
         switch self {
-        case .tls1_0: .tlsv1
-        case .tls1_1: .tlsv11
-        case .tls1_2: .tlsv12
-        case .tls1_3: .tlsv13
+        case .tlsv1: .tlsv1
+        case .tlsv11: .tlsv11
+        case .tlsv12: .tlsv12
+        case .tlsv13: .tlsv13
         }
     }
 
     /// The version NIOSSL negotiated.
     init(_ version: TLSVersion) {
         switch version {
-        case .tlsv1: self = .tls1_0
-        case .tlsv11: self = .tls1_1
-        case .tlsv12: self = .tls1_2
-        case .tlsv13: self = .tls1_3
+        case .tlsv1: self = .tlsv1
+        case .tlsv11: self = .tlsv11
+        case .tlsv12: self = .tlsv12
+        case .tlsv13: self = .tlsv13
         }
     }
 }

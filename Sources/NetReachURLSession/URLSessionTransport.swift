@@ -162,7 +162,7 @@ public struct URLSessionTransport: HTTPTransport {
                 "turn certificate verification off",
                 "FoundationNetworking on Linux never asks its delegate about server trust")
         }
-        if settings.tls.minimumProtocolVersion != .tls1_2 {
+        if settings.tls.minimumProtocolVersion != .tlsv12 {
             throw unsupported(
                 "require \(settings.tls.minimumProtocolVersion) at least",
                 "FoundationNetworking on Linux cannot set libcurl's TLS version; OpenSSL's configuration decides it")

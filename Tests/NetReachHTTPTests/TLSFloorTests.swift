@@ -29,7 +29,7 @@ struct TLSFloorTests {
     )] {
         [
             (
-                nginx.tls1_0, 35, "legacy sigalg disallowed or unsupported",
+                nginx.tlsv1, 35, "legacy sigalg disallowed or unsupported",
                 .protocolVersionTooOld("the server speaks TLS 1.0; at least TLS 1.2 is required"), .untrusted
             ),
             (
@@ -90,12 +90,12 @@ struct TLSFloorTests {
         let curl = try ExternalServer.require("curl")
         try await withLegacyNginx { nginx, certificates in
             let ca = certificates.path("ca.pem")
-            let url = "https://127.0.0.1:\(nginx.tls1_3)/tls13"
+            let url = "https://127.0.0.1:\(nginx.tlsv13)/tls13"
             #expect(try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "--cacert", ca, url]).status == 0)
             #expect(
                 try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "--tlsv1.3", "--cacert", ca, url]).status
                     == 0)
-            for minimum in [TLSProtocolVersion.tls1_2, .tls1_3] {
+            for minimum in [TLSProtocolVersion.tlsv12, .tlsv13] {
                 let transport = try AsyncHTTPClientTransport(
                     settings: settings(TLSSettings(trustRoots: .file(ca), minimumProtocolVersion: minimum)))
                 #expect(try await get(transport, url).body == "ok\n", "\(minimum)")
@@ -110,7 +110,7 @@ struct TLSFloorTests {
             let ca = certificates.path("ca.pem")
             let lowered = try AsyncHTTPClientTransport(
                 settings: settings(
-                    TLSSettings(trustRoots: .file(ca), minimumProtocolVersion: .tls1_0, allowsWeakCertificates: true)))
+                    TLSSettings(trustRoots: .file(ca), minimumProtocolVersion: .tlsv1, allowsWeakCertificates: true)))
             for (port, _, _, _, _) in Self.refusals(nginx) {
                 let url = "https://127.0.0.1:\(port)/lowered"
                 let curlRun = try await ChildProcess.run(
@@ -121,14 +121,14 @@ struct TLSFloorTests {
             }
             // One floor lowered leaves the other.
             let oldVersions = try AsyncHTTPClientTransport(
-                settings: settings(TLSSettings(trustRoots: .file(ca), minimumProtocolVersion: .tls1_0)))
-            #expect(try await get(oldVersions, "https://127.0.0.1:\(nginx.tls1_0)/old").status == 200)
+                settings: settings(TLSSettings(trustRoots: .file(ca), minimumProtocolVersion: .tlsv1)))
+            #expect(try await get(oldVersions, "https://127.0.0.1:\(nginx.tlsv1)/old").status == 200)
             let weakKey = try await expectFailure(oldVersions, "https://127.0.0.1:\(nginx.rsa1024)/weak-key")
             #expect(weakKey.tlsFailureReason?.isCertificateRejection == true, "\(weakKey)")
             let weakAllowed = try AsyncHTTPClientTransport(
                 settings: settings(TLSSettings(trustRoots: .file(ca), allowsWeakCertificates: true)))
             #expect(try await get(weakAllowed, "https://127.0.0.1:\(nginx.sha1)/sha1").status == 200)
-            let old = try await expectFailure(weakAllowed, "https://127.0.0.1:\(nginx.tls1_0)/old")
+            let old = try await expectFailure(weakAllowed, "https://127.0.0.1:\(nginx.tlsv1)/old")
             if case .protocolVersionTooOld = old.tlsFailureReason {} else { Issue.record("\(old)") }
         }
     }
@@ -143,7 +143,7 @@ struct TLSFloorTests {
                 #expect(try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "-k", url]).status == 0)
                 #expect(try await get(insecure, url).status == 200, "\(port)")
             }
-            let url = "https://127.0.0.1:\(nginx.tls1_0)/insecure-old"
+            let url = "https://127.0.0.1:\(nginx.tlsv1)/insecure-old"
             #expect(try await ChildProcess.run(curl, ["-sS", "-o", "/dev/null", "-k", url]).status == 35)
             let old = try await expectFailure(insecure, url)
             #expect(

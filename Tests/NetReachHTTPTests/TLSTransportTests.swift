@@ -257,8 +257,8 @@ struct TLSTransportTests {
             settings(TLSSettings(clientIdentity: identity)),
             settings(TLSSettings(verifiesCertificates: false)),
             // libcurl's TLS floors are OpenSSL's: neither lower nor higher ones can be set.
-            settings(TLSSettings(minimumProtocolVersion: .tls1_0)),
-            settings(TLSSettings(minimumProtocolVersion: .tls1_3)),
+            settings(TLSSettings(minimumProtocolVersion: .tlsv1)),
+            settings(TLSSettings(minimumProtocolVersion: .tlsv13)),
             settings(TLSSettings(allowsWeakCertificates: true)),
         ]
         for settings in refused {

@@ -120,7 +120,7 @@ struct ConnectionOptions: ParsableArguments {
             TLSSettings.ClientIdentity(certificateChainFile: $0, privateKeyFile: clientKey)
         }
         tls.verifiesCertificates = !insecure
-        tls.minimumProtocolVersion = tlsMinimum?.version ?? .tls1_2
+        tls.minimumProtocolVersion = tlsMinimum?.version ?? .tlsv12
         tls.allowsWeakCertificates = allowWeakCertificates
 
         var proxySettings = ProxySettings.environment(environment)
@@ -149,7 +149,7 @@ struct ConnectionOptions: ParsableArguments {
                 "warning: --insecure: the server's certificate is not checked; anyone on the way can read and change this exchange"
             )
         }
-        if let tlsMinimum, tlsMinimum.version < .tls1_2 {
+        if let tlsMinimum, tlsMinimum.version < .tlsv12 {
             StandardStream.complain(
                 "warning: --\(tlsMinimum.rawValue): \(tlsMinimum.version) is accepted; TLS before 1.2 signs its handshake with SHA-1 or MD5"
             )
@@ -203,17 +203,17 @@ struct ConnectionOptions: ParsableArguments {
 
 /// curl's `--tlsv1.0` ... `--tlsv1.3`: the oldest TLS version accepted (one of them at most).
 enum TLSMinimumOption: String, EnumerableFlag {
-    case tls1_0 = "tlsv1.0"
-    case tls1_1 = "tlsv1.1"
-    case tls1_2 = "tlsv1.2"
-    case tls1_3 = "tlsv1.3"
+    case tlsv1 = "tlsv1.0"
+    case tlsv11 = "tlsv1.1"
+    case tlsv12 = "tlsv1.2"
+    case tlsv13 = "tlsv1.3"
 
     var version: TLSProtocolVersion {
         switch self {
-        case .tls1_0: .tls1_0
-        case .tls1_1: .tls1_1
-        case .tls1_2: .tls1_2
-        case .tls1_3: .tls1_3
+        case .tlsv1: .tlsv1
+        case .tlsv11: .tlsv11
+        case .tlsv12: .tlsv12
+        case .tlsv13: .tlsv13
         }
     }
 
@@ -221,11 +221,11 @@ enum TLSMinimumOption: String, EnumerableFlag {
 
     static func help(for value: Self) -> ArgumentHelp? {
         switch value {
-        case .tls1_0:
+        case .tlsv1:
             "Accept TLS 1.0 and newer, as curl --tlsv1.0 (curl on Debian also needs --ciphers DEFAULT@SECLEVEL=0). By default a server that speaks nothing newer than 1.1 fails with exit status 35. A warning is printed."
-        case .tls1_1: "Accept TLS 1.1 and newer, as curl --tlsv1.1. A warning is printed."
-        case .tls1_2: "Accept TLS 1.2 and newer: the default."
-        case .tls1_3: "Accept TLS 1.3 only, as curl --tlsv1.3."
+        case .tlsv11: "Accept TLS 1.1 and newer, as curl --tlsv1.1. A warning is printed."
+        case .tlsv12: "Accept TLS 1.2 and newer: the default."
+        case .tlsv13: "Accept TLS 1.3 only, as curl --tlsv1.3."
         }
     }
 }

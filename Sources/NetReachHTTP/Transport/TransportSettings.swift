@@ -77,7 +77,7 @@ public struct TransportSettings: Sendable, Hashable {
 /// var tls = TLSSettings()
 /// tls.trustRoots = .file("ca.pem")                   // curl --cacert ca.pem
 /// tls.clientIdentity = .init(certificateChainFile: "me.pem", privateKeyFile: "me.key")
-/// tls.minimumProtocolVersion = .tls1_3                // curl --tlsv1.3
+/// tls.minimumProtocolVersion = .tlsv13                // curl --tlsv1.3
 /// ```
 public struct TLSSettings: Sendable, Hashable {
     /// The certificate authorities a server's certificate must chain to.
@@ -100,7 +100,7 @@ public struct TLSSettings: Sendable, Hashable {
     ///
     /// ```swift
     /// var tls = TLSSettings()
-    /// tls.minimumProtocolVersion = .tls1_0   // an old appliance; curl --tlsv1.0
+    /// tls.minimumProtocolVersion = .tlsv1   // an old appliance; curl --tlsv1.0
     /// ```
     public var minimumProtocolVersion: TLSProtocolVersion
     /// `true` accepts server certificates that are too weak by default: a key below 2048 bits (RSA,
@@ -127,7 +127,7 @@ public struct TLSSettings: Sendable, Hashable {
     /// ```
     public init(
         trustRoots: TrustRoots = .default, clientIdentity: ClientIdentity? = nil, verifiesCertificates: Bool = true,
-        minimumProtocolVersion: TLSProtocolVersion = .tls1_2, allowsWeakCertificates: Bool = false
+        minimumProtocolVersion: TLSProtocolVersion = .tlsv12, allowsWeakCertificates: Bool = false
     ) {
         self.trustRoots = trustRoots
         self.clientIdentity = clientIdentity
@@ -207,18 +207,18 @@ public struct TLSSettings: Sendable, Hashable {
 /// A version of TLS, in order: ``TLSSettings/minimumProtocolVersion`` is one.
 ///
 /// ```swift
-/// TLSProtocolVersion.tls1_0 < .tls1_2          // true
-/// TLSProtocolVersion.tls1_3.description      // "TLS 1.3"
+/// TLSProtocolVersion.tlsv1 < .tlsv12          // true
+/// TLSProtocolVersion.tlsv13.description      // "TLS 1.3"
 /// ```
 public enum TLSProtocolVersion: Int, Sendable, Hashable, Comparable, CaseIterable, Codable, CustomStringConvertible {
     /// TLS 1.0 (1999): below the default floor; SHA-1 and MD5 in its handshake.
-    case tls1_0 = 10
+    case tlsv1 = 10
     /// TLS 1.1 (2006): below the default floor.
-    case tls1_1 = 11
+    case tlsv11 = 11
     /// TLS 1.2 (2008): the default floor.
-    case tls1_2 = 12
+    case tlsv12 = 12
     /// TLS 1.3 (2018).
-    case tls1_3 = 13
+    case tlsv13 = 13
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 

@@ -18,7 +18,7 @@ struct GetTLSFloorTests {
             let ca = certificates.path("ca.pem")
             let cases: [(port: Int, exit: Int32, says: String)] = [
                 (
-                    nginx.tls1_0, 35,
+                    nginx.tlsv1, 35,
                     "TLS handshake with 127.0.0.1 failed: the server speaks TLS 1.0; at least TLS 1.2 is required"
                 ),
                 (nginx.rsa1024, 60, "the server's RSA key has 1024 bits; at least 2048 are required"),
@@ -49,7 +49,7 @@ struct GetTLSFloorTests {
         let netreach = try netreachPath()
         try await withLegacyNginx { nginx, certificates in
             let ca = certificates.path("ca.pem")
-            for port in [nginx.tls1_0, nginx.rsa1024, nginx.sha1, nginx.weakIntermediate, nginx.tls1_3] {
+            for port in [nginx.tlsv1, nginx.rsa1024, nginx.sha1, nginx.weakIntermediate, nginx.tlsv13] {
                 let url = "https://127.0.0.1:\(port)/lowered"
                 let theirs = try await ChildProcess.run(
                     curl, ["-sS", "--tlsv1.0", "--ciphers", "DEFAULT@SECLEVEL=0", "--cacert", ca, url])
@@ -62,7 +62,7 @@ struct GetTLSFloorTests {
                 #expect(ours.standardError.contains("warning: --allow-weak-certificates"), "\(ours.standardError)")
             }
             // TLS 1.3 only needs nothing, and --tlsv1.3 works on it.
-            let url = "https://127.0.0.1:\(nginx.tls1_3)/tls13"
+            let url = "https://127.0.0.1:\(nginx.tlsv13)/tls13"
             for options in [[], ["--tlsv1.3"]] {
                 let ours = try await ChildProcess.run(netreach, ["get"] + options + ["--cacert", ca, url])
                 #expect(
@@ -77,7 +77,7 @@ struct GetTLSFloorTests {
         let netreach = try netreachPath()
         try await withLegacyNginx { nginx, _ in
             let cases: [(port: Int, exit: Int32)] = [
-                (nginx.rsa1024, 0), (nginx.sha1, 0), (nginx.weakIntermediate, 0), (nginx.tls1_0, 35),
+                (nginx.rsa1024, 0), (nginx.sha1, 0), (nginx.weakIntermediate, 0), (nginx.tlsv1, 35),
             ]
             for (port, exit) in cases {
                 let url = "https://127.0.0.1:\(port)/insecure"

@@ -175,8 +175,8 @@ package func withNginx(_ body: (NginxServer, TestCertificates) async throws -> V
 ///
 /// | Port | What |
 /// |---|---|
-/// | ``tls1_0`` | TLS 1.0 only, `server.pem` |
-/// | ``tls1_3`` | TLS 1.3 only, `server.pem` |
+/// | ``tlsv1`` | TLS 1.0 only, `server.pem` |
+/// | ``tlsv13`` | TLS 1.3 only, `server.pem` |
 /// | ``rsa1024`` | `rsa1024.pem`: an RSA key of 1024 bits |
 /// | ``sha1`` | `sha1.pem`: signed with SHA-1 |
 /// | ``weakIntermediate`` | `via-weak-ca.pem` (fine) and the `weak-ca.pem` that issued it (signed with SHA-1) |
@@ -191,8 +191,8 @@ package func withNginx(_ body: (NginxServer, TestCertificates) async throws -> V
 /// }
 /// ```
 package final class LegacyTLSNginx: Sendable {
-    package let tls1_0: Int
-    package let tls1_3: Int
+    package let tlsv1: Int
+    package let tlsv13: Int
     package let rsa1024: Int
     package let sha1: Int
     package let weakIntermediate: Int
@@ -200,7 +200,7 @@ package final class LegacyTLSNginx: Sendable {
     private let process: ExternalServer
 
     private init(ports: [Int], directory: TemporaryDirectory, process: ExternalServer) {
-        (tls1_0, tls1_3, rsa1024, sha1, weakIntermediate) = (ports[0], ports[1], ports[2], ports[3], ports[4])
+        (tlsv1, tlsv13, rsa1024, sha1, weakIntermediate) = (ports[0], ports[1], ports[2], ports[3], ports[4])
         self.directory = directory
         self.process = process
     }
