@@ -236,7 +236,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                         guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
                         continue
                     }
-                    // One piece at a time: the next is made only once the reader took this one.
+                    // One piece at a time: the next is made only once the channel has room for it
+                    // (at most 1 MiB waits for the reader), whatever the compression ratio.
                     decoder.feed(buffer)
                     while let piece = try decoder.nextPiece() {
                         guard await channel.send(HTTPBody.ByteChunk(piece.readableBytesView)) else { break reading }
