@@ -46,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `serve --config`: YAML (and so JSON, a subset of it).
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // HummingbirdBcrypt alone (OpenBSD's bcrypt in C): serve's basic_auth_users.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
         // Tests only: a clock the tests move by hand (OfflineIndicator's grace periods).
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
@@ -153,6 +155,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                // --web.config.file: TLS (NIOSSL), basic_auth_users (bcrypt), read from YAML.
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "HummingbirdCore", package: "hummingbird"), // HTTP1Channel, under WebChannel
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         // Every command of `netreach` (status, watch, wait, get, check, condition), what they share

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NetReach
@@ -53,6 +54,9 @@ package struct ServeConfiguration: Sendable {
     package var environment: [String: String] = [:]
     /// Whether, and how, the internet is judged in the server's own namespace (`--internet --probe`).
     package var connectivity: ConnectivitySetup?
+    /// TLS, basic authentication and response headers (`--web.config.file`), read again with
+    /// every reload; `nil`: plain HTTP, every request answered.
+    package var web: WebSecurity?
 
     package init(version: String, renderPath: @escaping @Sendable (NetworkPath) -> String) {
         self.version = version
@@ -115,14 +119,21 @@ package enum ServeServer {
             targets: targets, connectivity: configuration.connectivity, state: state,
             namespaceDirectory: configuration.namespaceDirectory,
             namespacesChanged: { targetProbe.allow($0) }, onWarning: configuration.onWarning)
-        let reloader = configuration.reload.map { ServeReloader(load: $0, watch: watch, state: state) }
+        let reloader = Self.reloading(configuration, startTargets: targets).map {
+            ServeReloader(load: $0, watch: watch, state: state)
+        }
         var reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
         if configuration.enablesLifecycle, let reloader { reload = { await reloader.reload() } }
         let listening = Latch()
         let application = Application(
-            responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload),
-            server: .http1(
-                configuration: .init(additionalChannelHandlers: [HeaderLimit(), ConnectionGuard(gate: gate)])),
+            responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload, web: configuration.web),
+            server: .init { [web = configuration.web] responder in
+                let http = HTTP1Channel(
+                    responder: responder,
+                    configuration: .init(additionalChannelHandlers: [HeaderLimit(), ConnectionGuard(gate: gate)]))
+                guard let web else { return http }
+                return WebChannel(base: http, security: web)
+            },
             // The kernel's own cap (net.core.somaxconn, 4096 since Linux 5.4) rather than
             // Hummingbird's 256: clients evicted under a flood reconnect at once, and a full
             // queue drops a scraper's SYN for a second.
@@ -153,6 +164,32 @@ package enum ServeServer {
                 services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+}
+
+extension ServeServer {
+    /// What a reload reads: the web configuration file, then what to watch; either failing
+    /// applies neither. `nil` when there is nothing to read again.
+    private static func reloading(
+        _ configuration: ServeConfiguration, startTargets: ServeTargets
+    ) -> (@Sendable () throws -> ServeTargets)? {
+        guard let web = configuration.web else { return configuration.reload }
+        let loadTargets = configuration.reload
+        let onInfo = configuration.onInfo
+        let onWarning = configuration.onWarning
+        return {
+            let prepared: WebSecurity.Settings
+            do {
+                prepared = try web.prepareReload()
+            } catch {
+                onWarning("not reloaded, the running configuration is kept: \(error)")
+                throw error
+            }
+            let targets = try loadTargets?() ?? startTargets
+            web.apply(prepared)
+            onInfo("reloaded \(web.path): \(WebSecurity.summary(prepared.configuration))")
+            return targets
+        }
     }
 }
 

@@ -66,6 +66,14 @@ package struct ServeCommand: NetreachSubcommand {
             cannot be read or is not valid keeps the running configuration \
             (netreach_config_last_reload_successful 0); listen changes need a restart.
 
+            --web.config.file FILE turns on TLS and basic authentication as the Prometheus \
+            exporters' web configuration file says (tls_server_config: cert_file, key_file, \
+            client_auth_type, client_ca_file, min_version, max_version; basic_auth_users: bcrypt \
+            hashes, as htpasswd -B writes them; http_server_config.headers). Every endpoint asks \
+            for the password except /livez and /readyz without a query, which the kubelet and \
+            systemd call. SIGHUP reads it again with --config: new certificates and users apply \
+            to new connections and requests; turning TLS on or off needs a restart.
+
             It listens on 127.0.0.1:9817 unless --listen names another address; it says where on \
             standard error once it listens. An IPv6 address goes in brackets ([fd00::7]:9817: \
             without them fd00::7:9817 could be fd00::7 port 9817 or fd00::7:9817 with none, so it \
@@ -124,6 +132,13 @@ package struct ServeCommand: NetreachSubcommand {
             valueName: "file"))
     var config: String?
 
+    @Option(
+        name: .customLong("web.config.file"),
+        help: ArgumentHelp(
+            "TLS and basic authentication from this web configuration file, the one Prometheus exporters read; again on SIGHUP.",
+            valueName: "file"))
+    var webConfigFile: String?
+
     @Flag(
         name: .customLong("enable-lifecycle"),
         help: "Let POST /-/reload reload the configuration, as SIGHUP does.")
@@ -168,6 +183,7 @@ package struct ServeCommand: NetreachSubcommand {
             _ = try ConditionArguments.address(listen, option: "--listen", allowsName: false, allowsZeroPort: true)
         }
         if config?.isEmpty == true { throw ValidationError("--config needs a file.") }
+        if webConfigFile?.isEmpty == true { throw ValidationError("--web.config.file needs a file.") }
         if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be at least 1.") }
         for (option, value) in [("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout)] {
             if let value, value.duration <= .zero { throw ValidationError("\(option) must be longer than 0.") }
@@ -216,6 +232,15 @@ package struct ServeCommand: NetreachSubcommand {
             StandardStream.complain("serve: \(configPath.map { "\($0): " } ?? "")\(error)")
             throw CLIExitCode.configInvalid
         }
+        if let webConfigFile {
+            do {
+                configuration.web = try WebSecurity(path: webConfigFile)
+            } catch {
+                StandardStream.complain("serve: --web.config.file \(error)")
+                throw CLIExitCode.configInvalid
+            }
+            StandardStream.complain("serve: \(webConfigFile): \(WebSecurity.summary(configuration.web!.configuration))")
+        }
         // Before any monitor is made: the library's series join serve's in /metrics.
         ServeMetricsBootstrap.bootstrap(configuration.registry)
         configuration.environment = ProcessInfo.processInfo.environment
@@ -243,11 +268,12 @@ package struct ServeCommand: NetreachSubcommand {
                 renderVerdict: { PathFormatting.json($0, at: Date()) })
         }
         let listening = Atomic(false)
+        let scheme = configuration.web?.usesTLS == true ? "https" : "http"
         do {
             try await ServeServer.run(configuration) { host, port in
                 listening.store(true, ordering: .releasing)
                 let shown = host.contains(":") ? "[\(host)]" : host
-                StandardStream.complain("serve: listening on http://\(shown):\(port)")
+                StandardStream.complain("serve: listening on \(scheme)://\(shown):\(port)")
             }
         } catch {
             guard !listening.load(ordering: .acquiring) else { throw error }

@@ -20,15 +20,19 @@ package struct ServeResponder: HTTPResponder {
     /// `POST /-/reload`; `nil` unless the lifecycle API is enabled (`--enable-lifecycle`).
     let reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
     let processMetrics: @Sendable () -> String
+    /// `--web.config.file`'s users and headers; `nil`: every request is answered, plainly.
+    let web: WebSecurity?
 
     package init(
         state: ServeState, targetProbe: TargetProbe,
         reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)? = nil,
+        web: WebSecurity? = nil,
         processMetrics: @escaping @Sendable () -> String = { ProcessMetrics.read() }
     ) {
         self.state = state
         self.targetProbe = targetProbe
         self.reload = reload
+        self.web = web
         self.processMetrics = processMetrics
     }
 
@@ -58,6 +62,36 @@ package struct ServeResponder: HTTPResponder {
     }
 
     package func respond(to request: Request, context: Context) async throws -> Response {
+        guard let web else { return await answer(request, context: context) }
+        var response: Response
+        switch Self.isOpenHealthCheck(request)
+            ? .allowed
+            : await web.authentication.verdict(
+                authorization: request.headers[.authorization])
+        {
+        case .allowed:
+            response = await answer(request, context: context)
+        case .denied:
+            response = Self.text(.unauthorized, "Unauthorized\n")
+            response.headers[.wwwAuthenticate] = "Basic realm=\"netreach\", charset=\"UTF-8\""
+        case .busy:
+            response = Self.text(.serviceUnavailable, "too many password checks at once; try again\n")
+            response.headers[.retryAfter] = "1"
+        }
+        for field in web.headers { response.headers[field.name] = field.value }
+        return response
+    }
+
+    /// `/livez`, and `/readyz` without a query, answer without credentials: a word each, for the
+    /// kubelet and systemd, which cannot send a password (Kubernetes's API server leaves its own
+    /// open the same way). `/readyz?verbose` names namespaces and destinations: behind the password.
+    private static func isOpenHealthCheck(_ request: Request) -> Bool {
+        let path = request.uri.path
+        return path == Endpoint.livez.rawValue
+            || (path == Endpoint.readyz.rawValue && (request.uri.query ?? "").isEmpty)
+    }
+
+    private func answer(_ request: Request, context: Context) async -> Response {
         guard let endpoint = Endpoint(rawValue: request.uri.path) else {
             return Self.text(.notFound, "no such endpoint: \(request.uri.path)\n")
         }
