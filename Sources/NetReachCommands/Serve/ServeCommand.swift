@@ -234,7 +234,8 @@ package struct ServeCommand: NetreachSubcommand {
         }
         if let webConfigFile {
             do {
-                configuration.web = try WebSecurity(path: webConfigFile)
+                configuration.web = try WebSecurity(
+                    path: webConfigFile, log: { StandardStream.complain("serve: \($0)") })
             } catch {
                 StandardStream.complain("serve: --web.config.file \(error)")
                 throw CLIExitCode.configInvalid

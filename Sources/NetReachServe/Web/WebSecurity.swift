@@ -7,10 +7,18 @@ import NIOCore
 import NIOSSL
 import NetReachSystem
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The web configuration in force: the TLS context each new connection is given, the basic
 /// authentication each request passes, the headers each response carries. Made from
-/// `--web.config.file` at start and made again on SIGHUP (and `POST /-/reload`); a file that
-/// cannot be read, or whose certificate or key cannot be loaded, changes nothing.
+/// `--web.config.file` at start and made again on SIGHUP (and `POST /-/reload`), and whenever
+/// the file, or a certificate, key or CA file it names, changes: a new connection looks (at most
+/// once a second) and a change is read off the event loop. exporter-toolkit reads them at every
+/// handshake; either way a certificate that cert-manager renews in a Kubernetes Secret, or
+/// certbot on a host, is served without a signal. A file that cannot be read, or whose
+/// certificate or key cannot be loaded, changes nothing.
 ///
 /// Whether serve speaks TLS at all is decided at start, as exporter-toolkit decides it: a reload
 /// may change the certificate, the key, the client CAs and the users, but a file that would turn
@@ -33,17 +41,59 @@ package final class WebSecurity: Sendable {
         var context: NIOSSLContext?
         var authentication: BasicAuthentication
         var headers: HTTPFields
+        /// The files it was made from, as they were just before they were read.
+        var files: [FileStamp]
     }
 
     private let current: Locked<Settings>
     private let bcrypt = BlockingWork.Pool(named: "netreach-bcrypt", width: 1)
+    private let changes = Locked(Changes())
+    private let log: @Sendable (String) -> Void
 
-    /// Reads `path` and makes what it says.
-    package init(path: String) throws(WebConfigurationError) {
+    /// When the files were last looked at, and what a reload that failed found (not tried again
+    /// until they change once more).
+    private struct Changes {
+        var lastLook = ContinuousClock.now
+        var reading = false
+        var failed: [FileStamp]?
+    }
+
+    /// Reads `path` and makes what it says; `log` is told of each reload that follows a change of
+    /// the files, and why one failed.
+    package init(path: String, log: @escaping @Sendable (String) -> Void = { _ in }) throws(WebConfigurationError) {
         self.path = path
+        self.log = log
         let settings = try Self.make(path, bcrypt: bcrypt)
         usesTLS = settings.context != nil
         current = Locked(settings)
+    }
+
+    /// Looks whether the files changed since they were read (at most once a second; a few
+    /// `stat` calls) and, if so, reads them again on a thread of its own. Called for each new
+    /// connection, which is served with what is in force now.
+    func followChanges(now: ContinuousClock.Instant = .now) {
+        let due = changes.withLock { changes in
+            guard !changes.reading, now - changes.lastLook >= .seconds(1) else { return false }
+            changes.lastLook = now
+            return true
+        }
+        guard due else { return }
+        let inForce = current.withLock { $0.files }
+        let seen = inForce.map { FileStamp(path: $0.path) }
+        guard seen != inForce, changes.withLock({ $0.failed }) != seen else { return }
+        changes.withLock { $0.reading = true }
+        BlockingWork.start(named: "netreach-web") { [self] in
+            defer { changes.withLock { $0.reading = false } }
+            do {
+                let settings = try prepareReload()
+                apply(settings)
+                changes.withLock { $0.failed = nil }
+                log("\(path) changed, now in force: \(Self.summary(settings.configuration))")
+            } catch {
+                changes.withLock { $0.failed = seen }
+                log("\(path) or a file it names changed, but the running web configuration is kept: \(error)")
+            }
+        }
     }
 
     /// Reads the file again and makes what it says, without applying it.
@@ -103,7 +153,14 @@ package final class WebSecurity: Sendable {
     var headers: HTTPFields { current.withLock { $0.headers } }
 
     private static func make(_ path: String, bcrypt: BlockingWork.Pool) throws(WebConfigurationError) -> Settings {
+        let stamp = FileStamp(path: path)
         let configuration = try WebConfiguration.read(path)
+        let named = [configuration.tls?.certificate, configuration.tls?.key, configuration.tls?.clientCAs]
+            .compactMap { pem -> String? in
+                guard case .file(let file) = pem else { return nil }
+                return file
+            }
+        let files = [stamp] + named.map { FileStamp(path: $0) }
         var headers = HTTPFields()
         for (name, value) in configuration.headers.sorted(by: { $0.key < $1.key }) {
             if let field = HTTPField.Name(name) { headers[field] = value }
@@ -118,7 +175,8 @@ package final class WebSecurity: Sendable {
         }
         return Settings(
             configuration: configuration, context: context,
-            authentication: BasicAuthentication(users: configuration.users, bcrypt: bcrypt), headers: headers)
+            authentication: BasicAuthentication(users: configuration.users, bcrypt: bcrypt), headers: headers,
+            files: files)
     }
 
     private struct Failure: Error, CustomStringConvertible {
@@ -206,7 +264,8 @@ struct WebChannel: ServerChildChannel {
     let security: WebSecurity
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
+        security.followChanges()
+        return channel.eventLoop.makeCompletedFuture {
             if let handler = security.tlsHandler() { try channel.pipeline.syncOperations.addHandler(handler) }
         }.flatMap {
             base.setup(channel: channel, logger: logger)
@@ -215,5 +274,26 @@ struct WebChannel: ServerChildChannel {
 
     func handle(value: Value, logger: Logger) async {
         await base.handle(value: value, logger: logger)
+    }
+}
+
+/// What `stat` says of a file (following links, as a Kubernetes Secret's are swapped): enough to
+/// tell that it was replaced or written.
+struct FileStamp: Sendable, Equatable {
+    var path: String
+    /// `nil`: it could not be looked at (gone, or not allowed).
+    var identity: [Int]?
+
+    init(path: String) {
+        self.path = path
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            identity = nil
+            return
+        }
+        identity = [
+            Int(status.st_dev), Int(status.st_ino), Int(status.st_size), Int(status.st_mtim.tv_sec),
+            Int(status.st_mtim.tv_nsec),
+        ]
     }
 }
