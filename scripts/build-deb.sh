@@ -53,7 +53,7 @@ python3 "$root/scripts/make-manpage.py" "$binary" | gzip -9n > "$package/usr/sha
 install -m 0644 "$root/Deploy/systemd/netreach.service" "$root/Deploy/systemd/netreach-wait-online.service" \
     "$package/lib/systemd/system/"
 install -m 0644 "$root/Deploy/prometheus/prometheus.yml" "$root/Deploy/prometheus/netreach-rules.yml" \
-    "$root/Deploy/alertmanager/alertmanager.yml" "$root/Deploy/netreach/serve.yaml" \
+    "$root/Deploy/alertmanager/alertmanager.yml" "$root/Deploy/netreach/serve.yaml" "$root/Deploy/netreach/web.yml" \
     "$package/usr/share/doc/netreach/examples/"
 
 install -d "$package/usr/share/lintian/overrides"

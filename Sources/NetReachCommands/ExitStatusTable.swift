@@ -83,7 +83,7 @@ package enum ExitStatusTable {
             "standard output could not be written (closed, full, its reader gone): what was lost is never status 0"),
         Entry(
             CLIExitCode.configInvalid,
-            "the --config file cannot be read or is not valid (at start; a failed reload keeps the running configuration)",
+            "the --config or --web.config.file file cannot be read or is not valid (at start; a failed reload keeps the running configuration)",
             ["serve"]),
         Entry(
             CLIExitCode.portal, "portal: something answered in the probes' place (the login URL is printed when known)",

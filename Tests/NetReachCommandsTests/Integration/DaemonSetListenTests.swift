@@ -11,6 +11,8 @@ import Glibc
 /// args, read from the YAML file, are rendered as the kubelet renders them (`$(NODE_IP)` from the
 /// env var whose fieldRef is `status.hostIP`), and serve runs with exactly those args inside a lab
 /// namespace that has that address (as the node has its own), answering the kubelet's probes there.
+/// The Secrets it mounts are a directory here, put where the kubelet would mount them:
+/// `Deploy/netreach/web.yml` beside a test certificate, as an operator fills them in.
 @Suite(
     "Deploy/'s DaemonSet on IPv4 and IPv6 nodes (integration)", .offPool, .needsNamespaceRoot, .timeLimit(.minutes(2)))
 struct DaemonSetListenTests {
@@ -19,6 +21,10 @@ struct DaemonSetListenTests {
         /// Env var name → the pod field it is filled from.
         var fieldRefs: [String: String]
         var containerPort: Int
+        /// Where the web configuration's volume is mounted.
+        var webMount: String
+        /// The kubelet's probes: scheme and path.
+        var probes: [(scheme: String, path: String)]
     }
 
     private static func container() throws -> Container {
@@ -37,8 +43,15 @@ struct DaemonSetListenTests {
             }
         }
         let port = (container["ports"] as? [[String: Any]])?.first?["containerPort"] as? Int
+        let mounts = container["volumeMounts"] as? [[String: Any]] ?? []
+        let webMount = try #require(mounts.first { $0["name"] as? String == "web" }?["mountPath"] as? String)
+        let probes = ["startupProbe", "readinessProbe", "livenessProbe"].compactMap { key -> (String, String)? in
+            guard let get = (container[key] as? [String: Any])?["httpGet"] as? [String: Any] else { return nil }
+            return ((get["scheme"] as? String) ?? "HTTP", (get["path"] as? String) ?? "/")
+        }
         return Container(
-            args: try #require(container["args"] as? [String]), fieldRefs: fieldRefs, containerPort: try #require(port))
+            args: try #require(container["args"] as? [String]), fieldRefs: fieldRefs, containerPort: try #require(port),
+            webMount: webMount, probes: probes)
     }
 
     /// The kubelet's expansion of a container's args: `$(NAME)` becomes the value of the env var
@@ -86,20 +99,38 @@ struct DaemonSetListenTests {
         let hostIPVariable = try #require(
             container.fieldRefs.first { $0.value == "status.hostIP" }?.key, "no env var from status.hostIP")
         let setup = NetnsLab.Setup(ipv4: family == .ipv4, ipv6: family == .ipv6)
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let volume = try TemporaryDirectory("netreach-secret")
+        defer { volume.remove() }
+        _ = try await DeployWebConfig.install(in: volume.url.path, certificates: certificates, password: "node-s3cret")
+        #expect(container.probes.count == 3, "\(container.probes)")
         try await NetnsLab.withLab(setup) { node in
             let nodeIP = String(NetnsLab.address(family).prefix { $0 != "/" })
-            let args = container.args.map { Self.expand($0, [hostIPVariable: nodeIP]) }
+            // The kubelet's expansion, and its mount of the Secrets (here: the directory made above).
+            let args = container.args.map {
+                Self.expand($0, [hostIPVariable: nodeIP]).replacingOccurrences(
+                    of: container.webMount, with: volume.url.path)
+            }
             #expect(!args.joined().contains("$("), "unexpanded: \(args)")
             let serve = try NetreachProcess.start(args, inNamespace: node.name)
             defer { serve.kill() }
             let base = try await ServeClient.baseURL(of: serve)
             let literal = family == .ipv6 ? "[\(nodeIP)]" : nodeIP
-            #expect(base == "http://\(literal):\(container.containerPort)", "\(args): \(serve.standardError)")
-            // The kubelet's probes: startup and readiness on /readyz, liveness on /livez.
-            for path in ["/livez", "/readyz"] {
-                let answer = try await ServeClient.get(base + path, extra: ["-g"], namespace: node.name)
+            #expect(base == "https://\(literal):\(container.containerPort)", "\(args): \(serve.standardError)")
+            // The kubelet's probes, as it sends them: HTTPS without checking the certificate, no password.
+            for (scheme, path) in container.probes {
+                #expect(scheme == "HTTPS", "\(path)")
+                let answer = try await ServeClient.get(base + path, extra: ["-g", "-k"], namespace: node.name)
                 #expect(answer.status == 200, "\(path): \(answer.body) \(serve.standardError)")
             }
+            // Prometheus's scrape: the password of Deploy/netreach/web.yml's user.
+            let denied = try await ServeClient.get(base + "/metrics", extra: ["-g", "-k"], namespace: node.name)
+            #expect(denied.status == 401)
+            let scraped = try await ServeClient.get(
+                base + "/metrics", extra: ["-g", "-k", "-u", "\(DeployWebConfig.user):node-s3cret"],
+                namespace: node.name)
+            #expect(scraped.status == 200 && scraped.body.contains("netreach_build_info"), "\(scraped.status)")
             print("DaemonSetListenTests: \(family) node: \(args.joined(separator: " ")) → listening on \(base)")
             serve.signal(SIGTERM)
             #expect(await serve.exitStatus() == 0, "\(serve.standardError)")

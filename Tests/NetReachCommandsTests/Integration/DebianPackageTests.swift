@@ -46,6 +46,7 @@ struct DebianPackageTests {
             "./usr/bin/netreach", "./usr/share/man/man1/netreach.1.gz", "./lib/systemd/system/netreach.service",
             "./lib/systemd/system/netreach-wait-online.service",
             "./usr/share/doc/netreach/examples/netreach-rules.yml", "./usr/share/doc/netreach/examples/serve.yaml",
+            "./usr/share/doc/netreach/examples/web.yml",
             "./usr/share/doc/netreach/copyright",
         ] {
             #expect(contents.standardOutput.contains(path), "\(path) missing: \(contents.standardOutput)")

@@ -6,8 +6,8 @@ import Testing
 import Glibc
 #endif
 
-/// The fleet as operators run it: a real Prometheus scrapes a `netreach serve` with `Deploy/`'s
-/// own scrape jobs (`netreach`, and the `/probe` job with its relabelling), alert rules (`for:`
+/// The fleet as operators run it: a real Prometheus scrapes a `netreach serve` over TLS with a
+/// password (`Deploy/netreach/web.yml`) with `Deploy/`'s own scrape jobs (`netreach`, and the `/probe` job with its relabelling), alert rules (`for:`
 /// shortened: a test-only copy) and a real Alertmanager with `Deploy/`'s inhibit rule sends to a
 /// webhook this test runs. serve runs inside a lab namespace (so the lab's path is the host's own,
 /// `namespace=""`) with `--all-namespaces`, which includes a second lab isolated by design (no
@@ -16,7 +16,8 @@ import Glibc
 /// own default route goes: its other alerts, the `/probe` job's included, are inhibited.
 @Suite(
     "Prometheus and Alertmanager over serve (integration)", .offPool, .needsNamespaceRoot,
-    .enabled(if: ExternalServer.available("prometheus", "prometheus-alertmanager")), .timeLimit(.minutes(4)))
+    .enabled(if: ExternalServer.available("prometheus", "prometheus-alertmanager", "htpasswd", "openssl")),
+    .timeLimit(.minutes(4)))
 struct PrometheusFleetTests {
     /// Where the host's destinations are: beyond the lab's gateway, never sent to.
     static let far = "198.51.100.7"
@@ -36,11 +37,20 @@ struct PrometheusFleetTests {
         let inHost = host.name
         // far: a destination of the host, whose alert the host's own path inhibits; vpn-db: one
         // that leaves over veth0, not a tunnel, so NetReachRouteLeftVPN fires on the healthy host.
+        // serve as Deploy/ sets it up: TLS and a password, from Deploy/netreach/web.yml.
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let web = try await DeployWebConfig.install(
+            in: directory.url.path, certificates: certificates, password: "fleet-s3cret")
+        try "fleet-s3cret\n".write(toFile: directory.path("password"), atomically: true, encoding: .utf8)
         let serve = try NetreachProcess.start(
-            ["serve", "--listen", "127.0.0.1:0", "--all-namespaces", "--to", "far=\(far)", "--to", "vpn-db=\(vpn)"],
+            [
+                "serve", "--listen", "127.0.0.1:0", "--all-namespaces", "--to", "far=\(far)", "--to", "vpn-db=\(vpn)",
+                "--web.config.file", web,
+            ],
             inNamespace: inHost)
         defer { serve.kill() }
-        let target = try await ServeClient.baseURL(of: serve).replacingOccurrences(of: "http://", with: "")
+        let target = try await ServeClient.baseURL(of: serve).replacingOccurrences(of: "https://", with: "")
         // What prometheus.yml's relabelling makes of it, in both jobs.
         let hostLabel = "127.0.0.1"
 
@@ -49,7 +59,8 @@ struct PrometheusFleetTests {
         let alertmanagerPort = try FreePort.pick()
         let prometheusPort = try FreePort.pick()
         try Self.writeConfiguration(
-            in: directory.url, target: target, alertmanagerPort: alertmanagerPort, webhookPort: webhook.port)
+            in: directory.url, target: target, alertmanagerPort: alertmanagerPort, webhookPort: webhook.port,
+            caFile: certificates.path("ca.pem"), passwordFile: directory.path("password"))
 
         let alertmanager = try ChildProcess(
             LabCommand.ipExecutable,
@@ -155,7 +166,8 @@ struct PrometheusFleetTests {
     /// NetReachOffline's, so the inhibiting alert is surely in Alertmanager before them (as in life:
     /// a host's own path alert is the quicker one); Alertmanager sending to the webhook at once.
     private static func writeConfiguration(
-        in directory: URL, target: String, alertmanagerPort: Int, webhookPort: Int
+        in directory: URL, target: String, alertmanagerPort: Int, webhookPort: Int, caFile: String,
+        passwordFile: String
     ) throws {
         let deploy = DeployTests.deploy
         func edit(_ file: String, _ changes: [(String, String)]) throws -> String {
@@ -188,6 +200,8 @@ struct PrometheusFleetTests {
                 ("[\"host-a.example:9817\", \"host-b.example:9817\"]", "[\"\(target)\"]"),
                 ("[\"10.20.0.5\", \"db.internal.example\"]", "[\"\(far)\"]"),
                 ("replacement: host-a.example:9817", "replacement: \(target)"),
+                ("/etc/prometheus/netreach-ca.pem", caFile),
+                ("/etc/prometheus/netreach-password", passwordFile),
             ])
         try prometheus.write(to: directory.appendingPathComponent("prometheus.yml"), atomically: true, encoding: .utf8)
         let alertmanager = try edit(

@@ -106,6 +106,63 @@ struct ServeUnderUnitTests {
         }
     }
 
+    /// The unit's commented TLS lines, as an operator turns them on: the web configuration and its
+    /// certificate and key (root's, 0600) handed over by LoadCredential=, serve started with
+    /// `--web.config.file ${CREDENTIALS_DIRECTORY}/web.yml` under the unit's filter and dynamic
+    /// user. TLS and the password hold, bcrypt's thread and a reload (SIGHUP) run under the filter,
+    /// and SIGTERM ends it with 0.
+    @Test(.enabled(if: ExternalServer.available("htpasswd", "openssl")))
+    func serveSpeaksTLSWithAPasswordFromCredentialsUnderTheUnit() async throws {
+        let directory = try TemporaryDirectory("netreach-unit")
+        defer { directory.remove() }
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        // /etc/netreach as an operator fills it: root's files, the key readable by root alone.
+        let etc = directory.path("etc")
+        try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+        _ = try await DeployWebConfig.install(in: etc, certificates: certificates, password: "unit-s3cret")
+        #expect(chmod(etc + "/tls.key", 0o600) == 0)
+        var text = try UnitSandbox.shippedText()
+        for name in ["web.yml", "tls.crt", "tls.key"] {
+            let line = "#   LoadCredential=\(name):/etc/netreach/\(name)\n"
+            try #require(text.contains(line), "the unit no longer suggests \(line)")
+            text = text.replacingOccurrences(of: line, with: "LoadCredential=\(name):\(etc)/\(name)\n")
+        }
+        let execStart = try #require(
+            text.split(separator: "\n").first { $0.hasPrefix("#   ExecStart=") && $0.contains("--web.config.file") },
+            "the unit no longer suggests an ExecStart with --web.config.file")
+        let unit = try UnitSandbox.write(text, in: directory)
+        let credentials = directory.path("credentials")
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        // ExecStart= as suggested, ${CREDENTIALS_DIRECTORY} expanded as systemd does, on a free loopback port.
+        let port = try FreePort.pick()
+        let command = execStart.dropFirst("#   ExecStart=".count).split(separator: " ").map {
+            String($0).replacingOccurrences(of: "${CREDENTIALS_DIRECTORY}", with: credentials)
+                .replacingOccurrences(of: "0.0.0.0:9817", with: "127.0.0.1:\(port)")
+                .replacingOccurrences(of: "/usr/bin/netreach", with: (try? NetreachProcess.executable().path) ?? "")
+        }
+        let serve = try UnitSandbox.start(unit: unit, command, credentials: credentials)
+        defer { serve.kill() }
+        let base = try await ServeClient.baseURL(of: serve)
+        #expect(base == "https://127.0.0.1:\(port)", "\(serve.standardError)")
+        let status = try String(contentsOfFile: "/proc/\(serve.pid)/status", encoding: .utf8)
+        #expect(status.contains("Seccomp:\t2\n") && !status.contains("\nUid:\t0\t"), "\(status)")
+        let ca = ["--cacert", certificates.path("ca.pem")]
+        #expect(try await ServeClient.get(base + "/livez", extra: ca).status == 200, "\(serve.standardError)")
+        #expect(try await ServeClient.get(base + "/metrics", extra: ca).status == 401)
+        let password = ca + ["-u", "\(DeployWebConfig.user):unit-s3cret"]
+        let metrics = try await ServeClient.get(base + "/metrics", extra: password)
+        #expect(metrics.status == 200 && metrics.body.contains("netreach_build_info"), "\(serve.standardError)")
+        serve.signal(SIGHUP)
+        await LabPoll.until("serve reloads its web configuration", timeout: .seconds(30)) {
+            serve.standardError.contains("reloaded \(credentials)/web.yml")
+        }
+        #expect(try await ServeClient.get(base + "/metrics", extra: password).status == 200)
+        #expect(serve.isRunning, "\(serve.standardError)")
+        serve.signal(SIGTERM)
+        #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+    }
+
     /// `--namespace PID` with what the unit's comment asked for before: CAP_SYS_ADMIN alone is not
     /// enough, since opening another process's `/proc/PID/ns/net` is a ptrace access check
     /// (EACCES). serve says so on standard error and in /readyz; with CAP_SYS_PTRACE too, as the
@@ -195,9 +252,11 @@ enum UnitSandbox {
     /// give it; inside the `ip netns` namespace `namespace` when given. `ip netns exec` and the
     /// runner each replace themselves: the child's pid is the command's.
     static func start(
-        unit: String, _ command: [String], environment: [String: String] = [:], namespace: String? = nil
+        unit: String, _ command: [String], environment: [String: String] = [:], namespace: String? = nil,
+        credentials: String? = nil
     ) throws -> ChildProcess {
         var arguments = [runner.path, unit]
+        if let credentials { arguments += ["--credentials", credentials] }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
             arguments += ["--setenv", "\(name)=\(value)"]
         }

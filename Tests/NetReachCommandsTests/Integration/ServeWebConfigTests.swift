@@ -330,6 +330,61 @@ struct ServeWebConfigTests {
         #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
     }
 
+    /// The status page in Chromium behind the password, as a person meets it: a prompt they
+    /// cancel gets "Unauthorized" and no paths; the password typed once shows the paths, and the
+    /// page's event stream (a request of its own) is sent with it too.
+    @Test(.enabled(if: ExternalServer.available("chromium")))
+    func theStatusPageAndItsEventStreamWorkInABrowserOnceThePasswordIsGiven() async throws {
+        let files = try await Files.make()
+        defer { files.remove() }
+        let web = try files.write(
+            """
+            tls_server_config:
+              cert_file: \(files.cert("server.pem"))
+              key_file: \(files.cert("server.key"))
+            basic_auth_users:
+              prom: \(files.promHash)
+            """)
+        let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--web.config.file", web])
+        defer { serve.kill() }
+        let base = try await ServeClient.baseURL(of: serve)
+        let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Scripts/status_page_auth_driver.py").path
+        let run = try await ChildProcess.run(
+            "/usr/bin/python3", [driver, base + "/", "prom", "s3cret", files.cert("server.pem")],
+            timeout: .seconds(150))
+        try #require(run.status == 0, "driver: \(run.standardError)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])
+        #expect(report["refusedChallenges"] as? Int == 1, "\(report)")
+        #expect((report["refusedText"] as? String)?.contains("Unauthorized") == true, "\(report)")
+        #expect(report["challenges"] as? Int == 1, "\(report)")
+        #expect(report["pathShown"] as? Bool == true, "\(report)")
+        #expect(report["streamOpen"] as? Bool == true, "\(report)")
+        print("ServeWebConfigTests: the status page in Chromium behind the password: \(report)")
+        serve.signal(SIGTERM)
+        #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+    }
+
+    /// `Deploy/netreach/web.yml` filled in as its comments say: the reference's own checker
+    /// (`promtool check web-config`, exporter-toolkit's Validate) and serve both take it.
+    @Test(.enabled(if: ExternalServer.available("promtool")))
+    func deploysWebConfigurationIsValidForPromtoolAndServe() async throws {
+        let files = try await Files.make()
+        defer { files.remove() }
+        let web = try await DeployWebConfig.install(
+            in: files.directory.url.path, certificates: files.certificates, password: "s3cret")
+        let checked = try await ChildProcess.run(try ExternalServer.require("promtool"), ["check", "web-config", web])
+        #expect(checked.status == 0, "\(checked.standardOutput)\(checked.standardError)")
+        let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--web.config.file", web])
+        defer { serve.kill() }
+        let base = try await ServeClient.baseURL(of: serve)
+        let ca = ["--cacert", files.cert("ca.pem")]
+        #expect(try await Self.status(base + "/metrics", ca + ["-u", "\(DeployWebConfig.user):s3cret"]) == 200)
+        serve.signal(SIGTERM)
+        #expect(await serve.exitStatus() == 0, "\(serve.standardError)")
+    }
+
     @Test func aFileThatCannotBeUsedStopsServeAtStartWithExit78() async throws {
         let files = try await Files.make()
         defer { files.remove() }
@@ -429,5 +484,33 @@ struct PrometheusServer {
             result[job] = (target["health"] as? String ?? "", target["lastError"] as? String ?? "")
         }
         return result
+    }
+}
+
+/// `Deploy/netreach/web.yml` as an operator fills it in: beside `tls.crt` and `tls.key` (the test
+/// CA's `server` certificate: localhost, 127.0.0.1, ::1), its user `prometheus` given `password`
+/// (hashed by htpasswd -B). The sample's other lines are used as they are.
+enum DeployWebConfig {
+    static let user = "prometheus"
+
+    /// Writes the three files into `directory` and returns web.yml's path.
+    static func install(in directory: String, certificates: TestCertificates, password: String) async throws -> String {
+        let manager = FileManager.default
+        for (from, to) in [("server.pem", "tls.crt"), ("server.key", "tls.key")] {
+            try? manager.removeItem(atPath: "\(directory)/\(to)")
+            try manager.copyItem(atPath: certificates.path(from), toPath: "\(directory)/\(to)")
+        }
+        let made = try await ChildProcess.run(try ExternalServer.require("htpasswd"), ["-nbB", user, password])
+        let line = String(decoding: made.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let hash = String(try #require(line.split(separator: ":", maxSplits: 1).last, "htpasswd: \(line)"))
+        var text = try String(
+            contentsOf: DeployTests.deploy.appendingPathComponent("netreach/web.yml"), encoding: .utf8)
+        let sample = try #require(
+            text.range(of: #"\n  prometheus: \$2y\$[^\n]+"#, options: .regularExpression),
+            "Deploy/netreach/web.yml no longer has the user prometheus")
+        text.replaceSubrange(sample, with: "\n  \(user): \(hash)")
+        let path = "\(directory)/web.yml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs a command under the sandbox a systemd unit's [Service] section asks for, for real.
 
-    /usr/bin/python3 run_under_unit.py UNIT [--uid UID] [--setenv NAME=VALUE]... -- COMMAND ARGS...
+    /usr/bin/python3 run_under_unit.py UNIT [--uid UID] [--setenv NAME=VALUE]... [--credentials DIR] -- COMMAND ARGS...
     /usr/bin/python3 run_under_unit.py UNIT --print-filter
 
 `systemd-analyze verify` reads a unit's settings but never runs the service under them: a
@@ -36,6 +36,9 @@ Emulated, with systemd's semantics (systemd.exec(5)):
   no capabilities at all), and the second ones are raised as ambient capabilities, so they are
   the command's effective ones although it does not run as root.
 - WatchdogSec=: WATCHDOG_USEC and WATCHDOG_PID (the command keeps this process's id).
+- LoadCredential=ID:PATH: PATH copied to DIR/ID (DIR: --credentials, an empty directory the
+  caller made and removes; systemd's is /run/credentials/UNIT), the directory 0500 and each file
+  0400, owned by the service's user; CREDENTIALS_DIRECTORY names it.
 - The environment is systemd's, not the caller's: PATH, USER, LOGNAME, HOME, SHELL,
   INVOCATION_ID, then each --setenv (NOTIFY_SOCKET, for one). The working directory is /.
 
@@ -271,7 +274,7 @@ def main():
     if not arguments:
         fail("usage: run_under_unit.py UNIT [--uid UID] [--setenv NAME=VALUE]... -- COMMAND ARGS...")
     unit, arguments = arguments[0], arguments[1:]
-    uid, environment, print_filter = None, {}, False
+    uid, environment, print_filter, credentials = None, {}, False, None
     while arguments and arguments[0] != "--":
         option = arguments.pop(0)
         if option == "--uid":
@@ -279,6 +282,8 @@ def main():
         elif option == "--setenv":
             name, value = arguments.pop(0).split("=", 1)
             environment[name] = value
+        elif option == "--credentials":
+            credentials = arguments.pop(0)
         elif option == "--print-filter":
             print_filter = True
         else:
@@ -340,6 +345,21 @@ def main():
     if user and settings.get("Group"):
         import grp
         user = (user[0], grp.getgrnam(settings["Group"]).gr_gid)
+
+    loaded = [v for k, v in assignments if k == "LoadCredential"]
+    if loaded:
+        if not credentials:
+            fail("LoadCredential= needs --credentials DIR")
+        owner = user or (0, 0)
+        for value in loaded:
+            name, _, source = value.partition(":")
+            with open(source, "rb") as original, open(os.path.join(credentials, name), "wb") as copy:
+                copy.write(original.read())
+            os.chown(os.path.join(credentials, name), owner[0], owner[1])
+            os.chmod(os.path.join(credentials, name), 0o400)
+        os.chown(credentials, owner[0], owner[1])
+        os.chmod(credentials, 0o500)
+        environment.setdefault("CREDENTIALS_DIRECTORY", credentials)
 
     ambient = capability_numbers(settings.get("AmbientCapabilities", ""))
     if "CapabilityBoundingSet" in settings:

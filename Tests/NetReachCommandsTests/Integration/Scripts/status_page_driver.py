@@ -12,85 +12,17 @@ LAB's path, not ISOLATED's, whichever it heard of first; then LAB's default rout
 The page's own clock (performance.now) times the overlay against the events it received, so the
 verdicts do not depend on how fast this machine is: "shown N ms after the unsatisfied event".
 """
-import base64
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chromium import Browser  # noqa: E402
 
 URL, LAB, GATEWAY, SHOTS = sys.argv[1:5]
 ISOLATED = sys.argv[5] if len(sys.argv) > 5 else None
-
-
-class Browser:
-    def __init__(self):
-        self.profile = tempfile.mkdtemp(prefix="netreach-chromium-")
-        to_browser_read, self.to_browser = os.pipe()
-        self.from_browser, from_browser_write = os.pipe()
-        # The pipe's descriptors must be 3 (commands) and 4 (answers) in the child. Through high
-        # numbers first, so neither move overwrites the other; 3 and 4 are then kept open by
-        # pass_fds (the child closes every other descriptor after this runs).
-        def arrange():
-            high_read = fcntl.fcntl(to_browser_read, fcntl.F_DUPFD, 10)
-            high_write = fcntl.fcntl(from_browser_write, fcntl.F_DUPFD, 10)
-            os.dup2(high_read, 3)
-            os.dup2(high_write, 4)
-        self.process = subprocess.Popen(
-            ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--remote-debugging-pipe", "--user-data-dir=" + self.profile,
-             "--window-size=1000,700", "about:blank"],
-            preexec_fn=arrange, pass_fds=(3, 4),
-            # Its singleton socket's directory goes in TMPDIR: inside the profile, removed with it.
-            env=dict(os.environ, TMPDIR=self.profile),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(to_browser_read)
-        os.close(from_browser_write)
-        self.buffer = b""
-        self.next_id = 0
-        targets = self.call("Target.getTargets")["targetInfos"]
-        page = next(t for t in targets if t["type"] == "page")
-        self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
-
-    def call(self, method, session=None, **params):
-        self.next_id += 1
-        message = {"id": self.next_id, "method": method, "params": params}
-        if session:
-            message["sessionId"] = session
-        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
-        while True:
-            while b"\0" not in self.buffer:
-                chunk = os.read(self.from_browser, 1 << 16)
-                if not chunk:
-                    raise RuntimeError("chromium closed its pipe")
-                self.buffer += chunk
-            raw, self.buffer = self.buffer.split(b"\0", 1)
-            answer = json.loads(raw)
-            if answer.get("id") == self.next_id:
-                if "error" in answer:
-                    raise RuntimeError("%s: %s" % (method, answer["error"]))
-                return answer.get("result", {})
-
-    def page(self, method, **params):
-        return self.call(method, session=self.session, **params)
-
-    def evaluate(self, expression, await_promise=False):
-        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=await_promise)
-        return result["result"].get("value")
-
-    def screenshot(self, name):
-        data = self.page("Page.captureScreenshot", format="png")["data"]
-        with open(os.path.join(SHOTS, name), "wb") as out:
-            out.write(base64.b64decode(data))
-
-    def close(self):
-        self.process.kill()
-        self.process.wait()
-        # Chromium's profile is some 30 directories; every run used to leave one in /tmp.
-        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def ip(*arguments):
@@ -169,7 +101,7 @@ def isolated_scenario(browser):
 
 
 report = {}
-browser = Browser()
+browser = Browser(shots=SHOTS)
 try:
     if ISOLATED:
         browser.page("Page.enable")
