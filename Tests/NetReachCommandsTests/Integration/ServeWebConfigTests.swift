@@ -45,6 +45,17 @@ struct ServeWebConfigTests {
 
         func cert(_ name: String) -> String { certificates.path(name) }
 
+        /// TLS with the `server` certificate, and `prom` as the one user.
+        var tlsWithProm: String {
+            """
+            tls_server_config:
+              cert_file: \(cert("server.pem"))
+              key_file: \(cert("server.key"))
+            basic_auth_users:
+              prom: \(promHash)
+            """
+        }
+
         /// Writes `web.yml` (replacing it) and returns its path.
         @discardableResult
         func write(_ text: String, as name: String = "web.yml") throws -> String {
@@ -165,15 +176,8 @@ struct ServeWebConfigTests {
     @Test func prometheusScrapesOverTLSWithBasicAuthAndAWrongPasswordIsUpZero() async throws {
         let files = try await Files.make()
         defer { files.remove() }
-        let web = try files.write(
-            """
-            tls_server_config:
-              cert_file: \(files.cert("server.pem"))
-              key_file: \(files.cert("server.key"))
-            basic_auth_users:
-              prom: \(files.promHash)
-            """)
-        let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--web.config.file", web])
+        let serve = try NetreachProcess.start(
+            ["serve", "--listen", "127.0.0.1:0", "--web.config.file", try files.write(files.tlsWithProm)])
         defer { serve.kill() }
         let target = try await ServeClient.baseURL(of: serve).replacingOccurrences(of: "https://", with: "")
         try files.write("s3cret\n", as: "password")
@@ -337,15 +341,8 @@ struct ServeWebConfigTests {
     func theStatusPageAndItsEventStreamWorkInABrowserOnceThePasswordIsGiven() async throws {
         let files = try await Files.make()
         defer { files.remove() }
-        let web = try files.write(
-            """
-            tls_server_config:
-              cert_file: \(files.cert("server.pem"))
-              key_file: \(files.cert("server.key"))
-            basic_auth_users:
-              prom: \(files.promHash)
-            """)
-        let serve = try NetreachProcess.start(["serve", "--listen", "127.0.0.1:0", "--web.config.file", web])
+        let serve = try NetreachProcess.start(
+            ["serve", "--listen", "127.0.0.1:0", "--web.config.file", try files.write(files.tlsWithProm)])
         defer { serve.kill() }
         let base = try await ServeClient.baseURL(of: serve)
         let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 
 class Browser:
@@ -56,18 +57,25 @@ class Browser:
         os.write(self.to_browser, json.dumps(message).encode() + b"\0")
         return self.next_id
 
+    def receive(self):
+        """The next message from the browser (an answer or an event); events are also kept for
+        next_event()."""
+        while b"\0" not in self.buffer:
+            chunk = os.read(self.from_browser, 1 << 16)
+            if not chunk:
+                raise RuntimeError("chromium closed its pipe")
+            self.buffer += chunk
+        raw, self.buffer = self.buffer.split(b"\0", 1)
+        message = json.loads(raw)
+        if "method" in message:
+            # Kept for next_event(); a driver that never asks for them keeps only the latest.
+            self.events = self.events[-999:] + [message]
+        return message
+
     def call(self, method, session=None, **params):
         sent = self.send(method, session, **params)
         while True:
-            while b"\0" not in self.buffer:
-                chunk = os.read(self.from_browser, 1 << 16)
-                if not chunk:
-                    raise RuntimeError("chromium closed its pipe")
-                self.buffer += chunk
-            raw, self.buffer = self.buffer.split(b"\0", 1)
-            answer = json.loads(raw)
-            if "method" in answer:
-                self.events.append(answer)
+            answer = self.receive()
             if answer.get("id") == sent:
                 if "error" in answer:
                     raise RuntimeError("%s: %s" % (method, answer["error"]))
@@ -99,12 +107,13 @@ class Browser:
             for index, event in enumerate(self.events):
                 if event["method"] in names:
                     return self.events.pop(index)
-            while b"\0" not in self.buffer:
-                chunk = os.read(self.from_browser, 1 << 16)
-                if not chunk:
-                    raise RuntimeError("chromium closed its pipe")
-                self.buffer += chunk
-            raw, self.buffer = self.buffer.split(b"\0", 1)
-            message = json.loads(raw)
-            if "method" in message:
-                self.events.append(message)
+            self.receive()
+
+    def until(self, expression, timeout):
+        """Whether `expression` became true in the page within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.evaluate(expression):
+                return True
+            time.sleep(0.05)
+        return False

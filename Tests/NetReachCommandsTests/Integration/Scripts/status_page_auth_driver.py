@@ -50,15 +50,6 @@ def answer_challenges(browser, respond, deadline):
     return challenges
 
 
-def until(browser, expression, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if browser.evaluate(expression):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 browser = Browser(flags=["--ignore-certificate-errors-spki-list=" + spki_hash(LEAF)])
 report = {}
 try:
@@ -78,8 +69,8 @@ try:
     # From here no request is held or answered for the browser: what follows goes with what it
     # remembered of the password, as after a person's one prompt.
     browser.page("Fetch.disable")
-    report["pathShown"] = until(browser, "document.querySelectorAll('#paths tbody tr').length > 0", 30)
-    report["streamOpen"] = until(browser, """
+    report["pathShown"] = browser.until("document.querySelectorAll('#paths tbody tr').length > 0", 30)
+    report["streamOpen"] = browser.until("""
       (() => { if (!window.__probe) { window.__probe = new EventSource("/api/v1/events");
                  window.__probe.addEventListener("path", () => window.__heard = true); }
                return window.__heard === true; })()""", 30)

@@ -29,15 +29,6 @@ def ip(*arguments):
     subprocess.run(["ip", "-n", LAB] + list(arguments), check=True)
 
 
-def until(browser, expression, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if browser.evaluate(expression):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 # Instruments the page: when each path event arrived and when the overlay showed or hid, by the
 # page's own clock.
 PROBE = """
@@ -77,8 +68,8 @@ def isolated_scenario(browser):
     """The host's own path satisfied, ISOLATED's not: no overlay; then the host's path goes."""
     report = {}
     browser.page("Page.navigate", url=URL)
-    report["loaded"] = until(
-        browser, "%s?.className === 'satisfied' && %s?.className === 'unsatisfied'" % (row(""), row(ISOLATED)), 30)
+    report["loaded"] = browser.until(
+        "%s?.className === 'satisfied' && %s?.className === 'unsatisfied'" % (row(""), row(ISOLATED)), 30)
     # Which namespace's internet path a client hears of first (a new stream starts with the
     # current state, in the order the server first had each; the page's did the same).
     report["firstHeard"] = browser.evaluate(FIRST_HEARD, await_promise=True)
@@ -87,16 +78,16 @@ def isolated_scenario(browser):
     # grace period. Then past the grace period, by the page's own clock, it still has not.
     report["indicatorState"] = browser.evaluate("indicator.state")
     browser.evaluate("window.__since = performance.now()")
-    until(browser, "performance.now() - window.__since > GRACE_MS + 1000", 30)
+    browser.until("performance.now() - window.__since > GRACE_MS + 1000", 30)
     report["hiddenAfterGrace"] = browser.evaluate("document.getElementById('overlay').hidden")
     browser.screenshot("4-isolated-namespace.png")
 
     ip("route", "del", "default")
-    report["outageShown"] = until(browser, "!document.getElementById('overlay').hidden", 15)
+    report["outageShown"] = browser.until("!document.getElementById('overlay').hidden", 15)
     report["overlayText"] = browser.evaluate("document.getElementById('overlay').textContent")
     browser.screenshot("5-host-offline.png")
     ip("route", "add", "default", "via", GATEWAY)
-    report["recoveryHidden"] = until(browser, "document.getElementById('overlay').hidden", 15)
+    report["recoveryHidden"] = browser.until("document.getElementById('overlay').hidden", 15)
     return report
 
 
@@ -109,7 +100,7 @@ try:
         sys.exit(0)
     browser.page("Page.enable")
     browser.page("Page.navigate", url=URL)
-    report["loaded"] = until(browser, "document.querySelector('#paths td.satisfied') !== null", 30)
+    report["loaded"] = browser.until("document.querySelector('#paths td.satisfied') !== null", 30)
     report["pathShown"] = browser.evaluate("document.querySelector('#paths tbody').textContent")
     browser.evaluate(PROBE)
     time.sleep(0.5)   # the probe's own stream starts with the current state
@@ -127,11 +118,11 @@ try:
     # An outage: the overlay comes after the grace period and stays until the route is back.
     browser.evaluate("window.__log = []")
     ip("route", "del", "default")
-    report["outageShown"] = until(browser, "!document.getElementById('overlay').hidden", 15)
+    report["outageShown"] = browser.until("!document.getElementById('overlay').hidden", 15)
     browser.screenshot("2-offline.png")
     report["overlayText"] = browser.evaluate("document.getElementById('overlay').textContent")
     ip("route", "add", "default", "via", GATEWAY)
-    report["recoveryHidden"] = until(browser, "document.getElementById('overlay').hidden", 15)
+    report["recoveryHidden"] = browser.until("document.getElementById('overlay').hidden", 15)
     time.sleep(0.3)
     browser.screenshot("3-recovered.png")
     report["outage"] = browser.evaluate("window.__log")
