@@ -226,6 +226,23 @@ struct BasicAuthenticationTests {
         #expect(await waiting.verdict(authorization: Self.header("a", "x")) == .allowed)
     }
 
+    /// A hash too costly to check within the request's wait (exporter-toolkit's own tests have a
+    /// cost of 18: seconds a check): that request is busy, and the check goes on and is
+    /// remembered, so a later request is answered at once. (Each try may find the one thread
+    /// taken by the previous; some try starts it within its wait, and that check finishes.)
+    @Test func aCheckThatOutlastsTheWaitIsRememberedForTheNext() async throws {
+        let hash = Bcrypt.hash("slow", cost: 14)
+        let check = BasicAuthentication(users: ["a": hash], timeout: .milliseconds(20))
+        var verdicts: [BasicAuthentication.Verdict] = []
+        let deadline = ContinuousClock.now + .seconds(120)
+        while verdicts.last != .allowed, ContinuousClock.now < deadline {
+            verdicts.append(await check.verdict(authorization: Self.header("a", "slow")))
+            if verdicts.last == .busy { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(verdicts.first == .busy, "\(verdicts)")
+        #expect(verdicts.last == .allowed, "\(verdicts.count) tries: \(verdicts.suffix(3))")
+    }
+
     @Test(arguments: [
         (
             "$2y$10$qRTBuFoULoYNA7AQ/F3ck.trZBPyjV64.oA4ZsSBCIWvXuvQlQTuu",

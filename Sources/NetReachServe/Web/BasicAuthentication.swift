@@ -9,7 +9,7 @@ import NetReachSystem
 ///
 /// bcrypt runs on one thread of its own, never on the event loop: a stream of wrong passwords
 /// takes that thread and nothing else (health checks, the answers remembered, the server's other
-/// work go on), and waits longer than `timeout` are answered ``Verdict/busy``.
+/// work go on), and a request that waits longer than `timeout` is answered ``Verdict/busy``.
 ///
 /// ```swift
 /// let check = BasicAuthentication(users: ["prometheus": hash])
@@ -38,8 +38,11 @@ package final class BasicAuthentication: Sendable {
     }
 
     private let users: [String: String]
-    /// What a name not known is checked against: a hash of the same cost as the users'.
-    private let decoy: String
+    /// The cost of the users' hashes: the decoy's.
+    private let decoyCost: Int
+    /// What a name not known is checked against, made on bcrypt's thread the first time one
+    /// comes (a hash of the users' cost takes as long to make as to check).
+    private let decoy = Locked<String?>(nil)
     private let remembered = Locked(Remembered())
     private let bcrypt: BlockingWork.Pool
     private let timeout: Duration
@@ -47,13 +50,14 @@ package final class BasicAuthentication: Sendable {
     /// - Parameters:
     ///   - users: each user's bcrypt hash (checked by ``WebConfiguration``); empty: everyone is allowed.
     ///   - bcrypt: the thread bcrypt runs on; shared by the authenticators a reload makes.
+    ///   - timeout: how long a request waits for its check; a check that started goes on after
+    ///     it, and its answer is remembered, so a very costly hash answers the next request.
     package init(
         users: [String: String], bcrypt: BlockingWork.Pool = BlockingWork.Pool(named: "netreach-bcrypt", width: 1),
         timeout: Duration = .seconds(10)
     ) {
         self.users = users.mapValues(BcryptHash.normalized)
-        let cost = users.values.map(BcryptHash.cost).max() ?? 10
-        decoy = users.isEmpty ? "" : Bcrypt.hash(UUID().uuidString, cost: UInt8(cost))
+        decoyCost = users.values.map(BcryptHash.cost).max() ?? 10
         self.bcrypt = bcrypt
         self.timeout = timeout
     }
@@ -70,14 +74,24 @@ package final class BasicAuthentication: Sendable {
         guard isEnabled else { return .allowed }
         guard let (user, password) = authorization.flatMap(Self.credentials) else { return .denied }
         let known = users[user]
-        let hash = known ?? decoy
-        let key = [user, hash, password].joined(separator: "\0")
+        // NUL, which no credential holds, keeps the parts apart: no name and password can be cut
+        // to look like another's.
+        let key = [user, known ?? "", password].joined(separator: "\0")
         if let answer = remembered.withLock({ $0.answers[key] }) { return answer && known != nil ? .allowed : .denied }
-        guard let matches = await bcrypt.run(until: .now + timeout, { Bcrypt.verify(password, hash: hash) }) else {
-            return .busy
+        let check: @Sendable () -> Bool = { [self] in
+            let matches = Bcrypt.verify(password, hash: known ?? decoyHash())
+            remember(key, matches)
+            return matches
         }
-        remember(key, matches)
+        guard let matches = await bcrypt.run(until: .now + timeout, check) else { return .busy }
         return matches && known != nil ? .allowed : .denied
+    }
+
+    private func decoyHash() -> String {
+        if let made = decoy.withLock({ $0 }) { return made }
+        let made = Bcrypt.hash(UUID().uuidString, cost: UInt8(decoyCost))
+        decoy.withLock { $0 = made }
+        return made
     }
 
     private func remember(_ key: String, _ answer: Bool) {
