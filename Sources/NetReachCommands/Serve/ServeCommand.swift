@@ -71,8 +71,9 @@ package struct ServeCommand: NetreachSubcommand {
             client_auth_type, client_ca_file, min_version, max_version; basic_auth_users: bcrypt \
             hashes, as htpasswd -B writes them; http_server_config.headers). Every endpoint asks \
             for the password except /livez and /readyz without a query, which the kubelet and \
-            systemd call. SIGHUP reads it again with --config: new certificates and users apply \
-            to new connections and requests; turning TLS on or off needs a restart.
+            systemd call. SIGHUP reads it again with --config, and so does a change to it or to a \
+            file it names (a renewed certificate): new certificates and users apply to new \
+            connections and requests; turning TLS on or off needs a restart.
 
             It listens on 127.0.0.1:9817 unless --listen names another address; it says where on \
             standard error once it listens. An IPv6 address goes in brackets ([fd00::7]:9817: \
