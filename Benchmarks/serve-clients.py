@@ -5,11 +5,21 @@ churn, and /probe on a resolver that never answers. Prints measured numbers, one
     Benchmarks/serve-clients.py [flood] [churn] [resolver]      # all three when none is named
     NETREACH=/path/to/netreach Benchmarks/serve-clients.py      # default: .build/debug/netreach
 
-flood     serve started as systemd starts it (soft open-files limit 1,024), 2,000 idle
-          connections and 50 slowloris clients (a header byte every 2 s, reconnecting when
-          closed) for DURATION s (30); meanwhile /livez and /metrics, each on a fresh connection
-          every 50 ms: p50/p99/max and failures. The same-run baseline: the same load on a serve
-          with the old limits (soft = hard = 1,024, no cap, idle and header timeouts of a day).
+flood     2,000 idle connections (reconnecting 0.5 s after being closed) and 50 slowloris
+          clients (a header byte every 2 s, reconnecting when closed) for DURATION s (30), driven
+          by a process of their own (this script, --flood-driver); meanwhile this process asks
+          /livez and /metrics, each on a fresh blocking connection, every 50 ms: p50/p99/max and
+          failures, the server's CPU and descriptors, the load average, the driver's counts.
+          FLOOD names the servers (default serve,nginx), each started afresh per run:
+            serve        as systemd starts it (soft open-files limit 1,024), its defaults
+            serve-nocap  the same with --max-connections 4000: nothing evicted
+            old          the old limits (soft = hard = 1,024, no cap, timeouts of a day)
+            nginx        the floor: nginx, 2 workers x 4,096 connections, /livez a `return 200`,
+                         /metrics a file with serve's /metrics body
+            nginx-cap    nginx, 2 workers x 512 connections: short of connections it closes
+                         its idlest (serve's policy at about the same cap)
+          ROUNDS (1) rounds, the targets in rotating order; PIN=1 runs the server on CPU 0 and
+          the driver and sampler on CPU 1 (taskset), PIN=both each run both ways.
 churn     CYCLES (10,000) event-stream clients, 16 at a time, each connects, reads its first
           event and closes; then serve's netreach_event_clients, the kernel's established
           connections to serve (ss), and serve's VmRSS against the VmRSS after 100 warm-up cycles.
@@ -122,26 +132,39 @@ async def sample(port, paths, until, interval, headers=""):
 
 
 # MARK: flood
+#
+# Three processes: the server, the flood's driver (this script again, `--flood-driver`: 2,050
+# sockets on one asyncio loop) and the sampler (this process: one blocking socket at a time, no
+# event loop), so a sample's time is the server's and the kernel's, not the wait for a loop that
+# also drives the flood.
 
-async def idle_client(port, held, until):
-    """Connects and sends nothing; reconnects when closed, until UNTIL."""
+FLOOD_IDLE = 2000
+FLOOD_SLOWLORIS = 50
+
+
+async def idle_client(port, counts, until):
+    """Connects and sends nothing; when closed, waits 0.5 s and reconnects, until UNTIL."""
     while time.monotonic() < until:
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
         except OSError:
+            counts["refused"] += 1
             await asyncio.sleep(0.5)
             continue
-        held[0] += 1
+        counts["connects"] += 1
+        counts["held"] += 1
         try:
             await asyncio.wait_for(reader.read(), max(0.1, until - time.monotonic()))
+            if time.monotonic() < until:
+                counts["closed"] += 1
         except (OSError, asyncio.TimeoutError):
             pass
-        held[0] -= 1
+        counts["held"] -= 1
         writer.close()
         await asyncio.sleep(0.5)
 
 
-async def slowloris(port, closed, until):
+async def slowloris(port, counts, until):
     """A header a byte every 2 s; reconnects when closed, until UNTIL."""
     while time.monotonic() < until:
         try:
@@ -154,38 +177,232 @@ async def slowloris(port, closed, until):
                 if reader.at_eof():
                     break
             writer.close()
-            closed[0] += 1
+            if time.monotonic() < until:
+                counts["slowloris closed"] += 1
         except OSError:
-            closed[0] += 1
+            counts["slowloris closed"] += 1
             await asyncio.sleep(0.5)
 
 
-async def flood_run(label, arguments, prefix):
-    process, port, lines = start_serve(arguments, prefix)
-    for line in lines:
-        if "open files" in line:
-            print(f"  {label}: {line}")
-    until = time.monotonic() + DURATION
-    held, closed = [0], [0]
-    tasks = [asyncio.create_task(idle_client(port, held, until)) for _ in range(2000)]
-    tasks += [asyncio.create_task(slowloris(port, closed, until)) for _ in range(50)]
-    await asyncio.sleep(min(5, DURATION / 4))  # the flood in place
-    results = await sample(port, ["/livez", "/metrics"], until, 0.05)
-    print(f"  {label}: idle connections open at the end {held[0]}, slowloris connections closed by serve {closed[0]}, "
-          f"serve's descriptors {len(os.listdir(f'/proc/{process.pid}/fd'))}")
-    for path, (latencies, failures) in results.items():
-        print(f"  {label}: {path}: {percentiles(latencies)}, failed {failures}")
+async def flood_driver(port, seconds):
+    """The driver's process: the flood for SECONDS; "ready" on stdout once it has been in place
+    for min(5, SECONDS / 4) s, then its counts as one JSON line at the end."""
+    import json
+    until = time.monotonic() + seconds
+    counts = {"connects": 0, "held": 0, "closed": 0, "refused": 0, "slowloris closed": 0}
+    tasks = [asyncio.create_task(idle_client(port, counts, until)) for _ in range(FLOOD_IDLE)]
+    tasks += [asyncio.create_task(slowloris(port, counts, until)) for _ in range(FLOOD_SLOWLORIS)]
+    await asyncio.sleep(min(5, seconds / 4))
+    print(json.dumps({"ready": True, **counts}), flush=True)
     await asyncio.gather(*tasks, return_exceptions=True)
+    print(json.dumps(counts), flush=True)
+
+
+def get_blocking(port, path, timeout=10.0):
+    """One GET on a fresh connection with a blocking socket: (status, body, seconds); status 0
+    when it failed. Bounded: each receive by what is left of TIMEOUT, the loop by the close."""
+    started = time.monotonic()
+    request = f"GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".encode()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
+            connection.sendall(request)
+            chunks = []
+            while True:
+                left = timeout - (time.monotonic() - started)
+                if left <= 0:
+                    raise TimeoutError
+                connection.settimeout(left)
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        seconds = time.monotonic() - started
+        head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+        status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1 ") else 0
+        return status, body, seconds
+    except (OSError, ValueError, IndexError):
+        return 0, b"", time.monotonic() - started
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def process_tree(pid):
+    """PID and its children (nginx's workers)."""
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            pids += [int(child) for child in children.read().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def cpu_seconds(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def descriptors(pids):
+    total = 0
+    for pid in pids:
+        try:
+            total += len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            pass
+    return total
+
+
+def start_nginx(directory, connections, metrics_body, prefix):
+    """nginx with 2 workers of CONNECTIONS each, /livez and a copy of serve's /metrics body;
+    (process, port) once it answers (bounded: 10 s)."""
+    port = free_port()
+    with open(os.path.join(directory, "metrics"), "wb") as metrics:
+        metrics.write(metrics_body)
+    with open(os.path.join(directory, "nginx.conf"), "w") as conf:
+        conf.write(f"""daemon off;
+worker_processes 2;
+worker_rlimit_nofile 8192;
+pid {directory}/nginx.pid;
+error_log {directory}/error.log;
+events {{ worker_connections {connections}; }}
+http {{
+    access_log off;
+    client_body_temp_path {directory}/tmp;
+    proxy_temp_path {directory}/tmp;
+    fastcgi_temp_path {directory}/tmp;
+    uwsgi_temp_path {directory}/tmp;
+    scgi_temp_path {directory}/tmp;
+    client_header_timeout 75s;
+    keepalive_timeout 75s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location = /livez {{ default_type text/plain; return 200 "ok\\n"; }}
+        location = /metrics {{ default_type text/plain; root {directory}; }}
+    }}
+}}
+""")
+    process = subprocess.Popen(list(prefix) + ["nginx", "-c", f"{directory}/nginx.conf", "-p", directory],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if get_blocking(port, "/livez", timeout=1)[0] == 200:
+            return process, port
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit("nginx did not start")
+
+
+FLOOD_TARGETS = {
+    "serve": "serve, defaults (soft 1,024 raised to hard; cap 1,000, evicting the idlest)",
+    "serve-nocap": "serve --max-connections 4000 (no eviction)",
+    "old": "serve, old limits (soft=hard=1024, no cap, timeouts 24h)",
+    "nginx": "nginx, 2 workers x 4096 connections (no eviction)",
+    "nginx-cap": "nginx, 2 workers x 512 connections (drains its idlest when short: eviction)",
+}
+
+
+def flood_run(target, pinned, metrics_body, scratch):
+    """One run of the flood against TARGET: the printed line's numbers."""
+    import json
+    hard = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
+    server_prefix = ["taskset", "-c", "0"] if pinned else []
+    client_prefix = ["taskset", "-c", "1"] if pinned else []
+    if target == "serve":
+        process, port, _ = start_serve([], server_prefix + ["prlimit", f"--nofile=1024:{hard}"])
+    elif target == "serve-nocap":
+        process, port, _ = start_serve(["--max-connections", "4000"],
+                                       server_prefix + ["prlimit", f"--nofile=1024:{hard}"])
+    elif target == "old":
+        process, port, _ = start_serve(
+            ["--max-connections", "100000", "--idle-timeout", "24h", "--header-timeout", "24h"],
+            server_prefix + ["prlimit", "--nofile=1024:1024"])
+    else:
+        directory = tempfile.mkdtemp(dir=scratch)
+        os.chmod(directory, 0o755)  # nginx's workers run as nobody
+        process, port = start_nginx(directory, 4096 if target == "nginx" else 512, metrics_body, server_prefix)
+    load_before = os.getloadavg()
+    driver = subprocess.Popen(
+        client_prefix + [sys.executable, os.path.abspath(__file__), "--flood-driver", str(port), str(DURATION)],
+        stdout=subprocess.PIPE, text=True)
+    until = time.monotonic() + DURATION
+    ready = driver.stdout.readline()  # bounded: the driver prints it after at most 5 s
+    if not ready.startswith("{"):
+        driver.kill()
+        stop(process)
+        raise SystemExit("the flood's driver did not start")
+    pids = process_tree(process.pid)
+    cpu_before, driver_before, sampled_from = cpu_seconds(pids), cpu_seconds([driver.pid]), time.monotonic()
+    results = {path: ([], 0) for path in ("/livez", "/metrics")}
+    while time.monotonic() < until - 0.5:
+        for path in results:
+            status, _, seconds = get_blocking(port, path)
+            latencies, failures = results[path]
+            if status == 200:
+                latencies.append(seconds)
+            else:
+                results[path] = (latencies, failures + 1)
+        time.sleep(0.05)
+    sampled = time.monotonic() - sampled_from
+    cpu = (cpu_seconds(pids) - cpu_before) / sampled
+    driver_cpu = (cpu_seconds([driver.pid]) - driver_before) / sampled
+    held = descriptors(pids)
+    try:
+        counts = json.loads(driver.communicate(timeout=30)[0].strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, IndexError, ValueError):
+        driver.kill()
+        counts = {}
+    load_after = os.getloadavg()
     stop(process)
+    line = (f"  {target}{' (pinned)' if pinned else ''}: load {load_before[0]:.2f} -> {load_after[0]:.2f}; "
+            f"CPU while sampled: server {cpu * 100:.0f}%, driver {driver_cpu * 100:.0f}% of a core; descriptors {held}; "
+            f"idle connects {counts.get('connects', '?')}, closed by the server {counts.get('closed', '?')}, "
+            f"refused {counts.get('refused', '?')}; slowloris closed {counts.get('slowloris closed', '?')}")
+    print(line)
+    for path, (latencies, failures) in results.items():
+        print(f"  {target}{' (pinned)' if pinned else ''}: {path}: {percentiles(latencies)}, failed {failures}")
+    sys.stdout.flush()
 
 
 async def flood():
-    print("## flood: 2,000 idle connections + 50 slowloris clients, /livez and /metrics on fresh connections")
-    hard = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
-    await flood_run("old limits (soft=hard=1024, no cap, timeouts 24h)",
-                    ["--max-connections", "100000", "--idle-timeout", "24h", "--header-timeout", "24h"],
-                    ["prlimit", "--nofile=1024:1024"])
-    await flood_run(f"defaults (soft 1024, hard {hard})", [], ["prlimit", f"--nofile=1024:{hard}"])
+    targets = os.environ.get("FLOOD", "serve,nginx").split(",")
+    rounds = int(os.environ.get("ROUNDS", "1"))
+    pin = os.environ.get("PIN", "0")
+    pinnings = {"0": [False], "1": [True], "both": [False, True]}[pin]
+    print(f"## flood: {FLOOD_IDLE:,} idle connections + {FLOOD_SLOWLORIS} slowloris clients (driver in a process "
+          f"of its own), /livez and /metrics on fresh connections every 50 ms from a blocking sampler; "
+          f"{DURATION:.0f} s, {rounds} round(s), targets in rotating order; {os.cpu_count()} cores")
+    for target in targets:
+        print(f"  {target}: {FLOOD_TARGETS[target]}")
+    if pin != "0":
+        print("  pinned: the server on CPU 0 (taskset -c 0), the driver and the sampler on CPU 1")
+    metrics_body = b""
+    if any(target.startswith("nginx") for target in targets):
+        # The reference serves what serve's /metrics says, byte for byte, as a file.
+        process, port, _ = start_serve([])
+        metrics_body = get_blocking(port, "/metrics")[1]
+        stop(process)
+        print(f"  nginx's /metrics: a copy of serve's, {len(metrics_body):,} bytes")
+    original_affinity = os.sched_getaffinity(0)
+    with tempfile.TemporaryDirectory(prefix="serve-clients-") as scratch:
+        os.chmod(scratch, 0o755)
+        for round_index in range(rounds):
+            order = targets[round_index % len(targets):] + targets[:round_index % len(targets)]
+            for pinned in pinnings:
+                os.sched_setaffinity(0, {1} if pinned else original_affinity)
+                for target in order:
+                    flood_run(target, pinned, metrics_body, scratch)
+    os.sched_setaffinity(0, original_affinity)
 
 
 # MARK: churn
@@ -343,8 +560,12 @@ async def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--inner-resolver":
         await resolver_inner(sys.argv[2])
         return
+    if len(sys.argv) == 4 and sys.argv[1] == "--flood-driver":
+        await flood_driver(int(sys.argv[2]), float(sys.argv[3]))
+        return
     sections = sys.argv[1:] or ["flood", "churn", "resolver"]
-    print(f"# serve-clients, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, {NETREACH}")
+    print(f"# serve-clients, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, {NETREACH}, "
+          f"load {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     for section in sections:
         await {"flood": flood, "churn": churn, "resolver": resolver}[section]()
 
