@@ -9,9 +9,9 @@ import Glibc
 /// `serve --web.config.file` as operators use it: curl and a real Prometheus over TLS with basic
 /// authentication, client certificates judged side by side with Prometheus's own server reading
 /// the same file (exporter-toolkit, the reference), and a SIGHUP that changes the certificate and
-/// the users. Everything on 127.0.0.1.
+/// the users. Everything on 127.0.0.1; one test at a time (each starts Prometheus or Chromium).
 @Suite(
-    "netreach serve --web.config.file (integration)", .offPool,
+    "netreach serve --web.config.file (integration)", .offPool, .serialized,
     .enabled(if: ExternalServer.available("openssl", "htpasswd", "prometheus", "curl")), .timeLimit(.minutes(4)))
 struct ServeWebConfigTests {
     /// A directory with the test CA's certificates, a user `prom` whose password is `s3cret`
