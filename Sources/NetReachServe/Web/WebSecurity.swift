@@ -117,7 +117,8 @@ package final class WebSecurity: Sendable {
     /// The configuration in force.
     package var configuration: WebConfiguration { current.withLock { $0.configuration } }
 
-    /// `TLS (client certificates: RequireAndVerifyClientCert), 2 users`, for the log.
+    /// `TLS TLS12 and up, client certificates: NoClientCert; basic authentication, 2 users`, for
+    /// the log.
     package static func summary(_ configuration: WebConfiguration) -> String {
         var parts: [String] = []
         if let tls = configuration.tls {
