@@ -77,6 +77,35 @@ package enum SystemCall {
         return Array(bytes.prefix(total))
     }
 
+    /// Why ``readConfigurationText(_:limit:)`` gave no text.
+    package enum ConfigurationTextError: Error, Equatable, Sendable {
+        /// It cannot be looked at or read, is not a regular file, or is larger than the limit:
+        /// the reason, as a phrase.
+        case cannotRead(String)
+        /// Its bytes are not UTF-8.
+        case notText
+    }
+
+    /// A configuration file's text: a regular file of at most `limit` bytes, in UTF-8. What
+    /// serve's `--config` and `--web.config.file` are both read with.
+    ///
+    /// ```swift
+    /// let text = try SystemCall.readConfigurationText("/etc/netreach/serve.yaml", limit: 1 << 20)
+    /// ```
+    package static func readConfigurationText(
+        _ path: String, limit: Int
+    ) throws(ConfigurationTextError) -> String {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw .cannotRead(SystemError.current.description) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .cannotRead("not a regular file") }
+        guard let bytes = readFile(path, limit: limit + 1) else { throw .cannotRead(SystemError.current.description) }
+        guard bytes.count <= limit else {
+            throw .cannotRead("larger than " + (limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes"))
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .notText }
+        return text
+    }
+
     /// What one non-blocking ``receive(_:into:)`` got.
     package enum Received: Equatable, Sendable {
         /// A datagram of this many bytes (0 for an empty one).

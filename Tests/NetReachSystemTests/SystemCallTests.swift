@@ -269,3 +269,40 @@ struct LockAndExecutorTests {
         #expect(comm == "netreach-test-n\n", "Linux keeps 15 bytes of a thread's name")
     }
 }
+
+/// The one reader of serve's configuration files (`--config`, `--web.config.file`): each way a
+/// path can fail to be a small UTF-8 file is its own error, never a crash or a read without end.
+@Suite("Configuration text")
+struct ConfigurationTextTests {
+    @Test func eachWayAFileCannotBeUsedIsSaid() throws {
+        let directory = try TemporaryDirectory("netreach-text")
+        defer { directory.remove() }
+        let small = directory.path("ok.yml")
+        try Data("listen: 127.0.0.1:9817\n".utf8).write(to: URL(fileURLWithPath: small))
+        #expect(try SystemCall.readConfigurationText(small, limit: 1 << 20) == "listen: 127.0.0.1:9817\n")
+        let exact = directory.path("exact")
+        try Data(repeating: 0x61, count: 8).write(to: URL(fileURLWithPath: exact))
+        #expect(try SystemCall.readConfigurationText(exact, limit: 8) == "aaaaaaaa")
+        #expect(throws: SystemCall.ConfigurationTextError.cannotRead("larger than 7 bytes")) {
+            try SystemCall.readConfigurationText(exact, limit: 7)
+        }
+        #expect(throws: SystemCall.ConfigurationTextError.cannotRead("larger than 1 MiB")) {
+            let large = directory.path("large")
+            try Data(count: (1 << 20) + 1).write(to: URL(fileURLWithPath: large))
+            return try SystemCall.readConfigurationText(large, limit: 1 << 20)
+        }
+        let binary = directory.path("binary")
+        try Data([0xff, 0xfe]).write(to: URL(fileURLWithPath: binary))
+        #expect(throws: SystemCall.ConfigurationTextError.notText) {
+            try SystemCall.readConfigurationText(binary, limit: 1 << 20)
+        }
+        for path in [directory.url.path, "/dev/zero"] {
+            #expect(throws: SystemCall.ConfigurationTextError.cannotRead("not a regular file")) {
+                try SystemCall.readConfigurationText(path, limit: 1 << 20)
+            }
+        }
+        #expect(throws: SystemCall.ConfigurationTextError.cannotRead(SystemError(ENOENT).description)) {
+            try SystemCall.readConfigurationText(directory.path("missing"), limit: 1 << 20)
+        }
+    }
+}

@@ -2,12 +2,6 @@ import Foundation
 import NetReachSystem
 import Yams
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// `serve --config FILE`: what serve watches, in YAML (or JSON, which YAML reads too). Read at
 /// start, and again on SIGHUP or `POST /-/reload`; the command-line flags are added to it each time.
 ///
@@ -71,15 +65,14 @@ struct ServeConfigFile: Decodable, Equatable {
 
     /// Reads and parses the file at `path`.
     static func read(_ path: String) throws(ServeConfigError) -> ServeConfigFile {
-        var status = stat()
-        guard stat(path, &status) == 0 else { throw .cannotRead(path: path, SystemError.current.description) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw .cannotRead(path: path, "not a regular file") }
-        guard let bytes = SystemCall.readFile(path, limit: maximumSize + 1) else {
-            throw .cannotRead(path: path, SystemError.current.description)
-        }
-        guard bytes.count <= maximumSize else { throw .cannotRead(path: path, "larger than 1 MiB") }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw .invalid(path: path, "not UTF-8 text")
+        let text: String
+        do {
+            text = try SystemCall.readConfigurationText(path, limit: maximumSize)
+        } catch {
+            switch error {
+            case .cannotRead(let reason): throw .cannotRead(path: path, reason)
+            case .notText: throw .invalid(path: path, "not UTF-8 text")
+            }
         }
         return try parse(text, path: path)
     }

@@ -2,12 +2,6 @@ import Foundation
 import NetReachSystem
 import Yams
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// `serve --web.config.file FILE`: TLS and basic authentication, in the web configuration file
 /// every Prometheus exporter reads (exporter-toolkit's), so one file serves node_exporter and
 /// netreach alike and Prometheus's scrape settings (`scheme: https`, `tls_config`, `basic_auth`)
@@ -103,14 +97,15 @@ package struct WebConfiguration: Sendable, Equatable {
 
     /// Reads and checks the file at `path`; relative file names in it are taken from its directory.
     package static func read(_ path: String) throws(WebConfigurationError) -> WebConfiguration {
-        var status = stat()
-        guard stat(path, &status) == 0 else { throw .init(path, SystemError.current.description) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw .init(path, "not a regular file") }
-        guard let bytes = SystemCall.readFile(path, limit: maximumSize + 1) else {
-            throw .init(path, SystemError.current.description)
+        let text: String
+        do {
+            text = try SystemCall.readConfigurationText(path, limit: maximumSize)
+        } catch {
+            switch error {
+            case .cannotRead(let reason): throw .init(path, reason)
+            case .notText: throw .init(path, "not UTF-8 text")
+            }
         }
-        guard bytes.count <= maximumSize else { throw .init(path, "larger than 1 MiB") }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw .init(path, "not UTF-8 text") }
         let directory = (path as NSString).deletingLastPathComponent
         do {
             return try WebConfiguration(yaml: text, directory: directory.isEmpty ? "." : directory)
