@@ -26,6 +26,8 @@ extension AsyncHTTPClientTransport {
         var port: Int
         /// The proxy it went through, if any.
         var proxy: (host: String, port: Int)?
+        /// Where the connection went instead of the host and port (``NetReachHTTP/ConnectionOverrides``), if anywhere.
+        var connection: (host: String, port: Int)?
 
         init(_ request: HTTPRequest, proxy: HTTPClient.Configuration.Proxy?) {
             let authority = request.authority ?? ""
@@ -41,8 +43,12 @@ extension AsyncHTTPClientTransport {
             self.proxy = proxy.map { ($0.host, $0.port) }
         }
 
-        /// `example.com:443`, `[::1]:8080`.
-        var hostPort: String { Self.hostPort(host, port) }
+        /// `example.com:443`, `[::1]:8080`; `example.com:443 (at 127.0.0.1:8443)` when the
+        /// connection went elsewhere.
+        var hostPort: String {
+            guard let connection else { return Self.hostPort(host, port) }
+            return "\(Self.hostPort(host, port)) (at \(Self.hostPort(connection.host, connection.port)))"
+        }
         /// `the proxy 127.0.0.1:3128`.
         var proxyName: String { proxy.map { "the proxy \(Self.hostPort($0.host, $0.port))" } ?? "the proxy" }
         /// What the connection goes to: the proxy, or the host.

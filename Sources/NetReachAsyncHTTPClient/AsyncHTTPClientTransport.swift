@@ -168,6 +168,36 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         body: HTTPBody?,
         options: TransportOptions
     ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
+        // curl's --resolve and --connect-to: on every connection, a redirect's too; never through
+        // a proxy, which connects to the URL's host itself.
+        guard case .owned(let clients) = routing, !clients.overrides.isEmpty, !request.hasIPv6Zone,
+            clients.route(for: request) == nil, let authority = request.authority,
+            let target = clients.overrides.target(
+                host: Self.host(of: authority), port: Self.port(of: authority, scheme: request.scheme))
+        else {
+            return try await send(request, body: body, options: options, connectingTo: nil)
+        }
+        // Each address in turn while the last one refused the connection or did not answer in
+        // time, as curl tries a name's addresses: nothing was sent to it.
+        let candidates = target.addresses.isEmpty ? [target.host] : target.addresses
+        for candidate in candidates.dropLast() {
+            do throws(TransportError) {
+                return try await send(
+                    request, body: body, options: options, connectingTo: (candidate, target.port))
+            } catch  where error.kind == .cannotConnect || error.kind == .connectTimeout {
+                continue
+            }
+        }
+        return try await send(request, body: body, options: options, connectingTo: (candidates.last!, target.port))
+    }
+
+    /// Sends `request`, connecting to `connectingTo` (an address or a name, and a port) instead of
+    /// the URL's host and port when given; the `Host` field, the TLS server name and the name the
+    /// certificate is checked against stay the URL's host.
+    private func send(
+        _ request: HTTPRequest, body: HTTPBody?, options: TransportOptions,
+        connectingTo connection: (host: String, port: Int)?
+    ) async throws(TransportError) -> (HTTPResponse, HTTPBody) {
         let exchange = Exchange()
         let watchdog = StallWatchdog(stall: options.stallTimeout, deadline: options.deadline) { error in
             exchange.fail(error)
@@ -178,14 +208,22 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         switch routing {
         case .single:
             (client, owner, holder) = (self.client, nil, nil)
-        case .owned(let clients):
+        case .owned(let allClients):
+            var clients = allClients
+            if let connection {
+                // AsyncHTTPClient connects to another address, with the URL's host as TLS server
+                // name, through its DNS override, which is set per client: clients of their own.
+                let name = Self.overrideKey(request.authority ?? "")
+                if name != connection.host { clients = try allClients.connecting(name, to: connection.host) }
+            }
             let chosen = clients.client(for: request)
             (client, owner, holder) = (chosen.0, clients, chosen.holder)
         case .unusable(let error):
             throw TransportError(.invalidRequest, "the environment's transport settings cannot be used: \(error)")
         }
         var clientRequest = try Self.makeClientRequest(
-            request, body: body, watchdog: watchdog, eventLoops: Array(client.eventLoopGroup.makeIterator()))
+            request, body: body, watchdog: watchdog, eventLoops: Array(client.eventLoopGroup.makeIterator()),
+            connectPort: connection?.port)
         // The clients this module made get bodies as they were sent and decode them here.
         let decodingLimit: Int64? =
             switch routing {
@@ -206,7 +244,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 "https to \(request.authority ?? "") through a proxy: its IPv6 zone names an interface of this host, which means nothing to the proxy and would be sent to it; reach the address directly (no_proxy)"
             )
         }
-        let destination = Destination(request, proxy: route)
+        var destination = Destination(request, proxy: route)
+        destination.connection = connection
         if let route, request.scheme?.lowercased() == "http" {
             clientRequest = AbsoluteFormProxy.request(
                 // As `Host` says it: no user info, and no IPv6 zone, which names an interface of
@@ -279,18 +318,22 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     // MARK: Conversions
 
     /// `eventLoops`: the client's, on which a request body's parts are written (see ``RequestChunks``).
+    /// `connectPort`: the port to connect to instead of the URL's (the `Host` field keeps the URL's).
     package static func makeClientRequest(
-        _ request: HTTPRequest, body: HTTPBody?, watchdog: StallWatchdog, eventLoops: [any EventLoop] = []
+        _ request: HTTPRequest, body: HTTPBody?, watchdog: StallWatchdog, eventLoops: [any EventLoop] = [],
+        connectPort: Int? = nil
     ) throws(TransportError) -> HTTPClientRequest {
         let (scheme, authority, path) = try request.target()
-        var clientRequest = HTTPClientRequest(url: "\(scheme)://\(authority)\(path)")
+        let connectAuthority = connectPort.map { Self.authority(authority, port: $0) } ?? authority
+        var clientRequest = HTTPClientRequest(url: "\(scheme)://\(connectAuthority)\(path)")
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
+        // AsyncHTTPClient would write the URL's host as it is, an IPv6 zone included (and, with a
+        // port to connect to, that port). First, as RFC 9110 §7.2 asks and curl sends it.
+        if !request.headerFields.contains(where: { $0.name.canonicalName == "host" }), let host = request.hostField {
+            clientRequest.headers.add(name: "Host", value: host)
+        }
         for field in request.headerFields {
             clientRequest.headers.add(name: field.name.rawName, value: field.value)
-        }
-        // AsyncHTTPClient would write the URL's host as it is, an IPv6 zone included.
-        if !clientRequest.headers.contains(name: "host"), let host = request.hostField {
-            clientRequest.headers.add(name: "Host", value: host)
         }
         if let body {
             let length: HTTPClientRequest.Body.Length
@@ -322,6 +365,41 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         }
         if let colon = hostPort.lastIndex(of: ":") { return String(hostPort[..<colon]) }
         return String(hostPort)
+    }
+
+    /// The port of an authority: `[::1]:8080` → 8080; the scheme's default when it has none.
+    static func port(of authority: String, scheme: String?) -> Int {
+        let (_, _, port) = parts(of: authority)
+        return port.flatMap { Int($0) } ?? (scheme?.lowercased() == "https" ? 443 : 80)
+    }
+
+    /// `authority` with `port` in place of its own: `user@example.com` → `user@example.com:8443`.
+    static func authority(_ authority: String, port: Int) -> String {
+        let (userInfo, host, _) = parts(of: authority)
+        return "\(userInfo)\(host):\(port)"
+    }
+
+    /// An authority's user info (with its `@`, or empty), host as written (an IPv6 address in its
+    /// brackets) and port, if any.
+    private static func parts(of authority: String) -> (userInfo: Substring, host: Substring, port: Substring?) {
+        var hostPort = Substring(authority)
+        var userInfo = hostPort.prefix(0)
+        if let at = hostPort.lastIndex(of: "@") {
+            userInfo = hostPort[...at]
+            hostPort = hostPort[hostPort.index(after: at)...]
+        }
+        var hostEnd = hostPort.firstIndex(of: ":") ?? hostPort.endIndex
+        if hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]") { hostEnd = hostPort.index(after: close) }
+        let rest = hostPort[hostEnd...]
+        return (userInfo, hostPort[..<hostEnd], rest.hasPrefix(":") ? rest.dropFirst() : nil)
+    }
+
+    /// The name AsyncHTTPClient gives the host of `authority` when it looks up its DNS override:
+    /// as written, an IPv6 address in brackets.
+    static func overrideKey(_ authority: String) -> String {
+        let host = host(of: authority)
+        if case .v6? = try? SocketAddress(ipAddress: host, port: 0) { return "[\(host)]" }
+        return host
     }
 
     private static func makeResponse(_ response: HTTPClientResponse) throws(TransportError) -> HTTPResponse {

@@ -91,6 +91,13 @@ final class ClientSet: Sendable {
     let hostClients = Locked<[HostClient]>([])
     /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
     private let inspectors = Locked<[String: OwnedClient]>([:])
+    /// Where connections go instead of a URL's host and port (curl's `--resolve`, `--connect-to`).
+    let overrides: ConnectionOverrides
+    /// What this set was made from, for the sets of ``connecting(_:to:)``.
+    private let settings: TransportSettings
+    private let environment: [String: String]
+    /// The sets of ``connecting(_:to:)``, by host and address.
+    private let redirected = Locked<[String: ClientSet]>([:])
 
     /// How many per-host clients are kept.
     static let hostClientLimit = 32
@@ -135,6 +142,37 @@ final class ClientSet: Sendable {
             } : nil
         maximumDecodedBodySize = settings.maximumDecodedBodySize
         self.shutsDownOnDeinit = shutsDownOnDeinit
+        overrides = settings.connectionOverrides
+        self.settings = settings
+        self.environment = environment
+    }
+
+    /// Clients like these whose connections for `host` (as AsyncHTTPClient writes it: an IPv6
+    /// address in brackets) go to `address` (or another name), made once and kept with this set.
+    /// AsyncHTTPClient's DNS override keeps `host` as the TLS server name, and the certificate is
+    /// still checked against the URL's host; the override is per client, hence clients of their own.
+    func connecting(_ host: String, to address: String) throws(TransportError) -> ClientSet {
+        let key = host + " " + address
+        let made = redirected.withLock { sets -> Result<ClientSet, TransportSettingsError> in
+            if let found = sets[key] { return .success(found) }
+            var settings = self.settings
+            settings.connectionOverrides = ConnectionOverrides()
+            var dnsOverride = self.base.dnsOverride
+            dnsOverride[host] = address
+            do throws(TransportSettingsError) {
+                let set = try ClientSet(settings: settings, environment: self.environment, dnsOverride: dnsOverride)
+                sets[key] = set
+                return .success(set)
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch made {
+        case .success(let set): return set
+        case .failure(let error):
+            // The same settings made this set: only a file changed since could fail.
+            throw TransportError(.invalidRequest, "the transport settings cannot be used any more: \(error)")
+        }
     }
 
     deinit {

@@ -177,6 +177,11 @@ public struct URLSessionTransport: HTTPTransport {
                 "limit connecting separately",
                 "FoundationNetworking on Linux has no connect timeout (the stall timeout covers connecting)")
         }
+        if !settings.connectionOverrides.isEmpty {
+            throw unsupported(
+                "connect elsewhere than the URL's host (--resolve, --connect-to)",
+                "FoundationNetworking on Linux offers no hook to choose the address it connects to")
+        }
         if settings.proxy != ProxySettings.environment(environment) {
             throw unsupported(
                 "use a proxy other than the environment's",

@@ -70,7 +70,19 @@ struct GetPlainParseTests {
     private static func values(_ option: PlainOption, _ paths: Paths) -> (valid: [String], refused: [String]) {
         switch option {
         case .method: (["POST", "delete", "PROPFIND"], ["NOT A METHOD"])
-        case .header: (["A: b", "X-Y:z", "Accept:  */*  "], ["no colon", ": empty name"])
+        case .header:
+            (["A: b", "X-Y:z", "Accept:  */*  ", "Accept:", "X-Empty;"], ["no colon", ": empty name", "X;y"])
+        case .userAgent: (["curl/8.0", "my agent/1.0 (x)"], [])
+        case .resolve:
+            (
+                ["example.com:443:127.0.0.1", "a.test:80:[::1],127.0.0.1", "*:8443:::1", "+b.test:443:10.0.0.1"],
+                ["garbage", "example.com:0:127.0.0.1", "example.com:443:", "example.com:443:not-an-address"]
+            )
+        case .connectTo:
+            (
+                ["example.com:443:127.0.0.1:8443", "::localhost:", "[::1]:80:[::1]:8080", "a.test::b.test:"],
+                ["garbage", "a:70000:b:1", "a:443:[::1", "a:443:b:x"]
+            )
         case .data: (["x=1", "@-", "@" + paths.missing, "{\"a\": [1, 2]}"], [])
         case .user: (["user:secret", "a:"], ["nocolon"])
         case .maxTime, .timeout: (["30s", "1m30s", "500ms", "2", "1.5s"], ["0", "abc", "3x", "1s2m"])
@@ -158,8 +170,9 @@ struct GetPlainParseTests {
             var used: [PlainOption] = []
             for _ in 0..<(1 + next(6)) {
                 let option = options[next(options.count)]
-                // Given twice (but for --header) is ArgumentParser's to read: tested below.
-                if option != .header && used.contains(option) { continue }
+                // Given twice (but for --header, --resolve, --connect-to) is ArgumentParser's to
+                // read: tested below.
+                if !option.isRepeatable && used.contains(option) { continue }
                 let value: String?
                 if option.isFlag {
                     value = nil
@@ -202,6 +215,9 @@ struct GetPlainParseTests {
         ["ftp://example.com/"], ["https:///path"], ["--continue", url], ["--write-error-body", url],
         ["--head", "-o", "out", url], ["--head", "-d", "x", url], ["--head", "-X", "POST", url],
         ["--max-time", "1s", "--timeout", "1s", url], ["--continue", "-o", "f", "-H", "Range: bytes=0-", url],
+        ["--create-dirs", url], ["--create-dirs", "-o", "-", url],
+        // Values that start with '-' or are empty, which ArgumentParser takes for these.
+        ["-A", "", url], ["--user-agent=", url], ["--resolve", "-example.com:443", url],
     ])
     func whatItLeavesToArgumentParser(_ words: [String]) {
         #expect(GetCommand.plainParse(words[...]) == nil)

@@ -46,6 +46,18 @@ struct TransportRequestFuzzTests {
                 if !request.url.hasPrefix("\(target.scheme)://\(target.authority)") {
                     problems.append("AsyncHTTPClient: \(request.url) for \(target.url)")
                 }
+                // Another port to connect to (--connect-to): the same host, that port, the Host
+                // field the URL's.
+                let moved = try AsyncHTTPClientTransport.makeClientRequest(
+                    head, body: nil, watchdog: watchdog, connectPort: 8443)
+                let authority = String(
+                    moved.url.dropFirst("\(target.scheme)://".count).prefix { $0 != "/" && $0 != "?" })
+                if AsyncHTTPClientTransport.host(of: authority) != host
+                    || AsyncHTTPClientTransport.port(of: authority, scheme: target.scheme) != 8443
+                    || moved.headers.first(name: "host") != request.headers.first(name: "host")
+                {
+                    problems.append("AsyncHTTPClient to port 8443: \(moved.url) for \(target.url)")
+                }
             } catch {
                 problems.append("AsyncHTTPClient refused \(target.url): \(error)")
             }

@@ -84,6 +84,20 @@ struct ConnectionOptions: ParsableArguments {
         transform: { try WaitDuration(parsing: $0) })
     var connectTimeout: WaitDuration?
 
+    @Option(
+        name: .customLong("resolve"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Connect to ADDR for HOST:PORT (several addresses, comma-separated, tried in order; an IPv6 one in brackets or not; HOST '*' for any host), as curl --resolve: Host, the TLS server name and the certificate's name stay HOST. Also after a redirect; not through a proxy. Repeat for more; -HOST:PORT drops an earlier one, and curl's + prefix is accepted.",
+            valueName: "host:port:addr[,addr]"))
+    var resolve: [String] = []
+
+    @Option(
+        name: .customLong("connect-to"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Connect to HOST2:PORT2 for requests to HOST1:PORT1, as curl --connect-to (an empty HOST1 or PORT1 matches any; an empty HOST2 or PORT2 keeps the URL's; IPv6 in brackets). Host, the TLS server name and the certificate's name stay HOST1; --resolve applies to HOST2. Also after a redirect; not through a proxy. Repeat for more: the first that matches is used.",
+            valueName: "host1:port1:host2:port2"))
+    var connectTo: [String] = []
+
     @Flag(
         name: .customLong("compressed"),
         help: "Accepted for curl's sake: responses are always asked for and decoded with gzip or deflate.")
@@ -110,6 +124,18 @@ struct ConnectionOptions: ParsableArguments {
         if let connectTimeout, connectTimeout.isZero {
             throw ValidationError("--connect-timeout must be more than 0.")
         }
+        _ = try overrides
+    }
+
+    /// `--resolve` and `--connect-to`, read.
+    private var overrides: ConnectionOverrides {
+        get throws(ValidationError) {
+            do throws(ConnectionOverrides.ParseError) {
+                return try ConnectionOverrides(resolve: resolve, connectTo: connectTo)
+            } catch {
+                throw ValidationError("\(error.description).")
+            }
+        }
     }
 
     /// The settings the options say, read against `environment` for what they leave unset.
@@ -134,7 +160,10 @@ struct ConnectionOptions: ParsableArguments {
             }
         }
         if let noProxy { proxySettings.noProxy = ProxySettings.parseList(noProxy) }
-        return TransportSettings(tls: tls, proxy: proxySettings, connectTimeout: connectTimeout?.duration)
+        var settings = TransportSettings(tls: tls, proxy: proxySettings, connectTimeout: connectTimeout?.duration)
+        // validate() read them already.
+        settings.connectionOverrides = (try? overrides) ?? ConnectionOverrides()
+        return settings
     }
 
     /// The transport `make` makes with these options, after printing the `--insecure` warning.
@@ -180,6 +209,8 @@ struct ConnectionOptions: ParsableArguments {
             if proxy != nil { given.append("--proxy") }
             if noProxy != nil { given.append("--noproxy") }
             if connectTimeout != nil { given.append("--connect-timeout") }
+            if !resolve.isEmpty { given.append("--resolve") }
+            if !connectTo.isEmpty { given.append("--connect-to") }
             let options = given.isEmpty ? "the environment's settings" : given.joined(separator: ", ")
             return "the HTTP client cannot honour \(options): \(error.detail)."
         case .unreadableFile, .invalidCredentials, .invalidProxy:

@@ -2,15 +2,16 @@ import ArgumentParser
 
 extension GetCommand {
     /// `get`'s words parsed without ArgumentParser, when they are plainly written: the URL once,
-    /// and options by their names, each at most once (`--header` as often as needed), with their
-    /// values after them (`-o FILE`, `--output FILE`, `--output=FILE`), every value valid, and the
-    /// whole passing `validate()`. Anything else (help, a misspelt or unknown option, a value that
-    /// starts with `-`, bundled short flags, `--`, a second URL, a value ArgumentParser would
-    /// refuse, a check that fails) gives `nil`, and ArgumentParser parses the words as before and
-    /// says what it says: this path only ever gives the command ArgumentParser would give
-    /// (`GetPlainParseTests` holds it to that, option by option and in combinations).
+    /// and options by their names, each at most once (`--header`, `--resolve` and `--connect-to` as
+    /// often as needed), with their values after them (`-o FILE`, `--output FILE`,
+    /// `--output=FILE`), every value valid, and the whole passing `validate()`. Anything else (help,
+    /// a misspelt or unknown option, a value that starts with `-`, bundled short flags, `--`, a
+    /// second URL, a value ArgumentParser would refuse, a check that fails) gives `nil`, and
+    /// ArgumentParser parses the words as before and says what it says: this path only ever gives
+    /// the command ArgumentParser would give (`GetPlainParseTests` holds it to that, option by
+    /// option and in combinations).
     ///
-    /// Why: ArgumentParser reflects over `get`'s 35 options on every start, and its first use of
+    /// Why: ArgumentParser reflects over `get`'s 39 options on every start, and its first use of
     /// each option's type walks the Swift runtime's ~10,000 conformance records: ~2 ms of a
     /// small GET from a fresh process (Benchmarks/RESULTS.md, section 29).
     ///
@@ -26,6 +27,7 @@ extension GetCommand {
         command.method = nil
         command.head = false
         command.headers = []
+        command.userAgent = nil
         command.data = nil
         command.user = nil
         command.waitForConnectivity = false
@@ -40,6 +42,7 @@ extension GetCommand {
         command.output = nil
         command.continueDownload = false
         command.writeErrorBody = false
+        command.createDirs = false
         command.maxFilesize = nil
         command.json = false
         command.quiet = false
@@ -55,6 +58,8 @@ extension GetCommand {
         connection.compressed = false
         connection.tlsMinimum = nil
         connection.allowWeakCertificates = false
+        connection.resolve = []
+        connection.connectTo = []
 
         var url: String?
         var given: [PlainOption] = []
@@ -74,7 +79,7 @@ extension GetCommand {
                 attached = word[word.index(after: equals)...]
             }
             guard let option = PlainOption(spelling: name) else { return nil }
-            if option != .header {
+            if !option.isRepeatable {
                 guard !given.contains(option) else { return nil }
                 given.append(option)
             }
@@ -111,10 +116,10 @@ extension GetCommand {
 
 /// The options ``GetCommand/plainParse(_:)`` knows, by each of their spellings.
 enum PlainOption: CaseIterable, Equatable {
-    case method, head, header, data, user, waitForConnectivity, maxTime, timeout, stallTimeout
+    case method, head, header, userAgent, data, user, waitForConnectivity, maxTime, timeout, stallTimeout
     case retries, retryConnrefused, maxRedirs, noLocation, idempotencyKey, output, continueDownload
-    case writeErrorBody, maxFilesize, json, quiet
-    case cacert, capath, cert, key, insecure, proxy, noproxy, connectTimeout, compressed
+    case writeErrorBody, createDirs, maxFilesize, json, quiet
+    case cacert, capath, cert, key, insecure, proxy, noproxy, connectTimeout, compressed, resolve, connectTo
     /// `--tlsv1.0` ... `--tlsv1.3`: one option, given at most once (two are ArgumentParser's to refuse).
     case tlsMinimum, allowWeakCertificates
 
@@ -124,6 +129,7 @@ enum PlainOption: CaseIterable, Equatable {
         case .method: ["--request", "-X"]
         case .head: ["--head", "-I"]
         case .header: ["--header", "-H"]
+        case .userAgent: ["--user-agent", "-A"]
         case .data: ["--data", "-d"]
         case .user: ["--user", "-u"]
         case .waitForConnectivity: ["--wait-for-connectivity"]
@@ -138,6 +144,7 @@ enum PlainOption: CaseIterable, Equatable {
         case .output: ["--output", "-o"]
         case .continueDownload: ["--continue", "-C"]
         case .writeErrorBody: ["--write-error-body"]
+        case .createDirs: ["--create-dirs"]
         case .maxFilesize: ["--max-filesize"]
         case .json: ["--json"]
         case .quiet: ["--quiet", "-q"]
@@ -150,6 +157,8 @@ enum PlainOption: CaseIterable, Equatable {
         case .noproxy: ["--noproxy"]
         case .connectTimeout: ["--connect-timeout"]
         case .compressed: ["--compressed"]
+        case .resolve: ["--resolve"]
+        case .connectTo: ["--connect-to"]
         case .tlsMinimum: TLSMinimumOption.allCases.map { "--" + $0.rawValue }
         case .allowWeakCertificates: ["--allow-weak-certificates"]
         }
@@ -165,11 +174,14 @@ enum PlainOption: CaseIterable, Equatable {
     var isFlag: Bool {
         switch self {
         case .head, .waitForConnectivity, .retryConnrefused, .noLocation, .idempotencyKey, .continueDownload,
-            .writeErrorBody, .json, .quiet, .insecure, .compressed, .tlsMinimum, .allowWeakCertificates:
+            .writeErrorBody, .createDirs, .json, .quiet, .insecure, .compressed, .tlsMinimum, .allowWeakCertificates:
             true
         default: false
         }
     }
+
+    /// Given as often as needed, each value added to the others.
+    var isRepeatable: Bool { self == .header || self == .resolve || self == .connectTo }
 
     func setFlag(spelling: Substring, in command: inout GetCommand, connection: inout ConnectionOptions) {
         switch self {
@@ -180,6 +192,7 @@ enum PlainOption: CaseIterable, Equatable {
         case .idempotencyKey: command.idempotencyKey = true
         case .continueDownload: command.continueDownload = true
         case .writeErrorBody: command.writeErrorBody = true
+        case .createDirs: command.createDirs = true
         case .json: command.json = true
         case .quiet: command.quiet = true
         case .insecure: connection.insecure = true
@@ -196,6 +209,7 @@ enum PlainOption: CaseIterable, Equatable {
         switch self {
         case .method: command.method = value
         case .header: command.headers.append(value)
+        case .userAgent: command.userAgent = value
         case .data: command.data = value
         case .user: command.user = value
         case .maxTime:
@@ -223,6 +237,8 @@ enum PlainOption: CaseIterable, Equatable {
         case .key: connection.clientKey = value
         case .proxy: connection.proxy = value
         case .noproxy: connection.noProxy = value
+        case .resolve: connection.resolve.append(value)
+        case .connectTo: connection.connectTo.append(value)
         case .connectTimeout:
             guard let parsed = duration() else { return false }
             connection.connectTimeout = parsed

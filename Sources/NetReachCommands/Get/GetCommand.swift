@@ -33,6 +33,16 @@ struct GetCommand: NetreachSubcommand {
             written in place. When an attempt breaks, the retry asks for the rest (Range, with \
             If-Range); a failed run keeps FILE.part, and --continue resumes it later.
 
+            Header fields: as curl sends User-Agent: curl/X and Accept: */*, get sends \
+            User-Agent: netreach/\(NetreachCommand.version) and Accept: */*; --user-agent or an \
+            -H field of the same name replaces either, and -H 'Name:' (nothing after the colon) \
+            removes it, as -A '' removes the User-Agent.
+
+            Connecting elsewhere: --resolve HOST:PORT:ADDR and --connect-to \
+            HOST1:PORT1:HOST2:PORT2 send the connections for a host and port (a redirect's too) \
+            to another address or host, as curl's options of those names do; Host, the TLS server \
+            name and the certificate's name stay the URL's host. Through a proxy they do not apply.
+
             Retries: GET, HEAD, OPTIONS, PUT, DELETE and TRACE are retried on 408, 429, 500, \
             502, 503, 504 and failures that can pass: timeouts, a connection lost, a name the \
             resolver could not look up now (capped exponential back-off with jitter, \
@@ -48,6 +58,8 @@ struct GetCommand: NetreachSubcommand {
                   --idempotency-key https://api.example.com/orders
               netreach get https://example.com/big.iso --output big.iso --retries 5
               netreach get https://example.com/big.iso --output big.iso --continue
+              netreach get --resolve example.com:443:127.0.0.1 https://example.com/
+              netreach get --create-dirs -o 2026/q4/report.pdf https://example.com/report.pdf
 
             \(ExitStatusTable.help(for: "get"))
             """
@@ -68,8 +80,17 @@ struct GetCommand: NetreachSubcommand {
 
     @Option(
         name: [.customShort("H"), .customLong("header")],
-        help: ArgumentHelp("A header field, 'Name: value'; repeat for more.", valueName: "header"))
+        help: ArgumentHelp(
+            "A header field, 'Name: value'; repeat for more. It replaces the default User-Agent or Accept of its name; 'Name:' with nothing after it removes one (as curl), 'Name;' sends it empty.",
+            valueName: "header"))
     var headers: [String] = []
+
+    @Option(
+        name: [.customShort("A"), .customLong("user-agent")], parsing: .unconditional,
+        help: ArgumentHelp(
+            "The User-Agent to send instead of netreach/\(NetreachCommand.version); '' sends none (as curl -A '').",
+            valueName: "name"))
+    var userAgent: String?
 
     @Option(
         name: [.customShort("d"), .customLong("data")],
@@ -135,6 +156,12 @@ struct GetCommand: NetreachSubcommand {
     private var outputFile: String? { output == "-" ? nil : output }
 
     @Flag(
+        help:
+            "Create the directories --output FILE needs that are missing (mode 0750, as curl --create-dirs); without it a missing directory is exit status 23."
+    )
+    var createDirs = false
+
+    @Flag(
         name: [.customShort("C"), .customLong("continue")],
         help: "Continue a partial --output file (FILE.part, or FILE) from where it stopped, with a range request.")
     var continueDownload = false
@@ -182,7 +209,7 @@ struct GetCommand: NetreachSubcommand {
         }
         _ = try target
         _ = try httpMethod
-        _ = try headerFields
+        _ = try headerLines
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
         guard (0...50).contains(maxRedirs) else { throw ValidationError("--max-redirs must be between 0 and 50.") }
         if maxTime != nil && timeout != nil {
@@ -194,10 +221,11 @@ struct GetCommand: NetreachSubcommand {
         if continueDownload && outputFile == nil {
             throw ValidationError("--continue needs --output FILE: it resumes a file.")
         }
-        if continueDownload && headers.contains(where: { $0.lowercased().hasPrefix("range:") }) {
+        if continueDownload, try headerLines.fields[.range] != nil {
             throw ValidationError("--continue asks for a range of its own: give it or a Range header, not both.")
         }
         if writeErrorBody && outputFile == nil { throw ValidationError("--write-error-body needs --output FILE.") }
+        if createDirs && outputFile == nil { throw ValidationError("--create-dirs needs --output FILE.") }
         if head && outputFile != nil {
             throw ValidationError(
                 "--head prints the header fields on standard output: redirect it rather than give --output.")
@@ -237,18 +265,55 @@ struct GetCommand: NetreachSubcommand {
         }
     }
 
-    private var headerFields: HTTPFields {
+    /// The `-H` lines: the fields to send, and the names of those `Name:` (nothing after the colon)
+    /// removes, as curl reads them. `Name;` is a field sent empty.
+    private var headerLines: (fields: HTTPFields, removed: Set<HTTPField.Name>) {
         get throws(ValidationError) {
             var fields = HTTPFields()
+            var removed = Set<HTTPField.Name>()
             for line in headers {
-                guard let colon = line.firstIndex(of: ":"),
-                    let name = HTTPField.Name(String(line[..<colon]).trimmingCharacters(in: .whitespaces))
-                else {
-                    throw ValidationError("'\(line)' is not a header field; write it as 'Name: value'.")
+                let refusal = ValidationError(
+                    "'\(line)' is not a header field; write it as 'Name: value' ('Name:' removes one, 'Name;' sends it empty)."
+                )
+                func name(_ text: Substring) throws(ValidationError) -> HTTPField.Name {
+                    guard let name = HTTPField.Name(text.trimmingCharacters(in: .whitespaces)) else { throw refusal }
+                    return name
                 }
-                let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                if let colon = line.firstIndex(of: ":") {
+                    let field = try name(line[..<colon])
+                    let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    if value.isEmpty {
+                        removed.insert(field)
+                    } else {
+                        fields.append(HTTPField(name: field, value: value))
+                    }
+                } else if let semicolon = line.firstIndex(of: ";"),
+                    line[line.index(after: semicolon)...].allSatisfy({ $0 == " " || $0 == "\t" })
+                {
+                    fields.append(HTTPField(name: try name(line[..<semicolon]), value: ""))
+                } else {
+                    throw refusal
+                }
+            }
+            return (fields, removed)
+        }
+    }
+
+    /// What `get` sends besides the request's own fields, as curl sends `User-Agent: curl/X` and
+    /// `Accept: */*`: `User-Agent: netreach/VERSION` (or `--user-agent`'s; none for `-A ''`) and
+    /// `Accept: */*`, each unless a `-H` line gives or removes a field of its name. They come
+    /// first, then the `-H` fields in their order, as curl orders them.
+    private var headerFields: HTTPFields {
+        get throws(ValidationError) {
+            let (given, removed) = try headerLines
+            var fields = HTTPFields()
+            func add(_ name: HTTPField.Name, _ value: String) {
+                guard !value.isEmpty, given[name] == nil, !removed.contains(name) else { return }
                 fields.append(HTTPField(name: name, value: value))
             }
+            add(.userAgent, userAgent ?? "netreach/\(NetreachCommand.version)")
+            add(.accept, "*/*")
+            fields.append(contentsOf: given)
             return fields
         }
     }
@@ -291,7 +356,8 @@ struct GetCommand: NetreachSubcommand {
         let started = ContinuousClock.now
         let output = outputFile
         let sending = Task {
-            [request, output, json, continueDownload, writeErrorBody] () async throws -> (Response, Int64) in
+            [request, output, json, continueDownload, writeErrorBody, createDirs] () async throws -> (Response, Int64)
+            in
             // JSON lines carry the body itself (bounded by the policy's buffered limit); otherwise
             // the body goes out as it arrives, to the file or to standard output.
             if json && output == nil {
@@ -302,7 +368,7 @@ struct GetCommand: NetreachSubcommand {
             }
             return try await Self.stream(
                 request, through: service, to: output, resume: continueDownload,
-                writeErrorBody: writeErrorBody, report: report)
+                writeErrorBody: writeErrorBody, createDirs: createDirs, report: report)
         }
         let signalSources = TerminationSignals.install { sending.cancel() }
         defer { signalSources.forEach { $0.cancel() } }
@@ -344,10 +410,12 @@ struct GetCommand: NetreachSubcommand {
     /// many bytes went out.
     private static func stream(
         _ request: Request, through service: NetworkService, to output: String?, resume: Bool,
-        writeErrorBody: Bool, report: GetReport
+        writeErrorBody: Bool, createDirs: Bool, report: GetReport
     ) async throws -> (Response, Int64) {
         if let output {
             do throws(NetworkError) {
+                // Before anything is sent, as the file itself is opened then.
+                if createDirs { try OutputDirectories.create(for: output) }
                 let result = try await service.download(request, to: URL(fileURLWithPath: output), resume: resume) {
                     received, expected in
                     report.progress(received, expected)

@@ -37,6 +37,10 @@ public struct TransportSettings: Sendable, Hashable {
     /// decompression bomb stops here, whatever its ratio, instead of filling memory or disk.
     /// Bodies sent without a content coding are not limited by it. The default is 1 GiB.
     public var maximumDecodedBodySize: Int64
+    /// Where connections go instead of the URL's host and port (curl's `--resolve` and
+    /// `--connect-to`); none by default. Only `AsyncHTTPClientTransport` honours them;
+    /// ``URLSessionTransport/init(settings:)`` throws ``TransportSettingsError/Kind/unsupported``.
+    public var connectionOverrides: ConnectionOverrides
 
     /// The default limit for ``maximumDecodedBodySize``: 1 GiB.
     public static let defaultMaximumDecodedBodySize: Int64 = 1 << 30
@@ -50,12 +54,14 @@ public struct TransportSettings: Sendable, Hashable {
         tls: TLSSettings = TLSSettings(),
         proxy: ProxySettings = .environment(),
         connectTimeout: Duration? = nil,
-        maximumDecodedBodySize: Int64 = TransportSettings.defaultMaximumDecodedBodySize
+        maximumDecodedBodySize: Int64 = TransportSettings.defaultMaximumDecodedBodySize,
+        connectionOverrides: ConnectionOverrides = ConnectionOverrides()
     ) {
         self.tls = tls
         self.proxy = proxy
         self.connectTimeout = connectTimeout
         self.maximumDecodedBodySize = maximumDecodedBodySize
+        self.connectionOverrides = connectionOverrides
     }
 }
 
