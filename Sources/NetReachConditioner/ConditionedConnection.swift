@@ -8,11 +8,13 @@ import Glibc
 /// event loop, each direction shaped by a ``DirectionShaper`` and the faults that act on it. All of
 /// it runs on that event loop; the proxy reaches it through `eventLoop.execute`.
 ///
-/// Bytes read wait in `pending` until they go on the wire: with a bandwidth, one slice at a time
-/// on the ``LinkWire`` the listener's connections share (the next when that one has left), so
-/// flows share the link's rate and a change of conditions applies from the next slice; without
-/// one, at once. On the wire a slice is given its delivery time (delay, jitter, loss) and waits in
-/// `queue` until then.
+/// Bytes read wait in `pending` until they go on the wire: with a bandwidth, slice by slice on the
+/// ``LinkWire`` the listener's connections share, each when the wire's credit lets it leave (the
+/// next is asked for when that one may leave), so flows share the link's rate and a change of
+/// conditions applies from the next slice; without one, at once. Credit is kept against the
+/// monotonic clock, not against when the timer ran: a late timer puts every slice that is due on
+/// the wire at once, so the link never idles for a timer's lateness. On the wire a slice is given
+/// its delivery time (delay, jitter, loss) and waits in `queue` until then.
 ///
 /// A side's end travels the same way as its bytes: its FIN (a half-close: the other way goes on)
 /// is passed on as a FIN once the last byte before it is delivered, never ahead of it; a socket
@@ -43,7 +45,7 @@ final class ConditionedConnection {
         /// Everything read and not delivered: pending and queued.
         var queuedBytes = 0
         var timer: Scheduled<Void>?
-        /// Puts the next slice on the wire when this direction's last one has left it.
+        /// Puts the next slices on the wire when this direction's last one may leave.
         var wireTimer: Scheduled<Void>?
         /// How its source ended, if it has.
         var sourceEnd: SourceEnd?
@@ -252,10 +254,15 @@ final class ConditionedConnection {
         return direction == .upstream ? wires.upstream : wires.downstream
     }
 
-    /// Puts what waits in `direction` on its way, unless a timeout holds it or a slice of it is on
-    /// the wire: without a bandwidth all of it at once; with one, the next slice on the wire, and
-    /// the next when that one has left, at the conditions in force then.
-    private func pump(_ direction: LinkDirection) {
+    /// Puts what waits in `direction` on its way, unless a timeout holds it or its next slice is
+    /// reserved already: without a bandwidth all of it at once; with one, every slice the wire's
+    /// credit lets leave by now, then one more, and the rest when that one may leave, at the
+    /// conditions in force then.
+    ///
+    /// `resuming` is the deadline of the wire timer that called: the bytes have waited since then
+    /// (or since they were read, if later), however late the timer ran, so the credit that accrued
+    /// meanwhile is theirs. Otherwise they wait from now.
+    private func pump(_ direction: LinkDirection, resuming deadline: NIODeadline? = nil) {
         guard self[direction].wireTimer == nil, !holds(direction), !self[direction].pending.isEmpty,
             destination(of: direction) != nil
         else { return }
@@ -268,16 +275,24 @@ final class ConditionedConnection {
             armTimer(direction)
             return
         }
-        guard var head = self[direction].pending.popFirst() else { return }
-        let size = min(self[direction].shaper.sliceSize, head.buffer.readableBytes)
-        guard let slice = head.buffer.readSlice(length: size) else { return }
-        if head.buffer.readableBytes > 0 { self[direction].pending.prepend(head) }
-        let leaves = wire(direction).reserve(size, bandwidth: bandwidth, now: now)
-        let at = self[direction].shaper.delivery(ofSliceSentAt: Self.duration(leaves - start), size: size)
-        enqueue([DirectionShaper.Part(at: at, count: size)], of: slice, readAt: head.readAt, in: direction)
-        self[direction].wireTimer = eventLoop.assumeIsolated().scheduleTask(deadline: leaves) { [self] in
-            self[direction].wireTimer = nil
-            pump(direction)
+        let wire = wire(direction)
+        let sliceSize = self[direction].shaper.sliceSize
+        while var head = self[direction].pending.popFirst() {
+            let size = min(sliceSize, head.buffer.readableBytes)
+            guard let slice = head.buffer.readSlice(length: size) else { break }
+            if head.buffer.readableBytes > 0 { self[direction].pending.prepend(head) }
+            let waitingSince = deadline.map { max($0, head.readAt) } ?? now
+            let leaves = wire.reserve(size, bandwidth: bandwidth, waitingSince: waitingSince)
+            let at = self[direction].shaper.delivery(ofSliceSentAt: Self.duration(leaves - start), size: size)
+            enqueue([DirectionShaper.Part(at: at, count: size)], of: slice, readAt: head.readAt, in: direction)
+            if leaves > now {
+                // Not due yet: the next slice is asked for when this one may leave.
+                self[direction].wireTimer = eventLoop.assumeIsolated().scheduleTask(deadline: leaves) { [self] in
+                    self[direction].wireTimer = nil
+                    pump(direction, resuming: leaves)
+                }
+                break
+            }
         }
         armTimer(direction)
     }

@@ -4,12 +4,13 @@ import NetReachSystem
 /// of them is delivered. A pure value (the relay that owns the sockets only follows its answers),
 /// tested with tables.
 ///
-/// The model is a bottleneck link: bytes are serialised onto a wire of `bandwidth` one after the
-/// other (so a burst takes `size / bandwidth` to pass), then spend `delay` (± `jitter`) on it.
-/// Large reads are cut into slices of about 10 ms of the link's time so bytes arrive as they would,
-/// not in bursts. Delivery is in order, as TCP's is: a part never overtakes the one before it.
-/// Times are offsets from the link's start; they come from the schedule, not from when timers
-/// fired, so a late timer never slows the link down.
+/// The model is a bottleneck link shaped as the kernel's `tc tbf` shapes one: bytes leave at
+/// `bandwidth` as a ``TokenBucket`` lets them (an idle link sends up to ``burst(bandwidth:)`` at
+/// once, then the rate holds, so a large read takes about `size / bandwidth` to pass), then spend
+/// `delay` (± `jitter`) on the link. Large reads are cut into slices of about 10 ms of the link's
+/// time so bytes arrive as they would, not in bursts. Delivery is in order, as TCP's is: a part
+/// never overtakes the one before it. Times are offsets from the link's start; they come from the
+/// schedule, not from when timers fired, so a late timer never slows the link down.
 struct DirectionShaper: Sendable {
     /// A part of a read: this many bytes, delivered at this time.
     struct Part: Sendable, Hashable {
@@ -26,8 +27,8 @@ struct DirectionShaper: Sendable {
     /// The round trip's delay (both directions), for the retransmission timeout.
     private var roundTripDelay: Duration
     private var random: SeededRandom
-    /// When the wire finishes serialising what it was given.
-    private var wireFreeAt = Duration.zero
+    /// The credit of the wire the bytes leave on.
+    private var wire = TokenBucket()
     /// The last part's delivery time: later parts never come before it.
     private var lastDelivery = Duration.zero
 
@@ -59,9 +60,7 @@ struct DirectionShaper: Sendable {
             remaining -= size
             let sent: Duration
             if let bandwidth = conditions.bandwidth, bandwidth > 0 {
-                let start = max(now, wireFreeAt)
-                sent = start + Self.transmissionTime(size, bandwidth: bandwidth)
-                wireFreeAt = sent
+                sent = wire.take(size, rate: bandwidth, burst: Self.burst(bandwidth: bandwidth), waitingSince: now)
             } else {
                 sent = now
             }
@@ -75,7 +74,7 @@ struct DirectionShaper: Sendable {
         return parts
     }
 
-    /// When a slice of `size` bytes whose serialisation ended at `sent` arrives: after the delay,
+    /// When a slice of `size` bytes that left at `sent` arrives: after the delay,
     /// jitter and what its lost packets cost, and never before the slice ahead of it.
     mutating func delivery(ofSliceSentAt sent: Duration, size: Int) -> Duration {
         var delivery = sent + conditions.delay + drawJitter() + lossPenalty(size)
@@ -93,11 +92,22 @@ struct DirectionShaper: Sendable {
     /// About 10 ms of the link's time (at least a segment); everything at once without a bandwidth.
     var sliceSize: Int {
         guard let bandwidth = conditions.bandwidth, bandwidth > 0 else { return Int.max }
-        return max(Self.segmentSize, bandwidth / 100)
+        return Self.sliceSize(bandwidth: bandwidth)
     }
 
-    static func transmissionTime(_ count: Int, bandwidth: Int) -> Duration {
-        .nanoseconds(Int64((Double(count) / Double(bandwidth) * 1e9).rounded()))
+    /// About 10 ms of a link of `bandwidth` bytes a second, at least a segment.
+    static func sliceSize(bandwidth: Int) -> Int {
+        max(segmentSize, bandwidth / 100)
+    }
+
+    /// The credit an idle link of `bandwidth` has (`tc tbf`'s `burst`): one slice, about 10 ms of
+    /// the link's time and at least a segment. `tbf` needs a burst of at least what one timer
+    /// tick lets through (its man page: the rate divided by `HZ`), and a slice is what one of our
+    /// timers lets through. It only shapes a link that was idle (a late timer on a busy one is made
+    /// up from the schedule, see ``TokenBucket``), so it is kept that small: an idle link's first
+    /// slice leaves at once instead of after its own 10 ms, and no larger burst ever does.
+    static func burst(bandwidth: Int) -> Int {
+        sliceSize(bandwidth: bandwidth)
     }
 
     private mutating func drawJitter() -> Duration {

@@ -1,29 +1,34 @@
 import NIOCore
 import NetReachSystem
 
-/// The wire of one direction of a link: the bytes of every connection that uses it are
-/// serialised one slice after another at the link's bandwidth, as a bottleneck serialises
-/// packets (the kernel's `tc tbf` queue, a DSL line). Connections take one slice at a time and
-/// ask for the next when it has left, so flows interleave slice by slice and share the rate.
+/// The wire of one direction of a link: the bytes of every connection that uses it leave one
+/// slice after another at the link's bandwidth, as a ``TokenBucket`` (the kernel's `tc tbf`)
+/// lets them. Connections take credit for one slice at a time, and for the next once that one
+/// may leave, so flows interleave slice by slice and share the rate.
 ///
 /// Shared by a listener's connections (from any event loop), or one per connection with
-/// ``LinkConditions/bandwidthPerConnection``.
+/// ``LinkConditions/bandwidthPerConnection``. Times are `NIODeadline`s (the monotonic clock);
+/// the credit counts from them, not from when the caller's timers ran.
 ///
 /// ```swift
 /// let wire = LinkWire()
-/// let leaves = wire.reserve(14_480, bandwidth: 250_000, now: .now())   // 58 ms later on an idle wire
+/// let now = NIODeadline.now()
+/// wire.reserve(2_500, bandwidth: 250_000, waitingSince: now)   // now: an idle link's burst
+/// wire.reserve(2_500, bandwidth: 250_000, waitingSince: now)   // 10 ms later: the rate
 /// ```
 final class LinkWire: Sendable {
-    /// When the wire has serialised everything given to it so far.
-    private let freeAt = Locked(NIODeadline.uptimeNanoseconds(0))
+    private let bucket = Locked(TokenBucket())
 
-    /// Puts `count` bytes on the wire after what is on it already (at once when it is idle) and
-    /// returns when their last byte has left.
-    func reserve(_ count: Int, bandwidth: Int, now: NIODeadline) -> NIODeadline {
-        freeAt.withLock { free in
-            let start = max(now, free)
-            free = start + TimeAmount(DirectionShaper.transmissionTime(count, bandwidth: bandwidth))
-            return free
+    /// Takes the wire's credit for `count` bytes that have waited for it since `waitingSince`,
+    /// after every slice taken before, and returns when they may leave (``TokenBucket/take(_:rate:burst:waitingSince:)``
+    /// with a burst of ``DirectionShaper/burst(bandwidth:)``).
+    @discardableResult
+    func reserve(_ count: Int, bandwidth: Int, waitingSince: NIODeadline) -> NIODeadline {
+        let leaves = bucket.withLock { bucket in
+            bucket.take(
+                count, rate: bandwidth, burst: DirectionShaper.burst(bandwidth: bandwidth),
+                waitingSince: .nanoseconds(Int64(waitingSince.uptimeNanoseconds)))
         }
+        return .uptimeNanoseconds(UInt64(max(0, leaves.nanoseconds)))
     }
 }

@@ -25,19 +25,21 @@ struct DirectionShaperTests {
     }
 
     @Test(
-        "Bandwidth serialises: 10 kB at 100 kB/s arrive over 100 ms in segment-sized slices; a second read queues behind"
+        "Bandwidth: 10 kB at 100 kB/s leave in segment-sized slices, the first at once (the burst), the rest at the rate; a second read queues behind"
     )
     func bandwidth() {
         var shaper = Self.shaper(.init(bandwidth: 100_000))
         let first = shaper.schedule(10_000, at: .zero)
         #expect(first.map(\.count).reduce(0, +) == 10_000)
-        #expect(first.first == .init(at: .microseconds(14_480), count: 1_448))
-        #expect(first.last?.at == .milliseconds(100))
+        #expect(first.first == .init(at: .zero, count: 1_448), "an idle link's burst: one slice")
+        #expect(first.dropFirst().first == .init(at: .microseconds(14_480), count: 1_448))
+        #expect(first.last?.at == .microseconds(85_520), "(10000 - 1448) bytes at 100 kB/s")
         let second = shaper.schedule(10_000, at: .zero)
-        #expect(second.last?.at == .milliseconds(200), "the wire was busy until 100 ms")
-        // After the wire is idle, a read starts at once.
-        let later = shaper.schedule(1_000, at: .seconds(1))
-        #expect(later == [.init(at: .seconds(1) + .milliseconds(10), count: 1_000)])
+        #expect(second.last?.at == .microseconds(185_520), "behind the first read's bytes")
+        // After the wire is idle, a read starts at once, with no more than one slice of credit.
+        let later = shaper.schedule(2_000, at: .seconds(1))
+        #expect(
+            later == [.init(at: .seconds(1), count: 1_448), .init(at: .seconds(1) + .microseconds(5_520), count: 552)])
     }
 
     @Test("Slices are about 10 ms of a fast link")
@@ -46,7 +48,7 @@ struct DirectionShaperTests {
         let parts = shaper.schedule(200_000, at: .zero)
         #expect(parts.count == 4)
         #expect(parts.map(\.count) == [50_000, 50_000, 50_000, 50_000])
-        #expect(parts.map(\.at) == [.milliseconds(10), .milliseconds(20), .milliseconds(30), .milliseconds(40)])
+        #expect(parts.map(\.at) == [.zero, .milliseconds(10), .milliseconds(20), .milliseconds(30)])
     }
 
     @Test("Jitter stays within its bounds, never reorders, and repeats with the same seed")
