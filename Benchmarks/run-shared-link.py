@@ -33,6 +33,16 @@ Parts (all in one run unless --only picks some):
             13.68 s on purpose: a proxy that schedules bytes when it reads them (the bug) has them all
             due by then and sends them in one burst; after a 1 s hold it would still have ~12.7 s of
             its old schedule left and pass.
+  rate      does the shaped rate hold under load? One download of ~8 s of the profile's downstream
+            rate (--rate-profile, dsl: 2 Mbit/s) through `netreach condition --profile P` on loopback
+            and through `tc qdisc add dev <server veth> root tbf rate R burst B latency 400ms` in a
+            fresh namespace pair, R the profile's rate and B the conditioner's burst (one slice,
+            10 ms of R, at least 1448 bytes), quiet and with two CPU hogs (`yes >/dev/null`, twice,
+            killed after each run), --rate-runs (3) runs of each, interleaved. Measured at the
+            receiver: (bytes - the first read's) / (last byte - first byte), as a ratio to R. tbf
+            counts link-layer bytes (its payload ratio is ~0.95 at best); its qdisc's sent bytes over
+            the payload give the overhead, and both ratios are printed. Target: netreach's ratio
+            within 1 % of 1 in every run, quiet and loaded; tbf's are the reference (information).
 
 The senders and the clients are small python programs (python -c) run as child processes, the same
 for every case; in the tbf case they run in the namespaces (`ip netns exec`). The namespaces, their
@@ -69,7 +79,7 @@ ROOT = os.path.dirname(HERE)
 KIB = 1 << 10
 MIB = 1 << 20
 LOOPBACK = "127.0.0.1"
-PARTS = ["share", "change", "release"]
+PARTS = ["share", "change", "release", "rate"]
 CASES = ["tbf", "shared", "per-connection"]
 PER_CONNECTION_FLAG = "--bandwidth-per-connection"
 
@@ -88,6 +98,10 @@ CHANGE_MAX_S = 1.0           # change: PUT -> last byte
 RELEASE_BYTES = 684000
 RELEASE_RATE = 50000.0       # bytes/s: 400kbit
 RELEASE_LO, RELEASE_HI = 0.9, 1.2
+RATE_TOL = 0.01              # rate: netreach's achieved rate / the profile's
+RATE_SECONDS = 8.0           # rate: each transfer is about this long at the profile's rate
+# rate: the profiles' downstream rates, bytes/s (LinkProfile's figures)
+PROFILE_DOWN = {"wifi": 5_000_000, "lte": 6_250_000, "dsl": 250_000, "3g": 97_500, "edge": 30_000}
 
 
 def log(*parts):
@@ -213,6 +227,7 @@ def flow(i):
                 break
             if rec["first"] is None:
                 rec["first"] = now
+                rec["first_bytes"] = k
             rec["bytes"] += k
             rec["last"] = now
         s.close()
@@ -370,7 +385,8 @@ class Namespaces:
     """Two namespaces joined by a veth pair, tbf on the server end's egress. Made with names of this
     run's own (the pid), both veth ends created inside them: the host's interfaces are never touched."""
 
-    def __init__(self):
+    def __init__(self, tbf=TBF):
+        self.tbf = list(tbf)
         pid = os.getpid()
         self.server = f"nrsl-{pid}-srv"
         self.client = f"nrsl-{pid}-cli"
@@ -389,7 +405,7 @@ class Namespaces:
         for ns, dev in ((self.server, self.server_dev), (self.client, self.client_dev)):
             run_cmd(["ip", "-n", ns, "link", "set", "lo", "up"], "lo up")
             run_cmd(["ip", "-n", ns, "link", "set", dev, "up"], "veth up")
-        run_cmd(["tc", "-n", self.server, "qdisc", "add", "dev", self.server_dev, "root", "tbf"] + TBF, "tc tbf")
+        run_cmd(["tc", "-n", self.server, "qdisc", "add", "dev", self.server_dev, "root", "tbf"] + self.tbf, "tc tbf")
         self.qdisc = run_cmd(["tc", "-n", self.server, "qdisc", "show", "dev", self.server_dev], "tc show").strip()
         # The link is up when the client can reach the server (bounded: 5 s).
         deadline = time.monotonic() + 5
@@ -894,6 +910,97 @@ class Harness:
                    got_during_hold == 0)
         self.results["release"] = res
 
+    # -- 4. rate --------------------------------------------------------------------------------
+    @staticmethod
+    def _rate_of(label, result, size):
+        flow = result["flows"][0]
+        if flow["error"] or flow["bytes"] != size:
+            raise RuntimeError(f"{label}: {flow['bytes']} of {size} bytes ({flow['error']})")
+        span = flow["last"] - flow["first"]
+        return (flow["bytes"] - flow.get("first_bytes", 0)) / span, span, flow
+
+    @staticmethod
+    def _sent_bytes(stats):
+        """The `Sent N bytes` of `tc -s qdisc show`, or None."""
+        words = stats.split()
+        for i, w in enumerate(words[:-1]):
+            if w == "Sent":
+                try:
+                    return int(words[i + 1])
+                except ValueError:
+                    return None
+        return None
+
+    def _rate_tbf(self, rate, burst, size):
+        ns = Namespaces(["rate", f"{rate * 8}bit", "burst", str(burst), "latency", "400ms"])
+        try:
+            ns.create()
+            with Sender(NS_SERVER_ADDR, ns.exec_prefix(ns.server), self.logf) as sender:
+                before = self._sent_bytes(ns.qdisc_stats())
+                raw = run_clients(NS_SERVER_ADDR, sender.port, 1, size, self.args.transfer_timeout,
+                                  ns.exec_prefix(ns.client), self.logf)
+                after = self._sent_bytes(ns.qdisc_stats())
+            achieved, span, flow = self._rate_of("tbf", raw, size)
+            overhead = (after - before) / size if before is not None and after is not None else None
+            return {"achieved": achieved, "span_s": span, "qdisc": ns.qdisc, "qdisc_sent_bytes": after,
+                    "link_bytes_per_payload_byte": overhead, "flow": flow}
+        finally:
+            ns.delete()
+
+    def _rate_netreach(self, profile, size):
+        with self.proxy(f"rate-{profile}", ["--profile", profile]) as px, Sender(LOOPBACK, (), self.logf) as sender:
+            px.start(sender.port)
+            raw = run_clients(LOOPBACK, px.port, 1, size, self.args.transfer_timeout, (), self.logf)
+        achieved, span, flow = self._rate_of("netreach", raw, size)
+        return {"achieved": achieved, "span_s": span, "flow": flow}
+
+    def _hogs(self, n):
+        return [start_group(["yes"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(n)]
+
+    def part_rate(self):
+        a = self.args
+        profile = a.rate_profile
+        rate = PROFILE_DOWN[profile]
+        burst = max(1448, rate // 100)   # DirectionShaper.burst(bandwidth:)
+        size = int(rate * RATE_SECONDS)
+        print(f"\n## rate: one download of {size} bytes ({RATE_SECONDS:g} s at `{profile}`'s {rate * 8 / 1e3:g} kbit/s "
+              f"down), through `netreach condition --profile {profile}` and through `tbf rate {rate * 8}bit burst "
+              f"{burst} latency 400ms`, quiet and with two `yes` hogs, {a.rate_runs} runs each\n")
+        print("Ratio: (bytes - the first read's) / (last byte - first byte) at the receiver, over the profile's rate. "
+              "tbf (link): the same times tc's qdisc `Sent` bytes over the payload (link-layer bytes, as tbf counts).\n")
+        print("| load | run | 1-min load | netreach ratio | tbf ratio (payload) | tbf ratio (link) | status |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+        runs = []
+        for load, hogs in (("quiet", 0), ("two hogs", 2)):
+            for run in range(1, a.rate_runs + 1):
+                started = self._hogs(hogs)
+                try:
+                    if hogs:
+                        time.sleep(1.0)   # the hogs have the CPUs before the transfer starts
+                    load1 = os.getloadavg()[0]
+                    ours = self._rate_netreach(profile, size)
+                    ref = self._rate_tbf(rate, burst, size)
+                finally:
+                    for proc in started:
+                        kill_group(proc)
+                        proc.wait(timeout=5)
+                ratio = ours["achieved"] / rate
+                tbf_ratio = ref["achieved"] / rate
+                link = ref["link_bytes_per_payload_byte"]
+                tbf_link = tbf_ratio * link if link else None
+                ok = abs(ratio - 1) <= RATE_TOL
+                runs.append({"load": load, "hogs": hogs, "run": run, "loadavg_1": load1, "netreach": ours, "tbf": ref,
+                             "netreach_ratio": ratio, "tbf_ratio_payload": tbf_ratio, "tbf_ratio_link": tbf_link})
+                print(f"| {load} | {run} | {load1:.2f} | {ratio:.4f} | {tbf_ratio:.4f} | {fmt(tbf_link, '.4f')} | "
+                      f"{'PASS' if ok else 'FAIL'} |")
+                self.check("rate", f"netreach / {profile} rate, {load}, run {run}", f"{ratio:.4f}",
+                           f"1 +- {RATE_TOL:g}", ok)
+                self.check("rate", f"tbf / {profile} rate, {load}, run {run}",
+                           f"{tbf_ratio:.4f} payload, {fmt(tbf_link, '.4f')} link", "-", None)
+        print()
+        self.results["rate"] = {"profile": profile, "rate": rate, "burst": burst, "bytes": size, "runs": runs}
+
     # -- run ------------------------------------------------------------------------------------
     def run(self):
         a = self.args
@@ -967,6 +1074,9 @@ def main():
     p.add_argument("--change-after", type=float, default=3.0, help="change: seconds after the first byte to PUT lte (3)")
     p.add_argument("--hold", type=float, default=15.0,
                    help="release: least seconds the fault holds (15: longer than the transfer, 13.68 s)")
+    p.add_argument("--rate-profile", default="dsl", choices=sorted(PROFILE_DOWN),
+                   help="rate: the profile whose downstream rate is measured (dsl)")
+    p.add_argument("--rate-runs", type=int, default=3, help="rate: runs per load and case (3)")
     p.add_argument("--transfer-timeout", type=float, default=120.0, help="bound on every transfer, seconds (120)")
     p.add_argument("--bin-dir", default=os.environ.get("BIN_DIR") or os.path.join(ROOT, ".build", "release"))
     p.add_argument("--out-dir", default=os.path.join(HERE, ".build", "shared-link-runs"))
@@ -982,7 +1092,7 @@ def main():
         print("run-shared-link.py: --flows, --size-kib, --change-mib and --transfer-timeout must be positive",
               file=sys.stderr)
         return 2
-    needs_binary = any(x in a.parts for x in ("change", "release")) or \
+    needs_binary = any(x in a.parts for x in ("change", "release", "rate")) or \
         ("share" in a.parts and any(c != "tbf" for c in a.case_list))
     a.proxy_cmd = None
     a.knows_per_connection = False
@@ -994,7 +1104,7 @@ def main():
             return 2
         a.proxy_cmd = f"{shlex.quote(binary)} condition"
         a.knows_per_connection = knows_flag(a.proxy_cmd, PER_CONNECTION_FLAG)
-    if "share" in a.parts and "tbf" in a.case_list:
+    if ("share" in a.parts and "tbf" in a.case_list) or "rate" in a.parts:
         if os.geteuid() != 0:
             print("run-shared-link.py: the tbf case makes network namespaces: run as root (or --cases shared,per-connection)",
                   file=sys.stderr)
