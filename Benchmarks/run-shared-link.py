@@ -1088,8 +1088,9 @@ def main():
         print(f"run-shared-link.py: unknown case(s) {unknown}; choose from {CASES}", file=sys.stderr)
         return 2
     a.case_list = [x for x in CASES if x in a.case_list]
-    if a.flows < 1 or a.size_kib < 1 or a.change_mib < 1 or a.change_after < 0 or a.hold < 0 or a.transfer_timeout <= 0:
-        print("run-shared-link.py: --flows, --size-kib, --change-mib and --transfer-timeout must be positive",
+    if a.flows < 1 or a.size_kib < 1 or a.change_mib < 1 or a.change_after < 0 or a.hold < 0 or a.transfer_timeout <= 0 \
+            or a.rate_runs < 1:
+        print("run-shared-link.py: --flows, --size-kib, --change-mib, --rate-runs and --transfer-timeout must be positive",
               file=sys.stderr)
         return 2
     needs_binary = any(x in a.parts for x in ("change", "release", "rate")) or \
