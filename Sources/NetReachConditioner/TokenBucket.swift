@@ -64,7 +64,8 @@ struct TokenBucket: Sendable, Hashable {
     }
 
     /// The time `count` bytes take at `rate` bytes a second, rounded up to the nanosecond: exact
-    /// for any count (128-bit arithmetic), so a sum of many slices never drifts from the rate.
+    /// (the product is 128-bit) for any time up to `Int64`'s 292 years, so the time of many
+    /// slices taken together never drifts from the rate.
     static func time(_ count: Int, rate: Int) -> Duration {
         guard count > 0, rate > 0 else { return .zero }
         let product = count.multipliedFullWidth(by: 1_000_000_000)
