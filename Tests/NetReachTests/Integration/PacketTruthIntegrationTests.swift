@@ -179,6 +179,48 @@ struct PacketTruthIntegrationTests {
         }
     }
 
+    @Test func anIPv6RuleForTCP443TakesTheVPNsSourceAsATCPConnectDoes() async throws {
+        try await NetnsLab.withLab(NetnsLab.Setup(ipv4: false, ipv6: true)) { lab in
+            try await lab.setSysctl("net/ipv6/conf/default/accept_dad", "0")
+            try await lab.addUplink("veth2", peer: "veth3", address: "2001:db8:124::2/64")
+            try await lab.ip("-6", "route", "add", "default", "via", "2001:db8:124::1", "dev", "veth2", "table", "100")
+            try await lab.ip("-6", "rule", "add", "ipproto", "tcp", "dport", "443", "table", "100")
+            // A host in the peer namespace (nothing listens: the SYN goes no further than the lab).
+            let server = "2001:db8:200::1"
+            let source = SystemPathSource(configuration: .init(namespace: lab.namespace))
+            let snapshots = Locked<SystemSnapshot?>(nil)
+            let subscription = try source.subscribe { snapshot in snapshots.withLock { $0 = snapshot } }
+            let web = PathMonitor(destination: .address(IPAddress(server)!), source: source)
+            let dns = PathMonitor(
+                destination: .address(IPAddress(server)!), port: 53, protocol: .udp, namespace: lab.namespace)
+            web.start(queue: DispatchQueue(label: "web6"))
+            dns.start(queue: DispatchQueue(label: "dns6"))
+            defer {
+                web.cancel()
+                dns.cancel()
+                subscription.cancel()
+            }
+            let tcp = try await lab.routeGet(to: server)
+            let udp = try await lab.routeGet(to: server, transport: "udp", port: 53)
+            #expect(Self.device(tcp) == "veth2" && Self.device(udp) == "veth0", "tcp: \(tcp), udp: \(udp)")
+            await LabPoll.until("the web path goes through the VPN") {
+                disagreement(web.currentPath, [.ipv6: tcp]) == nil
+            }
+            await LabPoll.until("the DNS path stays on the uplink") {
+                disagreement(dns.currentPath, [.ipv6: udp]) == nil
+            }
+            // The source a real TCP connect gets (non-blocking: the SYN leaves, nothing waits).
+            let connected = try await lab.tcpSource(to: server, port: 443)
+            #expect(connected == "2001:db8:124::2", "TCP connect's source: \(connected)")
+            let lookup = snapshots.withLock { $0?.destinationLookups[IPAddress(server)!] }
+            guard case .route(let route) = lookup else {
+                Issue.record("no route in the snapshot: \(String(describing: lookup))")
+                return
+            }
+            #expect(route.source.map { "\($0)" } == connected, "\(route)")
+        }
+    }
+
     @Test func aSourcePortRuleMovesTheRouteButNotTheSourceOfTCP() async throws {
         // `sport` rules see a TCP connection's port only after its source is chosen (from no
         // source port): the kernel routes it through table 100 from the uplink's address.
@@ -226,6 +268,27 @@ extension NetnsLab {
                 s.connect((sys.argv[1], int(sys.argv[2]))); print("connected", s.getsockname()[0])
             except OSError as error:
                 print("error", error.errno, error.strerror)
+            """
+        return try await LabCommand.ip(["netns", "exec", name, "python3", "-c", script, address, "\(port)"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+extension NetnsLab {
+    /// The source a TCP socket in the lab gets from `connect` to `address`:`port`, read with
+    /// `getsockname` right after a non-blocking `connect` (its SYN goes to the lab's peer only).
+    fileprivate func tcpSource(to address: String, port: UInt16) async throws -> String {
+        let script = """
+            import socket, sys
+            family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+            s = socket.socket(family, socket.SOCK_STREAM); s.setblocking(False)
+            try:
+                s.connect((sys.argv[1], int(sys.argv[2])))
+            except BlockingIOError:
+                pass
+            except OSError as error:
+                print("error", error.errno, error.strerror); sys.exit()
+            print(s.getsockname()[0])
             """
         return try await LabCommand.ip(["netns", "exec", name, "python3", "-c", script, address, "\(port)"])
             .trimmingCharacters(in: .whitespacesAndNewlines)
