@@ -64,9 +64,10 @@ struct SourceUsabilityTests {
         #expect(PathEvaluator.evaluate(snapshot) == .unsatisfied(.noAddress))
     }
 
-    @Test func anIPv4SourceHeldOnlyByADownInterfaceIsNoAddress() {
+    @Test func anIPv4SourceHeldByADownInterfaceStillCarriesTraffic() {
         // `ip route add default via 192.0.2.1 dev eth0 src 198.51.100.7` with 198.51.100.7 on a
-        // link that then went down: replies to that source have nowhere to go.
+        // link that then went down: the kernel keeps its local route, and a real TCP connection
+        // from it completes (the integration test of the same name).
         let snapshot = SystemSnapshot(
             links: [lo, eth0, dummy],
             addresses: [
@@ -78,10 +79,15 @@ struct SourceUsabilityTests {
                 .ipv4: .route(.init(interfaceIndex: 2, gateway: ip("192.0.2.1"), source: ip("198.51.100.7"))),
                 .ipv6: .noRoute,
             ])
+        #expect(PathEvaluator.evaluate(snapshot).status == .satisfied)
+    }
+
+    @Test func anUnspecifiedIPv4SourceIsNoAddress() {
+        // `default dev eth0` with no IPv4 address anywhere: connect() gets 0.0.0.0.
+        let snapshot = SystemSnapshot(
+            links: [lo, eth0],
+            routeLookups: [.ipv4: .route(.init(interfaceIndex: 2, source: ip("0.0.0.0"))), .ipv6: .noRoute])
         #expect(PathEvaluator.evaluate(snapshot) == .unsatisfied(.noAddress))
-        var up = snapshot
-        up.links[3]?.isUp = true
-        #expect(PathEvaluator.evaluate(up).status == .satisfied, "an up interface's address is a fine source")
     }
 
     @Test func aSourceTheSnapshotDoesNotHoldIsTakenAtTheKernelsWord() {

@@ -6,7 +6,7 @@
 ///   the family is usable when the lookup yields a route out of an interface that is up with
 ///   carrier, that the requirements allow, with a source address the kernel would use (from any
 ///   interface) that is not link-local and that can carry traffic (not loopback for traffic that
-///   leaves the host, not tentative or DAD-failed, on an interface that is up), else
+///   leaves the host, not unspecified, not tentative or DAD-failed), else
 ///   ``UnsatisfiedReason/noAddress``;
 /// - the path is satisfied when either family is usable; its interfaces are the ones the kernel
 ///   uses (IPv4's first), then standby interfaces that could carry traffic (allowed, up, addressed,
@@ -391,13 +391,15 @@ public enum PathEvaluator {
         }
 
         /// Whether the kernel's choice of `source` lets a connection work. Not the unspecified
-        /// address; not loopback for traffic `leaving` the host (while every global IPv6 address
-        /// is still tentative the kernel hands `connect` `::1`, and nothing ever answers it, even
-        /// after DAD ends); not an address still tentative (an optimistic one is usable, RFC 4429,
-        /// and the snapshot does not count it as tentative) or whose DAD failed; not one held only
-        /// by interfaces that are down. An address the snapshot does not hold is taken at the
-        /// kernel's word, and so is any source of traffic that stays on the host (to an own
-        /// address, through loopback).
+        /// address (the kernel's pick, `0.0.0.0`, when no interface has an IPv4 address for a
+        /// route through a device); not loopback for traffic `leaving` the host (while every global
+        /// IPv6 address is still tentative the kernel hands `connect` `::1`, and nothing ever
+        /// answers it, even after DAD ends); not an address the snapshot holds only as tentative
+        /// (an optimistic one is usable, RFC 4429, and the snapshot does not count it as tentative)
+        /// or DAD-failed. An address held by an interface that is down is fine: IPv4 keeps its
+        /// local route, and a connection from it completes through another interface (weak host
+        /// model; measured with a real TCP connection). An address the snapshot does not hold is
+        /// taken at the kernel's word, and so is any source of traffic that stays on the host.
         func canSource(_ source: IPAddress, leaving: Bool) -> Bool {
             if source.isUnspecified { return false }
             guard leaving else { return true }
@@ -405,9 +407,7 @@ public enum PathEvaluator {
             var held = false
             for entry in snapshot.addressTable.values where entry.address == source {
                 held = true
-                if !entry.isTentative, !entry.isDADFailed, snapshot.links[entry.interfaceIndex]?.isUp ?? false {
-                    return true
-                }
+                if !entry.isTentative, !entry.isDADFailed { return true }
             }
             return !held
         }

@@ -28,11 +28,13 @@ package enum RouteTruth: Equatable, CustomStringConvertible {
 
     /// Whether traffic of this family can leave: a route out of a link with carrier and a source
     /// address that is not link-local, nor loopback (the kernel's pick while every global IPv6
-    /// address is tentative or DAD-failed, from which no connection completes): the monitor's rule
+    /// address is tentative or DAD-failed, from which no connection completes), nor unspecified (the
+    /// pick for a device route when no interface has an IPv4 address): the monitor's rule
     /// for "supports the family". (The lab's lookups are of addresses beyond the host.)
     package var isUsable: Bool {
         guard case .route(_, _, let source, let linkdown) = self, let source else { return false }
-        return !linkdown && !source.isLinkLocal && !source.isLoopback
+        return !linkdown && !source.isLinkLocal && !source.isLoopback && source != IPAddress("0.0.0.0")
+            && source != IPAddress("::")
     }
 
     package var description: String {

@@ -92,6 +92,40 @@ struct PacketTruthIntegrationTests {
         }
     }
 
+    @Test func anUnspecifiedIPv4SourceIsNoPath() async throws {
+        // A route through a device, and no IPv4 address anywhere: connect() gets 0.0.0.0.
+        try await NetnsLab.withLab(Self.bare) { lab in
+            let monitor = PathMonitor.started(in: lab)
+            defer { monitor.cancel() }
+            try await lab.ip("-4", "route", "add", "default", "dev", "veth0")
+            let target = RouteTruth.lookupAddress(.ipv4)
+            #expect(try await lab.connectedSource(target).sourceAddress == "0.0.0.0")
+            #expect(!(try await lab.ip("-4", "route", "get", target)).contains(" src "))
+            await LabPoll.until("the monitor says no address") { monitor.currentPath == .unsatisfied(.noAddress) }
+            try await expectAgreement(monitor, in: lab)
+        }
+    }
+
+    @Test func anIPv4SourceHeldByADownInterfaceStillCarriesTraffic() async throws {
+        // Weak host: the kernel keeps a downed interface's local routes, so a route whose `src`
+        // is that interface's address still gets answers. A real TCP connection is the reference.
+        try await NetnsLab.withLab(NetnsLab.Setup(defaultRoutes: false)) { lab in
+            try await lab.addUplink("veth2", peer: "veth3", address: "10.124.0.2/24")
+            try await lab.peerIP("link", "set", "lo", "up")
+            try await lab.peerIP("addr", "add", "10.123.0.1/24", "dev", "veth1")
+            try await lab.peerIP("addr", "add", "10.200.0.1/32", "dev", "lo")
+            try await lab.peerIP("route", "add", "10.124.0.0/24", "via", "10.123.0.2", "dev", "veth1")
+            try await lab.ip(
+                "-4", "route", "add", "default", "via", NetnsLab.ipv4Gateway, "dev", "veth0", "src", "10.124.0.2")
+            try await lab.ip("link", "set", "veth2", "down")
+            let monitor = PathMonitor.started(in: lab)
+            defer { monitor.cancel() }
+            #expect(try await lab.tcpConnect(to: "10.200.0.1", port: 443) == "connected 10.124.0.2")
+            try await expectAgreement(monitor, in: lab)
+            #expect(monitor.currentPath.status == .satisfied && monitor.currentPath.primaryInterface?.name == "veth0")
+        }
+    }
+
     // MARK: Rules that split traffic by protocol and port
 
     /// Two uplinks: `veth0` (10.123.0.2, main table's default) and the "VPN" `veth2` (10.124.0.2,
