@@ -22,11 +22,14 @@ struct PacketAndSourceCLITests {
             let wait = try NetreachProcess.start(["wait", "--timeout", "600s", "--namespace", lab.name])
             defer { wait.kill() }
             await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
-            // DAD of 8 probes a second apart; the gateway on the peer needs none.
+            // DAD of 8 probes a second apart, for both addresses from link-up, as on a host just
+            // plugged in; the gateway on the peer needs none.
             try await lab.setSysctl("net/ipv6/conf/veth0/dad_transmits", "8")
             try await lab.setSysctl("net/ipv6/neigh/veth0/retrans_time_ms", "1000")
             try await lab.peerIP("addr", "add", NetnsLab.ipv6Gateway + "/64", "dev", "veth1", "nodad")
+            try await lab.setLink(up: false)
             try await lab.ip("addr", "add", "2001:db8:123::2/64", "dev", "veth0")
+            try await lab.setLink(up: true)
             try await lab.ip("-6", "route", "add", "default", "via", NetnsLab.ipv6Gateway, "dev", "veth0")
             // The kernel hands a connect() ::1 now: no connection would complete.
             #expect(try await lab.connectedSource(RouteTruth.lookupAddress(.ipv6)) == .success("::1"))

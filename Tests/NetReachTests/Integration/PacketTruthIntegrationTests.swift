@@ -17,13 +17,16 @@ struct PacketTruthIntegrationTests {
     private static let address = "2001:db8:123::2"
 
     /// Makes DAD on the lab's `veth0` last `transmits` seconds (one probe a second), gives the
-    /// peer the gateway's address without DAD, and adds the lab's global address (tentative now)
-    /// and a default route through the gateway.
+    /// peer the gateway's address without DAD, adds the lab's global address, and brings `veth0`
+    /// down and up, so that link-up starts DAD of both its addresses (link-local and global) at
+    /// once, as on a host just plugged in; then a default route through the gateway.
     private static func addTentativeAddress(in lab: NetnsLab, transmits: Int) async throws {
         try await lab.setSysctl("net/ipv6/conf/veth0/dad_transmits", "\(transmits)")
         try await lab.setSysctl("net/ipv6/neigh/veth0/retrans_time_ms", "1000")
         try await lab.peerIP("addr", "add", NetnsLab.ipv6Gateway + "/64", "dev", "veth1", "nodad")
+        try await lab.setLink(up: false)
         try await lab.ip("addr", "add", address + "/64", "dev", "veth0")
+        try await lab.setLink(up: true)
         try await lab.ip("-6", "route", "add", "default", "via", NetnsLab.ipv6Gateway, "dev", "veth0")
     }
 
