@@ -5,7 +5,9 @@
 /// - per family, the path follows the kernel's own route lookup (``SystemSnapshot/routeLookups``):
 ///   the family is usable when the lookup yields a route out of an interface that is up with
 ///   carrier, that the requirements allow, with a source address the kernel would use (from any
-///   interface) that is not link-local;
+///   interface) that is not link-local and that can carry traffic (not loopback for traffic that
+///   leaves the host, not unspecified, not tentative or DAD-failed), else
+///   ``UnsatisfiedReason/noAddress``;
 /// - the path is satisfied when either family is usable; its interfaces are the ones the kernel
 ///   uses (IPv4's first), then standby interfaces that could carry traffic (allowed, up, addressed,
 ///   with a main-table default route; lowest metric first); its gateways are the next hops of the
@@ -372,7 +374,9 @@ public enum PathEvaluator {
                     return .usable(
                         Use(interface: first.interface, gateway: first.gateway, otherLegs: Array(live.dropFirst())))
                 }
-                guard let source = route.source, linkLocalDestination || !source.isLinkLocal else {
+                guard let source = route.source, linkLocalDestination || !source.isLinkLocal,
+                    canSource(source, leaving: !(route.isLocal || link.isLoopback))
+                else {
                     return .unusable(Failure(reason: .noAddress, fromRoute: true))
                 }
                 return .usable(
@@ -384,6 +388,28 @@ public enum PathEvaluator {
             case .noRoute, .failed:
                 return noRoute(family, explained: explained)
             }
+        }
+
+        /// Whether the kernel's choice of `source` lets a connection work. Not the unspecified
+        /// address (the kernel's pick, `0.0.0.0`, when no interface has an IPv4 address for a
+        /// route through a device); not loopback for traffic `leaving` the host (while every global
+        /// IPv6 address is still tentative the kernel hands `connect` `::1`, and nothing ever
+        /// answers it, even after DAD ends); not an address the snapshot holds only as tentative
+        /// (an optimistic one is usable, RFC 4429, and the snapshot does not count it as tentative)
+        /// or DAD-failed. An address held by an interface that is down is fine: IPv4 keeps its
+        /// local route, and a connection from it completes through another interface (weak host
+        /// model; measured with a real TCP connection). An address the snapshot does not hold is
+        /// taken at the kernel's word, and so is any source of traffic that stays on the host.
+        func canSource(_ source: IPAddress, leaving: Bool) -> Bool {
+            if source.isUnspecified { return false }
+            guard leaving else { return true }
+            if source.isLoopback { return false }
+            var held = false
+            for entry in snapshot.addressTable.values where entry.address == source {
+                held = true
+                if !entry.isTentative, !entry.isDADFailed { return true }
+            }
+            return !held
         }
 
         /// Whether the link holds a usable address of `family` (``SystemSnapshot/Address/isUsable``).

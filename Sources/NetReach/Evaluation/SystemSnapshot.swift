@@ -73,7 +73,8 @@ public struct SystemSnapshot: Sendable, Hashable {
         public var prefixLength: UInt8
         /// The kernel's scope (`RT_SCOPE_*`): 0 universe (global), 253 link, 254 host.
         public var scope: UInt8
-        /// IPv6 duplicate address detection has not finished (`IFA_F_TENTATIVE`).
+        /// IPv6 duplicate address detection has not finished (`IFA_F_TENTATIVE`) and the address is
+        /// not optimistic (`IFA_F_OPTIMISTIC`, RFC 4429): the kernel does not use it as a source.
         public var isTentative: Bool
         /// IPv6 duplicate address detection failed (`IFA_F_DADFAILED`).
         public var isDADFailed: Bool
@@ -182,7 +183,7 @@ public struct SystemSnapshot: Sendable, Hashable {
     public var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]]
 
     /// The kernel's route lookups for the destinations of per-destination monitors
-    /// (``PathMonitor/init(destination:requiredInterfaceType:prohibitedInterfaceTypes:classification:namespace:)``),
+    /// (``PathMonitor/init(destination:port:protocol:requiredInterfaceType:prohibitedInterfaceTypes:classification:namespace:)``),
     /// by address. A destination missing here is answered by ``emulatedRouteLookup(to:)``.
     public var destinationLookups: [IPAddress: RouteLookup] = [:]
 

@@ -13,8 +13,10 @@ import Glibc
 /// probe learns (`getsockname`) is then asked about with `RTA_SRC` (`ip route get ADDRESS from
 /// SOURCE`) for the route's details.
 ///
-/// The port is 443 (HTTPS): rules that match ports (`ip rule ... dport`) see what a web client's
-/// flow looks like, except for its protocol (UDP, not TCP).
+/// The socket connects to the monitored traffic's destination port (443 unless a monitor names
+/// another), so rules that match ports (`ip rule ... dport`) see that flow; a UDP socket cannot show
+/// rules that match the protocol (`ipproto tcp`), which ``RouteQuery`` asks the kernel about
+/// separately.
 struct ConnectProbe: ~Copyable {
     private let sockets: [IPAddress.Family: Int32]
     /// Why a family has no socket (IPv6 disabled: `EAFNOSUPPORT`).
@@ -22,19 +24,29 @@ struct ConnectProbe: ~Copyable {
     /// `/proc/sys/net/ipv4/fib_multipath_use_neigh`, opened in the same namespace (a `/proc/sys/net`
     /// file reads the namespace it was opened in), or -1.
     private let useNeighbourFile: Int32
-    static let port: UInt16 = 443
+    /// `/proc/sys/net/ipv4/ip_local_port_range` of the namespace (both families use it), or -1.
+    private let portRangeFile: Int32
+    /// The transport protocol of the traffic asked about.
+    let transport: TransportProtocol
+    /// The destination port of the traffic asked about.
+    let port: UInt16
 
-    /// Opens the sockets in the calling thread's namespace, or in the namespace open as `namespace`.
-    init(namespace: (fd: Int32, path: String)?) throws(PathMonitorError) {
+    /// Opens the sockets in the calling thread's namespace, or in the namespace open as `namespace`,
+    /// for traffic of `transport` to `port`.
+    init(
+        namespace: (fd: Int32, path: String)?, transport: TransportProtocol = .tcp, port: UInt16 = 443
+    ) throws(PathMonitorError) {
         var sockets: [IPAddress.Family: Int32] = [:]
         var unavailable: [IPAddress.Family: Int32] = [:]
         var useNeighbourFile: Int32 = -1
+        var portRangeFile: Int32 = -1
         let open = { () throws(PathMonitorError) in
             for (family, domain) in [(IPAddress.Family.ipv4, AF_INET), (.ipv6, AF_INET6)] {
                 let fd = socket(domain, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
                 if fd >= 0 { sockets[family] = fd } else { unavailable[family] = errno }
             }
             useNeighbourFile = Glibc.open("/proc/sys/net/ipv4/fib_multipath_use_neigh", O_RDONLY | O_CLOEXEC)
+            portRangeFile = Glibc.open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY | O_CLOEXEC)
         }
         if let namespace {
             try NamespaceHandle.entering(namespace.fd, path: namespace.path, open)
@@ -44,22 +56,47 @@ struct ConnectProbe: ~Copyable {
         self.sockets = sockets
         self.unavailable = unavailable
         self.useNeighbourFile = useNeighbourFile
+        self.portRangeFile = portRangeFile
+        self.transport = transport
+        self.port = port
     }
 
     deinit {
         sockets.values.forEach { close($0) }
         if useNeighbourFile >= 0 { close(useNeighbourFile) }
+        if portRangeFile >= 0 { close(portRangeFile) }
     }
 
-    /// What one `connect()` got: the source the kernel chose.
+    /// What one `connect()` got: the source the kernel chose, and the local port the socket was
+    /// given (a UDP `connect` binds one from `ip_local_port_range` before it routes).
     struct Connection: Equatable {
         var source: IPAddress
+        var localPort: UInt16 = 0
     }
 
-    /// The source address the kernel chose for a connection to `destination`, or the error the
-    /// `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
+    /// The source address the kernel chose for a connection to `destination` (at ``port``), or the
+    /// error the `connect` failed with (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
     func connect(to destination: IPAddress) -> Result<Connection, ConnectFailure> {
-        source(for: destination).map { Connection(source: $0) }
+        source(for: destination)
+    }
+
+    /// The source port a client's connection gets, as rules that match `sport` see it: the first
+    /// of the namespace's `ip_local_port_range`, read now (the kernel picks any port of the range;
+    /// the first stands for them all). 32768, the kernel's default, when it cannot be read.
+    func sourcePort() -> UInt16 {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = portRangeFile >= 0 ? pread(portRangeFile, &bytes, bytes.count, 0) : -1
+        guard count > 0 else { return 32768 }
+        return Self.firstPort(ofRange: bytes[0..<count]) ?? 32768
+    }
+
+    /// The first port of `ip_local_port_range`'s text (`"32768\t60999\n"`); `nil` when it is none.
+    static func firstPort(ofRange text: some Collection<UInt8>) -> UInt16? {
+        let digits = text.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            .prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard !digits.isEmpty, digits.count <= 5 else { return nil }
+        let value = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        return value > 0 && value <= Int(UInt16.max) ? UInt16(value) : nil
     }
 
     /// Whether the kernel leaves out a multipath leg to `family` whose gateway's neighbour entry is
@@ -72,7 +109,7 @@ struct ConnectProbe: ~Copyable {
         return pread(useNeighbourFile, &byte, 1, 0) == 1 && byte == UInt8(ascii: "1")
     }
 
-    private func source(for destination: IPAddress) -> Result<IPAddress, ConnectFailure> {
+    private func source(for destination: IPAddress) -> Result<Connection, ConnectFailure> {
         guard let fd = sockets[destination.family] else {
             return .failure(ConnectFailure(errno: unavailable[destination.family] ?? EAFNOSUPPORT))
         }
@@ -83,7 +120,7 @@ struct ConnectProbe: ~Copyable {
         unspecified.sa_family = sa_family_t(AF_UNSPEC)
         _ = Glibc.connect(fd, &unspecified, socklen_t(MemoryLayout<sockaddr>.size))
         var storage = sockaddr_storage()
-        let length = Self.fill(&storage, with: destination)
+        let length = fill(&storage, with: destination)
         let connected = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
         }
@@ -93,13 +130,13 @@ struct ConnectProbe: ~Copyable {
         let named = withUnsafeMutablePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) }
         }
-        guard named == 0, let source = Self.address(of: local) else {
+        guard named == 0, let local = Self.address(of: local) else {
             return .failure(ConnectFailure(errno: named == 0 ? EAFNOSUPPORT : errno))
         }
-        return .success(source)
+        return .success(Connection(source: local.address, localPort: local.port))
     }
 
-    private static func fill(_ storage: inout sockaddr_storage, with destination: IPAddress) -> socklen_t {
+    private func fill(_ storage: inout sockaddr_storage, with destination: IPAddress) -> socklen_t {
         withUnsafeMutableBytes(of: &storage) { raw in
             if destination.family == .ipv4 {
                 var address = sockaddr_in()
@@ -122,16 +159,18 @@ struct ConnectProbe: ~Copyable {
         }
     }
 
-    private static func address(of storage: sockaddr_storage) -> IPAddress? {
+    private static func address(of storage: sockaddr_storage) -> (address: IPAddress, port: UInt16)? {
         let family = Int32(storage.ss_family)
-        return withUnsafeBytes(of: storage) { raw -> IPAddress? in
+        return withUnsafeBytes(of: storage) { raw -> (address: IPAddress, port: UInt16)? in
             switch family {
             case AF_INET:
                 let address = raw.load(as: sockaddr_in.self)
                 return withUnsafeBytes(of: address.sin_addr) { IPAddress(networkOrder: $0) }
+                    .map { ($0, UInt16(bigEndian: address.sin_port)) }
             case AF_INET6:
                 let address = raw.load(as: sockaddr_in6.self)
                 return withUnsafeBytes(of: address.sin6_addr) { IPAddress(networkOrder: $0) }
+                    .map { ($0, UInt16(bigEndian: address.sin6_port)) }
             default:
                 return nil
             }

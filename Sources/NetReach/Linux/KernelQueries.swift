@@ -134,7 +134,7 @@ struct KernelQueries {
             {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
-                    to: best.address, interfaceIndex: link.index, on: &requests, buffer: buffer)
+                    to: best.address, interfaceIndex: link.index, probe: probe, on: &requests, buffer: buffer)
                 compare(bound, family)
                 scopedRouteLookups[family, default: [:]][link.index] = bound.lookup
                 noteExpiry(bound.expiresIn, family)

@@ -105,7 +105,8 @@ final class NetlinkEngine: @unchecked Sendable {
             let events = try NetlinkSocket(
                 .events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
-            let probe = try ConnectProbe(namespace: namespaceFD)
+            let probe = try ConnectProbe(
+                namespace: namespaceFD, transport: configuration.transportProtocol, port: configuration.port)
             // Watched only from `nameserverWatchDelay` after the first path (see `follow`).
             var watcher: ResolvConfWatcher? = nil
             var kernel = Kernel(

@@ -2,7 +2,7 @@
 import Glibc
 
 /// One route lookup: the `RTM_GETROUTE` request `ip route get ADDRESS [from SOURCE] [oif DEV]
-/// [fibmatch]` sends and the reading of the kernel's answer, as bytes (pure, so both are tested
+/// [ipproto P] [sport S] [dport D] [fibmatch]` sends and the reading of the kernel's answer, as bytes (pure, so both are tested
 /// with byte tables), and, under "Asking", the lookup itself on the requests socket, made the way
 /// a program's socket gets its route.
 ///
@@ -15,33 +15,46 @@ enum RouteQuery {
     /// carries none.
     static let fibMatchFlag: UInt32 = 0x2000
 
+    /// What the packet carries beyond its addresses, which policy rules can match (`ip rule ...
+    /// ipproto tcp`, `dport 443`, `sport 32768-60999`): `ip route get ... ipproto P sport S dport D`.
+    struct Packet: Equatable {
+        var transport: TransportProtocol
+        /// `nil`: no source port yet (a TCP `connect` picks its source before its port).
+        var sourcePort: UInt16?
+        var destinationPort: UInt16
+    }
+
     /// The request for `destination`, from `source` when given (RTA_SRC: policy rules `from ADDR`
     /// and source-specific routes apply, as they do to a connected socket), bound to
-    /// `interfaceIndex` when given (RTA_OIF).
+    /// `interfaceIndex` when given (RTA_OIF), for `packet` when given (RTA_IP_PROTO, RTA_SPORT,
+    /// RTA_DPORT; Linux 4.17 and later).
     static func request(
-        for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, fibMatch: Bool = false,
-        sequence: UInt32
+        for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?, packet: Packet? = nil,
+        fibMatch: Bool = false, sequence: UInt32
     ) -> [UInt8] {
         var message: [UInt8] = []
         appendRequest(
-            to: &message, for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
-            sequence: sequence)
+            to: &message, for: destination, source: source, interfaceIndex: interfaceIndex, packet: packet,
+            fibMatch: fibMatch, sequence: sequence)
         return message
     }
 
-    /// ``request(for:source:interfaceIndex:fibMatch:sequence:)`` written at the end of `message`
-    /// (several requests make one datagram), in place: one append of the whole request, then its
-    /// fields stored (appending field by field through the array's checks was ~1,500 instructions a
-    /// request, callgrind; Benchmarks/RESULTS.md, section 32).
+    /// ``request(for:source:interfaceIndex:packet:fibMatch:sequence:)`` written at the end of
+    /// `message` (several requests make one datagram), in place: one append of the whole request,
+    /// then its fields stored (appending field by field through the array's checks was ~1,500
+    /// instructions a request, callgrind; Benchmarks/RESULTS.md, section 32).
     static func appendRequest(
         to message: inout [UInt8], for destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int?,
-        fibMatch: Bool = false, sequence: UInt32
+        packet: Packet? = nil, fibMatch: Bool = false, sequence: UInt32
     ) {
         let source = source.flatMap { $0.family == destination.family ? $0 : nil }
         let addressLength = destination.family.byteCount
-        // nlmsghdr, rtmsg, RTA_DST, then RTA_SRC and RTA_OIF when given (addresses need no padding).
+        // nlmsghdr, rtmsg, RTA_DST, then RTA_SRC and RTA_OIF when given (addresses need no padding),
+        // then the packet's attributes, each padded to 8 bytes.
+        let packetLength = packet.map { 8 + ($0.sourcePort == nil ? 0 : 8) + 8 } ?? 0
         let length =
             16 + 12 + (4 + addressLength) + (source == nil ? 0 : 4 + addressLength) + (interfaceIndex == nil ? 0 : 8)
+            + packetLength
         appendRequest(of: length, to: &message) { fields in
             fields.putHeader(type: 26, length: length, sequence: sequence) // RTM_GETROUTE
             // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
@@ -56,6 +69,14 @@ enum RouteQuery {
                 fields.put(UInt16(8))
                 fields.put(UInt16(4)) // RTA_OIF
                 fields.put(UInt32(truncatingIfNeeded: interfaceIndex))
+            }
+            if let packet {
+                fields.put(UInt16(5))
+                fields.put(UInt16(27)) // RTA_IP_PROTO: u8, then 3 bytes of padding
+                fields.put(packet.transport.number)
+                fields.skip(3)
+                if let sourcePort = packet.sourcePort { fields.put(port: sourcePort, attribute: 28) } // RTA_SPORT
+                fields.put(port: packet.destinationPort, attribute: 29) // RTA_DPORT
             }
         }
     }
@@ -92,6 +113,14 @@ enum RouteQuery {
             put(UInt16(1))
             put(sequence)
             put(UInt32(0))
+        }
+
+        /// A port attribute: a big-endian u16, then 2 bytes of padding.
+        mutating func put(port: UInt16, attribute type: UInt16) {
+            put(UInt16(6))
+            put(type)
+            put(port.bigEndian)
+            skip(2)
         }
 
         /// An attribute whose payload is `address`'s bytes (4 or 16: no padding needed).
@@ -273,55 +302,99 @@ extension RouteQuery {
     /// `rta_expires` counts clock ticks (USER_HZ).
     private static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
 
-    /// Where a connected socket to `destination` goes: the source the kernel picks for it
-    /// (``ConnectProbe``), then `ip route get DESTINATION from SOURCE` for the route and the same
-    /// with `fibmatch` for the table entry (its prefix, its legs, its lifetime). A refused connect
-    /// is the kernel's verdict as it stands (its errno).
+    /// Where a connected socket to `destination` goes, for the probe's traffic (its protocol and
+    /// destination port, with the first port of `ip_local_port_range` as source port): the source
+    /// the kernel picks for it (``source(for:packet:probe:on:buffer:)``), then `ip route get
+    /// DESTINATION from SOURCE ipproto P sport S dport D` for the route and the same with `fibmatch`
+    /// for the table entry (its prefix, its legs, its lifetime). A refused connect is the kernel's
+    /// verdict as it stands (its errno).
     static func connected(
         to destination: IPAddress, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Answer {
+        let packet = Packet(transport: probe.transport, sourcePort: probe.sourcePort(), destinationPort: probe.port)
         // A link-local destination names no link without a scope, and a socket cannot connect to
         // one without it (EINVAL): the kernel's lookup answers for it, as before.
-        if destination.isLinkLocal { return try ask(destination, on: &requests, buffer: buffer) }
-        switch probe.connect(to: destination) {
-        case .failure(let failure):
-            return Answer(lookup: RouteLookup(errno: failure.errno))
-        case .success(let connection):
-            let source = connection.source
-            // Both questions in one datagram: the kernel answers them in order, from one state.
-            let (answer, entry) = try askWithEntry(destination, source: source, on: &requests, buffer: buffer)
-            guard case .route(var route) = answer.lookup else { return answer }
-            route.source = source
-            if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
-            // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
-            // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
-            if route.nextHops.count > 1, probe.multipathUsesNeighbours(for: destination.family) {
-                route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
-            }
-            return Answer(
-                lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
-                prefixLength: entry.prefixLength)
+        if destination.isLinkLocal { return try ask(destination, packet: packet, on: &requests, buffer: buffer) }
+        let source: IPAddress
+        switch try self.source(for: destination, packet: packet, probe: probe, on: &requests, buffer: buffer) {
+        case .chosen(let chosen): source = chosen
+        case .answered(let answer): return answer
         }
+        // Both questions in one datagram: the kernel answers them in order, from one state.
+        let (answer, entry) = try askWithEntry(
+            destination, source: source, packet: packet, on: &requests, buffer: buffer)
+        guard case .route(var route) = answer.lookup else { return answer }
+        route.source = source
+        if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
+        // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
+        // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
+        if route.nextHops.count > 1, probe.multipathUsesNeighbours(for: destination.family) {
+            route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
+        }
+        return Answer(
+            lookup: .route(route), expiresIn: entry.expiresIn ?? answer.expiresIn,
+            prefixLength: entry.prefixLength)
     }
 
-    /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send traffic to
-    /// `destination`: in two stages too, the source the kernel picks for that interface first.
+    /// The source a socket's first route gives it, or the kernel's verdict when there is none.
+    enum SourceChoice: Equatable {
+        case chosen(IPAddress)
+        case answered(Answer)
+    }
+
+    /// The source address a client's socket for `packet` gets. A UDP `connect` (the probe) is
+    /// routed as the kernel routes a UDP client's: from no source, with the port it was just given
+    /// (IPv6 picks a source from any interface when no route matches without one). A TCP
+    /// `connect` is routed from no source with no source port yet, and a UDP socket cannot show
+    /// rules that match `ipproto tcp`: so for TCP the kernel is asked both ways from no source, in
+    /// one datagram. When the answers agree, the rules do not tell the protocols apart before a
+    /// source is chosen and the probe's source stands; when they differ, TCP's route decides, and
+    /// its source (RTA_PREFSRC, the address `ip_route_connect` takes) is the one.
+    static func source(
+        for destination: IPAddress, packet: Packet, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> SourceChoice {
+        let connected = probe.connect(to: destination)
+        let fromProbe: SourceChoice =
+            switch connected {
+            case .success(let connection): .chosen(connection.source)
+            case .failure(let failure): .answered(Answer(lookup: RouteLookup(errno: failure.errno)))
+            }
+        guard packet.transport == .tcp else { return fromProbe }
+        let probePort: UInt16? = if case .success(let connection) = connected { connection.localPort } else { nil }
+        let (asProbe, asTCP) = try askBoth(
+            destination,
+            Packet(transport: .udp, sourcePort: probePort, destinationPort: packet.destinationPort),
+            Packet(transport: .tcp, sourcePort: nil, destinationPort: packet.destinationPort),
+            on: &requests, buffer: buffer)
+        guard asProbe.lookup != asTCP.lookup else { return fromProbe }
+        guard case .route(let route) = asTCP.lookup, let source = route.source else { return .answered(asTCP) }
+        return .chosen(source)
+    }
+
+    /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send the probe's traffic
+    /// to `destination`: in two stages too, the source the kernel picks for that interface first
+    /// (with no source port yet), then the route from it.
     static func bound(
-        to destination: IPAddress, interfaceIndex: Int, on requests: inout NetlinkSocket,
+        to destination: IPAddress, interfaceIndex: Int, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Answer {
-        let first = try ask(destination, interfaceIndex: interfaceIndex, on: &requests, buffer: buffer)
+        var packet = Packet(transport: probe.transport, sourcePort: nil, destinationPort: probe.port)
+        let first = try ask(
+            destination, interfaceIndex: interfaceIndex, packet: packet, on: &requests, buffer: buffer)
         guard case .route(let route) = first.lookup, let source = route.source else { return first }
+        packet.sourcePort = probe.sourcePort()
         let answer = try ask(
-            destination, source: source, interfaceIndex: interfaceIndex, on: &requests, buffer: buffer)
+            destination, source: source, interfaceIndex: interfaceIndex, packet: packet, on: &requests,
+            buffer: buffer)
         guard case .route(var sourced) = answer.lookup else { return answer }
         sourced.source = sourced.source ?? source
         guard destination.family == .ipv6 else { return Answer(lookup: .route(sourced)) }
         // Only IPv6 routes expire (router advertisements), and only the table entry says when.
         let entry = try ask(
-            destination, source: source, interfaceIndex: interfaceIndex, fibMatch: true, on: &requests,
-            buffer: buffer)
+            destination, source: source, interfaceIndex: interfaceIndex, packet: packet, fibMatch: true,
+            on: &requests, buffer: buffer)
         return Answer(lookup: .route(sourced), expiresIn: entry.expiresIn)
     }
 
@@ -349,43 +422,64 @@ extension RouteQuery {
 
     /// One `RTM_GETROUTE` on the requests socket; replies to earlier requests are skipped.
     private static func ask(
-        _ destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, fibMatch: Bool = false,
-        on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+        _ destination: IPAddress, source: IPAddress? = nil, interfaceIndex: Int? = nil, packet: Packet,
+        fibMatch: Bool = false, on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Answer {
         requests.sequence &+= 1
         let sequence = requests.sequence
         try requests.send(
             request(
-                for: destination, source: source, interfaceIndex: interfaceIndex, fibMatch: fibMatch,
+                for: destination, source: source, interfaceIndex: interfaceIndex, packet: packet, fibMatch: fibMatch,
                 sequence: sequence))
         return try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
             answer(in: bytes, sequence: sequence, ticksPerSecond: ticksPerSecond)
         }
     }
 
-    /// `ip route get DESTINATION from SOURCE` and the same with `fibmatch`, sent in one datagram (the
-    /// kernel handles every request of a datagram in turn and queues each answer): one `send` for
-    /// both, and no change can land between them that the other did not see.
+    /// `ip route get DESTINATION from SOURCE ...` and the same with `fibmatch`, sent in one datagram
+    /// (the kernel handles every request of a datagram in turn and queues each answer): one `send`
+    /// for both, and no change can land between them that the other did not see.
     private static func askWithEntry(
-        _ destination: IPAddress, source: IPAddress, on requests: inout NetlinkSocket,
+        _ destination: IPAddress, source: IPAddress, packet: Packet, on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> (route: Answer, entry: Answer) {
+        try askPair(
+            destination, (source, packet, false), (source, packet, true), on: &requests, buffer: buffer)
+    }
+
+    /// `ip route get DESTINATION` for two packets, from no source, in one datagram.
+    private static func askBoth(
+        _ destination: IPAddress, _ first: Packet, _ second: Packet, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> (Answer, Answer) {
+        try askPair(destination, (nil, first, false), (nil, second, false), on: &requests, buffer: buffer)
+    }
+
+    /// Two lookups of `destination` in one datagram, answered in order from one state.
+    private static func askPair(
+        _ destination: IPAddress, _ first: (source: IPAddress?, packet: Packet, fibMatch: Bool),
+        _ second: (source: IPAddress?, packet: Packet, fibMatch: Bool), on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(PathMonitorError) -> (Answer, Answer) {
         requests.sequence &+= 2
-        let routeSequence = requests.sequence &- 1
-        let entrySequence = requests.sequence
+        let firstSequence = requests.sequence &- 1
+        let secondSequence = requests.sequence
         var both: [UInt8] = []
-        both.reserveCapacity(128)
-        appendRequest(to: &both, for: destination, source: source, interfaceIndex: nil, sequence: routeSequence)
+        both.reserveCapacity(192)
         appendRequest(
-            to: &both, for: destination, source: source, interfaceIndex: nil, fibMatch: true, sequence: entrySequence)
+            to: &both, for: destination, source: first.source, interfaceIndex: nil, packet: first.packet,
+            fibMatch: first.fibMatch, sequence: firstSequence)
+        appendRequest(
+            to: &both, for: destination, source: second.source, interfaceIndex: nil, packet: second.packet,
+            fibMatch: second.fibMatch, sequence: secondSequence)
         try requests.send(both)
-        let route = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
-            answer(in: bytes, sequence: routeSequence, ticksPerSecond: ticksPerSecond)
+        let firstAnswer = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: firstSequence, ticksPerSecond: ticksPerSecond)
         }
-        let entry = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
-            answer(in: bytes, sequence: entrySequence, ticksPerSecond: ticksPerSecond)
+        let secondAnswer = try awaitAnswer(on: requests, buffer: buffer, what: "a route lookup") { bytes in
+            answer(in: bytes, sequence: secondSequence, ticksPerSecond: ticksPerSecond)
         }
-        return (route, entry)
+        return (firstAnswer, secondAnswer)
     }
 
     /// Reads the requests socket until `answer` finds the reply it waits for.

@@ -165,7 +165,8 @@ enum RtnetlinkParser {
         guard let ip = local ?? peer else { return .other(type: type) }
         let address = SystemSnapshot.Address(
             interfaceIndex: Int(body.loadU32(at: 4)), address: ip, prefixLength: body[1], scope: body[3],
-            isTentative: flags & 0x40 != 0, isDADFailed: flags & 0x08 != 0)
+            // IFA_F_TENTATIVE without IFA_F_OPTIMISTIC: an optimistic address is a source the kernel uses.
+            isTentative: flags & 0x40 != 0 && flags & 0x04 == 0, isDADFailed: flags & 0x08 != 0)
         return type == newAddress ? .newAddress(address) : .deleteAddress(address)
     }
 

@@ -119,7 +119,18 @@ public final class PathMonitor: Sendable {
     /// Creates a monitor of the system's network, like `NWPathMonitor()`,
     /// `NWPathMonitor(requiredInterfaceType:)` and `NWPathMonitor(prohibitedInterfaceTypes:)`.
     ///
+    /// The path is the one a client's traffic takes: by default a web client's, TCP to port 443
+    /// (with a source port from the namespace's `ip_local_port_range`), which policy rules that
+    /// match the protocol or ports (`ip rule add ipproto tcp dport 443 table 100`) may send
+    /// elsewhere than other traffic. Name the traffic your program sends:
+    ///
+    /// ```swift
+    /// let dns = PathMonitor(port: 53, protocol: .udp)
+    /// ```
+    ///
     /// - Parameters:
+    ///   - port: the destination port of the traffic asked about.
+    ///   - transportProtocol: its transport protocol.
     ///   - requiredInterfaceType: only interfaces of this type count.
     ///   - prohibitedInterfaceTypes: interfaces of these types never count.
     ///   - classification: overrides for interface types and expensive/constrained interfaces.
@@ -131,6 +142,8 @@ public final class PathMonitor: Sendable {
     ///     ``SystemPathSource`` of your own to `init(requirements:classification:source:logger:metricsFactory:)`
     ///     to choose its factory too.
     public convenience init(
+        port: UInt16 = 443,
+        protocol transportProtocol: TransportProtocol = .tcp,
         requiredInterfaceType: InterfaceType? = nil,
         prohibitedInterfaceTypes: [InterfaceType] = [],
         classification: InterfaceClassification = .automatic,
@@ -143,7 +156,8 @@ public final class PathMonitor: Sendable {
                 requiredInterfaceType: requiredInterfaceType,
                 prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
             classification: classification,
-            source: SystemPathSource.shared(namespace: namespace), logger: logger, metricsFactory: metricsFactory)
+            source: SystemPathSource.shared(namespace: namespace, port: port, protocol: transportProtocol),
+            logger: logger, metricsFactory: metricsFactory)
     }
 
     /// Creates a monitor of the path to one destination: the kernel's route to that address
@@ -159,13 +173,20 @@ public final class PathMonitor: Sendable {
     /// up, or a container's own): never by this machine's resolver, which may not know them or
     /// know them as other addresses.
     ///
+    /// The route asked for is a client's packet to `port` over `transportProtocol` (a web client's,
+    /// TCP to 443, by default; the source port from the namespace's `ip_local_port_range`): policy
+    /// rules that match the protocol or ports can send a database's TCP/5432 and a DNS query's
+    /// UDP/53 to the same address different ways.
+    ///
     /// ```swift
-    /// let monitor = PathMonitor(destination: "10.20.0.5")
+    /// let monitor = PathMonitor(destination: "10.20.0.5", port: 5432, protocol: .tcp)
     /// monitor.start(queue: .main)
     /// print(monitor.currentPath.primaryInterface?.name ?? "unreachable")   // wg0, through the tunnel
     /// ```
     public convenience init(
         destination: PathDestination,
+        port: UInt16 = 443,
+        protocol transportProtocol: TransportProtocol = .tcp,
         requiredInterfaceType: InterfaceType? = nil,
         prohibitedInterfaceTypes: [InterfaceType] = [],
         classification: InterfaceClassification = .automatic,
@@ -178,8 +199,9 @@ public final class PathMonitor: Sendable {
             requirements: PathRequirements(
                 requiredInterfaceType: requiredInterfaceType,
                 prohibitedInterfaceTypes: Set(prohibitedInterfaceTypes)),
-            classification: classification, source: SystemPathSource.shared(namespace: namespace), isShared: false,
-            destination: destination, resolutionTimeout: resolutionTimeout,
+            classification: classification,
+            source: SystemPathSource.shared(namespace: namespace, port: port, protocol: transportProtocol),
+            isShared: false, destination: destination, resolutionTimeout: resolutionTimeout,
             resolve: { HostResolver.resolve($0, timeout: $1, in: namespace) }, logger: logger,
             metricsFactory: metricsFactory)
     }

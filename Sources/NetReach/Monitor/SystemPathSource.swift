@@ -55,6 +55,14 @@ public final class SystemPathSource: PathSource {
         /// is asked, and the one with the broadest route stands for the family. They are only
         /// looked up (a UDP `connect`, `RTM_GETROUTE`), never contacted: nothing is sent to them.
         public var routeLookupAddresses: [IPAddress]
+        /// The transport protocol of the traffic whose path the source follows: the kernel is asked
+        /// where a client's packet of this protocol goes (`ip route get ... ipproto tcp`), so
+        /// policy rules that match the protocol (`ip rule add ipproto tcp ...`) are followed.
+        public var transportProtocol: TransportProtocol
+        /// The destination port of that traffic (`ip rule ... dport 443`). The source port asked
+        /// with is the first of the namespace's `ip_local_port_range`, where a client's ports come
+        /// from (`ip rule ... sport 32768-60999`).
+        public var port: UInt16
         /// How long after its first path the engine starts watching the nameserver files
         /// (reading them again then, so nothing written meanwhile is missed). An inotify instance
         /// with watches costs its process a grace period of the kernel's (5-8 ms here) when it is
@@ -74,13 +82,16 @@ public final class SystemPathSource: PathSource {
         /// Creates a configuration. `resolvConfPath` defaults to the namespace's resolv.conf
         /// candidates (see ``NetworkNamespace/resolvConfCandidates``); `followsResolvedStub: false`
         /// takes systemd-resolved's stub at its word (set ``resolvedUpstreamPath`` to read the
-        /// upstream list from elsewhere).
+        /// upstream list from elsewhere). The traffic asked about is a web client's, TCP to port 443,
+        /// unless `port` and `transportProtocol` name another.
         public init(
             namespace: NetworkNamespace? = nil, resolvConfPath: String? = nil,
             sysfsPath: String = "/sys/class/net", receiveBufferSize: Int32 = 4 << 20,
             routeLookupAddresses: [IPAddress] = Configuration.defaultRouteLookupAddresses,
-            followsResolvedStub: Bool = true
+            followsResolvedStub: Bool = true, port: UInt16 = 443, transportProtocol: TransportProtocol = .tcp
         ) {
+            self.port = port
+            self.transportProtocol = transportProtocol
             self.namespace = namespace
             self.resolvConfPath = resolvConfPath ?? namespace?.resolvConfPath ?? "/etc/resolv.conf"
             resolvConfCandidates =
@@ -103,9 +114,16 @@ public final class SystemPathSource: PathSource {
 
     private static let registry = Locked<[Configuration: SystemPathSource]>([:])
 
-    /// The process-wide source for a namespace (`nil`: the process's own).
-    public static func shared(namespace: NetworkNamespace? = nil) -> SystemPathSource {
-        let configuration = Configuration(namespace: namespace)
+    /// The process-wide source for a namespace (`nil`: the process's own) and traffic: one per
+    /// namespace, protocol and port.
+    ///
+    /// ```swift
+    /// let dns = PathMonitor(source: SystemPathSource.shared(port: 53, protocol: .udp))
+    /// ```
+    public static func shared(
+        namespace: NetworkNamespace? = nil, port: UInt16 = 443, protocol transportProtocol: TransportProtocol = .tcp
+    ) -> SystemPathSource {
+        let configuration = Configuration(namespace: namespace, port: port, transportProtocol: transportProtocol)
         return registry.withLock { sources in
             if let source = sources[configuration] { return source }
             let source = SystemPathSource(configuration: configuration)

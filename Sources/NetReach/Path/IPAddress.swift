@@ -120,6 +120,9 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         family == .ipv4 ? byte(at: 0) == 127 : high == 0 && low == 1
     }
 
+    /// Whether this is the unspecified address (0.0.0.0 or ::).
+    var isUnspecified: Bool { high == 0 && low == 0 }
+
     /// Whether this is an IPv6 link-local address (fe80::/10) or IPv4 169.254.0.0/16.
     public var isLinkLocal: Bool {
         family == .ipv4

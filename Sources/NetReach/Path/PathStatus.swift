@@ -20,7 +20,10 @@ public enum UnsatisfiedReason: String, Sendable, Hashable, Codable, CaseIterable
     case noInterface
     /// Every candidate interface is administratively down or has no carrier.
     case linkDown
-    /// An interface is up, but none has a usable address (none, or still tentative, or DAD failed).
+    /// An interface is up, but none has a usable address (none, or still tentative, or DAD failed),
+    /// or the source address the kernel picks for the traffic cannot carry it (loopback, which the
+    /// kernel hands a socket while every global IPv6 address is tentative; tentative; DAD failed;
+    /// `0.0.0.0`, its pick when no interface has an IPv4 address).
     case noAddress
     /// An interface is up with an address, but the kernel has no route to the destination
     /// (for the internet: no default route in any table the policy rules reach).

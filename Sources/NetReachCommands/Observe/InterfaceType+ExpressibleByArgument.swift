@@ -6,3 +6,6 @@ import NetReach
 // The conformance lives in the CLI because NetReach does not depend on argument-parser, and
 // must not. (No `@retroactive`: the compiler counts NetReach as the same package.)
 extension InterfaceType: ExpressibleByArgument {}
+
+// `--protocol tcp|udp`, listed the same way.
+extension TransportProtocol: ExpressibleByArgument {}

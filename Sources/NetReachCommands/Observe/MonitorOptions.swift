@@ -12,6 +12,21 @@ struct MonitorOptions: ParsableArguments {
             valueName: "host"))
     var destinations: [String] = []
 
+    // Arrays only so that a repeated --port or --protocol can be refused (SingleValuedOption).
+    @Option(
+        name: .customLong("port"),
+        help: ArgumentHelp(
+            "The destination port of the traffic whose path is followed (default 443). Policy rules can send traffic apart by port (`ip rule ... dport 443`); the source port asked about is the first of the namespace's ip_local_port_range.",
+            valueName: "port"))
+    var ports: [UInt16] = []
+
+    @Option(
+        name: .customLong("protocol"),
+        help: ArgumentHelp(
+            "The transport protocol of that traffic (default tcp). Policy rules can send TCP and UDP apart (`ip rule ... ipproto tcp`): --protocol udp --port 53 follows what a DNS query gets.",
+            valueName: "tcp|udp"))
+    var protocols: [TransportProtocol] = []
+
     // An array only so that a repeated --namespace can be refused (SingleValuedOption).
     @Option(
         name: .customLong("namespace"),
@@ -24,6 +39,10 @@ struct MonitorOptions: ParsableArguments {
         if let destination = try SingleValuedOption.value(of: "--to", in: destinations), destination.isEmpty {
             throw ValidationError("--to needs an IP address or a host name.")
         }
+        if try SingleValuedOption.value(of: "--port", in: ports) == 0 {
+            throw ValidationError("--port needs a port from 1 to 65535.")
+        }
+        _ = try SingleValuedOption.value(of: "--protocol", in: protocols)
         // An empty name would become the directory /var/run/netns/ and fail later as exit 2,
         // when it is plainly a usage mistake.
         if let namespace = try SingleValuedOption.value(of: "--namespace", in: namespaces), namespace.isEmpty {
@@ -40,13 +59,22 @@ struct MonitorOptions: ParsableArguments {
     /// `--to`, if given.
     var destination: PathDestination? { destinations.last.map { PathDestination($0) } }
 
-    /// A monitor of the chosen network (and destination), not started.
+    /// `--port`, or 443 (a web client's).
+    var port: UInt16 { ports.last ?? 443 }
+
+    /// `--protocol`, or TCP (a web client's).
+    var transportProtocol: TransportProtocol { protocols.last ?? .tcp }
+
+    /// A monitor of the chosen network (and destination, and traffic), not started.
     func makeMonitor(requiredInterfaceType: InterfaceType? = nil) -> PathMonitor {
         if let destination {
             return PathMonitor(
-                destination: destination, requiredInterfaceType: requiredInterfaceType, namespace: networkNamespace)
+                destination: destination, port: port, protocol: transportProtocol,
+                requiredInterfaceType: requiredInterfaceType, namespace: networkNamespace)
         }
-        return PathMonitor(requiredInterfaceType: requiredInterfaceType, namespace: networkNamespace)
+        return PathMonitor(
+            port: port, protocol: transportProtocol, requiredInterfaceType: requiredInterfaceType,
+            namespace: networkNamespace)
     }
 
     /// Creates and starts a monitor of the chosen network, so its `currentPath` is exact.

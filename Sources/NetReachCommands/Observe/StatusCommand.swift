@@ -8,7 +8,10 @@ package struct StatusCommand: NetreachSubcommand {
         commandName: "status",
         _superCommandName: NetreachCommand.commandName,
         abstract: "Print the current network path.",
-        usage: "netreach status [--json] [--to <host>] [--namespace <name|path>]", // no "...": see WaitCommand
+        usage: """
+            netreach status [--json] [--to <host>] [--port <port>]
+                [--protocol tcp|udp] [--namespace <name|path>]
+            """, // no "...": see WaitCommand
         discussion: """
             Prints one `key: value` line per property (status, reason, interfaces with their \
             types, ipv4, ipv6, dns, expensive, constrained, multipath, gateways); every key is always \

@@ -16,7 +16,7 @@ package struct WaitCommand: NetreachSubcommand {
         usage: """
             netreach wait [--timeout <duration>] [--interface-type <type>]
                 [--ipv4] [--ipv6] [--dns] [--quiet] [--json] [--to <host>]
-                [--namespace <name|path>]
+                [--port <port>] [--protocol tcp|udp] [--namespace <name|path>]
               netreach wait --internet [--probe <url[=expect]> ...]
                 [--well-known-probes] [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>]

@@ -13,7 +13,8 @@ package struct WatchCommand: NetreachSubcommand {
         _superCommandName: NetreachCommand.commandName,
         abstract: "Print the current network path, then one line per change, until interrupted.",
         usage: """
-            netreach watch [--json] [--to <host>] [--namespace <name|path>]
+            netreach watch [--json] [--to <host>] [--port <port>]
+                [--protocol tcp|udp] [--namespace <name|path>]
               netreach watch --internet [--probe <url[=expect]> ...]
                 [--well-known-probes] [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>]

@@ -10,7 +10,8 @@ import Glibc
 ///
 /// A connected UDP socket in the lab's namespace (which sends nothing) shows the source address the
 /// kernel picks for it (`getsockname`), or the error `connect` gets; then `ip -j route get ADDRESS
-/// from SOURCE` shows the route that socket's packets take. A lookup without the source (`ip route
+/// from SOURCE ipproto tcp sport PORT dport 443` shows the route a web client's packets take (PORT:
+/// the first of the lab's `ip_local_port_range`), the traffic a monitor asks about by default. A lookup without the source (`ip route
 /// get ADDRESS`) is not the reference: the kernel routes a connection with its source, so `ip rule
 /// from ADDR` and IPv6 source-specific routes apply to it and not to such a lookup.
 package enum RouteTruth: Equatable, CustomStringConvertible {
@@ -26,10 +27,14 @@ package enum RouteTruth: Equatable, CustomStringConvertible {
     }
 
     /// Whether traffic of this family can leave: a route out of a link with carrier and a source
-    /// address that is not link-local (the monitor's rule for "supports the family").
+    /// address that is not link-local, nor loopback (the kernel's pick while every global IPv6
+    /// address is tentative or DAD-failed, from which no connection completes), nor unspecified (the
+    /// pick for a device route when no interface has an IPv4 address): the monitor's rule
+    /// for "supports the family". (The lab's lookups are of addresses beyond the host.)
     package var isUsable: Bool {
         guard case .route(_, _, let source, let linkdown) = self, let source else { return false }
-        return !linkdown && !source.isLinkLocal
+        return !linkdown && !source.isLinkLocal && !source.isLoopback && source != IPAddress("0.0.0.0")
+            && source != IPAddress("::")
     }
 
     package var description: String {
@@ -49,30 +54,36 @@ extension NetnsLab {
         try await routeGet(to: RouteTruth.lookupAddress(family), oif: oif)
     }
 
-    /// What a program in the lab gets for a connection to `address`: the source from a connected
-    /// UDP socket, then `ip -n LAB -d -j route get ADDRESS from SOURCE`. Bound to `oif` (as with
-    /// `SO_BINDTODEVICE`): the source `ip route get ADDRESS oif DEVICE` picks, then the same lookup
-    /// from it. The answer says nothing of carrier (no `linkdown` flag), so the device's `ip link`
-    /// flags are read too.
-    package func routeGet(to address: String, oif: String? = nil) async throws -> RouteTruth {
+    /// What a program in the lab gets for a connection to `address` (`port` over `transport`): the
+    /// source from a connected UDP socket, then `ip -n LAB -d -j route get ADDRESS from SOURCE
+    /// ipproto TRANSPORT sport PORT dport PORT`. Bound to `oif` (as with `SO_BINDTODEVICE`): the
+    /// source `ip route get ADDRESS oif DEVICE ipproto TRANSPORT dport PORT` picks, then the same
+    /// lookup from it. The answer says nothing of carrier (no `linkdown` flag), so the device's
+    /// `ip link` flags are read too.
+    package func routeGet(
+        to address: String, oif: String? = nil, transport: String = "tcp", port: UInt16 = 443
+    ) async throws -> RouteTruth {
         let family: Family = address.contains(":") ? .ipv6 : .ipv4
+        let sourcePort = try await firstLocalPort()
+        let packet = ["ipproto", transport, "dport", "\(port)"]
         let source: String
         if let oif {
             let entry: RouteEntry
-            switch try await ipRouteGet(address, family: family, extra: ["oif", oif]) {
+            switch try await ipRouteGet(address, family: family, extra: ["oif", oif] + packet) {
             case .entry(let found): entry = found
             case .failed(let message): return .error(message)
             }
             guard let chosen = entry.prefsrc else { return try await truth(of: entry) }
             source = chosen
         } else {
-            switch try await connectedSource(address) {
+            switch try await connectedSource(address, port: port) {
             case .success(let chosen): source = chosen
             case .failure(let failure): return .error(failure.message)
             }
         }
         switch try await ipRouteGet(
-            address, family: family, extra: ["from", source] + (oif.map { ["oif", $0] } ?? []))
+            address, family: family,
+            extra: ["from", source] + (oif.map { ["oif", $0] } ?? []) + packet + ["sport", "\(sourcePort)"])
         {
         case .entry(var entry):
             entry.prefsrc = entry.prefsrc ?? source
@@ -82,19 +93,30 @@ extension NetnsLab {
         }
     }
 
-    /// The source address a connected UDP socket to `address` gets in the lab, or `connect`'s error.
-    package func connectedSource(_ address: String) async throws -> Result<String, ConnectError> {
+    /// The first port of the lab's `ip_local_port_range`: the source port a monitor asks about.
+    package func firstLocalPort() async throws -> UInt16 {
+        let range = try await LabCommand.ip(
+            ["netns", "exec", name, "cat", "/proc/sys/net/ipv4/ip_local_port_range"])
+        guard let first = range.split(whereSeparator: \.isWhitespace).first, let port = UInt16(first) else {
+            throw LabError.systemCall("read ip_local_port_range in \(name)", range)
+        }
+        return port
+    }
+
+    /// The source address a connected UDP socket to `address` (at `port`) gets in the lab, or
+    /// `connect`'s error.
+    package func connectedSource(_ address: String, port: UInt16 = 443) async throws -> Result<String, ConnectError> {
         let script = """
             import socket, sys
             family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
             s = socket.socket(family, socket.SOCK_DGRAM)
             try:
-                s.connect((sys.argv[1], 443))
+                s.connect((sys.argv[1], int(sys.argv[2])))
                 print("source", s.getsockname()[0])
             except OSError as error:
                 print("error", error.errno, error.strerror)
             """
-        let output = try await LabCommand.ip(["netns", "exec", name, "python3", "-c", script, address])
+        let output = try await LabCommand.ip(["netns", "exec", name, "python3", "-c", script, address, "\(port)"])
             .trimmingCharacters(in: .whitespacesAndNewlines)
         if output.hasPrefix("source ") { return .success(String(output.dropFirst("source ".count))) }
         return .failure(
@@ -102,7 +124,7 @@ extension NetnsLab {
                 message: output.split(separator: " ", maxSplits: 2).dropFirst(2).first.map(String.init) ?? output))
     }
 
-    package struct ConnectError: Error {
+    package struct ConnectError: Error, Equatable {
         package var message: String
     }
 

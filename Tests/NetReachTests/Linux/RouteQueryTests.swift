@@ -1,5 +1,6 @@
 #if os(Linux)
 import CNetReachLinux
+import Foundation
 import Glibc
 @testable import NetReach
 import NetReachTestSupport
@@ -46,6 +47,57 @@ struct RouteQueryTests {
             for: IPAddress("2001:4860:4860::8888")!, interfaceIndex: nil, fibMatch: true, sequence: 1)
         #expect(v6.count == 16 + 12 + 20 && v6[16] == UInt8(AF_INET6) && v6[17] == 128)
         #expect(Array(v6[24..<28]) == NetlinkBytes.hostOrder(UInt32(RTM_F_LOOKUP_TABLE) | UInt32(RTM_F_FIB_MATCH)))
+    }
+
+    @Test func aRequestForAPacketCarriesItsProtocolAndPorts() {
+        // `ip route get 8.8.8.8 ipproto tcp sport 32768 dport 443`: RTA_IP_PROTO (u8), RTA_SPORT
+        // and RTA_DPORT (big-endian u16), each padded to 4 bytes.
+        let packet = RouteQuery.Packet(transport: .tcp, sourcePort: 32768, destinationPort: 443)
+        let request = RouteQuery.request(
+            for: IPAddress("8.8.8.8")!, interfaceIndex: nil, packet: packet, sequence: 9)
+        #expect(request.count == 16 + 12 + 8 + 8 + 8 + 8)
+        #expect(Array(request[0..<4]) == NetlinkBytes.hostOrder(UInt32(request.count)))
+        #expect(
+            Array(request[36..<44]) == NetlinkBytes.hostOrder(UInt16(5))
+                + NetlinkBytes.hostOrder(UInt16(RTA_IP_PROTO.rawValue)) + [UInt8(IPPROTO_TCP), 0, 0, 0])
+        #expect(
+            Array(request[44..<52]) == NetlinkBytes.hostOrder(UInt16(6))
+                + NetlinkBytes.hostOrder(UInt16(RTA_SPORT.rawValue)) + [0x80, 0x00, 0, 0])
+        #expect(
+            Array(request[52..<60]) == NetlinkBytes.hostOrder(UInt16(6))
+                + NetlinkBytes.hostOrder(UInt16(RTA_DPORT.rawValue)) + [0x01, 0xbb, 0, 0])
+        // UDP to 53 with no source port yet (a TCP connect's first lookup has none either).
+        let udp = RouteQuery.request(
+            for: IPAddress("2001:4860:4860::8888")!, source: IPAddress("2001:db8::2")!, interfaceIndex: 4,
+            packet: RouteQuery.Packet(transport: .udp, sourcePort: nil, destinationPort: 53), sequence: 1)
+        #expect(udp.count == 16 + 12 + 20 + 20 + 8 + 8 + 8)
+        #expect(
+            Array(udp[76..<84]) == NetlinkBytes.hostOrder(UInt16(5)) + NetlinkBytes.hostOrder(UInt16(27)) + [
+                17, 0, 0, 0,
+            ])
+        #expect(
+            Array(udp[84..<92]) == NetlinkBytes.hostOrder(UInt16(6)) + NetlinkBytes.hostOrder(UInt16(29)) + [
+                0, 53, 0, 0,
+            ])
+    }
+
+    @Test(arguments: [
+        ("32768\t60999\n", UInt16(32768)), ("1024 65535\n", 1024), ("  40000\t50000", 40000),
+    ])
+    func theFirstPortOfTheLocalRangeIsTheSourcePort(text: String, port: UInt16) {
+        #expect(ConnectProbe.firstPort(ofRange: Array(text.utf8)) == port)
+    }
+
+    @Test(arguments: ["", "\n", "abc 1", "0 10", "70000 80000", "123456 1"])
+    func aRangeWithNoPortIsNone(text: String) {
+        #expect(ConnectProbe.firstPort(ofRange: Array(text.utf8)) == nil)
+    }
+
+    @Test func theProbeReadsItsNamespacesPortRange() throws {
+        // The reference: the file itself, read here (this process's namespace).
+        let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
+        let probe = try ConnectProbe(namespace: nil)
+        #expect(probe.sourcePort() == ConnectProbe.firstPort(ofRange: Array(text.utf8)))
     }
 
     @Test func aNeighbourRequestIsWhatIpNeighGetSendsAndItsAnswerGivesTheState() {

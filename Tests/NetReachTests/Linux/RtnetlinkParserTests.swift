@@ -166,6 +166,20 @@ struct RtnetlinkParserAddressTests {
                         interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: true)))
     }
 
+    @Test func anOptimisticAddressIsNotTentative() throws {
+        // RFC 4429: during DAD an optimistic address is TENTATIVE|OPTIMISTIC, and the kernel's
+        // source selection uses it (`__ipv6_dev_get_saddr` skips tentative ones unless optimistic).
+        let optimistic: UInt32 = 0x04 // IFA_F_OPTIMISTIC
+        let buffer = NetlinkBytes().message(
+            NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),
+            attributes: [.address(NL.ifaAddress, "2001:db8::10"), .u32(NL.ifaFlags, NL.tentative | optimistic)])
+        #expect(
+            try onlyMessage(buffer)
+                == .newAddress(
+                    SystemSnapshot.Address(
+                        interfaceIndex: 3, address: ip("2001:db8::10"), prefixLength: 64, isTentative: false)))
+    }
+
     @Test func dadFailedFromTheFlagsAttribute() throws {
         let buffer = NetlinkBytes().message(
             NL.newAddress, body: NL.ifaddrmsg(family: NL.inet6, prefixLength: 64, index: 3),

@@ -1,0 +1,99 @@
+import Foundation
+import NetReach
+import NetReachTestSupport
+import Testing
+
+/// `wait`, `watch` and `status` with a source the kernel cannot use yet (DAD running) and with
+/// policy rules that split traffic by protocol and port (`--port`, `--protocol`). The references:
+/// `ip addr` (the DAD state), a UDP `connect()`'s source, and `ip route get ... ipproto P sport S
+/// dport D`, in the same lab.
+@Suite("netreach with the app's packet and a usable source (integration)", .offPool, .needsNamespaceRoot, .serialized)
+struct PacketAndSourceCLITests {
+    private static func dadState(in lab: NetnsLab) async throws -> String {
+        let line = try await lab.ip("-6", "-o", "addr", "show", "dev", "veth0", "scope", "global")
+        if line.contains("dadfailed") { return "dadfailed" }
+        return line.contains("tentative") ? "tentative" : ""
+    }
+
+    @Test func waitBlocksWhileDADRunsAndWatchShowsItsEnd() async throws {
+        try await NetnsLab.withLab(.init(ipv4: false, ipv6: false, defaultRoutes: false)) { lab in
+            let watch = try NetreachProcess.start(["watch", "--namespace", lab.name])
+            defer { watch.kill() }
+            let wait = try NetreachProcess.start(["wait", "--timeout", "600s", "--namespace", lab.name])
+            defer { wait.kill() }
+            await LabPoll.until("watch prints the current path") { watch.outputLines.count >= 1 }
+            // DAD of 8 probes a second apart, for both addresses from link-up, as on a host just
+            // plugged in; the gateway on the peer needs none.
+            try await lab.setSysctl("net/ipv6/conf/veth0/dad_transmits", "8")
+            try await lab.setSysctl("net/ipv6/neigh/veth0/retrans_time_ms", "1000")
+            try await lab.peerIP("addr", "add", NetnsLab.ipv6Gateway + "/64", "dev", "veth1", "nodad")
+            try await lab.setLink(up: false)
+            try await lab.ip("addr", "add", "2001:db8:123::2/64", "dev", "veth0")
+            try await lab.setLink(up: true)
+            try await lab.ip("-6", "route", "add", "default", "via", NetnsLab.ipv6Gateway, "dev", "veth0")
+            // The kernel hands a connect() ::1 now: no connection would complete.
+            #expect(try await lab.connectedSource(RouteTruth.lookupAddress(.ipv6)) == .success("::1"))
+            let deadline = ContinuousClock.now + .seconds(40)
+            while try await Self.dadState(in: lab) == "tentative", ContinuousClock.now < deadline {
+                #expect(wait.isRunning, "wait exited during DAD: \(wait.outputLines) \(wait.standardError)")
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let ended = ContinuousClock.now
+            try #require(try await Self.dadState(in: lab) == "", "DAD did not end within 40 s")
+            #expect(await wait.exitStatus(timeout: .seconds(60)) == 0, "standard error: \(wait.standardError)")
+            print("wait exited \(ContinuousClock.now - ended) after `ip addr` showed DAD ended")
+            #expect(wait.outputLines.first?.contains("satisfied veth0") == true, "\(wait.outputLines)")
+            await LabPoll.until("watch prints the satisfied path") {
+                watch.outputLines.last?.contains(" satisfied ") == true
+            }
+            print("watch printed satisfied \(ContinuousClock.now - ended) after `ip addr` showed DAD ended")
+            // Before it: the tentative address, said as "no address".
+            let lines = watch.outputLines
+            #expect(lines.dropLast().last?.hasSuffix("unsatisfied (no address)") == true, "\(lines)")
+            #expect(try await lab.connectedSource(RouteTruth.lookupAddress(.ipv6)) == .success("2001:db8:123::2"))
+        }
+    }
+
+    @Test func statusNamesTheVPNForTCP443AndTheUplinkForUDP53() async throws {
+        try await NetnsLab.withLab { lab in
+            try await lab.addUplink("veth2", peer: "veth3", address: "10.124.0.2/24")
+            try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "table", "100")
+            try await lab.ip("-4", "rule", "add", "ipproto", "tcp", "dport", "443", "table", "100")
+            let target = RouteTruth.lookupAddress(.ipv4)
+            let port = try await lab.firstLocalPort()
+            for (arguments, device) in [([String](), "veth2"), (["--protocol", "udp", "--port", "53"], "veth0")] {
+                let packet =
+                    arguments.isEmpty
+                    ? ["ipproto", "tcp", "dport", "443"] : ["ipproto", "udp", "dport", "53"]
+                let kernel = try await lab.ip(["-4", "route", "get", target, "sport", "\(port)"] + packet)
+                #expect(kernel.contains("dev \(device)"), "ip route get \(packet): \(kernel)")
+                let status = try NetreachProcess.start(["status", "--namespace", lab.name] + arguments)
+                defer { status.kill() }
+                #expect(await status.exitStatus() == 0, "standard error: \(status.standardError)")
+                #expect(
+                    status.outputLines.first { $0.hasPrefix("interfaces:") }?.contains(device) == true,
+                    "status \(arguments): \(status.outputLines)")
+                let primary = status.outputLines.first { $0.hasPrefix("interfaces:") }?
+                    .split(separator: " ").dropFirst().first
+                #expect(primary?.hasPrefix(device) == true, "status \(arguments): \(status.outputLines)")
+            }
+        }
+    }
+
+    @Test func aBadPortOrProtocolIsAUsageError() async throws {
+        for arguments in [
+            ["--port", "0"], ["--port", "70000"], ["--protocol", "sctp"], ["--port", "1", "--port", "2"],
+        ] {
+            let status = try NetreachProcess.start(["status"] + arguments)
+            defer { status.kill() }
+            #expect(await status.exitStatus() == 64, "\(arguments): \(status.standardError)")
+        }
+    }
+}
+
+extension NetnsLab {
+    /// `ip -n LAB ARGUMENTS...` from an array.
+    fileprivate func ip(_ arguments: [String]) async throws -> String {
+        try await LabCommand.ip(["-n", name] + arguments)
+    }
+}
