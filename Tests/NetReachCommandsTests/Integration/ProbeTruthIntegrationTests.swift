@@ -110,6 +110,7 @@ struct ProbeTruthIntegrationTests {
                 lab, environment: environment,
                 [try NetreachProcess.executable().path, "check", "--probe", probe, "--family", "4", "--json"])
             #expect(through.status == 0, "through the proxy, full: \(through.output) \(through.error)")
+            try CLIJSONSchemaTests.expectConforms(through.output.trimmingCharacters(in: .newlines))
             let object = try #require(
                 try JSONSerialization.jsonObject(with: through.outputData) as? [String: Any], "\(through.output)")
             let json = try #require(object["connectivity"] as? [String: Any])
@@ -129,6 +130,24 @@ struct ProbeTruthIntegrationTests {
             let curlBypassed = try Self.inLab(
                 lab, environment: environment + ["no_proxy=10.123.1.0/24"], ["curl", "-sS", "-o", "/dev/null", probe])
             #expect(bypassed.status == 81 && curlBypassed.status != 0, "no_proxy's CIDR sends both directly")
+
+            // https through a CONNECT tunnel, with HTTPS_PROXY in upper case (curl reads both).
+            let nginx = try GatewayTLSServer.start(namespace: lab.peerName, address: Self.probeAddress)
+            defer { nginx.stop() }
+            let secure = "https://\(Self.probeAddress)/generate_204"
+            let tunnel = ["HTTPS_PROXY=\(proxy.url)", "SSL_CERT_FILE=\(nginx.certificate)"]
+            let curlTLS = try Self.inLab(
+                lab, environment: tunnel,
+                ["curl", "-sS", "--cacert", nginx.certificate, "-o", "/dev/null", "-w", "%{http_code}", secure])
+            #expect(curlTLS.output == "204", "curl through the tunnel: \(curlTLS.output) \(curlTLS.error)")
+            let checkTLS = try Self.inLab(
+                lab, environment: tunnel,
+                [try NetreachProcess.executable().path, "check", "--probe", secure, "--family", "4"])
+            #expect(checkTLS.status == 0, "\(checkTLS.output) \(checkTLS.error)")
+            #expect(checkTLS.output.contains("through proxy \(proxy.url)"), "\(checkTLS.output)")
+            #expect(
+                proxy.requests().filter { $0.hasPrefix("CONNECT \(Self.probeAddress):443") }.count == 2,
+                "both went through a tunnel: \(proxy.requests())")
 
             // A proxy that refuses the connection.
             let refused = try ConnectivityCheckIntegrationTests.check(
