@@ -5,25 +5,33 @@ import NetReach
 import NetReachConnectivity
 import NetReachHTTP
 
-/// Sends connectivity probes on AsyncHTTPClient, each over one family: the host is resolved to
-/// addresses of that family only (a name that does not resolve is the verdict `failed`, with the
-/// resolver's reason), and the connection goes to that address while TLS still names and checks
-/// the host. Redirects are never followed; no proxy is used (a probe through a proxy would judge
-/// the proxy); at most 100 KiB of body is read.
+/// Sends connectivity probes on AsyncHTTPClient, each over one family, where the program's own
+/// requests go: directly, or through the proxy the settings choose for the probe's URL (by
+/// default the environment's `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy`, read as
+/// curl reads them: ``NetReachHTTP/ProxySettings/environment(_:)``).
+///
+/// Directly, the host is resolved to addresses of that family only (a name that does not resolve
+/// is the verdict `failed`, with the resolver's reason), and the connection goes to that address
+/// while TLS still names and checks the host. Through a proxy, the connection to the proxy is made
+/// over that family (its name resolved to that family's addresses) and the proxy resolves the
+/// host; the evidence names the proxy, and an answer the proxy gave for itself (it refused the
+/// connection, asked for credentials with 407, or answered 5xx for a host it could not reach) is
+/// a failure of the proxy, not a portal. Redirects are never followed; the body is judged as it
+/// arrives (``NetReachConnectivity/ProbeAnswer``), and no more of it is read than that takes.
 ///
 /// ```swift
 /// var settings = TransportSettings()
 /// settings.tls.trustRoots = .file("/etc/ssl/probe-ca.pem")   // an https probe of your own
+/// settings.proxy = ProxySettings(proxy: URL(string: "http://proxy.internal:3128")!)
 /// let monitor = ConnectivityMonitor(configuration: configuration, prober: AsyncHTTPClientProber(settings: settings))
 /// ```
 public struct AsyncHTTPClientProber: ConnectivityProber {
-    /// The TLS settings and connect timeout of the probes (proxies are ignored).
+    /// The TLS settings, proxies and connect timeout of the probes.
     public let settings: TransportSettings
 
-    /// A prober with these TLS settings.
+    /// A prober with these settings (by default, the system's trust roots and the environment's
+    /// proxies).
     public init(settings: TransportSettings = TransportSettings()) {
-        var settings = settings
-        settings.proxy = .none
         self.settings = settings
     }
 
@@ -32,21 +40,35 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + timeout
-        func result(_ status: Int?, _ verdict: ProbeVerdict) -> ProbeResult {
-            ProbeResult(probe: probe, family: family, status: status, latency: clock.now - start, verdict: verdict)
-        }
         guard let (head, host) = HTTPRequest.get(probe.url) else {
-            return result(nil, .failed("the probe's URL cannot be sent"))
+            return ProbeResult(
+                probe: probe, family: family, latency: clock.now - start,
+                verdict: .failed("the probe's URL cannot be sent"))
         }
+        let proxy = settings.proxy.proxy(forScheme: probe.url.scheme ?? "http", host: host)
+        let shownProxy = proxy.map(Self.withoutCredentials)
+        func result(_ status: Int?, _ verdict: ProbeVerdict) -> ProbeResult {
+            ProbeResult(
+                probe: probe, family: family, proxy: shownProxy, status: status, latency: clock.now - start,
+                verdict: verdict)
+        }
+        var settings = self.settings
         var override: [String: String] = [:]
-        if let literal = IPAddress(host) {
-            guard literal.family == family else { return result(nil, .failed("\(host) is not an \(family) address")) }
+        if let proxy {
+            // The proxy resolves the host; this family is the one of the connection to the proxy.
+            switch await Self.address(of: proxy.host ?? "", family: family, timeout: timeout) {
+            case .success(let address):
+                let pinned = Self.replacingHost(of: proxy, with: address)
+                settings.proxy = ProxySettings(http: pinned, https: pinned)
+            case .failure(let reason):
+                return result(nil, .failed("the proxy \(shownProxy!.absoluteString): \(reason)"))
+            }
         } else {
-            switch await Self.resolve(host, family: family, timeout: timeout) {
-            case .success(let addresses):
-                override[host] = addresses[0].description
-            case .failure(let error):
-                return result(nil, .failed("DNS: \(error)"))
+            switch await Self.address(of: host, family: family, timeout: timeout) {
+            case .success(let address):
+                if IPAddress(host) == nil { override[host] = address.description }
+            case .failure(let reason):
+                return result(nil, .failed(reason))
             }
         }
         let transport: AsyncHTTPClientTransport
@@ -61,27 +83,66 @@ public struct AsyncHTTPClientProber: ConnectivityProber {
             let (response, body) = try await transport.send(
                 request, body: nil,
                 options: TransportOptions(stallTimeout: timeout, deadline: deadline))
-            var prefix: [UInt8] = []
-            var length = 0
+            let status = response.status.code
+            if let shownProxy, probe.url.scheme?.lowercased() == "http", status == 407 || (500...599).contains(status) {
+                // Sent to the proxy in absolute form: its 407 and its 5xx (it could not reach or
+                // hear the host) are its own answers, not the probe server's.
+                return result(
+                    status,
+                    .failed(
+                        "the proxy \(shownProxy.absoluteString) answered HTTP \(status)"
+                            + (status == 407 ? " (it asks for credentials)" : " (it got no answer from the host)")))
+            }
+            var answer = ProbeAnswer(
+                probe, status: status, location: response.headerFields[.location],
+                networkManagerStatus: response.headerFields[HTTPField.Name("X-NetworkManager-Status")!])
             do {
                 for try await chunk in body {
-                    length += chunk.count
-                    if prefix.count < 4096 { prefix += chunk.prefix(4096 - prefix.count) }
-                    if length > ConnectivityProbe.maximumBodySize { break } // a portal's page: enough read
+                    if answer.receive(chunk) != nil { break } // decided: the rest is not needed
                 }
             } catch {
-                // A body cut short still says what answered; its length so far is the evidence.
+                return result(status, answer.cut((error as? TransportError)?.detail ?? "\(error)"))
             }
-            let verdict = ProbeJudge.judge(
-                probe, status: response.status.code,
-                location: response.headerFields[.location],
-                networkManagerStatus: response.headerFields[HTTPField.Name("X-NetworkManager-Status")!],
-                bodyPrefix: prefix, bodyLength: length)
-            return result(response.status.code, verdict)
+            return result(status, answer.verdict ?? answer.end())
         } catch {
             if error.kind == .tlsFailure { return result(nil, .intercepted(error.detail)) }
             return result(nil, .failed(error.detail))
         }
+    }
+
+    /// `host` as an address of `family`: itself if it is one, else resolved; a reason otherwise.
+    private static func address(
+        of host: String, family: IPAddress.Family, timeout: Duration
+    ) async -> Lookup {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if let literal = IPAddress(bare) {
+            return literal.family == family ? .success(literal) : .failure("\(bare) is not an \(family) address")
+        }
+        switch await resolve(bare, family: family, timeout: timeout) {
+        case .success(let addresses): return .success(addresses[0])
+        case .failure(let error): return .failure("DNS: \(error)")
+        }
+    }
+
+    /// An address of the family asked for, or why there is none.
+    private enum Lookup {
+        case success(IPAddress)
+        case failure(String)
+    }
+
+    /// `url` with its host replaced by `address` (bracketed for IPv6).
+    private static func replacingHost(of url: URL, with address: IPAddress) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.host = address.family == .ipv6 ? "[\(address)]" : address.description
+        return components.url ?? url
+    }
+
+    /// `url` without user and password: what the evidence shows of a proxy.
+    private static func withoutCredentials(_ url: URL) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.user = nil
+        components.password = nil
+        return components.url ?? url
     }
 
     /// Asks the RFC 8908 API at `url`: `https` only, `Accept: application/captive+json`, redirects

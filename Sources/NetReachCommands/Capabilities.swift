@@ -12,22 +12,23 @@ import NetReachHTTP
 /// ```swift
 /// let capabilities = Capabilities(
 ///     makeTransport: AsyncHTTPClientTransport.init(settings:),
-///     makeProber: { AsyncHTTPClientProber() },
+///     makeProber: AsyncHTTPClientProber.init(settings:),
 ///     enterNamespace: NamespaceEntry.enter)
 /// exit(await NetreachCommand.run(Array(CommandLine.arguments.dropFirst()), capabilities: capabilities).rawValue)
 /// ```
 package struct Capabilities: Sendable {
     /// Makes the transport `get` sends with, configured by its TLS, proxy and timeout options.
     package var makeTransport: @Sendable (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport
-    /// Makes the prober `check`, `watch --internet` and `wait --internet` send probes with.
-    package var makeProber: @Sendable () -> any ConnectivityProber
+    /// Makes the prober `check`, `watch --internet`, `wait --internet` and `serve --internet` send
+    /// probes with, connecting as the settings say (the proxy of `--proxy` or the environment).
+    package var makeProber: @Sendable (TransportSettings) -> any ConnectivityProber
     /// Moves the rest of the command into the named network namespace (`--namespace` of the
     /// commands that send probes), or throws the status to exit with after saying why.
     package var enterNamespace: @Sendable (String) throws(ExitCode) -> Void
 
     package init(
         makeTransport: @escaping @Sendable (TransportSettings) throws(TransportSettingsError) -> any HTTPTransport,
-        makeProber: @escaping @Sendable () -> any ConnectivityProber,
+        makeProber: @escaping @Sendable (TransportSettings) -> any ConnectivityProber,
         enterNamespace: @escaping @Sendable (String) throws(ExitCode) -> Void
     ) {
         self.makeTransport = makeTransport

@@ -34,7 +34,7 @@ if CommandLine.arguments.dropFirst().first == "get" {
 }
 let capabilities = Capabilities(
     makeTransport: AsyncHTTPClientTransport.init(settings:),
-    makeProber: { AsyncHTTPClientProber() },
+    makeProber: AsyncHTTPClientProber.init(settings:),
     enterNamespace: NamespaceEntry.enter)
 /// Runs the command and exits where it ended, on the concurrency pool. Top-level code is the main
 /// actor's: awaiting the command there and exiting after would hop back to the main queue, which on

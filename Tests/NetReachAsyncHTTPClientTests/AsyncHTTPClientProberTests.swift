@@ -88,6 +88,67 @@ struct AsyncHTTPClientProberTests {
         #expect(evidence.contains("102400"), "\(evidence)")
     }
 
+    @Test(
+        "An expected text judged as it arrives: a prefix held past the timeout fails (limited), the whole text passes at once"
+    )
+    func textArrivingSlowly() async throws {
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        // "line 0\n", then nothing: the probe's deadline cuts the body after a prefix of the text.
+        let cut = try await Self.probe(
+            "http://\(server.authority)/drip?count=5&ms=50&stallAfter=1", .bodyPrefix("line 0\nline 1\n"),
+            timeout: .milliseconds(800))
+        #expect(cut.status == 200)
+        guard case .failed(let detail) = cut.verdict else {
+            Issue.record("a prefix cut by the deadline is no portal: \(cut)")
+            return
+        }
+        #expect(detail.contains("after 7 of the 14 bytes of the expected text"), "\(detail)")
+        // The text arrives whole while more lines are still to come: passed, without waiting for them.
+        let passed = try await Self.probe(
+            "http://\(server.authority)/drip?count=5&ms=50&stallAfter=2", .bodyPrefix("line 0\nline 1\n"))
+        #expect(passed.verdict == .passed, "\(passed)")
+        #expect(passed.latency < Self.patience, "decided before the stalled rest")
+        let wrong = try await Self.probe(
+            "http://\(server.authority)/drip?count=5&ms=50&stallAfter=1", .bodyPrefix("line 9"))
+        #expect(wrong.verdict.isPortal, "a differing byte decides at once: \(wrong)")
+    }
+
+    @Test(
+        "Through an http proxy: the probe goes where requests go, and the evidence names the proxy",
+        .enabled(if: ExternalServer.available("tinyproxy")))
+    func throughAProxy() async throws {
+        let server = try await FaultInjectingServer.start()
+        defer { Task { try await server.shutdown() } }
+        let proxy = try await TinyproxyServer.start()
+        defer { Task { await proxy.stop() } }
+        let prober = AsyncHTTPClientProber(
+            settings: TransportSettings(proxy: .environment(["http_proxy": proxy.url.absoluteString])))
+        let probe = ConnectivityProbe(try #require(URL(string: "http://\(server.authority)/status/204")))
+        let result = await prober.probe(probe, over: .ipv4, timeout: Self.patience)
+        #expect(result.verdict == .passed, "\(result)")
+        #expect(result.proxy == proxy.url)
+        #expect(result.description.contains("through proxy \(proxy.url.absoluteString)"), "\(result)")
+        #expect(proxy.requests().contains { $0.contains("\(server.authority)/status/204") }, "\(proxy.requests())")
+        // Over IPv6, the proxy at 127.0.0.1 cannot be reached: the family is the proxy connection's.
+        let overIPv6 = await prober.probe(probe, over: .ipv6, timeout: Self.patience)
+        guard case .failed(let why) = overIPv6.verdict else {
+            Issue.record("\(overIPv6)")
+            return
+        }
+        #expect(why.contains("proxy"), "\(why)")
+        // A proxy that refuses is the proxy's failure, named.
+        let refusing = AsyncHTTPClientProber(
+            settings: TransportSettings(proxy: ProxySettings(proxy: URL(string: "http://127.0.0.1:9")!)))
+        let refused = await refusing.probe(probe, over: .ipv4, timeout: Self.patience)
+        guard case .failed(let detail) = refused.verdict else {
+            Issue.record("\(refused)")
+            return
+        }
+        #expect(detail.contains("proxy"), "\(detail)")
+        #expect(refused.proxy?.absoluteString == "http://127.0.0.1:9")
+    }
+
     @Test("No answer is failed: refused, closed, held open past the timeout")
     func noAnswer() async throws {
         let server = try await FaultInjectingServer.start()
@@ -262,5 +323,12 @@ struct AsyncHTTPClientProberTests {
         }
         #expect(level == .full, "\(monitor.current)")
         #expect(server.received(path: "/status/204").count == 1)
+    }
+}
+
+extension ProbeVerdict {
+    fileprivate var isPortal: Bool {
+        if case .portal = self { return true }
+        return false
     }
 }

@@ -115,6 +115,32 @@ struct ProbeScheduleTests {
         #expect(periodic.evidenceOfFull(at: .seconds(30)) == .seconds(90))
     }
 
+    @Test func theBackOffStopsGrowingAtItsCapWellBelowTheInterval() {
+        // watch and serve: 30 s at most while not full, whatever the 5-minute interval.
+        var s = ProbeSchedule(interval: .seconds(300), initialBackOff: .seconds(1), maximumBackOff: .seconds(30))
+        var now = s.pathChanged(at: .zero)
+        var waits: [Duration] = []
+        for _ in 0..<8 {
+            let next = s.roundEnded(showing: .limited, doubting: false, at: now)!
+            waits.append(next - now)
+            now = next
+        }
+        #expect(waits == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+        // wait --internet: every second, however long the outage.
+        var eachSecond = ProbeSchedule(
+            interval: .seconds(300), initialBackOff: .seconds(1), maximumBackOff: .seconds(1))
+        now = eachSecond.pathChanged(at: .zero)
+        for _ in 0..<400 {
+            let next = eachSecond.roundEnded(showing: .limited, doubting: false, at: now)!
+            #expect(next - now == .seconds(1))
+            now = next
+        }
+        // A cap above the interval is the interval.
+        var above = ProbeSchedule(interval: .seconds(10), maximumBackOff: .seconds(60))
+        #expect(above.maximumBackOff == .seconds(10))
+        _ = above.pathChanged(at: .zero)
+    }
+
     @Test func aDoubtedFullIsCheckedSoon() {
         var s = ProbeSchedule()
         #expect(s.roundEnded(showing: .full, doubting: true, at: .seconds(5)) == .seconds(6))

@@ -182,9 +182,122 @@ struct ConnectivityMonitorTests {
         network.removeDefaultRoutes("eth0")
         #expect(try await Self.settle(monitor, clock: clock) { $0.level == .local }.level == .local)
         network.setCarrier("eth0", false)
+        // A lost carrier counts once it has lasted the delay (NetworkManager's carrier wait).
+        _ = try await Self.settle(monitor, clock: clock) { $0.path.unsatisfiedReason == .linkDown }
+        await clock.advance(by: .seconds(6))
         #expect(try await Self.settle(monitor, clock: clock) { $0.level == .none }.level == .none)
         try await Self.idle()
         #expect(prober.total == 1, "no probe without a path")
+    }
+
+    @Test(
+        "A link flapping ten times a second for five seconds: the path follows every flap, the levels do not change"
+    )
+    func carrierStormChangesNothing() async throws {
+        let network = SimulatedNetwork.connected(.wiredEthernet, name: "eth0")
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer {
+            monitor.cancel()
+            paths.cancel()
+        }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
+        let levels = Locked<[ConnectivityLevel]>([])
+        let pathsSeen = Locked(0)
+        let every = monitor.verdicts
+        let reader = Task {
+            var last: NetworkPath?
+            for await verdict in every {
+                if verdict.path != last { pathsSeen.withLock { $0 += 1 } }
+                last = verdict.path
+                levels.withLock { if $0.last != verdict.level { $0.append(verdict.level) } }
+            }
+        }
+        for _ in 0..<50 {
+            network.setCarrier("eth0", false)
+            _ = try await Self.settle(monitor, clock: clock) { $0.path.unsatisfiedReason == .linkDown }
+            await clock.advance(by: .milliseconds(50))
+            network.setCarrier("eth0", true)
+            _ = try await Self.settle(monitor, clock: clock) { $0.path.status == .satisfied }
+            await clock.advance(by: .milliseconds(50))
+        }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full && $0.path.status == .satisfied }
+        await clock.advance(by: .seconds(30)) // no loss was left pending
+        try await Self.idle()
+        #expect(monitor.current.level == .full)
+        monitor.cancel()
+        await reader.value
+        #expect(levels.withLock { $0 } == [.full], "no level changed during the storm")
+        #expect(pathsSeen.withLock { $0 } >= 100, "the path changed at once, every time")
+    }
+
+    @Test("A storm that ends with the carrier gone changes the levels once, the delay after the last loss began")
+    func carrierStormEndingDownChangesOnce() async throws {
+        let network = SimulatedNetwork.connected(.wiredEthernet, name: "eth0")
+        let prober = ScriptedProber()
+        let clock = TestClock()
+        let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock)
+        defer { paths.cancel() }
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
+        let levels = Locked<[ConnectivityLevel]>([])
+        let updates = monitor.updates
+        let reader = Task { for await verdict in updates { levels.withLock { $0.append(verdict.level) } } }
+        for _ in 0..<10 {
+            network.setCarrier("eth0", false)
+            _ = try await Self.settle(monitor, clock: clock) { $0.path.unsatisfiedReason == .linkDown }
+            await clock.advance(by: .milliseconds(50))
+            network.setCarrier("eth0", true)
+            _ = try await Self.settle(monitor, clock: clock) { $0.path.status == .satisfied }
+            await clock.advance(by: .milliseconds(50))
+        }
+        network.setCarrier("eth0", false)
+        _ = try await Self.settle(monitor, clock: clock) { $0.path.unsatisfiedReason == .linkDown }
+        await clock.advance(by: .milliseconds(5_900))
+        try await Self.idle()
+        #expect(monitor.current.level == .full, "6 s have not passed since the carrier went")
+        await clock.advance(by: .milliseconds(100))
+        #expect(try await Self.settle(monitor, clock: clock) { $0.level == .none }.level == .none)
+        // It comes back: one round, full again.
+        network.setCarrier("eth0", true)
+        _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
+        try await Self.idle()
+        monitor.cancel()
+        await reader.value
+        #expect(levels.withLock { $0 } == [.full, .none, .unknown, .full])
+    }
+
+    @Test("While not full, the back-off stops at its cap: a recovery after a long outage is seen within it")
+    func recoveryIsSeenWithinTheCap() async throws {
+        for cap in [Duration.seconds(1), .seconds(30)] {
+            let network = SimulatedNetwork.connected()
+            let prober = ScriptedProber(ipv4: .failed("connection refused"))
+            let clock = TestClock()
+            let (monitor, paths) = Self.monitor(network, prober: prober, clock: clock) { $0.maximumBackOff = cap }
+            defer {
+                monitor.cancel()
+                paths.cancel()
+            }
+            _ = try await Self.settle(monitor, clock: clock) { $0.level == .limited }
+            // Ten minutes of outage, a second at a time.
+            for _ in 0..<600 {
+                await clock.advance(by: .seconds(1))
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            prober.answer(.ipv4, .passed)
+            // Recovery: the next round is at most `cap` away (a few seconds of slack: the clock
+            // moves on while a busy machine runs the round).
+            var waited = Duration.zero
+            while waited < cap * 2 + .seconds(5), monitor.current.level != .full {
+                await clock.advance(by: .seconds(1))
+                waited += .seconds(1)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let now = try await Self.settle(monitor, clock: clock) { $0.level == .full }
+            #expect(now.level == .full, "seen within \(cap) of the recovery")
+            #expect(waited <= cap + .seconds(3), "not after a back-off grown to minutes")
+            #expect(prober.sent(.ipv4) > 10, "it kept probing while not full")
+        }
     }
 
     @Test("One round per path change, and none over an expensive path unless allowed")

@@ -63,14 +63,18 @@ struct ConnectivityProbeTests {
 struct ProbeJudgeTests {
     static let url = URL(string: "http://probe.test/generate_204")!
 
+    /// The verdict on an answer whose body arrives whole as `body` (then, up to `length`, filler).
     static func judge(
         _ expectation: ConnectivityProbe.Expectation = .noContent, status: Int, location: String? = nil,
         header: String? = nil, body: String = "", length: Int? = nil
     ) -> ProbeVerdict {
-        let bytes = Array(body.utf8)
-        return ProbeJudge.judge(
+        var answer = ProbeAnswer(
             ConnectivityProbe(url, expecting: expectation), status: status, location: location,
-            networkManagerStatus: header, bodyPrefix: bytes, bodyLength: length ?? bytes.count)
+            networkManagerStatus: header)
+        answer.receive(Array(body.utf8))
+        let filler = (length ?? body.utf8.count) - body.utf8.count
+        if filler > 0 { answer.receive([UInt8](repeating: UInt8(ascii: "x"), count: filler)) }
+        return answer.verdict ?? answer.end()
     }
 
     @Test func aNoContentProbePassesOn204OrAnEmpty200() {
@@ -109,11 +113,64 @@ struct ProbeJudgeTests {
     }
 
     @Test func moreThan100KiBIsAPortalWhateverItSays() {
-        let expectation = ConnectivityProbe.Expectation.bodyPrefix("ok")
-        #expect(Self.judge(expectation, status: 200, body: "ok", length: ConnectivityProbe.maximumBodySize) == .passed)
-        #expect(
-            Self.judge(expectation, status: 200, body: "ok", length: ConnectivityProbe.maximumBodySize + 1).isPortal)
+        #expect(Self.judge(.status(200), status: 200, length: ConnectivityProbe.maximumBodySize) == .passed)
         #expect(Self.judge(.status(200), status: 200, length: 200 * 1024).isPortal)
+        #expect(Self.judge(status: 200, length: 200 * 1024).isPortal)
+        // As NetworkManager: an expected text decides as soon as it has arrived; the rest is not read.
+        let expectation = ConnectivityProbe.Expectation.bodyPrefix("ok")
+        #expect(
+            Self.judge(expectation, status: 200, body: "ok", length: ConnectivityProbe.maximumBodySize + 1) == .passed)
+    }
+
+    static let online = ConnectivityProbe(url, expecting: .bodyPrefix("NetworkManager is online"))
+
+    @Test(
+        "The expected text decides byte by byte as it arrives: passed once it is all there, portal at the first wrong byte"
+    )
+    func anExpectedTextIsComparedAsItArrives() {
+        var answer = ProbeAnswer(Self.online, status: 200, location: nil, networkManagerStatus: nil)
+        #expect(answer.verdict == nil)
+        for piece in ["Net", "work", "Manager is onl"] { #expect(answer.receive(Array(piece.utf8)) == nil) }
+        #expect(answer.receive(Array("ine and more".utf8)) == .passed)
+        var wrong = ProbeAnswer(Self.online, status: 200, location: nil, networkManagerStatus: nil)
+        #expect(wrong.receive(Array("Network".utf8)) == nil)
+        #expect(
+            wrong.receive(Array("Mangler".utf8))
+                == .portal(
+                    loginURL: nil, evidence: "HTTP 200 with another body (it differs from the expected text at byte 11)"
+                ))
+    }
+
+    @Test("A body cut by the deadline is no portal: a prefix of the text, or nothing, is a failure (limited)")
+    func aBodyCutBeforeAVerdictIsAFailure() {
+        var answer = ProbeAnswer(Self.online, status: 200, location: nil, networkManagerStatus: nil)
+        answer.receive(Array("NetworkManager is".utf8))
+        #expect(
+            answer.cut("the transfer was not over by its deadline")
+                == .failed(
+                    "the body stopped after 17 of the 24 bytes of the expected text: the transfer was not over by its deadline"
+                ))
+        var empty200 = ProbeAnswer(ConnectivityProbe(Self.url), status: 200, location: nil, networkManagerStatus: nil)
+        guard case .failed = empty200.cut("connection reset") else {
+            Issue.record("a 200 whose body was cut is not known to be empty")
+            return
+        }
+        // Decided before the cut: the cut changes nothing.
+        var decided = ProbeAnswer(Self.online, status: 200, location: nil, networkManagerStatus: nil)
+        decided.receive(Array("NetworkManager is online".utf8))
+        #expect(decided.cut("timed out") == .passed)
+        var redirect = ProbeAnswer(Self.online, status: 302, location: "/login", networkManagerStatus: nil)
+        #expect(redirect.cut("timed out").isPortal)
+    }
+
+    @Test("A body that ends before the whole text is a portal (NetworkManager's unexpected short response)")
+    func aShortBodyIsAPortal() {
+        var answer = ProbeAnswer(Self.online, status: 200, location: nil, networkManagerStatus: nil)
+        answer.receive(Array("NetworkManager".utf8))
+        #expect(
+            answer.end()
+                == .portal(loginURL: nil, evidence: "HTTP 200 whose body ends after 14 bytes, before the expected text")
+        )
     }
 
     @Test func networkManagersOnlineHeaderPasses() {

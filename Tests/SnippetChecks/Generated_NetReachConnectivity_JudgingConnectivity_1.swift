@@ -7,7 +7,7 @@ import NetReachConnectivity
 import Foundation
 import NetReachAsyncHTTPClient
 
-// Sources/NetReachConnectivity/NetReachConnectivity.docc/JudgingConnectivity.md:32-40
+// Sources/NetReachConnectivity/NetReachConnectivity.docc/JudgingConnectivity.md:33-41
 func snippet_NetReachConnectivity_JudgingConnectivity_1() async throws {
     var configuration = ConnectivityMonitor.Configuration(probes: [
         ConnectivityProbe(URL(string: "http://192.0.2.10/generate_204")!),                    // 204

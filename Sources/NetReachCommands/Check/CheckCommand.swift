@@ -13,7 +13,8 @@ struct CheckCommand: NetreachSubcommand {
         abstract: "Probe whether the internet really answers: full, portal, limited, local or none.",
         usage: """
             netreach check --probe <url[=expect]> [--probe ...] [--quorum <n>]
-                [--family 4|6] [--probe-timeout <duration>] [--json]
+                [--family 4|6] [--probe-timeout <duration>] [--proxy <url>]
+                [--noproxy <list>] [--json]
                 [--namespace <name|path>]
             """,
         discussion: """
@@ -30,7 +31,17 @@ struct CheckCommand: NetreachSubcommand {
             their operators that this machine is online). EXPECT is a status (204, 200) or text the \
             body must start with.
 
-            Probes use SSL_CERT_FILE and SSL_CERT_DIR for https, never a proxy.
+            Probes go where requests go: through the proxy --proxy names, else the one \
+            http_proxy, https_proxy (or HTTPS_PROXY) or all_proxy name, except for the hosts of \
+            --noproxy or no_proxy, as curl and `netreach get` choose. Each probe's evidence names \
+            the proxy it went through; a proxy that refused the connection, asked for credentials \
+            (407) or answered 5xx for the probe is a failure (limited), not a portal. They use \
+            SSL_CERT_FILE and SSL_CERT_DIR for https.
+
+            An expected text is compared as the body arrives: the verdict comes as soon as the \
+            text has arrived or a byte differs; a body that ends before the whole text is a \
+            portal, and one still arriving at --probe-timeout is limited, whatever part of the \
+            text came (as NetworkManager judges).
 
             With --namespace, check runs inside that network namespace (it needs root), as \
             `ip netns exec` would run it: for an `ip netns` name, /etc/netns/NAME/resolv.conf and \
@@ -76,7 +87,8 @@ struct CheckCommand: NetreachSubcommand {
         paths.start(queue: DispatchQueue(label: "netreach.check.paths"))
         defer { paths.cancel() }
         let monitor = ConnectivityMonitor(
-            configuration: configuration, pathMonitor: paths, prober: capabilities.makeProber())
+            configuration: configuration, pathMonitor: paths,
+            prober: capabilities.makeProber(probing.transportSettings()))
         monitor.start(queue: DispatchQueue(label: "netreach.check"))
         defer { monitor.cancel() }
 

@@ -114,13 +114,7 @@ struct ConnectionOptions: ParsableArguments {
         if clientKey != nil && clientCertificate == nil {
             throw ValidationError("--key needs --cert: it is the private key of the client certificate.")
         }
-        if let proxy, !proxy.isEmpty {
-            guard let url = URL(string: proxy.contains("://") ? proxy : "http://" + proxy),
-                url.host?.isEmpty == false, url.scheme?.lowercased() == "http"
-            else {
-                throw ValidationError("--proxy '\(proxy)' is not an http proxy URL such as http://proxy.example:3128.")
-            }
-        }
+        try ProxyChoice.validate(proxy)
         if let connectTimeout, connectTimeout.isZero {
             throw ValidationError("--connect-timeout must be more than 0.")
         }
@@ -149,17 +143,7 @@ struct ConnectionOptions: ParsableArguments {
         tls.minimumProtocolVersion = tlsMinimum?.version ?? .tlsv12
         tls.allowsWeakCertificates = allowWeakCertificates
 
-        var proxySettings = ProxySettings.environment(environment)
-        if let proxy {
-            if proxy.isEmpty {
-                proxySettings = .none
-            } else {
-                let url = URL(string: proxy.contains("://") ? proxy : "http://" + proxy)
-                proxySettings.http = url
-                proxySettings.https = url
-            }
-        }
-        if let noProxy { proxySettings.noProxy = ProxySettings.parseList(noProxy) }
+        let proxySettings = ProxyChoice.settings(proxy: proxy, noProxy: noProxy, environment: environment)
         var settings = TransportSettings(tls: tls, proxy: proxySettings, connectTimeout: connectTimeout?.duration)
         // validate() read them already.
         settings.connectionOverrides = (try? overrides) ?? ConnectionOverrides()

@@ -70,9 +70,11 @@ package enum ConnectivityReport {
         var verdict: String
         var detail: String?
         var loginURL: String?
+        var proxy: String?
 
         init(_ result: ProbeResult) {
             url = result.probe.url.absoluteString
+            proxy = result.proxy?.absoluteString
             expect = result.probe.expectation.description
             family = result.family.rawValue
             status = result.status

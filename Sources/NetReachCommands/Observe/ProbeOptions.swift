@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NetReach
 import NetReachConnectivity
+import NetReachHTTP
 
 /// The probe flags `check`, `watch --internet` and `wait --internet` share: which probes, how
 /// many must pass, over which family, for how long.
@@ -36,11 +37,34 @@ package struct ProbeOptions: ParsableArguments {
         transform: { try WaitDuration(parsing: $0) })
     var probeTimeout: WaitDuration?
 
+    @Option(
+        name: .customLong("proxy"),
+        help: ArgumentHelp(
+            "Send the probes through this http proxy, http://[user:password@]host[:port], as `netreach get --proxy` sends; '' sends them directly. Default: http_proxy / https_proxy / all_proxy, as curl reads them.",
+            valueName: "url"))
+    var proxy: String?
+
+    @Option(
+        name: .customLong("noproxy"),
+        help: ArgumentHelp(
+            "Hosts to probe directly, comma-separated: names (their subdomains too), IP addresses, CIDR blocks, or '*'. Default: no_proxy / NO_PROXY.",
+            valueName: "list"))
+    var noProxy: String?
+
     package init() {}
 
     /// Whether any probe flag was given (`watch` refuses them without `--internet`).
     package var isAnyGiven: Bool {
         !probeTexts.isEmpty || wellKnownProbes || quorum != nil || family != nil || probeTimeout != nil
+            || proxy != nil || noProxy != nil
+    }
+
+    /// How the probes connect: the proxy `--proxy`, `--noproxy` and the environment choose, as
+    /// for `get`; everything else as the transport's defaults.
+    package func transportSettings(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> TransportSettings {
+        TransportSettings(proxy: ProxyChoice.settings(proxy: proxy, noProxy: noProxy, environment: environment))
     }
 
     /// How long one probe may take.
@@ -90,6 +114,7 @@ package struct ProbeOptions: ParsableArguments {
         guard timeout > .zero, timeout <= .seconds(600) else {
             throw ValidationError("--probe-timeout must be more than 0 and at most 10m.")
         }
+        try ProxyChoice.validate(proxy)
         var configuration = ConnectivityMonitor.Configuration(probes: probes)
         configuration.quorum = quorum
         configuration.families = family.map { $0 == 4 ? [.ipv4] : [.ipv6] } ?? [.ipv4, .ipv6]
@@ -130,24 +155,43 @@ package struct InternetOptions: ParsableArguments {
         transform: { try WaitDuration(parsing: $0) })
     var probeInterval: WaitDuration?
 
+    @Option(
+        name: .customLong("max-probe-backoff"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "While not full, the longest wait between probes: how late a recovery can be noticed. At least 1s. (default: 30s; 1s for wait)",
+            valueName: "duration"),
+        transform: { try WaitDuration(parsing: $0) })
+    var maximumBackOff: WaitDuration?
+
     package init() {}
 
     package func validate() throws {
         if internet {
             _ = try configuration()
-        } else if probing.isAnyGiven || probeInterval != nil {
+        } else if probing.isAnyGiven || probeInterval != nil || maximumBackOff != nil {
             throw ValidationError(
-                "--probe, --well-known-probes, --quorum, --family, --probe-timeout and --probe-interval need --internet."
+                "--probe, --well-known-probes, --quorum, --family, --probe-timeout, --proxy, --noproxy, --probe-interval and --max-probe-backoff need --internet."
             )
         }
     }
 
+    /// The back-off cap while not full when `--max-probe-backoff` is not given: 30 s, so that
+    /// `watch` and `serve` see a recovery within half a minute, not the 5 minutes of the interval.
+    package static let defaultMaximumBackOff = Duration.seconds(30)
+
     /// The monitor's configuration: the probe flags', and `--probe-interval`. `inNamespace`: the
     /// command runs in another namespace (`--namespace`), whose links networkd's state files (the
     /// machine's, by interface index) do not describe: no captive-portal API is read from them.
-    package func configuration(inNamespace: Bool = false) throws(ValidationError) -> ConnectivityMonitor.Configuration {
+    /// `fallbackMaximumBackOff` is the back-off cap when `--max-probe-backoff` is not given (serve
+    /// passes its config file's `max_probe_backoff`; wait, 1 s).
+    package func configuration(
+        inNamespace: Bool = false, fallbackMaximumBackOff: Duration = InternetOptions.defaultMaximumBackOff
+    ) throws(ValidationError) -> ConnectivityMonitor.Configuration {
         var configuration = try probing.configuration()
         if inNamespace { configuration.usesCaptivePortalAPI = false }
+        let cap = maximumBackOff?.duration ?? fallbackMaximumBackOff
+        guard cap >= .seconds(1) else { throw ValidationError("--max-probe-backoff must be at least 1s.") }
+        configuration.maximumBackOff = cap
         if let probeInterval {
             guard probeInterval.duration >= .seconds(1) else {
                 throw ValidationError("--probe-interval must be at least 1s.")

@@ -20,6 +20,7 @@ package struct WaitCommand: NetreachSubcommand {
               netreach wait --internet [--probe <url[=expect]> ...]
                 [--well-known-probes] [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>]
+                [--max-probe-backoff <duration>] [--proxy <url>] [--noproxy <list>]
                 [--timeout <duration>] [--ipv4] [--ipv6] [--dns] [--quiet]
                 [--json] [--namespace <name|path>]
             """,
@@ -34,8 +35,8 @@ package struct WaitCommand: NetreachSubcommand {
 
             With --internet, waits until the internet answers too (full), judged with probes as \
             `netreach check` judges (the same probe flags; see `netreach check --help`), probing \
-            at once, after every path change and, while it does not answer, again after 1 s, \
-            doubling. On timeout it says the verdict and why:
+            at once, after every path change and, while it does not answer, every second \
+            (--max-probe-backoff), so that a recovery is noticed within about a second. On timeout it says the verdict and why:
               netreach: timed out after 30s: satisfied eth0(wiredEthernet) ipv4 gw 192.0.2.1; internet limited (ipv4 limited, ipv6 local)
             --timeout 0 waits for the first verdict only. With --namespace, the probes leave \
             from inside that namespace.
@@ -155,14 +156,18 @@ package struct WaitCommand: NetreachSubcommand {
     /// `wait --internet`: until the path meets the condition and the internet answers.
     private func waitForInternet(_ capabilities: Capabilities) async throws {
         if let namespace = monitorOptions.namespace { try capabilities.enterNamespace(namespace) }
-        var configuration = try internetOptions.configuration(inNamespace: monitorOptions.namespace != nil)
+        // Probing each second while it waits: a recovery is noticed within a second or so, not
+        // after a back-off grown to minutes; the wait is bounded by --timeout.
+        var configuration = try internetOptions.configuration(
+            inNamespace: monitorOptions.namespace != nil, fallbackMaximumBackOff: .seconds(1))
         // Waited for now: the path's cost does not hold the probes back (as with check).
         configuration.allowsExpensiveProbes = true
         configuration.allowsConstrainedProbes = true
         let paths = try monitorOptions.startMonitor()
         defer { paths.cancel() }
         let monitor = ConnectivityMonitor(
-            configuration: configuration, pathMonitor: paths, prober: capabilities.makeProber())
+            configuration: configuration, pathMonitor: paths,
+            prober: capabilities.makeProber(internetOptions.probing.transportSettings()))
         defer { monitor.cancel() }
         let verdicts = monitor.verdicts
         monitor.start(queue: DispatchQueue(label: "netreach.connectivity"))

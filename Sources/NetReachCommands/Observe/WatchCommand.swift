@@ -18,6 +18,7 @@ package struct WatchCommand: NetreachSubcommand {
               netreach watch --internet [--probe <url[=expect]> ...]
                 [--well-known-probes] [--quorum <n>] [--family 4|6]
                 [--probe-timeout <duration>] [--probe-interval <duration>]
+                [--max-probe-backoff <duration>] [--proxy <url>] [--noproxy <list>]
                 [--json] [--namespace <name|path>]
             """, // no "..." after single-valued options: see WaitCommand
         discussion: """
@@ -33,9 +34,11 @@ package struct WatchCommand: NetreachSubcommand {
             line, printing a line when either changes:
               2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1; internet full (ipv4 full, ipv6 local)
             It probes at start and after every path change; while not full, again after 1 s, \
-            doubling to 5 minutes; while full, not at all unless --probe-interval is given. \
-            Leaving full takes two failed rounds and \
-            10 s. No probe goes over an expensive or constrained path. With --json, each line has a \
+            doubling to 30 s (--max-probe-backoff); while full, not at all unless \
+            --probe-interval is given. Leaving full takes two failed rounds and 10 s. A lost \
+            carrier (link down) changes the path at once but the verdict only once it has \
+            lasted 6 s, so a flapping link changes it at most once. No probe goes over an \
+            expensive or constrained path. With --json, each line has a \
             "connectivity" object (the verdict and its probes' evidence). With --namespace, the \
             probes leave from inside that namespace.
 
@@ -97,7 +100,7 @@ package struct WatchCommand: NetreachSubcommand {
         defer { paths.cancel() }
         let monitor = ConnectivityMonitor(
             configuration: try internetOptions.configuration(inNamespace: monitorOptions.namespace != nil),
-            pathMonitor: paths, prober: capabilities.makeProber())
+            pathMonitor: paths, prober: capabilities.makeProber(internetOptions.probing.transportSettings()))
         defer { monitor.cancel() }
         let signalSources = TerminationSignals.install {
             monitor.cancel()

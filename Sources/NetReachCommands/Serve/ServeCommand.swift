@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NetReach
 import NetReachConditioner
+import NetReachConnectivity
 import NetReachServe
 import Synchronization
 
@@ -19,7 +20,8 @@ package struct ServeCommand: NetreachSubcommand {
                 [--enable-lifecycle] [--max-connections <n>] [--idle-timeout <duration>]
                 [--header-timeout <duration>]
               netreach serve --internet --probe <url[=expect]> ... [--quorum <n>] [--family 4|6]
-                [--probe-timeout <duration>] [--probe-interval <duration>] [--ready-when internet] ...
+                [--probe-timeout <duration>] [--probe-interval <duration>]
+                [--max-probe-backoff <duration>] [--proxy <url>] [--ready-when internet] ...
             """,
         discussion: """
             Watches the path to the internet, and to each --to destination, in this network \
@@ -47,7 +49,9 @@ package struct ServeCommand: NetreachSubcommand {
             With --internet, serve also judges whether the internet answers, with the probes you \
             name, as `watch --internet` does (the same flags; see `netreach check --help`), and \
             exports netreach_connectivity_level, netreach_probe_duration_seconds and \
-            netreach_probe_results_total. The probes leave from this namespace, so --internet \
+            netreach_probe_results_total. While the internet does not answer, it probes again \
+            after 1 s, doubling to 30 s (--max-probe-backoff, or max_probe_backoff in the \
+            --config file), and at once on every path change. The probes leave from this namespace, so --internet \
             cannot be combined with --namespace: run serve inside the namespace instead \
             (`ip netns exec NAME netreach serve --internet ...`).
 
@@ -266,7 +270,8 @@ package struct ServeCommand: NetreachSubcommand {
         }
         if internetOptions.internet {
             configuration.connectivity = ConnectivitySetup(
-                configuration: try internetOptions.configuration(), prober: capabilities.makeProber(),
+                configuration: try internetConfiguration(file: file),
+                prober: capabilities.makeProber(internetOptions.probing.transportSettings()),
                 renderVerdict: { PathFormatting.json($0, at: Date()) })
         }
         let listening = Atomic(false)
@@ -283,6 +288,21 @@ package struct ServeCommand: NetreachSubcommand {
                 "cannot listen on \(configuration.host):\(configuration.port): \(error)")
             throw CLIExitCode.cannotListen
         }
+    }
+
+    /// The probes' configuration: the flags, with `--max-probe-backoff` else the file's
+    /// `max_probe_backoff` (read at start only) else 30 s.
+    func internetConfiguration(file: ServeConfigFile) throws -> ConnectivityMonitor.Configuration {
+        let fallback: Duration?
+        do {
+            fallback = try Self.duration(nil, file.maxProbeBackOff, key: "max_probe_backoff")
+            if let fallback, fallback < .seconds(1) { throw ValidationError("max_probe_backoff must be at least 1s.") }
+        } catch {
+            StandardStream.complain("serve: \(config.map { "\($0): " } ?? "")\(error)")
+            throw CLIExitCode.configInvalid
+        }
+        return try internetOptions.configuration(
+            fallbackMaximumBackOff: fallback ?? InternetOptions.defaultMaximumBackOff)
     }
 
     /// The connection cap and timeouts: the flags, else the file's keys (read at start only).

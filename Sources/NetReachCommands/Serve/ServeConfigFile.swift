@@ -16,6 +16,7 @@ import Yams
 /// max_connections: 1000           # --max-connections, read at start only
 /// idle_timeout: 75s               # --idle-timeout, read at start only
 /// header_timeout: 10s             # --header-timeout, read at start only
+/// max_probe_backoff: 30s          # --max-probe-backoff (with --internet), read at start only
 /// ```
 ///
 /// A key it does not know is an error, not ignored: a misspelt `namespace:` would otherwise
@@ -29,6 +30,7 @@ struct ServeConfigFile: Decodable, Equatable {
     var maxConnections: Int?
     var idleTimeout: String?
     var headerTimeout: String?
+    var maxProbeBackOff: String?
 
     /// The keys, as written in the file.
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -38,6 +40,7 @@ struct ServeConfigFile: Decodable, Equatable {
         case maxConnections = "max_connections"
         case idleTimeout = "idle_timeout"
         case headerTimeout = "header_timeout"
+        case maxProbeBackOff = "max_probe_backoff"
     }
 
     /// A configuration file larger than this is refused: it is a few lines.
@@ -61,6 +64,7 @@ struct ServeConfigFile: Decodable, Equatable {
         maxConnections = try container.decodeIfPresent(Int.self, forKey: .maxConnections)
         idleTimeout = try container.decodeIfPresent(String.self, forKey: .idleTimeout)
         headerTimeout = try container.decodeIfPresent(String.self, forKey: .headerTimeout)
+        maxProbeBackOff = try container.decodeIfPresent(String.self, forKey: .maxProbeBackOff)
     }
 
     /// Reads and parses the file at `path`.

@@ -1,17 +1,23 @@
 /// When the next probe round is due: at once after a start or a path change; while not `full`,
-/// after a back-off from `initialBackOff` doubling up to `interval`; while `full`, only every
+/// after a back-off from `initialBackOff` doubling up to `maximumBackOff` (at most `interval`); while `full`, only every
 /// `interval` if periodic probing was asked for (`periodicWhileFull`), else never. A successful
 /// request through the network counts as a passing round and postpones the next one.
 struct ProbeSchedule: Sendable, Hashable {
     var interval: Duration
     var initialBackOff: Duration
     var periodicWhileFull: Bool
+    /// The longest back-off: how late a return to `full` can be seen.
+    var maximumBackOff: Duration
     /// The back-off the next round that is not full will wait.
     private var backOff: Duration
 
-    init(interval: Duration = .seconds(300), initialBackOff: Duration = .seconds(1), periodicWhileFull: Bool = false) {
+    init(
+        interval: Duration = .seconds(300), initialBackOff: Duration = .seconds(1), periodicWhileFull: Bool = false,
+        maximumBackOff: Duration? = nil
+    ) {
         self.interval = interval
-        self.initialBackOff = min(initialBackOff, interval)
+        self.maximumBackOff = min(maximumBackOff ?? interval, interval)
+        self.initialBackOff = min(initialBackOff, self.maximumBackOff)
         self.periodicWhileFull = periodicWhileFull
         backOff = self.initialBackOff
     }
@@ -30,7 +36,7 @@ struct ProbeSchedule: Sendable, Hashable {
             return periodicWhileFull ? now + interval : nil
         }
         let wait = backOff
-        backOff = min(backOff * 2, interval)
+        backOff = min(backOff * 2, maximumBackOff)
         return now + wait
     }
 

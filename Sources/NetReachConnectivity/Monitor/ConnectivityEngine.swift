@@ -27,6 +27,10 @@ actor ConnectivityEngine {
     private var timer: Task<Void, Never>?
     /// When the last round ended (or the evidence that stood in for one arrived).
     private var lastRoundEnded: Duration?
+    /// A link that lost its carrier (`linkDown`) while the verdict was better than `none`: the
+    /// verdict waits ``ConnectivityMonitor/Configuration/carrierLossDelay`` before acting on it,
+    /// as NetworkManager defers a carrier loss, so a flapping link changes it at most once.
+    private var pendingLoss: Task<Void, Never>?
 
     init(
         configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
@@ -48,7 +52,7 @@ actor ConnectivityEngine {
         hysteresis = [.ipv4: one, .ipv6: one]
         schedule = ProbeSchedule(
             interval: configuration.probeInterval, initialBackOff: configuration.initialBackOff,
-            periodicWhileFull: configuration.probesWhileFull)
+            periodicWhileFull: configuration.probesWhileFull, maximumBackOff: configuration.maximumBackOff)
     }
 
     /// Stops the round in flight and the timer for good.
@@ -56,12 +60,16 @@ actor ConnectivityEngine {
         generation += 1
         round?.cancel()
         timer?.cancel()
+        pendingLoss?.cancel()
     }
 
     /// A new path: judged at once from the path where it decides (no path, no route beyond the
     /// link), else by a round of probes now. `familyReasons` says why each family the path does
     /// not support cannot be used (``PathMonitor/familyReasons()``).
     func pathChanged(_ path: NetworkPath, familyReasons: [IPAddress.Family: UnsatisfiedReason] = [:]) {
+        if deferLoss(path, familyReasons: familyReasons) { return }
+        pendingLoss?.cancel()
+        pendingLoss = nil
         generation += 1
         round?.cancel()
         timer?.cancel()
@@ -96,6 +104,43 @@ actor ConnectivityEngine {
         guard verdict.probesSuspended == nil else { return }
         _ = schedule.pathChanged(at: elapsed())
         startRound()
+    }
+
+    /// Whether `path` is a carrier loss to wait out rather than act on: the path changes at once
+    /// (the verdict carries it), the levels only once the loss has lasted
+    /// ``ConnectivityMonitor/Configuration/carrierLossDelay``. A loss already waited on keeps its
+    /// deadline (NetworkManager does not restart its timer either); a return cancels it.
+    private func deferLoss(_ path: NetworkPath, familyReasons: [IPAddress.Family: UnsatisfiedReason]) -> Bool {
+        guard path.status != .satisfied, path.unsatisfiedReason == .linkDown,
+            configuration.carrierLossDelay > .zero, verdict.path.status == .satisfied || pendingLoss != nil,
+            verdict.level.rank > ConnectivityLevel.none.rank
+        else { return false }
+        verdict.path = path
+        publish(verdict)
+        guard pendingLoss == nil else { return true }
+        // The round in flight would judge a link that is gone; the one after the return judges anew.
+        round?.cancel()
+        round = nil
+        timer?.cancel()
+        timer = nil
+        generation += 1
+        let generation = self.generation
+        let deadline = elapsed() + configuration.carrierLossDelay
+        let sleepUntil = self.sleepUntil
+        pendingLoss = Task {
+            do { try await sleepUntil(deadline) } catch { return }
+            self.lossLasted(familyReasons: familyReasons, generation: generation)
+        }
+        return true
+    }
+
+    /// The carrier stayed away for the whole delay: the path's fact counts now. (A return or
+    /// another path since then bumped the generation.)
+    private func lossLasted(familyReasons: [IPAddress.Family: UnsatisfiedReason], generation: Int) {
+        guard generation == self.generation, pendingLoss != nil else { return }
+        pendingLoss = nil
+        // verdict.path is the lost path already, and no loss is pending: it is not deferred again.
+        pathChanged(verdict.path, familyReasons: familyReasons)
     }
 
     private func setLevel(_ level: ConnectivityLevel, _ family: IPAddress.Family, evidence: [ProbeResult]) {

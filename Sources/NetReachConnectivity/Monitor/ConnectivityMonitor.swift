@@ -10,8 +10,10 @@ import NetReachSystem
 /// deliveries only when a level changes, ``cancel()`` for good.
 ///
 /// It probes once at start and after every path change; while not `full`, again after 1 s,
-/// doubling up to ``Configuration/probeInterval``; while `full`, not at all unless asked. Leaving
-/// `full` takes two failed rounds and a dwell time, so one lost probe never flips it. No probe is
+/// doubling up to ``Configuration/maximumBackOff``; while `full`, not at all unless asked. Leaving
+/// `full` takes two failed rounds and a dwell time, so one lost probe never flips it; a lost
+/// carrier counts once it has lasted ``Configuration/carrierLossDelay``, so a flapping link
+/// changes the levels at most once. No probe is
 /// sent over an expensive or constrained path unless allowed, and none is built in.
 ///
 /// ```swift

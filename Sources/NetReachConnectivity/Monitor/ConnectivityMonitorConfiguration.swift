@@ -27,8 +27,21 @@ extension ConnectivityMonitor {
         /// The longest wait between rounds while not `full`, and the period while `full` when
         /// ``probesWhileFull`` is set (300 s).
         public var probeInterval: Duration
-        /// The first wait after a round that is not `full`; it doubles up to ``probeInterval`` (1 s).
+        /// The first wait after a round that is not `full`; it doubles up to ``maximumBackOff`` (1 s).
         public var initialBackOff: Duration
+        /// The longest wait between rounds while not `full`: how late a recovery can be noticed
+        /// (`nil`, the default: ``probeInterval``, as NetworkManager). `netreach watch` and `serve`
+        /// use 30 s, `wait --internet` 1 s.
+        ///
+        /// ```swift
+        /// configuration.maximumBackOff = .seconds(30)   // a return is seen within 30 s
+        /// ```
+        public var maximumBackOff: Duration?
+        /// How long a lost carrier (a path unsatisfied with ``NetReach/UnsatisfiedReason/linkDown``)
+        /// must last before the levels act on it (6 s, NetworkManager's `carrier-wait-timeout`).
+        /// The path in the verdict changes at once; the levels keep what the last round said, so a
+        /// link that flaps for a moment changes them at most once. Zero acts at once.
+        public var carrierLossDelay: Duration
         /// Whether to probe every ``probeInterval`` while `full` (no: no traffic while all is well).
         public var probesWhileFull: Bool
         /// How long one probe may take (10 s).
@@ -54,6 +67,8 @@ extension ConnectivityMonitor {
             dwell = .seconds(10)
             probeInterval = .seconds(300)
             initialBackOff = .seconds(1)
+            maximumBackOff = nil
+            carrierLossDelay = .seconds(6)
             probesWhileFull = false
             probeTimeout = .seconds(10)
             allowsExpensiveProbes = false

@@ -352,7 +352,7 @@ struct ConnectivityCheckIntegrationTests {
 /// for its address that the client does not trust unless told to (`certificate`). Run in the
 /// foreground under `ip netns exec` with no pipe of ours open in it, so nothing waits on it; its
 /// access log records each request line and status.
-private struct GatewayTLSServer {
+struct GatewayTLSServer {
     let scratch: String
     let process: ChildProcess
     var certificate: String { scratch + "/server.pem" }
