@@ -38,7 +38,10 @@ public enum RouteLookup: Sendable, Hashable, CustomStringConvertible {
         public var isLocal: Bool
         /// Every leg of a multipath (ECMP) route, ``interfaceIndex`` and ``gateway`` among them
         /// (the one the kernel picked for this flow); empty for a route with one next hop. Each
-        /// flow takes one leg, chosen by a hash of its addresses, so all of them carry traffic.
+        /// flow takes one leg, chosen by a hash, so for many destinations all of them carry
+        /// traffic. For one destination (a per-destination monitor) the Linux backend leaves them
+        /// out when the kernel's hash policy (`net.ipv4.fib_multipath_hash_policy`, and IPv6's)
+        /// ignores ports: then every connection to it takes the leg ``interfaceIndex`` names.
         public var nextHops: [NextHop]
 
         /// Creates a route answer.

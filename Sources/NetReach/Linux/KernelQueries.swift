@@ -44,20 +44,96 @@ struct KernelQueries {
     private var unsettled: Unsettled?
     /// Counts every question asked (`netreach_route_lookups_total`).
     private let lookupCounter: Counter?
+    /// The watched namespace's multipath hash policies; `nil`: not read (legs stay listed).
+    private let multipathSysctls: MultipathSysctls?
+    /// The hash policy per family, read at the last lookups of that family that found a
+    /// destination over several legs (``SilentDependencies``).
+    private var hashPolicies: [IPAddress.Family: MultipathHashPolicy] = [:]
+    /// The legs that connections to each destination over several legs take, asked of the kernel
+    /// when the hash reads ports.
+    private var legsTaken: [IPAddress: [RouteLookup.NextHop]] = [:]
+    /// What the last answers depend on that no message announces, per family.
+    private var silent = SilentDependencies()
+    /// When to look at ``silent`` again; `nil`: nothing silent.
+    private var silentCheckAt: ContinuousClock.Instant?
+
+    /// How often the kernel state that no message announces is looked at while an answer depends
+    /// on it: within a second of the kernel's change, the path shows it.
+    static let silentCheckInterval: Duration = .milliseconds(500)
 
     init(
         lookupAddresses: [IPAddress] = SystemPathSource.Configuration.defaultRouteLookupAddresses,
-        lookups: Counter? = nil
+        lookups: Counter? = nil, multipathSysctls: MultipathSysctls? = nil
     ) {
         self.lookupAddresses = lookupAddresses
         self.lookupCounter = lookups
+        self.multipathSysctls = multipathSysctls
         watch = SnapshotStore.LookupWatch(addresses: lookupAddresses)
     }
 
-    /// Marks stale the families whose expiry or recheck is due at `now` (``wakeAt`` has passed).
+    /// The kernel state an answer depends on that changes with no message, per family.
+    ///
+    /// - `neighbours`: IPv4's choice among default routes of equal metric (`fib_select_default`
+    ///   leaves a gateway whose neighbour entry is not REACHABLE) and a multipath leg under
+    ///   `fib_multipath_use_neigh` (`fib_good_nh`: an INCOMPLETE entry is not valid) move with
+    ///   neighbour states the kernel does not announce: an entry made INCOMPLETE by the first
+    ///   packet, REACHABLE turning DELAY. Only FAILED (seconds later) is announced. IPv6's router
+    ///   choice (`rt6_check_neigh`) leaves a router only on FAILED, which is announced, so IPv6
+    ///   needs none of this.
+    /// - `hashPolicy`: a destination over several legs, whose listing depends on the hash policy,
+    ///   a sysctl whose writes send no message.
+    struct SilentDependencies: Equatable {
+        var neighbours: LookupFamilies = []
+        var hashPolicy: LookupFamilies = []
+
+        var isEmpty: Bool { neighbours.isEmpty && hashPolicy.isEmpty }
+    }
+
+    /// Marks stale the families whose expiry or recheck is due at `now` (``wakeAt`` has passed),
+    /// and those whose silent dependencies (``SilentDependencies``) are due to be looked at: a
+    /// family whose answers depend on neighbour states is asked again, one whose listing depends
+    /// on the hash policy only when the policy changed (two `pread`s).
     mutating func markDue(now: ContinuousClock.Instant = .now) {
         for (family, expiry) in expiries where now >= expiry { stale.insert(LookupFamilies(family)) }
         if let due = rechecks.dueAt, now >= due { stale.formUnion(rechecks.families) }
+        if let due = silentCheckAt, now >= due {
+            stale.formUnion(silent.neighbours)
+            for family in [IPAddress.Family.ipv4, .ipv6] where silent.hashPolicy.includes(family) {
+                if multipathSysctls?.policy(for: family) != hashPolicies[family] {
+                    stale.insert(LookupFamilies(family))
+                }
+            }
+            // Looked at again one interval on (`settle` after the lookups, or now if none were asked).
+            silentCheckAt = now + Self.silentCheckInterval
+            wakeAt = nextWake()
+        }
+    }
+
+    /// The earliest of the rechecks, the expiries and the silent check.
+    private func nextWake() -> ContinuousClock.Instant? {
+        var wake = rechecks.dueAt
+        for expiry in expiries.values { wake = min(wake ?? expiry, expiry) }
+        if let check = silentCheckAt { wake = min(wake ?? check, check) }
+        return wake
+    }
+
+    /// A destination's answer as the path reads it: over several legs whose hash ignores the ports
+    /// (``MultipathHashPolicy/addresses``), every connection to it takes the leg the lookup named,
+    /// so that leg alone is its route. The full answer is kept for the watch and the rechecks.
+    /// Under a policy that reads ports, the legs the kernel named for sampled ports
+    /// (``RouteQuery/legsTaken(to:from:among:transport:port:on:buffer:)``) are its route, the named one first.
+    private func asRead(_ answer: RouteLookup, of destination: IPAddress) -> RouteLookup {
+        guard case .route(var route) = answer, !route.nextHops.isEmpty else { return answer }
+        switch hashPolicies[destination.family] {
+        case .addresses:
+            route.nextHops = []
+        case .ports:
+            guard let taken = legsTaken[destination] else { return answer }
+            route.nextHops = taken.count > 1 ? taken : []
+        case nil:
+            return answer
+        }
+        return .route(route)
     }
 
     /// `kernel` (the store's snapshot) with the kernel's route choices added, asked again first
@@ -80,7 +156,10 @@ struct KernelQueries {
         var snapshot = kernel
         snapshot.routeLookups = routeLookups
         snapshot.scopedRouteLookups = scopedRouteLookups
-        snapshot.destinationLookups = destinationLookups
+        snapshot.destinationLookups =
+            hashPolicies.isEmpty
+            ? destinationLookups
+            : destinationLookups.reduce(into: [:]) { $0[$1.key] = asRead($1.value, of: $1.key) }
         return snapshot
     }
 
@@ -141,6 +220,9 @@ struct KernelQueries {
             }
         }
         var answers: [IPAddress: RouteLookup] = [:]
+        var silent = self.silent
+        silent.neighbours.subtract(asked)
+        silent.hashPolicy.subtract(asked)
         for destination in destinations {
             if !asked.includes(destination.family), let known = destinationLookups[destination] {
                 answers[destination] = known
@@ -151,11 +233,71 @@ struct KernelQueries {
             compare(answer, destination.family)
             answers[destination] = answer.lookup
             noteExpiry(answer.expiresIn, destination.family)
+            if case .route(let route) = answer.lookup, !route.nextHops.isEmpty {
+                silent.hashPolicy.insert(LookupFamilies(destination.family))
+            }
         }
         destinationLookups = answers
+        for family in [IPAddress.Family.ipv4, .ipv6] where asked.includes(family) {
+            // Read with the answers it applies to; `nil` (not read, or unreadable) lists every leg.
+            hashPolicies[family] = silent.hashPolicy.includes(family) ? multipathSysctls?.policy(for: family) : nil
+        }
+        var taken: [IPAddress: [RouteLookup.NextHop]] = [:]
+        for (destination, answer) in answers {
+            guard case .route(let route) = answer, !route.nextHops.isEmpty, let source = route.source else { continue }
+            if !asked.includes(destination.family) {
+                taken[destination] = legsTaken[destination]
+            } else if hashPolicies[destination.family] == .ports {
+                lookupCounter?.increment()
+                taken[destination] = try RouteQuery.legsTaken(
+                    to: destination, from: source, among: Self.namedFirst(route), transport: probe.transport,
+                    port: probe.port, on: &requests, buffer: buffer)
+            }
+        }
+        legsTaken = taken
+        if asked.includes(.ipv4),
+            [routeLookups[.ipv4]].compactMap({ $0 }).contains(where: {
+                Self.dependsOnNeighbours($0, kernel: kernel, probe: probe)
+            })
+                || answers.contains(where: {
+                    $0.key.family == .ipv4 && Self.dependsOnNeighbours($0.value, kernel: kernel, probe: probe)
+                })
+        {
+            silent.neighbours.insert(.ipv4)
+        }
         unsettled = Unsettled(
             now: now, asked: asked, removals: removals, stillSeen: stillSeen, earliest: earliest,
-            destinations: destinations, defaultRoutes: kernel.defaultRoutes)
+            destinations: destinations, defaultRoutes: kernel.defaultRoutes, silent: silent)
+    }
+
+    /// A route's legs, the one it names first.
+    private static func namedFirst(_ route: RouteLookup.KernelRoute) -> [RouteLookup.NextHop] {
+        let named = route.nextHops.filter { ($0.interfaceIndex, $0.gateway) == (route.interfaceIndex, route.gateway) }
+        return named
+            + route.nextHops.filter { ($0.interfaceIndex, $0.gateway) != (route.interfaceIndex, route.gateway) }
+    }
+
+    /// Whether an IPv4 answer may change with a neighbour state the kernel does not announce
+    /// (``SilentDependencies``): a multipath route under `fib_multipath_use_neigh`, or a default
+    /// route of the main table beside another with a gateway and the same metric (the kernel keeps
+    /// the others of a table only for the main table: ``SnapshotStore``).
+    private static func dependsOnNeighbours(
+        _ answer: RouteLookup, kernel: SystemSnapshot, probe: borrowing ConnectProbe
+    ) -> Bool {
+        guard case .route(let route) = answer, !route.isLocal else { return false }
+        if !route.nextHops.isEmpty { return probe.multipathUsesNeighbours(for: .ipv4) }
+        guard let gateway = route.gateway else { return false }
+        // The chosen default's metric, then any other default of that table and metric.
+        guard
+            let chosen = kernel.defaultRoutes.first(where: {
+                $0.family == .ipv4 && $0.table == route.table && $0.interfaceIndex == route.interfaceIndex
+                    && $0.gateway == gateway
+            })
+        else { return false }
+        return kernel.defaultRoutes.contains {
+            $0.family == .ipv4 && $0.table == chosen.table && $0.metric == chosen.metric && $0.gateway != nil
+                && $0 != chosen
+        }
     }
 
     /// What a refresh learnt that only later wake-ups need: the rechecks its removals and answers
@@ -172,6 +314,7 @@ struct KernelQueries {
         var earliest: [IPAddress.Family: ContinuousClock.Instant]
         var destinations: Set<IPAddress>
         var defaultRoutes: Set<SystemSnapshot.DefaultRoute>
+        var silent: SilentDependencies
     }
 
     /// Brings in what the last refresh left for later (``Unsettled``): the rechecks, ``wakeAt``
@@ -197,8 +340,9 @@ struct KernelQueries {
             }
         }
         rechecks.lookupsMade(at: now, asked: refresh.asked, removals: refresh.removals, stillSeen: refresh.stillSeen)
-        wakeAt = rechecks.dueAt
-        for expiry in expiries.values { wakeAt = min(wakeAt ?? expiry, expiry) }
+        silent = refresh.silent
+        silentCheckAt = silent.isEmpty ? nil : (silentCheckAt ?? now + Self.silentCheckInterval)
+        wakeAt = nextWake()
         let gateways = Self.gateways(
             defaultRoutes: refresh.defaultRoutes, lookups: routeLookups, scoped: scopedRouteLookups,
             destinations: destinationLookups)

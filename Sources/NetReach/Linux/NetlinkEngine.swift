@@ -9,8 +9,9 @@ import Logging
 /// The thread that reads the kernel: a netlink socket for notifications, a second one for dumps and
 /// route lookups, an inotify descriptor for resolv.conf, the watched namespace's watch, and two
 /// eventfds (stop; look routes up again), all in a blocking `poll` with no timeout (unless a route
-/// the kernel uses is due to expire or a removal to be rechecked), so an idle monitor makes no
-/// wakeups.
+/// the kernel uses is due to expire, a removal to be rechecked, or an answer depends on state the
+/// kernel changes without a message: ``KernelQueries/SilentDependencies``), so an idle monitor
+/// makes no wakeups.
 ///
 /// Each wake-up runs the stages in one direction: the datagrams are read here, each parsed
 /// (``RtnetlinkParser``) and absorbed by the ``SnapshotStore``, which says whether the kernel's route
@@ -107,12 +108,14 @@ final class NetlinkEngine: @unchecked Sendable {
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
             let probe = try ConnectProbe(
                 namespace: namespaceFD, transport: configuration.transportProtocol, port: configuration.port)
+            let multipathSysctls = try MultipathSysctls(namespace: namespaceFD)
             // Watched only from `nameserverWatchDelay` after the first path (see `follow`).
             var watcher: ResolvConfWatcher? = nil
             var kernel = Kernel(
                 sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
                 queries: KernelQueries(
-                    lookupAddresses: configuration.routeLookupAddresses, lookups: metrics.routeLookups))
+                    lookupAddresses: configuration.routeLookupAddresses, lookups: metrics.routeLookups,
+                    multipathSysctls: multipathSysctls))
             _ = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
             try resync(&kernel, events: events, requests: &requests, buffer: buffer)
             let watched = destinations.withLock { $0 }
@@ -416,6 +419,8 @@ final class NetlinkEngine: @unchecked Sendable {
                     // The kernel aborts a dump with ENOBUFS when the socket's buffer overflows while
                     // it is being read (and EBUSY/EINTR are as passing): try the whole dump again.
                     if [ENOBUFS, EBUSY, EINTR].contains(code) { return false }
+                    // A kernel without nexthop objects (before 5.3) has none to dump.
+                    if dump == .nexthops { return consistent }
                     throw .dumpFailed("kernel refused the \(dump) dump: \(errnoDescription(code))")
                 case let message:
                     _ = kernel.store.apply(kernel.withSysfsFacts(message))

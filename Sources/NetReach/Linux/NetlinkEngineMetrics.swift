@@ -84,8 +84,8 @@ struct NetlinkEngineMetrics: Sendable {
         switch message {
         case .newLink, .deleteLink: .link
         case .newAddress, .deleteAddress: .address
-        case .newDefaultRoute, .deleteDefaultRoute, .ignoredRoute: .route
-        case .rule, .nexthop: .rule
+        case .newDefaultRoute, .deleteDefaultRoute, .newNexthopRoute, .deleteNexthopRoute, .ignoredRoute: .route
+        case .rule, .nexthop, .newNexthop, .deleteNexthop: .rule
         case .neighbour: .neighbour
         case .networkConfiguration: .netconf
         case .done, .error, .other: .other

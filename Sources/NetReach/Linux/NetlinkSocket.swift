@@ -99,22 +99,25 @@ struct NetlinkSocket: ~Copyable {
         try NamespaceHandle.entering(target, path: path) { () throws(PathMonitorError) in try openSocket() }
     }
 
-    /// Kinds of dump the monitor needs, in the order it asks for them.
+    /// Kinds of dump the monitor needs, in the order it asks for them: nexthop objects before the
+    /// routes that name them.
     enum Dump: CaseIterable {
-        case links, addresses, routes
+        case links, addresses, nexthops, routes
 
         var requestType: UInt16 {
             switch self {
             case .links: 18
             case .addresses: 22
+            case .nexthops: 106
             case .routes: 26
             }
         } // RTM_GET*
-        /// ifinfomsg is 16 bytes, ifaddrmsg 8, rtmsg 12; all zero = every family.
+        /// ifinfomsg is 16 bytes, ifaddrmsg 8, nhmsg 8, rtmsg 12; all zero = every family.
         var bodySize: Int {
             switch self {
             case .links: 16
             case .addresses: 8
+            case .nexthops: 8
             case .routes: 12
             }
         }

@@ -15,9 +15,19 @@ enum RtnetlinkMessage: Sendable, Equatable {
     /// A policy rule of `family` changed (RTM_NEWRULE/DELRULE): nothing is kept, but the kernel's
     /// route lookups of that family may differ (`nil`: a message too short to say, both).
     case rule(IPAddress.Family?)
-    /// A nexthop object changed (RTM_NEWNEXTHOP/DELNEXTHOP): nothing is kept, but the lookups of
-    /// both families may differ (a group has no family, and a route of one family may use a
+    /// A default route through a nexthop object (`RTA_NH_ID`): its legs are the object's, kept by
+    /// the store, since a group changes with no route message. `replaces` is set by NLM_F_REPLACE.
+    case newNexthopRoute(NexthopRoute, replaces: Bool)
+    case deleteNexthopRoute(NexthopRoute)
+    /// A nexthop object was made or changed (RTM_NEWNEXTHOP): the store keeps it, and the lookups
+    /// of both families may differ (a group has no family, and a route of one family may use a
     /// nexthop of the other).
+    case newNexthop(NexthopObject)
+    /// A nexthop object was deleted (RTM_DELNEXTHOP): the kernel takes it out of its groups and
+    /// deletes the routes that used it alone, with no route message.
+    case deleteNexthop(id: UInt32)
+    /// A nexthop message the parser could not read an id from: the lookups of both families may
+    /// differ; nothing is kept.
     case nexthop
     /// A neighbour entry of this address changed (RTM_NEWNEIGH/DELNEIGH): when it is a gateway,
     /// the kernel may now prefer another router (IPv6 router reachability, IPv4 multipath with
@@ -33,6 +43,29 @@ enum RtnetlinkMessage: Sendable, Equatable {
     case error(errno: Int32)
     /// NLMSG_OVERRUN or a type the monitor does not use.
     case other(type: UInt16)
+}
+
+/// A nexthop object (`ip nexthop`): one way out, a group of other objects, or a blackhole.
+struct NexthopObject: Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
+        /// `via GATEWAY dev DEVICE` (or `dev DEVICE` alone).
+        case leg(interfaceIndex: Int, gateway: IPAddress?)
+        /// `group ID/ID...`: the members' ids, each once, in order.
+        case group([UInt32])
+        /// `blackhole`, or anything else that carries no traffic out (an FDB nexthop).
+        case noLeg
+    }
+
+    var id: UInt32
+    var kind: Kind
+}
+
+/// A default route that names a nexthop object (`ip route add default nhid ID`).
+struct NexthopRoute: Sendable, Hashable {
+    var family: IPAddress.Family
+    var metric: UInt32
+    var table: UInt32
+    var nexthopID: UInt32
 }
 
 /// Which destinations a route covers: its prefix (`RTA_DST`, network order) and length.

@@ -86,7 +86,7 @@ enum RtnetlinkParser {
         case newNexthop, deleteNexthop:
             // Deleting a nexthop object removes its routes with only RTM_DELNEXTHOP. A group is
             // AF_UNSPEC, and an IPv6 route may use an IPv4 nexthop (RFC 5549): both families.
-            return .nexthop
+            return parseNexthop(type: type, body)
         case newNeighbour, deleteNeighbour:
             return try parseNeighbour(type: type, body)
         case newNetconf, deleteNetconf:
@@ -186,6 +186,52 @@ enum RtnetlinkParser {
         return .neighbour(destination)
     }
 
+    // struct nhmsg { u8 nh_family; u8 nh_scope; u8 nh_protocol; u8 resvd; u32 nh_flags; }
+    private static func parseNexthop(type: UInt16, _ body: UnsafeRawBufferPointer) -> RtnetlinkMessage {
+        guard body.count >= 8 else { return .nexthop }
+        let family = body[0]
+        var id: UInt32?
+        var members: [UInt32] = []
+        var isGroup = false
+        var interfaceIndex: Int?
+        var gateway: IPAddress?
+        var carriesNothing = false
+        // Attributes that cannot be read keep nothing but still ask the lookups again (`.nexthop`).
+        let read = Result { () throws(NetlinkParseError) in
+            try forEachAttribute(in: body, from: 8) { (attribute, value) throws(NetlinkParseError) in
+                switch attribute {
+                case 1 where value.count >= 4: id = value.loadU32(at: 0) // NHA_ID
+                case 2: // NHA_GROUP: struct nexthop_grp { u32 id; u8 weight; u8 weight_high; u16 resvd2; }
+                    isGroup = true
+                    var offset = 0
+                    while offset + 8 <= value.count {
+                        let member = value.loadU32(at: offset)
+                        if !members.contains(member) { members.append(member) }
+                        offset += 8
+                    }
+                case 4, 11: carriesNothing = true // NHA_BLACKHOLE, NHA_FDB (bridge forwarding only)
+                case 5 where value.count >= 4: interfaceIndex = Int(Int32(bitPattern: value.loadU32(at: 0))) // NHA_OIF
+                case 6 where family == 2 || family == 10: // NHA_GATEWAY, of the nexthop's family
+                    gateway = try ipAddress(value, family: family, attribute: attribute)
+                default: break
+                }
+            }
+        }
+        guard case .success = read, let id else { return .nexthop }
+        if type == deleteNexthop { return .deleteNexthop(id: id) }
+        let kind: NexthopObject.Kind =
+            if carriesNothing {
+                .noLeg
+            } else if isGroup {
+                .group(members)
+            } else if let interfaceIndex {
+                .leg(interfaceIndex: interfaceIndex, gateway: gateway)
+            } else {
+                .noLeg
+            }
+        return .newNexthop(NexthopObject(id: id, kind: kind))
+    }
+
     // struct rtmsg { u8 family, dst_len, src_len, tos, table, protocol, scope, type; u32 flags; }
     private static func parseRoute(
         type: UInt16, replaces: Bool, _ body: UnsafeRawBufferPointer
@@ -211,6 +257,7 @@ enum RtnetlinkParser {
         var gateway: IPAddress?
         var metric: UInt32 = 0
         var hops: [(Int, IPAddress?)] = []
+        var nexthopID: UInt32?
         try forEachAttribute(in: body, from: 12) { (attribute, value) throws(NetlinkParseError) in
             switch attribute {
             case 4 where value.count >= 4: interfaceIndex = Int(value.loadU32(at: 0)) // RTA_OIF
@@ -220,18 +267,24 @@ enum RtnetlinkParser {
             case 18 where value.count >= 2: // RTA_VIA
                 gateway = IPAddress(networkOrder: UnsafeRawBufferPointer(rebasing: value[2...]))
             case 9: hops = try nextHops(value, family: family).map { ($0.interfaceIndex, $0.gateway) } // RTA_MULTIPATH
+            case 30 where value.count >= 4: nexthopID = value.loadU32(at: 0) // RTA_NH_ID
             default: break
             }
         }
         guard table == SystemSnapshot.DefaultRoute.mainTable else {
             return .ignoredRoute(.everything(routeFamily), removed: removed)
         }
+        // Through a nexthop object: its legs are the object's (the expanded legs `nexthop_compat_mode`
+        // adds are those of the moment, and a group changes with no route message).
+        if let nexthopID {
+            let route = NexthopRoute(family: routeFamily, metric: metric, table: table, nexthopID: nexthopID)
+            return type == newRoute ? .newNexthopRoute(route, replaces: replaces) : .deleteNexthopRoute(route)
+        }
         if hops.isEmpty, let interfaceIndex { hops = [(interfaceIndex, gateway)] }
         let routes = hops.map { hop in
             SystemSnapshot.DefaultRoute(
                 family: routeFamily, interfaceIndex: hop.0, gateway: hop.1, metric: metric, table: table)
         }
-        // A default route through a nexthop object (RTA_NH_ID) is not kept; the lookups follow it.
         guard !routes.isEmpty else { return .ignoredRoute(.everything(routeFamily), removed: removed) }
         return type == newRoute ? .newDefaultRoute(routes, replaces: replaces) : .deleteDefaultRoute(routes)
     }

@@ -6,6 +6,13 @@
 /// A route event for anything else is dropped in O(1) by the parser and never stored.
 struct SnapshotStore: Sendable {
     private(set) var snapshot = SystemSnapshot()
+    /// The nexthop objects (`ip nexthop`), by id: a handful on most hosts, none on many.
+    private var nexthops: [UInt32: NexthopObject] = [:]
+    /// The main-table default routes through a nexthop object; their legs are in
+    /// `snapshot.defaultRoutes` as ``nexthopLegs``.
+    private var nexthopRoutes: Set<NexthopRoute> = []
+    /// The default routes ``nexthopRoutes`` resolve to now, as the snapshot holds them.
+    private var nexthopLegs: Set<SystemSnapshot.DefaultRoute> = []
 
     /// Applies one message; returns whether the snapshot changed.
     mutating func apply(_ message: RtnetlinkMessage) -> Bool {
@@ -24,9 +31,15 @@ struct SnapshotStore: Sendable {
             if previous?.isUp == true && !link.isUp {
                 changed = snapshot.removeRoutes(throughInterface: link.index) || changed
             }
+            // It deletes the nexthop objects through a link that goes down or loses carrier, with
+            // no message at all (`nexthop_flush_dev`; checked on 6.18: a group loses the member).
+            if (previous?.isUp ?? false && !link.isUp) || (previous?.hasCarrier ?? false && !link.hasCarrier) {
+                changed = flushNexthops(throughInterface: link.index) || changed
+            }
             return changed
         case .deleteLink(let index):
-            return snapshot.removeLink(index: index)
+            let flushed = flushNexthops(throughInterface: index)
+            return snapshot.removeLink(index: index) || flushed
         case .newAddress(let address):
             let previous = snapshot.addressTable[address.key]
             snapshot.upsertAddress(address)
@@ -48,20 +61,126 @@ struct SnapshotStore: Sendable {
         case .newDefaultRoute(let routes, let replaces):
             let before = snapshot.defaultRoutes
             if replaces, let first = routes.first {
-                // NLM_F_REPLACE: the kernel swapped the route with the same family, table and metric.
-                snapshot.defaultRoutes = snapshot.defaultRoutes.filter {
-                    !($0.family == first.family && $0.table == first.table && $0.metric == first.metric)
-                }
+                // NLM_F_REPLACE. A route updated in place is announced so too: an IPv6 router
+                // advertisement that changes its router's preference (or `ip route replace` of the
+                // same route). The other routes of that metric (the other routers') stay.
+                let inPlace = routes.count == 1 && snapshot.defaultRoutes.contains(first)
+                if !inPlace { replaceAll(family: first.family, table: first.table, metric: first.metric) }
             }
             snapshot.defaultRoutes.formUnion(routes)
             return snapshot.defaultRoutes != before
         case .deleteDefaultRoute(let routes):
             var changed = false
-            for route in routes { changed = snapshot.defaultRoutes.remove(route) != nil || changed }
+            for route in routes where !nexthopLegs.contains(route) {
+                changed = snapshot.defaultRoutes.remove(route) != nil || changed
+            }
             return changed
+        case .newNexthopRoute(let route, let replaces):
+            let before = snapshot.defaultRoutes
+            // `nexthop_compat_mode` announces a group's change as a replace of each route using it.
+            if replaces && !nexthopRoutes.contains(route) {
+                replaceAll(family: route.family, table: route.table, metric: route.metric)
+            }
+            nexthopRoutes.insert(route)
+            resolveNexthopRoutes()
+            return snapshot.defaultRoutes != before
+        case .deleteNexthopRoute(let route):
+            guard nexthopRoutes.remove(route) != nil else { return false }
+            let before = snapshot.defaultRoutes
+            resolveNexthopRoutes()
+            return snapshot.defaultRoutes != before
+        case .newNexthop(let object):
+            guard nexthops[object.id] != object else { return false }
+            nexthops[object.id] = object
+            let before = snapshot.defaultRoutes
+            resolveNexthopRoutes()
+            return snapshot.defaultRoutes != before
+        case .deleteNexthop(let id):
+            guard nexthops[id] != nil else { return false }
+            let before = snapshot.defaultRoutes
+            removeNexthops([id])
+            return snapshot.defaultRoutes != before
         case .ignoredRoute, .rule, .nexthop, .neighbour, .networkConfiguration, .done, .error, .other:
             return false
         }
+    }
+
+    /// What NLM_F_REPLACE of a route not there does: the kernel replaced the route of that family,
+    /// table and metric (IPv4's first alias, IPv6's first sibling set); which one, when there are
+    /// several, no message says, so all of them go and the lookups say what is left.
+    private mutating func replaceAll(family: IPAddress.Family, table: UInt32, metric: UInt32) {
+        snapshot.defaultRoutes = snapshot.defaultRoutes.filter {
+            !($0.family == family && $0.table == table && $0.metric == metric)
+        }
+        let replaced = nexthopRoutes.filter { $0.family == family && $0.table == table && $0.metric == metric }
+        guard !replaced.isEmpty else { return }
+        nexthopRoutes.subtract(replaced)
+        resolveNexthopRoutes()
+    }
+
+    // MARK: Nexthop objects
+
+    /// The legs of nexthop object `id`: its own, or its members'; none for a blackhole or an id
+    /// not known.
+    private func legs(ofNexthop id: UInt32) -> [(interfaceIndex: Int, gateway: IPAddress?)] {
+        switch nexthops[id]?.kind {
+        case .leg(let index, let gateway): [(index, gateway)]
+        case .group(let members):
+            members.compactMap { member in
+                guard case .leg(let index, let gateway) = nexthops[member]?.kind else { return nil }
+                return (index, gateway)
+            }
+        case .noLeg, nil: []
+        }
+    }
+
+    /// Puts the legs of ``nexthopRoutes`` in the snapshot's default routes, in place of the
+    /// ones they had. A few default routes through a few objects: cheap, and run only on nexthop
+    /// messages and routes through nexthop objects.
+    private mutating func resolveNexthopRoutes() {
+        var legs = Set<SystemSnapshot.DefaultRoute>()
+        for route in nexthopRoutes {
+            for leg in self.legs(ofNexthop: route.nexthopID) {
+                legs.insert(
+                    SystemSnapshot.DefaultRoute(
+                        family: route.family, interfaceIndex: leg.interfaceIndex, gateway: leg.gateway,
+                        metric: route.metric, table: route.table))
+            }
+        }
+        snapshot.defaultRoutes.subtract(nexthopLegs.subtracting(legs))
+        snapshot.defaultRoutes.formUnion(legs)
+        nexthopLegs = legs
+    }
+
+    /// What the kernel does when nexthop objects go: each leaves the groups it is in, a group left
+    /// empty goes too, and the routes through any of them are deleted (without RTM_DELROUTE).
+    private mutating func removeNexthops(_ ids: Set<UInt32>) {
+        var gone = ids
+        for id in ids { nexthops[id] = nil }
+        for (id, object) in nexthops {
+            guard case .group(let members) = object.kind, members.contains(where: gone.contains) else { continue }
+            let left = members.filter { !gone.contains($0) }
+            if left.isEmpty {
+                nexthops[id] = nil
+                gone.insert(id)
+            } else {
+                nexthops[id]?.kind = .group(left)
+            }
+        }
+        nexthopRoutes = nexthopRoutes.filter { !gone.contains($0.nexthopID) }
+        resolveNexthopRoutes()
+    }
+
+    /// Drops the nexthop objects through link `index`, as the kernel does when it goes down or
+    /// loses carrier; returns whether the default routes changed.
+    private mutating func flushNexthops(throughInterface index: Int) -> Bool {
+        let through = nexthops.values.filter {
+            if case .leg(let interfaceIndex, _) = $0.kind { interfaceIndex == index } else { false }
+        }
+        guard !through.isEmpty else { return false }
+        let before = snapshot.defaultRoutes
+        removeNexthops(Set(through.map(\.id)))
+        return snapshot.defaultRoutes != before
     }
 
     /// Replaces the nameservers; returns whether they changed.
@@ -75,6 +194,9 @@ struct SnapshotStore: Sendable {
     /// stay). The store holds no route lookups: ``KernelQueries`` keeps and adds them.
     mutating func resetKernelState() {
         snapshot = SystemSnapshot(nameservers: snapshot.nameservers)
+        nexthops = [:]
+        nexthopRoutes = []
+        nexthopLegs = []
     }
 
     // MARK: What a message means for the kernel's route lookups
@@ -172,9 +294,19 @@ struct SnapshotStore: Sendable {
             // A rule is linked into (or out of) its family's list before it is announced, and a
             // lookup walks the list afresh: the answer read on the message is final.
             return Absorbed(asksLookups: LookupFamilies(family))
-        case .nexthop:
-            // Deleting a nexthop object announces it before its routes go.
-            return Absorbed(asksLookups: .both, announcesRemoval: true)
+        case .nexthop, .newNexthop, .deleteNexthop:
+            // Deleting a nexthop object announces it before its routes go; a group's new members
+            // are a removal too when one left.
+            return Absorbed(changed: apply(message), asksLookups: .both, announcesRemoval: true)
+        case .newNexthopRoute(let route, _):
+            return Absorbed(changed: apply(message), asksLookups: LookupFamilies(route.family))
+        case .deleteNexthopRoute(let route):
+            let legs = snapshot.defaultRoutes.filter {
+                nexthopLegs.contains($0) && $0.family == route.family && $0.metric == route.metric
+            }
+            return Absorbed(
+                changed: apply(message), asksLookups: LookupFamilies(route.family), announcesRemoval: true,
+                removedRoutes: legs.isEmpty ? [] : [RemovedRoute(Array(legs))])
         }
     }
 }

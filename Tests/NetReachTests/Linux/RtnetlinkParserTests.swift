@@ -875,4 +875,61 @@ struct RtnetlinkParserCapturedDumpTests {
         }
     }
 }
+
+/// Nexthop objects and the default routes through them, laid out as `<linux/nexthop.h>` says:
+/// `struct nhmsg { u8 nh_family; u8 nh_scope; u8 nh_protocol; u8 resvd; u32 nh_flags; }`, then
+/// NHA_ID (1), NHA_GROUP (2: `struct nexthop_grp { u32 id; u8 weight; u8 weight_high; u16 resvd2; }`
+/// each), NHA_BLACKHOLE (4), NHA_OIF (5), NHA_GATEWAY (6).
+@Suite("RtnetlinkParser: nexthop objects")
+struct RtnetlinkParserNexthopTests {
+    static let newNexthop: UInt16 = 104, deleteNexthop: UInt16 = 105 // RTM_NEWNEXTHOP, RTM_DELNEXTHOP
+    static let rtaNexthopID: UInt16 = 30 // RTA_NH_ID
+
+    static func nhmsg(_ family: UInt8) -> [UInt8] { [family, 0, 4, 0] + NetlinkBytes.hostOrder(UInt32(0)) }
+
+    @Test func aSingleNexthopIsItsLeg() throws {
+        let buffer = NetlinkBytes().message(
+            Self.newNexthop, body: Self.nhmsg(NL.inet),
+            attributes: [.u32(1, 7), .u32(5, 2), .address(6, "192.0.2.1")])
+        #expect(
+            try onlyMessage(buffer)
+                == .newNexthop(NexthopObject(id: 7, kind: .leg(interfaceIndex: 2, gateway: ip("192.0.2.1")))))
+    }
+
+    @Test func aGroupListsItsMembersOnce() throws {
+        let members = [UInt32(1), 2, 1].flatMap { (id: UInt32) -> [UInt8] in NetlinkBytes.hostOrder(id) + [1, 0, 0, 0] }
+        let buffer = NetlinkBytes().message(
+            Self.newNexthop, body: Self.nhmsg(0), attributes: [.u32(1, 10), .raw(2, members)])
+        #expect(try onlyMessage(buffer) == .newNexthop(NexthopObject(id: 10, kind: .group([1, 2]))))
+    }
+
+    @Test func aBlackholeCarriesNothingAndADeletionNamesItsID() throws {
+        let blackhole = NetlinkBytes().message(
+            Self.newNexthop, body: Self.nhmsg(NL.inet), attributes: [.u32(1, 8), .raw(4, [])])
+        #expect(try onlyMessage(blackhole) == .newNexthop(NexthopObject(id: 8, kind: .noLeg)))
+        let deleted = NetlinkBytes().message(
+            Self.deleteNexthop, body: Self.nhmsg(NL.inet), attributes: [.u32(1, 8), .u32(5, 2)])
+        #expect(try onlyMessage(deleted) == .deleteNexthop(id: 8))
+        // No id: nothing can be kept, the lookups are asked again.
+        #expect(try onlyMessage(NetlinkBytes().message(Self.newNexthop, body: Self.nhmsg(NL.inet))) == .nexthop)
+    }
+
+    @Test func aDefaultRouteNamingANexthopIsKeptByItsID() throws {
+        // With `nexthop_compat_mode` the kernel adds the legs of the moment; the id decides.
+        let buffer = NetlinkBytes().message(
+            NL.newRoute, flags: NL.replace, body: NL.rtmsg(family: NL.inet),
+            attributes: [
+                .u32(NL.rtaPriority, 20), .u32(Self.rtaNexthopID, 10),
+                .multipath([(2, "192.0.2.1"), (3, "198.51.100.1")]),
+            ])
+        #expect(
+            try onlyMessage(buffer)
+                == .newNexthopRoute(NexthopRoute(family: .ipv4, metric: 20, table: 254, nexthopID: 10), replaces: true))
+        let deleted = NetlinkBytes().message(
+            NL.deleteRoute, body: NL.rtmsg(family: NL.inet6), attributes: [.u32(Self.rtaNexthopID, 3)])
+        #expect(
+            try onlyMessage(deleted)
+                == .deleteNexthopRoute(NexthopRoute(family: .ipv6, metric: 0, table: 254, nexthopID: 3)))
+    }
+}
 #endif
