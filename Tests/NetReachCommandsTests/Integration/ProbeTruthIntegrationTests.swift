@@ -270,7 +270,7 @@ struct ProbeTruthIntegrationTests {
     }
 
     @Test(
-        "A tun device's carrier flapping ten times a second for 5 s: watch --internet --json prints the path's changes, and its verdict changes at most once"
+        "A tun device's carrier flapping ten times a second, with two 2 s losses: watch --internet --json prints the path's changes, and its verdict changes at most once"
     )
     func flappingCarrier() async throws {
         try await ConnectivityCheckIntegrationTests.withGateway { lab in
@@ -286,9 +286,16 @@ struct ProbeTruthIntegrationTests {
                 print("ready", flush=True)
                 while not os.path.exists(sys.argv[1]): time.sleep(0.05)
                 TUNSETCARRIER = 0x400454e2
-                for _ in range(50):
-                    fcntl.ioctl(fd, TUNSETCARRIER, struct.pack("i", 0)); time.sleep(0.05)
-                    fcntl.ioctl(fd, TUNSETCARRIER, struct.pack("i", 1)); time.sleep(0.05)
+                def carrier(on, seconds):
+                    fcntl.ioctl(fd, TUNSETCARRIER, struct.pack("i", on)); time.sleep(seconds)
+                def flaps(count):
+                    for _ in range(count): carrier(0, 0.05); carrier(1, 0.05)
+                # Ten flaps a second, with two 2 s losses inside the storm: the kernel's linkwatch
+                # reports a carrier change at most about once a second, and what it reports is the
+                # state when it looks, so flaps alone may show as any number of losses, none
+                # included. A loss that lasts 2 s is reported for certain, still well inside the
+                # 6 s a loss must last before the verdict acts on it.
+                flaps(20); carrier(0, 2); carrier(1, 2); flaps(20); carrier(0, 2); carrier(1, 2); flaps(10)
                 print("done", flush=True)
                 while True: time.sleep(3600)
                 """
@@ -323,7 +330,9 @@ struct ProbeTruthIntegrationTests {
             // The reference: the carrier changes the kernel reports, as `ip monitor link` sees them.
             let kernel = try ChildProcess(LabCommand.ipExecutable, ["-n", lab.name, "monitor", "link", "dev", "tun0"])
             defer { kernel.kill() }
-            try await Task.sleep(for: .milliseconds(300))
+            // The monitor listens once it reports a change made after it started.
+            try await lab.ip("link", "set", "tun0", "mtu", "1400")
+            await LabPoll.until("ip monitor reports tun0") { kernel.outputLines.contains { $0.contains("mtu 1400") } }
             _ = FileManager.default.createFile(atPath: go, contents: Data())
             #expect(await tun.nextLine(timeout: .seconds(30)) == "done")
             try await Task.sleep(for: .seconds(8)) // past the carrier delay after the last flap
@@ -341,8 +350,7 @@ struct ProbeTruthIntegrationTests {
             print(
                 "flapping carrier: the kernel reported \(losses) carrier losses; watch printed \(watch.outputLines.count - before) lines, \(held.count) of them a lost link with the verdict held at full; \(changes) verdict changes: \(storm)"
             )
-            // The kernel's linkwatch reports a device's carrier changes at most about once a second,
-            // so 50 flaps show as a few losses: each one flipped the verdict before.
+            // The two long losses at least; each reported loss flipped the verdict before.
             #expect(losses >= 2, "the kernel reported the storm: \(kernel.outputLines.prefix(5))")
             #expect(!held.isEmpty, "the path changed at once, the verdict held: \(watch.outputLines)")
             #expect(changes <= 1, "the verdict changed at most once: \(storm)")
