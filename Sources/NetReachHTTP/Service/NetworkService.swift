@@ -222,7 +222,11 @@ public final class NetworkService: Sendable {
     /// When an attempt fails after part of the body arrived and the retry policy repeats it (only
     /// idempotent requests, such as GET), the next attempt asks for the rest (`Range: bytes=N-`),
     /// guarded by `If-Range` with the first response's strong `ETag` or `Last-Modified`, so a body
-    /// that changed in between is sent whole instead of spliced. A server that answers 200 instead
+    /// that changed in between is sent whole instead of spliced. The file holds the body as
+    /// decoded, so that request says `Accept-Encoding: identity` (whose bytes are the decoded
+    /// ones; after a gzip response, `If-Range` is its `Last-Modified` when it has one), and a 206
+    /// in a content coding or of another version than `If-Range` named is not spliced: the next
+    /// attempt, at once, asks for the whole body. A server that answers 200 instead
     /// of 206 sends the body again from the start: the file starts over and
     /// ``DownloadResponse/restarts`` counts it. A server that gave no validator is not asked for a
     /// range (the parts could come from two versions), so a retry starts over.

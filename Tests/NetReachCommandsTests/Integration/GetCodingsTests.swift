@@ -41,7 +41,10 @@ struct GetCodingsTests {
                 // "Resuming downloads"), so ours is compared as a prefix, not for equal length.
                 #expect(document.starts(with: theirs.output), "curl \(query): \(theirs.output.count) bytes")
                 #expect(document.starts(with: ours.output), "\(query): \(ours.output.count) bytes")
-                #expect(ours.output.count <= theirs.output.count, "\(query): \(ours.output.count) against curl's")
+                // After a close (not a reset, which may drop what either had not read yet).
+                if status != 56 {
+                    #expect(ours.output.count <= theirs.output.count, "\(query): \(ours.output.count) against curl's")
+                }
                 if status == 18 {
                     #expect(ours.standardError.contains("closed the connection"), "\(ours.standardError)")
                 }
