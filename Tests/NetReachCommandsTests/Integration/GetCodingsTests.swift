@@ -244,6 +244,26 @@ struct GetCodingsTests {
                 #expect(CodingServer.field("Range", heads[1])?.hasPrefix("bytes=") == true, "\(query): \(heads[1])")
                 #expect(CodingServer.field("Accept-Encoding", heads[1]) == "identity", "\(heads[1])")
                 #expect(CodingServer.field("If-Range", heads[1]) == "Sun, 01 Nov 2026 10:00:00 GMT", "\(heads[1])")
+                if query == "cut=40000" {
+                    // curl's --retry leaves a partial file alone (18 is not transient to it); with
+                    // --retry-all-errors it starts over and ends with the same file as ours.
+                    let curlURL = server.url("/file?\(query)&client=curl-retry")
+                    let (once, again) = (scratch.path("curl-retry"), scratch.path("curl-retry-all"))
+                    let retried = try await ChildProcess.run(
+                        curl, ["-sS", "--compressed", "--retry", "3", "--retry-delay", "0", "-o", once, curlURL])
+                    #expect(retried.status == 18, "\(retried.standardError)")
+                    let allURL = server.url("/file?\(query)&client=curl-retry-all")
+                    let all = try await ChildProcess.run(
+                        curl,
+                        [
+                            "-sS", "--compressed", "--retry", "3", "--retry-all-errors", "--retry-delay", "0", "-o",
+                            again, allURL,
+                        ])
+                    #expect(all.status == 0, "\(all.standardError)")
+                    #expect(
+                        try Data(contentsOf: URL(fileURLWithPath: again))
+                            == Data(contentsOf: URL(fileURLWithPath: output)))
+                }
                 if finisher == "200" && !query.contains("ranges=none") {
                     // The refused 206, then a request without a range.
                     #expect(heads.count == 3 && CodingServer.field("Range", heads[2]) == nil, "\(query): \(heads)")
