@@ -125,7 +125,18 @@ extension AsyncHTTPClientTransport {
                     "the body from \(target) does not decode as its Content-Encoding says (\(reason))")
             case .truncated:
                 return TransportError(
-                    .badContentEncoding, "the body from \(target) ended before its compressed stream did")
+                    .badContentEncoding,
+                    "the body from \(target) ended, as its framing says, before its compressed stream did")
+            case .unsupported(let coding):
+                return TransportError(
+                    .badContentEncoding,
+                    "the body from \(target) is coded with \(coding), which NetReach does not decode (it decodes gzip and deflate, which it asked for); not handed on as if it were decoded"
+                )
+            case .tooManyCodings(let count):
+                return TransportError(
+                    .badContentEncoding,
+                    "the body from \(target) lists \(count) content codings, more than the \(ContentDecoder.maximumCodings) NetReach undoes (as curl)"
+                )
             }
         // A client of the caller's with AsyncHTTPClient's own decompression.
         case let error as NIOHTTPDecompression.DecompressionError:

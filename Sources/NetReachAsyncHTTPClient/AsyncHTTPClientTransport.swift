@@ -231,7 +231,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             case .single where client === Self.defaultClient: TransportSettings.defaultMaximumDecodedBodySize
             default: nil
             }
-        if decodingLimit != nil, !clientRequest.headers.contains(name: "accept-encoding") {
+        // The caller who names codings of their own takes those not decoded here as they came.
+        let callerChoseCodings = clientRequest.headers.contains(name: "accept-encoding")
+        if decodingLimit != nil, !callerChoseCodings {
             clientRequest.headers.add(name: "Accept-Encoding", value: "deflate, gzip")
         }
         let host = Self.host(of: request.authority ?? "")
@@ -260,20 +262,30 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         let producer = Task {
             // Holding them keeps the clients up until this transfer is over.
             _ = holder
+            // What came before a failure, for telling a body cut short from a broken connection.
+            var received: BodyReceipt?
             do {
                 let response = try await client.execute(clientRequest, deadline: deadline)
                 watchdog.touch()
                 let head = try Self.makeResponse(response)
                 exchange.head(
                     head, body: HTTPBody(channel: channel, length: Self.bodyLength(response, method: request.method)))
-                let decoder = decodingLimit.flatMap {
-                    ContentDecoder(contentEncoding: response.headers.first(name: "content-encoding"), limit: $0)
-                }
+                received = BodyReceipt(response)
+                let decoding = Self.decoding(response, limit: decodingLimit, callerChoseCodings: callerChoseCodings)
                 reading: for try await buffer in response.body {
                     watchdog.touch()
-                    guard let decoder else {
-                        guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break }
+                    received?.bytes += Int64(buffer.readableBytes)
+                    let decoder: ContentDecoder
+                    switch decoding {
+                    case .asSent:
+                        guard await channel.send(HTTPBody.ByteChunk(buffer.readableBytesView)) else { break reading }
                         continue
+                    case .refused(let failure):
+                        // Never handed on as if it were decoded; a body with no bytes passes (HEAD, 304).
+                        guard buffer.readableBytes == 0 else { throw failure }
+                        continue
+                    case .decoded(let made):
+                        decoder = made
                     }
                     // One piece at a time: the next is made only once the channel has room for it
                     // (at most 1 MiB waits for the reader), whatever the compression ratio.
@@ -284,10 +296,22 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                 }
                 // A cancelled body stream may simply end; a truncated body must not pass as whole.
                 try Task.checkCancellation()
-                try decoder?.finish()
+                if case .decoded(let decoder) = decoding {
+                    do throws(ContentDecoder.Failure) { try decoder.finish() } catch {
+                        // A body whose end is the close: the compressed stream tells it was cut.
+                        if error == .truncated, let received, received.framing == .close {
+                            throw received.cutShort(at: destination, what: "before its compressed stream ended")
+                        }
+                        throw error
+                    }
+                }
                 channel.finish()
             } catch {
                 var failure = exchange.failure ?? Self.classify(error, to: destination)
+                // A close (not a reset) after the head and before the body's end: curl's partial file.
+                if let received, failure.kind == .connectionLost, Self.isEndOfStream(error) {
+                    failure = received.cutShort(at: destination)
+                }
                 let diagnosisDeadline = min(deadline, .now() + .seconds(10))
                 if failure.tlsFailureReason == .verificationFailed, let owner,
                     let reason = await owner.diagnoseRefusedCertificate(request, deadline: diagnosisDeadline)
@@ -354,6 +378,49 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         let coding = response.headers.first(name: "content-encoding")?.trimmingCharacters(in: .whitespaces).lowercased()
         if let coding, !coding.isEmpty, coding != "identity" { return .unknown }
         return response.headers.first(name: "content-length").flatMap(Int64.init).map { .known($0) } ?? .unknown
+    }
+
+    /// What becomes of a response's body on its way to the caller.
+    enum Decoding {
+        /// Handed on as it came: no coding, a client that decodes (or not) by itself, or a coding
+        /// the caller asked for.
+        case asSent
+        /// Decoded here.
+        case decoded(ContentDecoder)
+        /// A coding not decoded here, sent though not asked for: the body fails with this.
+        case refused(ContentDecoder.Failure)
+    }
+
+    /// How `response`'s body is decoded: with a decoder when the transport decodes (`limit` set)
+    /// and its codings are gzip and deflate; refused when it names another coding the request
+    /// did not ask for (only the transport's own `Accept-Encoding` was sent).
+    static func decoding(_ response: HTTPClientResponse, limit: Int64?, callerChoseCodings: Bool) -> Decoding {
+        guard let limit else { return .asSent }
+        do throws(ContentDecoder.Failure) {
+            guard
+                let decoder = try ContentDecoder.make(
+                    contentEncoding: response.headers[canonicalForm: "content-encoding"].joined(separator: ","),
+                    limit: limit)
+            else { return .asSent }
+            return .decoded(decoder)
+        } catch {
+            return callerChoseCodings ? .asSent : .refused(error)
+        }
+    }
+
+    /// Whether `error` is the connection's end (a FIN) where more was due, as opposed to a reset.
+    static func isEndOfStream(_ error: any Error) -> Bool {
+        switch error {
+        case let error as HTTPParserError:
+            if case .invalidEOFState = error { return true }
+            return false
+        case let error as ChannelError:
+            return [.eof, .inputClosed, .ioOnClosedChannel, .alreadyClosed, .outputClosed].contains(error)
+        case let error as HTTPClientError:
+            return error == .remoteConnectionClosed
+        default:
+            return false
+        }
     }
 
     /// The host of an authority: `[::1]:8080` → `::1`, `example.com:443` → `example.com`.

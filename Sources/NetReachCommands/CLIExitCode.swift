@@ -32,6 +32,8 @@ package enum CLIExitCode {
     /// `get`: the server answered with a status outside 200–299 (its body goes to standard output,
     /// never over an `--output` file unless `--write-error-body`) (curl 22, with `--fail`).
     package static let unsuccessfulStatus = ExitCode(22)
+    /// `get`: the connection closed before the whole body came (curl's CURLE_PARTIAL_FILE).
+    package static let partialFile = ExitCode(18)
     /// `get`: `--output` could not be written (curl 23).
     package static let cannotWrite = ExitCode(23)
     /// `get`: `--data @FILE` could not be read (curl 26).

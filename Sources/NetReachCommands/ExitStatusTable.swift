@@ -56,6 +56,9 @@ package enum ExitStatusTable {
         Entry(CLIExitCode.cannotConnect, "could not connect (refused, host or network unreachable)", ["get"]),
         Entry(CLIExitCode.invalidResponse, "the answer was not HTTP", ["get"]),
         Entry(
+            CLIExitCode.partialFile,
+            "the connection closed before the whole body came (what came is kept: FILE.part with --output)", ["get"]),
+        Entry(
             CLIExitCode.unsuccessfulStatus,
             "another status than 2xx (its body to standard output; an --output file is kept)", ["get"]),
         Entry(CLIExitCode.cannotWrite, "--output could not be written", ["get"]),

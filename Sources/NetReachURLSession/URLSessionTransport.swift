@@ -573,9 +573,7 @@ private final class Transfer: @unchecked Sendable {
         }
         let headArrived = promise.deliveredHead
         guard first else { return }
-        // libcurl's "transfer closed with N bytes remaining" (URLError -1 on Linux) after the head
-        // is a body cut short: the connection was lost.
-        let error = headArrived && error.kind == .other ? TransportError(.connectionLost, error.detail) : error
+        let error = Self.reclassified(error, afterHead: headArrived)
         task?.cancel()
         watchdog.stop()
         settle(.failure(error))
@@ -588,6 +586,24 @@ private final class Transfer: @unchecked Sendable {
     }
 
     private func settle(_ outcome: Result<(HTTPResponse, HTTPBody), TransportError>) { promise.settle(outcome) }
+
+    /// A failure read again from libcurl's words (FoundationNetworking passes them on as the
+    /// description of a `URLError` with code -1): `Unrecognized content encoding type`, `Reject
+    /// response due to more than 5 content encodings` and `Error while processing content
+    /// unencoding` (curl's 61, which libcurl may say while it reads the head) are a coding libcurl
+    /// could not undo; after the head, `transfer closed with 1000 bytes remaining to read` and
+    /// `transfer closed with outstanding read data remaining` (a close before the body's end,
+    /// curl's 18) are a body cut short, and any other failure of kind `other` a lost connection.
+    static func reclassified(_ error: TransportError, afterHead: Bool) -> TransportError {
+        guard error.kind == .other || error.kind == .connectionLost else { return error }
+        let text = error.detail.lowercased()
+        if text.contains("content encoding") || text.contains("unencoding") {
+            return TransportError(.badContentEncoding, error.detail)
+        }
+        guard afterHead else { return error }
+        if text.contains("transfer closed with") { return TransportError(.partialBody, error.detail) }
+        return error.kind == .other ? TransportError(.connectionLost, error.detail) : error
+    }
 }
 
 extension TLSFailureReason {

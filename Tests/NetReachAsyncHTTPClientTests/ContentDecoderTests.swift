@@ -21,12 +21,13 @@ struct ContentDecoderTests {
         return bytes
     }()
 
-    /// `text` encoded by Python's zlib as `format` says: gzip, zlib, raw, or two gzip members.
-    static func encoded(_ format: String) throws -> [UInt8] {
+    /// `data` (`text` by default) encoded by Python's zlib as `format` says: gzip, zlib, raw, or
+    /// two gzip members.
+    static func encoded(_ format: String, of data: [UInt8] = text) throws -> [UInt8] {
         let directory = try TemporaryDirectory("netreach-decoder")
         defer { directory.remove() }
         let input = directory.path("text")
-        try Data(text).write(to: URL(fileURLWithPath: input))
+        try Data(data).write(to: URL(fileURLWithPath: input))
         let script = """
             import sys, zlib, gzip
             data = open(sys.argv[1], "rb").read()
@@ -49,7 +50,7 @@ struct ContentDecoderTests {
     static func decode(
         _ encoded: [UInt8], coding: String, readSize: Int = 16 << 10, limit: Int64 = 1 << 30
     ) throws -> (bytes: [UInt8], largestPiece: Int) {
-        let decoder = try #require(ContentDecoder(contentEncoding: coding, limit: limit))
+        let decoder = try #require(try ContentDecoder.make(contentEncoding: coding, limit: limit))
         var bytes: [UInt8] = []
         var largest = 0
         var offset = 0
@@ -90,7 +91,7 @@ struct ContentDecoderTests {
 
     @Test func pastTheLimitItStopsWithinAPiece() throws {
         let bomb = Array(FaultInjectingServer.gzipBomb(decodedBytes: 64 << 20))
-        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 20))
+        let decoder = try #require(try ContentDecoder.make(contentEncoding: "gzip", limit: 1 << 20))
         decoder.feed(ByteBuffer(bytes: bomb))
         var handed = 0
         #expect(throws: ContentDecoder.Failure.tooLarge(limit: 1 << 20)) {
@@ -102,14 +103,14 @@ struct ContentDecoderTests {
 
     @Test func aStreamCutShortIsTruncated() throws {
         let encoded = try Self.encoded("gzip")
-        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 30))
+        let decoder = try #require(try ContentDecoder.make(contentEncoding: "gzip", limit: 1 << 30))
         decoder.feed(ByteBuffer(bytes: encoded.prefix(encoded.count / 2)))
         while try decoder.nextPiece() != nil {}
         #expect(throws: ContentDecoder.Failure.truncated) { try decoder.finish() }
     }
 
     @Test func garbageIsInvalid() throws {
-        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 30))
+        let decoder = try #require(try ContentDecoder.make(contentEncoding: "gzip", limit: 1 << 30))
         decoder.feed(ByteBuffer(bytes: Array("<html>not gzip at all</html>".utf8)))
         #expect {
             while try decoder.nextPiece() != nil {}
@@ -126,13 +127,71 @@ struct ContentDecoderTests {
     }
 
     @Test func anEmptyBodyIsWholeHoweverItIsCoded() throws {
-        let decoder = try #require(ContentDecoder(contentEncoding: "gzip", limit: 1 << 30))
+        let decoder = try #require(try ContentDecoder.make(contentEncoding: "gzip", limit: 1 << 30))
         #expect(try decoder.nextPiece() == nil)
         try decoder.finish()
     }
 
-    @Test(arguments: [nil, "identity", "br", "zstd", "gzip, br", ""])
-    func otherCodingsPassAsTheyCame(coding: String?) {
-        #expect(ContentDecoder(contentEncoding: coding, limit: 1 << 30) == nil)
+    @Test(arguments: [nil, "identity", "", " identity , "])
+    func noCodingPassesAsItCame(coding: String?) throws {
+        #expect(try ContentDecoder.make(contentEncoding: coding, limit: 1 << 30) == nil)
+    }
+
+    @Test(arguments: [
+        ("br", "br"), ("zstd", "zstd"), ("gzip, br", "br"), ("compress", "compress"), ("x-snappy", "x-snappy"),
+    ])
+    func anotherCodingIsRefusedNotPassedOn(coding: String, named: String) {
+        #expect(throws: ContentDecoder.Failure.unsupported(named)) {
+            _ = try ContentDecoder.make(contentEncoding: coding, limit: 1 << 30)
+        }
+    }
+
+    @Test func moreThanFiveCodingsAreRefusedAsCurlRefusesThem() throws {
+        #expect(try ContentDecoder.make(contentEncoding: "gzip, gzip, gzip, gzip, gzip", limit: 1 << 30) != nil)
+        #expect(throws: ContentDecoder.Failure.tooManyCodings(6)) {
+            _ = try ContentDecoder.make(contentEncoding: "gzip, gzip, gzip, gzip, gzip, deflate", limit: 1 << 30)
+        }
+    }
+
+    @Test(arguments: ["gzip, gzip", "gzip,gzip", "deflate, gzip", "gzip, identity, gzip"])
+    func stackedCodingsAreUndoneLastFirst(coding: String) throws {
+        // Encoded in the order listed (identity does nothing), by Python's zlib.
+        var encoded = Self.text
+        for name in coding.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            if name == "identity" { continue }
+            encoded = try Self.encoded(name == "gzip" ? "gzip" : "zlib", of: encoded)
+        }
+        for readSize in [1, 7, 16 << 10] {
+            let (bytes, largest) = try Self.decode(encoded, coding: coding, readSize: readSize)
+            #expect(bytes == Self.text, "\(coding) in reads of \(readSize)")
+            #expect(largest <= ContentDecoder.pieceSize)
+        }
+    }
+
+    @Test func aMemberBoundaryAtAReadBoundaryLosesNoMember() throws {
+        let first = try Self.encoded("gzip", of: Array(Self.text[..<1000]))
+        let second = try Self.encoded("gzip", of: Array(Self.text[1000...]))
+        let decoder = try #require(try ContentDecoder.make(contentEncoding: "gzip", limit: 1 << 30))
+        var bytes: [UInt8] = []
+        // The first member alone, then one byte of the second, then the rest.
+        for read in [first[...], second[..<1], second[1...]] {
+            decoder.feed(ByteBuffer(bytes: read))
+            while let piece = try decoder.nextPiece() { bytes += piece.readableBytesView }
+        }
+        try decoder.finish()
+        #expect(bytes == Self.text)
+    }
+
+    @Test func rawDeflateOneByteAtATimeIsToldFromZlib() throws {
+        for format in ["raw", "zlib"] {
+            let (bytes, _) = try Self.decode(try Self.encoded(format), coding: "deflate", readSize: 1)
+            #expect(bytes == Self.text, "\(format)")
+        }
+    }
+
+    @Test func bytesAfterTheLastMemberAreIgnored() throws {
+        let encoded = try Self.encoded("gzip") + Array("this is no gzip member".utf8)
+        let (bytes, _) = try Self.decode(encoded, coding: "gzip", readSize: 1000)
+        #expect(bytes == Self.text)
     }
 }

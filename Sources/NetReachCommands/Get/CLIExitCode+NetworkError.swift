@@ -28,6 +28,7 @@ extension CLIExitCode {
         case .proxyFailure: proxyFailed
         case .connectTimeout, .timedOut: requestTimedOut
         case .connectionLost, .other: connectionLost
+        case .partialBody: partialFile
         case .invalidResponse: invalidResponse
         case .badContentEncoding: badContentEncoding
         case .decodedBodyTooLarge: bodyTooLarge

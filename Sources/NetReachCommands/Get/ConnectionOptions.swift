@@ -7,9 +7,10 @@ import NetReachHTTP
 /// the command then asks ``makeTransport(_:)`` for its transport, made by the executable's
 /// ``Capabilities/makeTransport``.
 ///
-/// Content codings need no option: both transports send `Accept-Encoding: deflate, gzip` and decode
-/// a gzip or deflate body (up to 1 GiB decoded) by default; `--compressed` is accepted, for
-/// people and scripts that type it for curl, and changes nothing.
+/// Content codings need no option: both transports send `Accept-Encoding: deflate, gzip`, the
+/// codings NetReach decodes, and decode such a body (up to 1 GiB decoded) by default, as curl does
+/// with `--compressed`; `--compressed` is accepted, for people and scripts that type it for curl,
+/// and changes nothing (it offers no br or zstd, which curl's does: nothing here decodes them).
 ///
 /// ```swift
 /// struct GetCommand: NetreachSubcommand {
@@ -100,7 +101,9 @@ struct ConnectionOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("compressed"),
-        help: "Accepted for curl's sake: responses are always asked for and decoded with gzip or deflate.")
+        help:
+            "Accepted for curl's sake: responses are always asked for in gzip or deflate, the codings netreach decodes, and decoded."
+    )
     var compressed = false
 
     func validate() throws {

@@ -31,7 +31,17 @@ struct GetCommand: NetreachSubcommand {
             Downloads: with --output, the body goes to FILE.part and is renamed over FILE when \
             whole; an existing FILE keeps its owner and mode, and a device or pipe (/dev/null) is \
             written in place. When an attempt breaks, the retry asks for the rest (Range, with \
-            If-Range); a failed run keeps FILE.part, and --continue resumes it later.
+            If-Range, and Accept-Encoding: identity, so that the range counts the bytes as \
+            written, decoded); a failed run keeps FILE.part, and --continue resumes it later. A \
+            206 in a content coding, or of another version than If-Range named, is never \
+            spliced: the next attempt asks for the whole body. A body that ends before its \
+            Content-Length (or last chunk) is exit status 18, what came kept, as curl keeps it.
+
+            Content codings: as curl --compressed, get asks for gzip and deflate \
+            (Accept-Encoding: deflate, gzip) and writes the body decoded (gzip, zlib or raw \
+            deflate, and stacked codings such as 'gzip, gzip'); --compressed is accepted and \
+            changes nothing, and -H 'Accept-Encoding: identity' asks for the body uncoded. br, \
+            zstd or any other coding sent unasked is exit status 61, never written as if decoded.
 
             Header fields: as curl sends User-Agent: curl/X and Accept: */*, get sends \
             User-Agent: netreach/\(NetreachCommand.version) and Accept: */*; --user-agent or an \

@@ -119,7 +119,7 @@ public struct DefaultRetryPolicy: RetryPolicy {
     /// too unless asked (`--retry-connrefused`); a library keeps them, since a server that is
     /// restarting refuses for a moment (`netreach get` follows curl).
     public var retryableTransportFailures: Set<TransportError.Kind> = [
-        .connectionLost, .timedOut, .dnsFailure, .cannotConnect, .connectTimeout,
+        .connectionLost, .partialBody, .timedOut, .dnsFailure, .cannotConnect, .connectTimeout,
     ]
 
     /// The defaults above.

@@ -74,6 +74,14 @@ final class DownloadState: Sendable {
         var restarts: Int
     }
 
+    /// What an attempt that continues the file asks for: `Range: bytes=N-`, sent with
+    /// `Accept-Encoding: identity` (N counts the bytes as written, which are a content coding's
+    /// decoded bytes: the identity representation's), and `If-Range` when a validator is known.
+    struct RangeRequest: Equatable {
+        var range: String
+        var ifRange: String?
+    }
+
     private struct State {
         var present: Int64
         var validator: Validator?
@@ -82,6 +90,11 @@ final class DownloadState: Sendable {
         var restarts = 0
         /// A partial file from an earlier call: asked for without `If-Range` (its validator is gone).
         var trustedWithoutValidator: Bool
+        /// A range was answered in a way that cannot continue the file: the rest of this download
+        /// asks for the whole body.
+        var rangesRefused = false
+        /// What the last attempt asked for, if it continued the file.
+        var asked: RangeRequest?
     }
 
     private let state: Locked<State>
@@ -97,14 +110,39 @@ final class DownloadState: Sendable {
         state.withLock { Snapshot(present: $0.present, resumedAt: $0.resumedAt, restarts: $0.restarts) }
     }
 
-    /// The `Range` (and `If-Range`) for the next attempt, or `nil` to ask for the whole body.
-    func rangeRequest() -> (range: String, ifRange: String?)? {
+    /// The range (and `If-Range`) for the next attempt, or `nil` to ask for the whole body.
+    func rangeRequest() -> RangeRequest? {
         state.withLock { state in
-            guard state.present > 0 else { return nil }
-            if let validator = state.validator { return ("bytes=\(state.present)-", validator.value) }
-            return state.trustedWithoutValidator ? ("bytes=\(state.present)-", nil) : nil
+            state.asked = nil
+            guard state.present > 0, !state.rangesRefused else { return nil }
+            if let validator = state.validator {
+                state.asked = RangeRequest(range: "bytes=\(state.present)-", ifRange: validator.value)
+            } else if state.trustedWithoutValidator {
+                state.asked = RangeRequest(range: "bytes=\(state.present)-", ifRange: nil)
+            }
+            return state.asked
         }
     }
+
+    /// Why a 206 cannot continue the file, or `nil` when it can: it must be in no content
+    /// coding (its range would count coded bytes, and the file holds decoded ones) and, when
+    /// If-Range was sent, carry the same validator (a server that ignores If-Range sends the rest
+    /// of another version).
+    func refusal(of response: HTTPResponse) -> String? {
+        let coding = response.headerFields[.contentEncoding].map(ContentCoding.names) ?? []
+        if let first = coding.first {
+            return "the server answered a range of identity bytes with \(first) bytes"
+        }
+        guard let sent = state.withLock({ $0.asked?.ifRange }) else { return nil }
+        let isTag = sent.hasPrefix("\"")
+        guard let answered = response.headerFields[isTag ? .eTag : .lastModified], answered != sent else {
+            return nil
+        }
+        return "the server ignored If-Range: \(sent) was asked, its 206 is of \(answered)"
+    }
+
+    /// After ``refusal(of:)``: the next attempt asks for the whole body.
+    func refuseRanges() { state.withLock { $0.rangesRefused = true } }
 
     /// Whether a 416 says the file is already whole: `Content-Range: bytes */N` with N what we have.
     func isWholeAccording(to response: HTTPResponse) -> Bool {
@@ -134,18 +172,29 @@ final class DownloadState: Sendable {
     func wrote(_ count: Int) { state.withLock { $0.present += Int64(count) } }
 }
 
+/// The codings a `Content-Encoding` value lists, without `identity`: `gzip, identity` → `["gzip"]`.
+enum ContentCoding {
+    static func names(_ value: String) -> [String] {
+        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+    }
+}
+
 /// What `If-Range` may carry (RFC 9110 §13.1.5): a strong entity tag, or a `Last-Modified` date.
 struct Validator: Sendable {
     var value: String
 
+    /// The validator of a response with `fields`. For a body in a content coding the date comes
+    /// first: the resuming request asks for the identity representation, whose entity tag is not
+    /// the coded one's (servers tag them apart: nginx weakens it, Apache adds `-gzip`), while the
+    /// date is the resource's.
     init?(_ fields: HTTPFields) {
-        if let tag = fields[.eTag], tag.hasPrefix("\""), tag.count >= 2 {
-            value = tag // a weak tag (W/"…") cannot guard a range
-        } else if let date = fields[.lastModified], !date.isEmpty {
-            value = date
-        } else {
-            return nil
-        }
+        let coded = fields[.contentEncoding].map { !ContentCoding.names($0).isEmpty } ?? false
+        // A weak tag (W/"…") cannot guard a range.
+        let tag = fields[.eTag].flatMap { $0.hasPrefix("\"") && $0.count >= 2 ? $0 : nil }
+        let date = fields[.lastModified].flatMap { $0.isEmpty ? nil : $0 }
+        guard let value = coded ? date ?? tag : tag ?? date else { return nil }
+        self.value = value
     }
 }
 

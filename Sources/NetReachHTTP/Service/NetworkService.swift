@@ -222,7 +222,11 @@ public final class NetworkService: Sendable {
     /// When an attempt fails after part of the body arrived and the retry policy repeats it (only
     /// idempotent requests, such as GET), the next attempt asks for the rest (`Range: bytes=N-`),
     /// guarded by `If-Range` with the first response's strong `ETag` or `Last-Modified`, so a body
-    /// that changed in between is sent whole instead of spliced. A server that answers 200 instead
+    /// that changed in between is sent whole instead of spliced. The file holds the body as
+    /// decoded, so that request says `Accept-Encoding: identity` (whose bytes are the decoded
+    /// ones; after a gzip response, `If-Range` is its `Last-Modified` when it has one), and a 206
+    /// in a content coding or of another version than `If-Range` named is not spliced: the next
+    /// attempt, at once, asks for the whole body. A server that answers 200 instead
     /// of 206 sends the body again from the start: the file starts over and
     /// ``DownloadResponse/restarts`` counts it. A server that gave no validator is not asked for a
     /// range (the parts could come from two versions), so a retry starts over.
@@ -275,6 +279,9 @@ public final class NetworkService: Sendable {
                     guard canResume, let range = state.rangeRequest() else { return }
                     head.headerFields[.range] = range.range
                     if let validator = range.ifRange { head.headerFields[.ifRange] = validator }
+                    // The file holds decoded bytes: only the identity representation counts its
+                    // bytes the same way (a range of a gzip body counts gzip bytes).
+                    head.headerFields[.acceptEncoding] = "identity"
                 },
                 accepts: { response in
                     // Asked for the rest of a file that is already whole.
@@ -328,6 +335,11 @@ public final class NetworkService: Sendable {
                         "206 with Content-Range '\(exchange.head.headerFields[.contentRange] ?? "")', asked for bytes \(present)-"
                     ))
             }
+            if let refusal = state.refusal(of: exchange.head) {
+                // Never spliced: the next attempt asks for the whole body.
+                state.refuseRanges()
+                throw .startOver(refusal)
+            }
             state.resumed(at: present)
             expected = range.total
         } else {
@@ -360,7 +372,7 @@ public final class NetworkService: Sendable {
             throw .transport(error as? TransportError ?? TransportError(.other, String(describing: error)))
         }
         if let expected, present != expected {
-            throw .transport(TransportError(.connectionLost, "the body ended after \(present) of \(expected) bytes"))
+            throw .transport(TransportError(.partialBody, "the body ended after \(present) of \(expected) bytes"))
         }
         return head
     }
@@ -383,6 +395,11 @@ public final class NetworkService: Sendable {
     enum AttemptFailure: Error {
         case transport(TransportError)
         case local(NetworkError)
+        /// The response cannot be used, for this reason, but asking again differently can (a
+        /// download whose range was answered in a way that cannot continue the file): another
+        /// attempt at once, outside the retry budget. Whoever throws it makes sure the next
+        /// attempt differs, so it comes at most once per cause.
+        case startOver(String)
     }
 
     /// Runs `request` through waiting, attempts and retries; `read` consumes the body of a response
@@ -512,9 +529,18 @@ public final class NetworkService: Sendable {
                                 waited: waited, policy: policy, monitor: monitor))
                     }
                     // What the server said about the failure: the start of its body, enough to read.
-                    let errorBody = try await Self.collect(responseBody, upTo: Self.errorBodyLimit, progress: nil) {
-                        prefix in
-                        .local(.unsuccessfulStatus(response.status, body: prefix))
+                    let errorBody: Data
+                    do throws(AttemptFailure) {
+                        errorBody = try await Self.collect(responseBody, upTo: Self.errorBodyLimit, progress: nil) {
+                            prefix in
+                            .local(.unsuccessfulStatus(response.status, body: prefix))
+                        }
+                    } catch {
+                        // The status is the answer; a body that cannot be decoded only goes unsaid.
+                        guard case .transport(let failure) = error, failure.kind == .badContentEncoding else {
+                            throw error
+                        }
+                        errorBody = Data()
                     }
                     let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0) }
                     failure = .status(response.status.code, retryAfter: retryAfter)
@@ -544,6 +570,9 @@ public final class NetworkService: Sendable {
                         else { throw error }
                         failure = .status(status.code, retryAfter: nil)
                         explained = .unsuccessfulStatus(status, body: body)
+                    case .startOver(let reason):
+                        logger.info("asking again", metadata: ["attempt": "\(attempt)", "reason": "\(reason)"])
+                        continue
                     case .transport(let error):
                         if error.kind == .cancelled || Task.isCancelled { throw .cancelled }
                         if !monitorIsForURL {
@@ -772,7 +801,8 @@ public final class NetworkService: Sendable {
         case .timedOut: return .timedOut(path: path)
         case .invalidResponse: return .invalidResponse(error.detail)
         case .cancelled: return .cancelled
-        case .invalidRequest, .other, .proxyFailure, .badContentEncoding: return .transport(error, path: path)
+        case .invalidRequest, .other, .proxyFailure, .badContentEncoding, .partialBody:
+            return .transport(error, path: path)
         case .tlsFailure, .decodedBodyTooLarge: return .transport(error, path: path)
         }
     }

@@ -84,12 +84,18 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case connectTimeout
         /// The connection broke after the request may have been sent (reset, closed early).
         case connectionLost
+        /// The response head came, then the connection closed (FIN) before the whole body: fewer
+        /// bytes than `Content-Length`, a chunked body without its last chunk, or an unframed
+        /// body whose gzip or deflate stream had not ended (curl's "partial file", its exit status
+        /// 18). What arrived was handed over first. A reset mid-body is ``connectionLost``.
+        case partialBody
         /// The request was sent, or may have been, and the transfer stalled or ran past its deadline.
         case timedOut
         /// The server answered with something that is not HTTP.
         case invalidResponse
-        /// The response's `Content-Encoding` (gzip, deflate) could not be decoded: the body is
-        /// corrupt or not what the header says.
+        /// The response's `Content-Encoding` could not be decoded: the body is corrupt or not what
+        /// the header says, or it names a coding this transport does not decode (such as `br` or
+        /// `zstd` sent unasked), which is never handed over as if it were decoded.
         case badContentEncoding
         /// The request's URL or headers cannot be sent (unsupported scheme, bad header).
         case invalidRequest
