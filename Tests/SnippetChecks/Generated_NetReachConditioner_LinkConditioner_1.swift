@@ -5,7 +5,7 @@
 
 import NetReachConditioner
 
-// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:100-103
+// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:106-109
 func snippet_NetReachConditioner_LinkConditioner_1() async throws {
     let lte = LinkProfile.lte.conditions
     var worse = lte
@@ -14,7 +14,7 @@ func snippet_NetReachConditioner_LinkConditioner_1() async throws {
     _ = lte; _ = worse   // the snippet may only show these
 }
 
-// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:127-131
+// Sources/NetReachConditioner/NetReachConditioner.docc/LinkConditioner.md:133-137
 func snippet_NetReachConditioner_LinkConditioner_2() async throws {
     let proxy = try await ConditionedProxy.start(upstreamHost: "127.0.0.1", upstreamPort: 8080)
     try proxy.addFault(.limitData(bytes: 100_000), directions: [.downstream], name: "cut")  // a download cut part way

@@ -9,7 +9,7 @@ import HTTPTypes
 import NetReachURLSession
 import OpenAPIRuntime
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:195-209, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:203-217, at file scope so later snippets can use it
 fileprivate struct LoggingTransport: HTTPTransport {
     var base: any HTTPTransport
 
@@ -26,7 +26,7 @@ fileprivate struct LoggingTransport: HTTPTransport {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:189-212
+// Sources/NetReachHTTP/NetReachHTTP.docc/ChoosingATransport.md:197-220
 func snippet_NetReachHTTP_ChoosingATransport_5() async throws {
     let service = NetworkService(baseURL: URL(string: "https://api.example.com")!,
                                  transport: LoggingTransport(base: URLSessionTransport()))

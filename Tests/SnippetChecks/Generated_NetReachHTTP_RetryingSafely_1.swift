@@ -15,7 +15,7 @@ func snippet_NetReachHTTP_RetryingSafely_1() async throws {
     _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:49-58
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:50-59
 func snippet_NetReachHTTP_RetryingSafely_2() async throws {
     var retries = DefaultRetryPolicy()
     retries.retryLimit = 5
@@ -30,28 +30,28 @@ func snippet_NetReachHTTP_RetryingSafely_2() async throws {
     _ = retries; _ = policy; _ = once; _ = probe   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:93-94
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:94-95
 func snippet_NetReachHTTP_RetryingSafely_3() async throws {
     let order = try Request.post("/v1/orders", json: newOrder).withIdempotencyKey()
     let response = try await service.send(order)   // every attempt carries the same key
     _ = order; _ = response   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:102-103
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:103-104
 func snippet_NetReachHTTP_RetryingSafely_4() async throws {
     let request = try Request.post("/v1/orders", json: newOrder)
         .withIdempotencyKey("order-\(newOrder.id.uuidString)")
     _ = request   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:124-125
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:125-126
 func snippet_NetReachHTTP_RetryingSafely_5() async throws {
     var retries = DefaultRetryPolicy()
     retries.maximumDelay = .seconds(120)       // wait up to two minutes when the server asks
     _ = retries   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:138-154, at file scope so later snippets can use it
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:139-156, at file scope so later snippets can use it
 /// Retries transient failures on a fixed schedule, honouring Retry-After.
 fileprivate struct FixedSchedule: RetryPolicy {
     var delays: [Duration] = [.seconds(1), .seconds(5), .seconds(15)]
@@ -62,7 +62,8 @@ fileprivate struct FixedSchedule: RetryPolicy {
         switch attempt.failure {
         case .status(let code, let retryAfter) where code == 429 || code == 503:
             return .retry(after: retryAfter ?? delay)
-        case .transport(let error) where error.requestWasProvablyNotSent || error.kind == .connectionLost:
+        case .transport(let error) where error.requestWasProvablyNotSent
+            || error.kind == .connectionLost || error.kind == .partialBody:
             return .retry(after: delay)
         default:
             return .giveUp("not transient")
@@ -70,14 +71,14 @@ fileprivate struct FixedSchedule: RetryPolicy {
     }
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:138-157
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:139-159
 func snippet_NetReachHTTP_RetryingSafely_6() async throws {
     var policy = RequestPolicy()
     policy.retryPolicy = FixedSchedule()
     _ = policy   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:163-167
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:165-169
 func snippet_NetReachHTTP_RetryingSafely_7() async throws {
     let schedule = FixedSchedule()
     let busy = RetryAttempt(method: .get, number: 1, failure: .status(503, retryAfter: .seconds(2)))
@@ -87,7 +88,7 @@ func snippet_NetReachHTTP_RetryingSafely_7() async throws {
     _ = schedule; _ = busy; _ = garbage   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:177-179
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:179-181
 func snippet_NetReachHTTP_RetryingSafely_8() async throws {
     let report = Task { try await service.send(.get("/v1/report")) }
     // ...
@@ -95,7 +96,7 @@ func snippet_NetReachHTTP_RetryingSafely_8() async throws {
     _ = report   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:186-193
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:188-195
 func snippet_NetReachHTTP_RetryingSafely_9() async throws {
     let handle = service.send(.get("/v1/feed"), queue: .main) { result in
         switch result {
@@ -108,7 +109,7 @@ func snippet_NetReachHTTP_RetryingSafely_9() async throws {
     _ = handle   // the snippet may only show these
 }
 
-// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:202-204
+// Sources/NetReachHTTP/NetReachHTTP.docc/RetryingSafely.md:204-206
 func snippet_NetReachHTTP_RetryingSafely_10() async throws {
     let response = try await service.send(.get("/files/big.iso")) { received, expected in
         print(received, expected ?? -1)        // back to 0 if the transfer is retried

@@ -113,7 +113,8 @@ extension RouteQuery {
     /// not. Sixteen ports name every leg of equal weight with probability 1 - 2^-15 for two legs.
     static func legsTaken(
         to destination: IPAddress, from source: IPAddress, among legs: [RouteLookup.NextHop],
-        transport: TransportProtocol, port: UInt16, on requests: inout NetlinkSocket, buffer: UnsafeMutableRawBufferPointer
+        transport: TransportProtocol, port: UInt16, on requests: inout NetlinkSocket,
+        buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> [RouteLookup.NextHop] {
         var message: [UInt8] = []
         var pending: [UInt32] = []
