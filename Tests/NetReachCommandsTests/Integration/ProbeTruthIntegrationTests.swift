@@ -330,9 +330,15 @@ struct ProbeTruthIntegrationTests {
             // The reference: the carrier changes the kernel reports, as `ip monitor link` sees them.
             let kernel = try ChildProcess(LabCommand.ipExecutable, ["-n", lab.name, "monitor", "link", "dev", "tun0"])
             defer { kernel.kill() }
-            // The monitor listens once it reports a change made after it started.
-            try await lab.ip("link", "set", "tun0", "mtu", "1400")
-            await LabPoll.until("ip monitor reports tun0") { kernel.outputLines.contains { $0.contains("mtu 1400") } }
+            // The monitor listens once it reports a change: the MTU is changed until it does (one
+            // made before it subscribed is never reported).
+            var listening = false
+            for attempt in 0..<120 where !listening {
+                try await lab.ip("link", "set", "tun0", "mtu", "\(1400 - attempt)")
+                try await Task.sleep(for: .milliseconds(250))
+                listening = kernel.outputLines.contains { $0.contains(" mtu ") }
+            }
+            #expect(listening, "ip monitor reported no change of tun0 within 30 s")
             _ = FileManager.default.createFile(atPath: go, contents: Data())
             #expect(await tun.nextLine(timeout: .seconds(30)) == "done")
             try await Task.sleep(for: .seconds(8)) // past the carrier delay after the last flap
