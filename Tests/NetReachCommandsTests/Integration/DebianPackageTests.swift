@@ -17,6 +17,8 @@ struct DebianPackageTests {
     static let root = ReleaseBuild.root
     static let releaseBinary = ReleaseBuild.binary
 
+    /// build-deb.sh compresses the package (a debug binary is some hundred megabytes) and lintian
+    /// reads all of it: minutes on two busy cores, so their waits are backstops of 15 minutes.
     @Test func theDebianPackageIsLintianCleanAndHasEverythingInPlace() async throws {
         let output = try TemporaryDirectory("netreach-deb")
         defer { output.remove() }
@@ -29,14 +31,14 @@ struct DebianPackageTests {
                 output.url.path,
             ]
                 + (release ? [] : ["--toolchain-binary"]),
-            timeout: .seconds(300))
+            timeout: .seconds(900))
         try #require(built.status == 0, "\(built.standardError)")
         let deb = built.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let lintian = try await ChildProcess.run(
             ExternalServer.require("lintian"),
             ["--tag-display-limit", "0"] + (release ? [] : ["--suppress-tags", "custom-library-search-path"]) + [deb],
-            timeout: .seconds(300))
+            timeout: .seconds(900))
         #expect(lintian.status == 0, "\(lintian.standardOutput)")
         let tags = lintian.standardOutput.split(separator: "\n").filter { $0.hasPrefix("E:") || $0.hasPrefix("W:") }
         #expect(tags.isEmpty, "\(tags)")
