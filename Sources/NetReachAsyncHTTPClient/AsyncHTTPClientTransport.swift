@@ -33,7 +33,8 @@ import Darwin
 /// Like ``NetReachHTTP/URLSessionTransport`` it never follows a redirect (a 3xx is a response, with
 /// its `Location`), asks for `gzip` and `deflate` (`Accept-Encoding: deflate, gzip` unless the
 /// request says otherwise) and decodes them whatever the compression ratio, up to
-/// ``NetReachHTTP/TransportSettings/maximumDecodedBodySize``, and goes through the proxy that
+/// ``NetReachHTTP/TransportSettings/maximumDecodedBodySize`` (neither with
+/// ``NetReachHTTP/TransportSettings/decodesContentCodings`` off), and goes through the proxy that
 /// ``NetReachHTTP/ProxySettings`` chooses, by curl's rules: as curl, an `https` request through a
 /// `CONNECT` tunnel, a plain `http` one to the proxy in absolute form (`GET http://host/path`),
 /// which stock proxies allow where they refuse `CONNECT` to any port but 443.

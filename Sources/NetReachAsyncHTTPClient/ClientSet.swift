@@ -85,8 +85,10 @@ final class ClientSet: Sendable {
     /// Judges the strength of the server's certificates on verified connections; `nil` when
     /// verification is off or weak certificates are allowed.
     let strengthCheck: ChainStrengthCheck?
-    /// What a gzip or deflate body may decode to (``NetReachHTTP/TransportSettings/maximumDecodedBodySize``).
-    let maximumDecodedBodySize: Int64
+    /// What a gzip or deflate body may decode to (``NetReachHTTP/TransportSettings/maximumDecodedBodySize``);
+    /// `nil` when nothing is decoded (``NetReachHTTP/TransportSettings/decodesContentCodings`` off):
+    /// no `Accept-Encoding` is added and bodies come as they were sent.
+    let maximumDecodedBodySize: Int64?
     /// Per route and host, most recently used last.
     let hostClients = Locked<[HostClient]>([])
     /// Clients that verify nothing and send nothing: they read a refused certificate's dates.
@@ -140,7 +142,7 @@ final class ClientSet: Sendable {
             ? configuration.tlsConfiguration.map {
                 ChainStrengthCheck(tls: $0, connectTimeout: configuration.timeout.connect ?? .seconds(10))
             } : nil
-        maximumDecodedBodySize = settings.maximumDecodedBodySize
+        maximumDecodedBodySize = settings.decodesContentCodings ? settings.maximumDecodedBodySize : nil
         self.shutsDownOnDeinit = shutsDownOnDeinit
         overrides = settings.connectionOverrides
         self.settings = settings

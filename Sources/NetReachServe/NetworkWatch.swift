@@ -6,8 +6,8 @@ import NetReachSystem
 import ServiceLifecycle
 
 /// The monitors `serve` runs: one ``PathMonitor`` per destination (the internet and each
-/// `--to NAME=DEST`) in each namespace, and each namespace's snapshots for its interfaces and
-/// its kernel routes. A path's event leaves from the thread that computed it (the netlink engine's:
+/// `--to NAME=DEST`, each asking about its own ``PathTraffic``) in each namespace, and each
+/// namespace's snapshots for its interfaces and its kernel routes. A path's event leaves from the thread that computed it (the netlink engine's:
 /// no hop between the kernel's message and the event stream); everything else they report, the
 /// series included, goes to ``ServeState`` from one serial queue, in the order it happened. The
 /// namespace's snapshots are subscribed to after its monitors, so a change's first event is out
@@ -30,6 +30,7 @@ package final class NetworkWatch: Service, Sendable {
     private struct Monitored {
         /// `nil` for the internet.
         var destination: PathDestination?
+        var traffic: PathTraffic
         var monitor: PathMonitor
     }
 
@@ -243,28 +244,33 @@ package final class NetworkWatch: Service, Sendable {
     private func watchDestinations(in label: String, _ destinations: [NamedDestination]) -> Bool {
         guard let watched = running.namespaces[label] else { return false }
         var started = false
-        var wanted: [(name: String, destination: PathDestination?)] = [("", nil)]
-        wanted += destinations.map { ($0.name, $0.destination) }
+        var wanted: [(name: String, destination: PathDestination?, traffic: PathTraffic)] = [("", nil, .web)]
+        wanted += destinations.map { ($0.name, $0.destination, $0.traffic) }
         let names = Set(wanted.map(\.name))
         for (name, monitored) in watched.monitors where !names.contains(name) {
             monitored.monitor.cancel()
             running.namespaces[label]?.monitors[name] = nil
         }
-        for (name, destination) in wanted {
+        for (name, destination, traffic) in wanted {
             if let current = running.namespaces[label]?.monitors[name] {
-                guard current.destination != destination else { continue }
-                // The same name for another destination: its history is not the new one's.
+                guard current.destination != destination || current.traffic != traffic else { continue }
+                // The same name for another destination or traffic: its history is not the new one's.
                 current.monitor.cancel()
                 running.namespaces[label]?.monitors[name] = nil
                 state.unwatch(PathKey(namespace: label, destination: name))
             }
             let monitor =
-                destination.map { PathMonitor(destination: $0, namespace: watched.namespace.namespace) }
-                ?? PathMonitor(namespace: watched.namespace.namespace)
-            running.namespaces[label]?.monitors[name] = Monitored(destination: destination, monitor: monitor)
+                destination.map {
+                    PathMonitor(
+                        destination: $0, port: traffic.port, protocol: traffic.transportProtocol,
+                        namespace: watched.namespace.namespace)
+                } ?? PathMonitor(namespace: watched.namespace.namespace)
+            running.namespaces[label]?.monitors[name] = Monitored(
+                destination: destination, traffic: traffic, monitor: monitor)
             var family: IPAddress.Family?
             if case .address(let address) = destination { family = address.family }
-            startMonitor(monitor, key: PathKey(namespace: label, destination: name), family: family)
+            startMonitor(
+                monitor, key: PathKey(namespace: label, destination: name), traffic: traffic, family: family)
             started = true
             if name.isEmpty, let connectivity, watched.namespace.namespace == nil {
                 judge(monitor, with: connectivity, label: label)
@@ -288,11 +294,11 @@ package final class NetworkWatch: Service, Sendable {
     }
 
     /// On `queue`.
-    private func startMonitor(_ monitor: PathMonitor, key: PathKey, family: IPAddress.Family?) {
+    private func startMonitor(_ monitor: PathMonitor, key: PathKey, traffic: PathTraffic, family: IPAddress.Family?) {
         // The event, on the engine's thread: the state's lock and the hub's, nothing that waits
         // for this queue (a monitor being started here waits for that thread's first snapshot).
         let state = self.state
-        let recorder = state.beginRecording(key)
+        let recorder = state.beginRecording(key, traffic: traffic)
         monitor.pathObserver = { path in state.recordPath(path, for: key, at: Date(), recorder: recorder) }
         // The series, here, after the event.
         monitor.pathUpdateHandler = { [weak self, weak monitor] path in

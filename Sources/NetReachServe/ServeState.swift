@@ -72,8 +72,10 @@ package final class ServeState: Sendable {
         var countedEvidence: [String: [IPAddress.Family: [ProbeResult]]] = [:]
         /// Tasks waiting until every watched path has been read (``untilReadAll()``).
         var readWaiters = ConditionWaiters()
-        /// Who may record each path (``beginRecording(_:)``): a monitor stopped since cannot.
+        /// Who may record each path (``beginRecording(_:traffic:)``): a monitor stopped since cannot.
         var recorders: [PathKey: UInt64] = [:]
+        /// The traffic each path is the path of, as its recorder said.
+        var traffic: [PathKey: PathTraffic] = [:]
         var nextRecorder: UInt64 = 0
         /// The paths whose series are recorded, and how many of each one's changes the
         /// `netreach_path_changes_total` counter has counted.
@@ -149,10 +151,11 @@ package final class ServeState: Sendable {
     /// `path` event whose path is `null`. It stays among ``keys`` if it is still watched (a
     /// destination renamed to another host starts afresh).
     package func unwatch(_ key: PathKey) {
-        let event = pathEvent(nil, key: key)
         state.withLock { state in
+            let event = pathEvent(nil, key: key, traffic: state.traffic[key] ?? .web)
             state.series.remove(group: key.topic)
             state.recorders[key] = nil
+            state.traffic[key] = nil
             state.seriesRecorded[key] = nil
             guard state.paths.removeValue(forKey: key) != nil else { return }
             // Under the lock, as a path's own event is: no late path of a stopped monitor can
@@ -209,14 +212,15 @@ package final class ServeState: Sendable {
         recordSeries(for: key, routes: routes)
     }
 
-    /// Makes the caller the one recorder of `key`'s paths: from now on only
-    /// ``recordPath(_:for:at:recorder:)`` calls with the returned token (or none) count, until
+    /// Makes the caller the one recorder of `key`'s paths, the paths of `traffic`: from now on
+    /// only ``recordPath(_:for:at:recorder:)`` calls with the returned token (or none) count, until
     /// ``unwatch(_:)``. A monitor replaced or stopped keeps its old token, so a path it computed
     /// just before it stopped can no longer reach the stream after the path was withdrawn.
-    package func beginRecording(_ key: PathKey) -> UInt64 {
+    package func beginRecording(_ key: PathKey, traffic: PathTraffic = .web) -> UInt64 {
         state.withLock { state in
             state.nextRecorder += 1
             state.recorders[key] = state.nextRecorder
+            state.traffic[key] = traffic
             return state.nextRecorder
         }
     }
@@ -224,11 +228,11 @@ package final class ServeState: Sendable {
     /// Records `path` for `key` when it is the first one read or a change, and sends its event;
     /// returns whether it was. From any thread, one at a time per key (a monitor's observer): the
     /// event leaves here, before the series (``recordSeries(for:routes:)``) are updated.
-    /// `recorder`: the token of ``beginRecording(_:)``; a stale one records nothing.
+    /// `recorder`: the token of ``beginRecording(_:traffic:)``; a stale one records nothing.
     @discardableResult
     package func recordPath(_ path: NetworkPath, for key: PathKey, at date: Date, recorder: UInt64? = nil) -> Bool {
         // Rendered before the lock; a monitor sends only changes, so it is seldom thrown away.
-        let event = pathEvent(path, key: key)
+        let event = pathEvent(path, key: key, traffic: state.withLock { $0.traffic[key] } ?? .web)
         return state.withLock { state in
             if let recorder, state.recorders[key] != recorder { return false }
             let now = date.timeIntervalSince1970
@@ -253,7 +257,9 @@ package final class ServeState: Sendable {
             guard let watched = state.paths[key] else { return [] }
             state.series.replace(
                 group: key.topic,
-                with: PathSamples.samples(of: watched.path, key: key, routes: routes, lastChange: watched.lastChange))
+                with: PathSamples.samples(
+                    of: watched.path, key: key, routes: routes, lastChange: watched.lastChange,
+                    traffic: state.traffic[key] ?? .web))
             // Registered at 0 with the first path; each change after it counts once.
             let counted = state.seriesRecorded[key] ?? 0
             state.series.increment(
@@ -374,10 +380,11 @@ package final class ServeState: Sendable {
         }
     }
 
-    /// A `path` event's data: the namespace, the destination, and the path as `status --json`
-    /// prints it; `null` when it is no longer watched.
-    package func pathEvent(_ path: NetworkPath?, key: PathKey) -> String {
-        #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(path.map(renderPath) ?? "null")}"#
+    /// A `path` event's data: the namespace, the destination, the path as `status --json` prints
+    /// it (`null` when it is no longer watched), and the traffic it is the path of (`port`,
+    /// `protocol`), so that two destinations told apart only by their traffic read apart.
+    package func pathEvent(_ path: NetworkPath?, key: PathKey, traffic: PathTraffic = .web) -> String {
+        #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(path.map(renderPath) ?? "null"),"port":\#(traffic.port),"protocol":"\#(traffic.transportProtocol.rawValue)"}"#
     }
 
     /// `text` as a JSON string literal, escaped as JSONEncoder escapes it.

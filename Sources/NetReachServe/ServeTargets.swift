@@ -6,6 +6,8 @@ import NetReach
 /// ```swift
 /// var targets = ServeTargets()                    // the internet, in this namespace
 /// targets.destinations = [.init(name: "db", destination: PathDestination("10.0.0.5"))]
+/// targets.destinations.append(
+///     .init(name: "dns", destination: "10.0.0.53", traffic: PathTraffic(transportProtocol: .udp, port: 53)))
 /// targets.followsNamespaceDirectory = true        // and in every `ip netns` namespace
 /// ```
 package struct ServeTargets: Sendable, Hashable {
@@ -14,7 +16,8 @@ package struct ServeTargets: Sendable, Hashable {
     package var namespaces: [NetworkNamespaceLabel] = [.own]
     /// Also every namespace `ip netns` names, as they come and go (`--all-namespaces`).
     package var followsNamespaceDirectory = false
-    /// The destinations watched besides the internet, in every namespace.
+    /// The destinations watched besides the internet, in every namespace, each with its traffic
+    /// (the internet's is always ``PathTraffic/web``: `/health`, `--ready-when` and the probes read it).
     package var destinations: [NamedDestination] = []
     /// When `/readyz` says ready.
     package var readyWhen = Health.ReadyCondition.started
@@ -49,13 +52,40 @@ package struct NetworkNamespaceLabel: Sendable, Hashable {
     }
 }
 
-/// A destination with the name it is exported under (`--to NAME=DEST`).
+/// A destination with the name it is exported under (`--to NAME=DEST`), and the traffic whose
+/// path to it is watched.
 package struct NamedDestination: Sendable, Hashable {
     package var name: String
     package var destination: PathDestination
+    /// `--port`/`--protocol`, or the file's `port:`/`protocol:` for this destination.
+    package var traffic: PathTraffic
 
-    package init(name: String, destination: PathDestination) {
+    package init(name: String, destination: PathDestination, traffic: PathTraffic = .web) {
         self.name = name
         self.destination = destination
+        self.traffic = traffic
     }
+}
+
+/// The packet a watched path is the path of: policy rules can send traffic apart by protocol and
+/// port (`ip rule ... ipproto udp dport 53`), so the kernel is asked about this one.
+///
+/// ```swift
+/// let dns = PathTraffic(transportProtocol: .udp, port: 53)
+/// PathMonitor(destination: "10.0.0.53", port: dns.port, protocol: dns.transportProtocol)
+/// ```
+package struct PathTraffic: Sendable, Hashable, CustomStringConvertible {
+    package var transportProtocol: TransportProtocol
+    package var port: UInt16
+
+    package init(transportProtocol: TransportProtocol, port: UInt16) {
+        self.transportProtocol = transportProtocol
+        self.port = port
+    }
+
+    /// A web client's, TCP to port 443: the internet path's, and every destination's by default.
+    package static let web = PathTraffic(transportProtocol: .tcp, port: 443)
+
+    /// `udp/53`.
+    package var description: String { "\(transportProtocol)/\(port)" }
 }

@@ -177,6 +177,11 @@ public struct URLSessionTransport: HTTPTransport {
                 "limit connecting separately",
                 "FoundationNetworking on Linux has no connect timeout (the stall timeout covers connecting)")
         }
+        if !settings.decodesContentCodings {
+            throw unsupported(
+                "leave content codings undecoded",
+                "FoundationNetworking on Linux always has libcurl offer and decode them")
+        }
         if !settings.connectionOverrides.isEmpty {
             throw unsupported(
                 "connect elsewhere than the URL's host (--resolve, --connect-to)",

@@ -62,10 +62,19 @@ struct ServeConfigTests {
             "f.yaml: unknown key \"namespace\"; the keys are listen, to, namespaces, all_namespaces, ready_when, max_connections, idle_timeout, header_timeout, max_probe_backoff"
         ),
         ("namespaces: blue", "f.yaml: namespaces: expected a list"),
-        ("to: [db]", "f.yaml: to: expected a mapping of names to hosts (name: host)"),
+        (
+            "to: [db]",
+            "f.yaml: to: expected a mapping of names to hosts (name: host, or name: {host: HOST, port: PORT, protocol: tcp|udp})"
+        ),
         ("all_namespaces: maybe", "f.yaml: all_namespaces: expected true or false"),
         ("max_connections: many", "f.yaml: max_connections: expected a whole number"),
-        ("to: {db: [1, 2]}", "f.yaml: to.db: expected a string"),
+        ("to: {db: [1, 2]}", "f.yaml: to.db: expected a host, or a mapping of host, port and protocol"),
+        (
+            "to: {dns: {host: 10.0.0.53, prot: udp}}",
+            "f.yaml: to.dns: unknown key \"prot\"; the keys are host, port, protocol"
+        ),
+        ("to: {dns: {port: 53}}", "f.yaml: to.dns.host: missing"),
+        ("to: {dns: {host: 10.0.0.53, port: many}}", "f.yaml: to.dns.port: expected a whole number"),
         (
             "- just\n- a list",
             "f.yaml: the file: expected a mapping of keys (listen, to, namespaces, all_namespaces, ready_when, max_connections, idle_timeout, header_timeout, max_probe_backoff)"
@@ -135,6 +144,94 @@ struct ServeConfigTests {
         flags.namespaces = ["blue"]
         expectRefusal("the namespace blue is named twice (with f).") {
             _ = try flags.targets(file: file, path: "f")
+        }
+    }
+
+    @Test func aDestinationInTheFileMayNameItsTrafficInYAMLOrJSON() throws {
+        let yaml = try ServeConfigFile.parse(
+            """
+            to:
+              web: 10.0.0.5
+              dns: {host: 10.0.0.53, protocol: udp, port: 53}
+              db:
+                host: db.example.com
+                port: 5432
+            """, path: "serve.yaml")
+        let json = try ServeConfigFile.parse(
+            #"{"to":{"web":"10.0.0.5","dns":{"host":"10.0.0.53","protocol":"udp","port":53},"db":{"host":"db.example.com","port":5432}}}"#,
+            path: "serve.json")
+        #expect(yaml == json)
+        let targets = try noFlags.targets(file: yaml, path: "serve.yaml")
+        #expect(targets.destinations.map(\.name) == ["db", "dns", "web"])
+        #expect(
+            targets.destinations.map(\.traffic) == [
+                PathTraffic(transportProtocol: .tcp, port: 5432), PathTraffic(transportProtocol: .udp, port: 53), .web,
+            ])
+        #expect(targets.destinations.map(\.destination) == ["db.example.com", "10.0.0.53", "10.0.0.5"])
+    }
+
+    @Test func portAndProtocolFlagsApplyToEveryDestinationAndReplaceTheFilesKeys() throws {
+        let file = try ServeConfigFile.parse(
+            "to: {dns: {host: 10.0.0.53, protocol: udp, port: 53}, web: 10.0.0.5}", path: "f")
+        var flags = noFlags
+        flags.destinations = ["api=10.0.0.6"]
+        flags.port = 8443
+        var targets = try flags.targets(file: file, path: "f")
+        #expect(targets.destinations.map(\.name) == ["dns", "web", "api"])
+        #expect(targets.destinations.map(\.traffic.port) == [8443, 8443, 8443], "the flag wins")
+        #expect(targets.destinations.map(\.traffic.transportProtocol) == [.udp, .tcp, .tcp])
+        flags.transportProtocol = .udp
+        targets = try flags.targets(file: file, path: "f")
+        #expect(targets.destinations.allSatisfy { $0.traffic == PathTraffic(transportProtocol: .udp, port: 8443) })
+        // Without the flags, a reload follows what the file says now.
+        let reloaded = try ServeConfigFile.parse("to: {dns: {host: 10.0.0.53, protocol: tcp, port: 853}}", path: "f")
+        #expect(
+            try noFlags.targets(file: reloaded, path: "f").destinations.map(\.traffic) == [
+                PathTraffic(transportProtocol: .tcp, port: 853)
+            ])
+        #expect(
+            try noFlags.targets(file: file, path: "f").destinations.map(\.traffic.description) == ["udp/53", "tcp/443"])
+    }
+
+    @Test(arguments: [
+        ("to: {dns: {host: h, port: 0}}", "to: dns=h: port must be from 1 to 65535, not 0."),
+        ("to: {dns: {host: h, port: 70000}}", "to: dns=h: port must be from 1 to 65535, not 70000."),
+        ("to: {dns: {host: h, protocol: sctp}}", "to: dns=h: protocol must be tcp or udp, not sctp."),
+        ("to: {dns: {host: h, protocol: UDP}}", "to: dns=h: protocol must be tcp or udp, not UDP."),
+    ])
+    func aPortOrProtocolTheFileGetsWrongIsRefusedEvenWhenAFlagReplacesIt(text: String, message: String) throws {
+        let file = try ServeConfigFile.parse(text, path: "f")
+        var flags = noFlags
+        expectRefusal(message) { _ = try flags.targets(file: file, path: "f") }
+        flags.port = 53
+        flags.transportProtocol = .udp
+        expectRefusal(message) { _ = try flags.targets(file: file, path: "f") }
+    }
+
+    @Test(arguments: [
+        ["--to", "a=10.0.0.1", "--port", "0"], ["--to", "a=10.0.0.1", "--port", "70000"],
+        ["--to", "a=10.0.0.1", "--protocol", "sctp"], ["--to", "a=10.0.0.1", "--port", "1", "--port", "2"],
+        ["--to", "a=10.0.0.1", "--protocol", "udp", "--protocol", "tcp"], ["--port", "53"], ["--protocol", "udp"],
+    ])
+    func badPortAndProtocolFlagsAreUsageErrors(_ arguments: [String]) {
+        let error = Self.error(["serve"] + arguments)
+        #expect(!(error is CancellationError), "\(arguments) was accepted")
+        #expect(NetreachCommand.exitCode(for: error) == .validationFailure, "\(arguments): \(error)")
+    }
+
+    @Test func portAndProtocolFlagsWithAConfigFileNeedNoToOfTheirOwn() throws {
+        let serve = try #require(
+            try NetreachCommand.parseAsRoot(["serve", "--config", "f.yaml", "--protocol", "udp", "--port", "53"])
+                as? ServeCommand)
+        #expect(serve.ports == [53] && serve.protocols == [.udp])
+    }
+
+    private static func error(_ arguments: [String]) -> any Error {
+        do {
+            _ = try NetreachCommand.parseAsRoot(arguments)
+            return CancellationError()
+        } catch {
+            return error
         }
     }
 

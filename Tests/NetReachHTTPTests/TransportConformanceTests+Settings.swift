@@ -73,6 +73,24 @@ extension TransportConformanceTests {
         }
     }
 
+    @Test("Content codings off: AsyncHTTPClient asks for none and hands gzip on as sent; URLSession refuses it")
+    func contentCodingsOff() async throws {
+        var settings = TransportSettings(proxy: .environment([:]))
+        settings.decodesContentCodings = false
+        #expect(throws: TransportSettingsError.self) {
+            _ = try URLSessionTransport(settings: settings, environment: [:])
+        }
+        try await withServer { server in
+            let transport = try AsyncHTTPClientTransport(settings: settings, environment: [:])
+            let (code, body, response) = try await fetch(transport, server.authority, "/gzip-bomb?bytes=4096")
+            #expect(code == 200)
+            #expect(response.headerFields[.contentEncoding] == "gzip")
+            #expect(body.starts(with: [0x1F, 0x8B]) && body.count < 4096, "\(body.count) bytes")
+            let received = server.received(path: "/gzip-bomb")
+            #expect(received.count == 1 && received.first?.headers["accept-encoding"] == nil, "\(received)")
+        }
+    }
+
     @Test("A gzip bomb stops at the decoded-size limit with decodedBodyTooLarge", arguments: TransportKind.allCases)
     func gzipBombStopsAtLimit(kind: TransportKind) async throws {
         try await withServer { server in

@@ -51,7 +51,8 @@ struct ServeReloadTests {
         #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: first))
         #expect(state.path(for: db) == nil)
         #expect(!state.hasReadAll)
-        let second = state.beginRecording(db)
+        // The new monitor asks about other traffic: its events say which.
+        let second = state.beginRecording(db, traffic: PathTraffic(transportProtocol: .udp, port: 53))
         #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: first))
         #expect(state.recordPath(down, for: db, at: Date(), recorder: second))
         // The same path again is no change: no event.
@@ -59,12 +60,15 @@ struct ServeReloadTests {
         state.recordSeries(for: db, routes: [])
         #expect(state.hasReadAll)
         #expect(series(registry).contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 0"#))
+        #expect(
+            series(registry).contains(
+                #"netreach_path_traffic_info{namespace="lab1",destination="db",protocol="udp",port="53"} 1.0"#))
         let all = await events(hub, after: 0)
         #expect(
             all == [
-                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"}}"#,
-                #"{"destination":"db","namespace":"lab1","path":null}"#,
-                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"}}"#,
+                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"},"port":443,"protocol":"tcp"}"#,
+                #"{"destination":"db","namespace":"lab1","path":null,"port":443,"protocol":"tcp"}"#,
+                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"},"port":53,"protocol":"udp"}"#,
             ])
     }
 
@@ -102,9 +106,12 @@ struct ServeReloadTests {
         // A client that was there hears that db is no longer watched; a new one never hears of db.
         let all = await events(hub, after: 0)
         #expect(all.count == 3)
-        #expect(all.last == #"{"destination":"db","namespace":"lab1","path":null}"#)
+        #expect(all.last == #"{"destination":"db","namespace":"lab1","path":null,"port":443,"protocol":"tcp"}"#)
         let current = await events(hub, after: nil)
-        #expect(current == [#"{"destination":"","namespace":"lab1","path":{"status":"unsatisfied"}}"#])
+        #expect(
+            current == [
+                #"{"destination":"","namespace":"lab1","path":{"status":"unsatisfied"},"port":443,"protocol":"tcp"}"#
+            ])
     }
 
     @Test func aNamespaceNoLongerWatchedTakesItsInterfacesPathsAndAvailabilityAlong() async {

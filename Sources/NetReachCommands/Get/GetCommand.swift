@@ -46,7 +46,10 @@ struct GetCommand: NetreachSubcommand {
             Header fields: as curl sends User-Agent: curl/X and Accept: */*, get sends \
             User-Agent: netreach/\(NetreachCommand.version) and Accept: */*; --user-agent or an \
             -H field of the same name replaces either, and -H 'Name:' (nothing after the colon) \
-            removes it, as -A '' removes the User-Agent.
+            removes it, as -A '' removes the User-Agent. -H 'Accept-Encoding:' sends no \
+            Accept-Encoding and writes the body as it came, coded or not (as curl without \
+            --compressed). -H 'Host:' is refused (64): curl then sends no Host at all, which \
+            HTTP/1.1 forbids, and the transport always writes one; -H 'Host: NAME' sends another.
 
             Connecting elsewhere: --resolve HOST:PORT:ADDR and --connect-to \
             HOST1:PORT1:HOST2:PORT2 send the connections for a host and port (a redirect's too) \
@@ -91,7 +94,7 @@ struct GetCommand: NetreachSubcommand {
     @Option(
         name: [.customShort("H"), .customLong("header")],
         help: ArgumentHelp(
-            "A header field, 'Name: value'; repeat for more. It replaces the default User-Agent or Accept of its name; 'Name:' with nothing after it removes one (as curl), 'Name;' sends it empty.",
+            "A header field, 'Name: value'; repeat for more. It replaces the default User-Agent or Accept of its name; 'Name:' with nothing after it removes one (as curl; 'Accept-Encoding:' also leaves the body coded as it came, and 'Host:' is refused: HTTP/1.1 needs one), 'Name;' sends it empty.",
             valueName: "header"))
     var headers: [String] = []
 
@@ -219,7 +222,15 @@ struct GetCommand: NetreachSubcommand {
         }
         _ = try target
         _ = try httpMethod
-        _ = try headerLines
+        let (given, removed) = try headerLines
+        // curl sends no Host then; AsyncHTTPClient writes one whenever a request has none, so
+        // it could only be sent anyway, which the user said not to do.
+        let host = HTTPField.Name("Host")!
+        if removed.contains(host), given[host] == nil {
+            throw ValidationError(
+                "-H 'Host:' would send no Host field, as curl does, but HTTP/1.1 requires one (RFC 9112, section 3.2: a server answers 400 without it) and netreach's HTTP client always writes it; give -H 'Host: NAME' to send another."
+            )
+        }
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
         guard (0...50).contains(maxRedirs) else { throw ValidationError("--max-redirs must be between 0 and 50.") }
         if maxTime != nil && timeout != nil {
@@ -345,8 +356,13 @@ struct GetCommand: NetreachSubcommand {
             request = request.withIdempotencyKey()
         }
 
+        // -H 'Accept-Encoding:': no coding asked for, so none is decoded (curl without --compressed).
+        let (given, removed) = try headerLines
+        let leavesCodings = removed.contains(.acceptEncoding) && given[.acceptEncoding] == nil
         // Before anything starts: an option the transport cannot honour is a usage error.
-        let client = try connection.makeTransport { [maxFilesize] settings throws(TransportSettingsError) in
+        let client = try connection.makeTransport { [maxFilesize] chosen throws(TransportSettingsError) in
+            var settings = chosen
+            if leavesCodings { settings.decodesContentCodings = false }
             guard let maxFilesize else { return try capabilities.makeTransport(settings) }
             var limited = settings
             limited.maximumDecodedBodySize = maxFilesize

@@ -15,7 +15,8 @@ package struct ServeCommand: NetreachSubcommand {
         _superCommandName: NetreachCommand.commandName,
         abstract: "Serve the network path over HTTP: Prometheus metrics, events and health endpoints.",
         usage: """
-            netreach serve [--listen <host:port>] [--to <name=host> ...] [--namespace <name|pid|path> ...]
+            netreach serve [--listen <host:port>] [--to <name=host> ...] [--port <port>] [--protocol tcp|udp]
+                [--namespace <name|pid|path> ...]
                 [--all-namespaces] [--ready-when started|satisfied|to=<name>] [--config <file>]
                 [--enable-lifecycle] [--max-connections <n>] [--idle-timeout <duration>]
                 [--header-timeout <duration>]
@@ -58,13 +59,22 @@ package struct ServeCommand: NetreachSubcommand {
             Labels: namespace is the --namespace argument as given (empty for this namespace), \
             destination the --to NAME (empty for the internet).
 
+            Traffic: the path to a destination is the path of one kind of packet, TCP to port \
+            443 unless --port and --protocol (or a destination's port and protocol keys in the \
+            --config file) name another, as `status --to HOST --port 53 --protocol udp` does; \
+            policy rules can send them apart (`ip rule ... ipproto udp dport 53`). The path to the \
+            internet is always a web client's, TCP to 443: /health, --ready-when and the probes \
+            read it. netreach_path_traffic_info{protocol,port} (one series per path) and the \
+            port and protocol keys of each path event say which packet a path is of.
+
             --all-namespaces also watches every namespace `ip netns` names (/run/netns), as they \
             come and go; a namespace that goes is withdrawn (its series unregistered, a \
             `namespace` event with "watched":false), while a --namespace that goes stays, with \
             netreach_namespace_available 0.
 
             --config FILE reads listen, to, namespaces, all_namespaces and ready_when from a YAML \
-            or JSON file; flags are added to it (--listen and --ready-when replace its values). \
+            or JSON file (a destination under to: is a host, or {host, port, protocol}); flags \
+            are added to it (--listen, --ready-when, --port and --protocol replace its values). \
             SIGHUP reads it again and watches what it says from then on; so does POST /-/reload \
             with --enable-lifecycle (otherwise 403: nothing else changes state). A file that \
             cannot be read or is not valid keeps the running configuration \
@@ -112,6 +122,21 @@ package struct ServeCommand: NetreachSubcommand {
             valueName: "name=host"))
     var destinations: [String] = []
 
+    // Arrays only so that a repeated --port or --protocol can be refused (SingleValuedOption).
+    @Option(
+        name: .customLong("port"),
+        help: ArgumentHelp(
+            "The destination port of the traffic whose path to each destination is watched, the --config file's included (replacing its port keys). Policy rules can send traffic apart by port (`ip rule ... dport 443`). The path to the internet is always a web client's, TCP to 443. (default: 443)",
+            valueName: "port"))
+    var ports: [UInt16] = []
+
+    @Option(
+        name: .customLong("protocol"),
+        help: ArgumentHelp(
+            "The transport protocol of that traffic, the --config file's destinations included (replacing their protocol keys): --protocol udp --port 53 watches what a DNS query to each destination gets. (default: tcp)",
+            valueName: "tcp|udp"))
+    var protocols: [TransportProtocol] = []
+
     @Option(
         name: .customLong("namespace"),
         help: ArgumentHelp(
@@ -133,7 +158,7 @@ package struct ServeCommand: NetreachSubcommand {
 
     @Option(
         help: ArgumentHelp(
-            "Read listen, to, namespaces, all_namespaces and ready_when from this YAML or JSON file; again on SIGHUP.",
+            "Read listen, to (NAME: HOST, or NAME: {host, port, protocol}), namespaces, all_namespaces and ready_when from this YAML or JSON file; again on SIGHUP.",
             valueName: "file"))
     var config: String?
 
@@ -190,6 +215,16 @@ package struct ServeCommand: NetreachSubcommand {
         if config?.isEmpty == true { throw ValidationError("--config needs a file.") }
         if webConfigFile?.isEmpty == true { throw ValidationError("--web.config.file needs a file.") }
         if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be at least 1.") }
+        if try SingleValuedOption.value(of: "--port", in: ports) == 0 {
+            throw ValidationError("--port needs a port from 1 to 65535.")
+        }
+        _ = try SingleValuedOption.value(of: "--protocol", in: protocols)
+        // Said rather than ignored: in status and watch they change the path to the internet.
+        if !(ports.isEmpty && protocols.isEmpty), destinations.isEmpty, config == nil {
+            throw ValidationError(
+                "--port and --protocol name the traffic of the --to destinations (and the --config file's); give a --to NAME=HOST. The path to the internet is always a web client's, TCP to 443."
+            )
+        }
         for (option, value) in [("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout)] {
             if let value, value.duration <= .zero { throw ValidationError("\(option) must be longer than 0.") }
         }
@@ -201,7 +236,8 @@ package struct ServeCommand: NetreachSubcommand {
     private var arguments: ServeArguments {
         ServeArguments(
             destinations: destinations, namespaces: namespaces, allNamespaces: allNamespaces,
-            readyWhen: readyWhen, judgesInternet: internetOptions.internet)
+            readyWhen: readyWhen, judgesInternet: internetOptions.internet, port: ports.last,
+            transportProtocol: protocols.last)
     }
 
     package func run(_ capabilities: Capabilities) async throws {
@@ -348,6 +384,10 @@ struct ServeArguments: Sendable {
     var allNamespaces: Bool
     var readyWhen: String?
     var judgesInternet: Bool
+    /// `--port` and `--protocol`: the traffic of every destination, the file's included (they
+    /// replace its `port:` and `protocol:`, as `--ready-when` replaces `ready_when`).
+    var port: UInt16? = nil
+    var transportProtocol: TransportProtocol? = nil
 
     /// The targets of the flags and `file` (`path` names it in errors); `nil` skips the checks
     /// that need the file (it is read later).
@@ -355,8 +395,13 @@ struct ServeArguments: Sendable {
         let inFile = path.map { " (with \($0))" } ?? ""
         var targets = ServeTargets()
         var named: [NamedDestination] = []
-        let fromFile = (file?.to ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        for (text, option) in fromFile.map({ ($0, "to: \($0)") }) + destinations.map({ ($0, "--to \($0)") }) {
+        let fromFile = (file?.to ?? [:]).sorted { $0.key < $1.key }.map { name, entry in
+            (text: "\(name)=\(entry.host)", option: "to: \(name)=\(entry.host)", entry: Optional(entry))
+        }
+        let fromFlags = destinations.map {
+            (text: $0, option: "--to \($0)", entry: nil as ServeConfigFile.Destination?)
+        }
+        for (text, option, entry) in fromFile + fromFlags {
             let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, !parts[1].isEmpty else {
                 throw ValidationError("\(option): expected NAME=HOST, such as db=10.0.0.5.")
@@ -368,7 +413,10 @@ struct ServeArguments: Sendable {
             guard !named.contains(where: { $0.name == name }) else {
                 throw ValidationError("\(option): the name \(name) is given twice\(inFile).")
             }
-            named.append(.init(name: name, destination: PathDestination(String(parts[1]))))
+            named.append(
+                .init(
+                    name: name, destination: PathDestination(String(parts[1])),
+                    traffic: try traffic(of: entry, option: option)))
         }
         targets.destinations = named
         let namespaces = (file?.namespaces ?? []) + self.namespaces
@@ -399,6 +447,29 @@ struct ServeArguments: Sendable {
             )
         }
         return targets
+    }
+
+    /// The traffic of a destination: `--port` and `--protocol`, else the file's `port:` and
+    /// `protocol:` for it (`entry`, checked even when a flag replaces them), else TCP to 443.
+    private func traffic(
+        of entry: ServeConfigFile.Destination?, option: String
+    ) throws(ValidationError) -> PathTraffic {
+        var traffic = PathTraffic.web
+        if let given = entry?.port {
+            guard let valid = UInt16(exactly: given), valid > 0 else {
+                throw ValidationError("\(option): port must be from 1 to 65535, not \(given).")
+            }
+            traffic.port = valid
+        }
+        if let given = entry?.transportProtocol {
+            guard let valid = TransportProtocol(rawValue: given) else {
+                throw ValidationError("\(option): protocol must be tcp or udp, not \(given).")
+            }
+            traffic.transportProtocol = valid
+        }
+        if let port { traffic.port = port }
+        if let transportProtocol { traffic.transportProtocol = transportProtocol }
+        return traffic
     }
 
     /// `2 namespaces (and those of /run/netns), 3 destinations`, for the reload message.

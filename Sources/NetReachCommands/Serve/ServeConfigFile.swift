@@ -10,6 +10,7 @@ import Yams
 /// to:                             # --to NAME=HOST
 ///   db: 10.0.0.5
 ///   api: api.example.com
+///   dns: {host: 10.0.0.53, protocol: udp, port: 53}   # --protocol, --port (tcp, 443)
 /// namespaces: [blue, red]         # --namespace
 /// all_namespaces: false           # --all-namespaces
 /// ready_when: satisfied           # --ready-when
@@ -23,7 +24,7 @@ import Yams
 /// silently watch nothing of what was meant.
 struct ServeConfigFile: Decodable, Equatable {
     var listen: String?
-    var to: [String: String] = [:]
+    var to: [String: Destination] = [:]
     var namespaces: [String] = []
     var allNamespaces: Bool?
     var readyWhen: String?
@@ -57,7 +58,7 @@ struct ServeConfigFile: Decodable, Equatable {
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         listen = try container.decodeIfPresent(String.self, forKey: .listen)
-        to = try container.decodeIfPresent([String: String].self, forKey: .to) ?? [:]
+        to = try container.decodeIfPresent([String: Destination].self, forKey: .to) ?? [:]
         namespaces = try container.decodeIfPresent([String].self, forKey: .namespaces) ?? []
         allNamespaces = try container.decodeIfPresent(Bool.self, forKey: .allNamespaces)
         readyWhen = try container.decodeIfPresent(String.self, forKey: .readyWhen)
@@ -65,6 +66,48 @@ struct ServeConfigFile: Decodable, Equatable {
         idleTimeout = try container.decodeIfPresent(String.self, forKey: .idleTimeout)
         headerTimeout = try container.decodeIfPresent(String.self, forKey: .headerTimeout)
         maxProbeBackOff = try container.decodeIfPresent(String.self, forKey: .maxProbeBackOff)
+    }
+
+    /// One `to:` entry: a host alone (`db: 10.0.0.5`), or a mapping that also names the traffic
+    /// whose path is watched (`dns: {host: 10.0.0.53, protocol: udp, port: 53}`). The port and
+    /// protocol are checked with the flags (``ServeArguments/targets(file:path:)``), as
+    /// `ready_when` is.
+    struct Destination: Decodable, Equatable, ExpressibleByStringLiteral {
+        var host: String
+        var port: Int?
+        var transportProtocol: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case host, port
+            case transportProtocol = "protocol"
+        }
+
+        init(host: String, port: Int? = nil, protocol transportProtocol: String? = nil) {
+            self.host = host
+            self.port = port
+            self.transportProtocol = transportProtocol
+        }
+
+        init(stringLiteral host: String) { self.init(host: host) }
+
+        init(from decoder: any Decoder) throws {
+            if let host = try? decoder.singleValueContainer().decode(String.self) {
+                self.init(host: host)
+                return
+            }
+            let keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            if let unknown = keys.first(where: { CodingKeys(rawValue: $0) == nil }) {
+                let name = decoder.codingPath.last?.stringValue ?? "a destination"
+                throw ServeConfigError.Detail(
+                    "to.\(name): unknown key \"\(unknown)\"; the keys are "
+                        + CodingKeys.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                host: try container.decode(String.self, forKey: .host),
+                port: try container.decodeIfPresent(Int.self, forKey: .port),
+                protocol: try container.decodeIfPresent(String.self, forKey: .transportProtocol))
+        }
     }
 
     /// Reads and parses the file at `path`.
@@ -122,10 +165,12 @@ struct ServeConfigFile: Decodable, Equatable {
     /// What a value of `type` is called in the file, at `path`.
     private static func name(of type: Any.Type, at path: [any CodingKey]) -> String {
         switch type {
-        case is Node.Mapping.Type, is [String: String].Type:
+        case is Node.Mapping.Type, is [String: Destination].Type:
             path.isEmpty
                 ? "a mapping of keys (" + CodingKeys.allCases.map(\.rawValue).joined(separator: ", ") + ")"
-                : "a mapping of names to hosts (name: host)"
+                : path.count == 1
+                    ? "a mapping of names to hosts (name: host, or name: {host: HOST, port: PORT, protocol: tcp|udp})"
+                    : "a host, or a mapping of host, port and protocol"
         case is Node.Sequence.Type, is [String].Type: "a list"
         case is Bool.Type: "true or false"
         case is Int.Type: "a whole number"

@@ -37,6 +37,18 @@ public struct TransportSettings: Sendable, Hashable {
     /// decompression bomb stops here, whatever its ratio, instead of filling memory or disk.
     /// Bodies sent without a content coding are not limited by it. The default is 1 GiB.
     public var maximumDecodedBodySize: Int64
+    /// Whether the transport asks for the content codings it decodes (`Accept-Encoding: deflate,
+    /// gzip`, when a request names none) and decodes them. `false` adds no `Accept-Encoding` and
+    /// hands every body on as it was sent, coded or not, as curl does without `--compressed`
+    /// (`netreach get -H 'Accept-Encoding:'`): a body is never decoded unasked. Only
+    /// `AsyncHTTPClientTransport` honours `false`; ``URLSessionTransport/init(settings:)`` throws
+    /// ``TransportSettingsError/Kind/unsupported``. The default is `true`.
+    ///
+    /// ```swift
+    /// var settings = TransportSettings()
+    /// settings.decodesContentCodings = false    // the body's bytes as the server sent them
+    /// ```
+    public var decodesContentCodings: Bool = true
     /// Where connections go instead of the URL's host and port (curl's `--resolve` and
     /// `--connect-to`); none by default. Only `AsyncHTTPClientTransport` honours them;
     /// ``URLSessionTransport/init(settings:)`` throws ``TransportSettingsError/Kind/unsupported``.

@@ -20,6 +20,8 @@ package enum MetricsExposition {
             "1 for the reason the path is unsatisfied, 0 for every other reason (all 0 when satisfied).",
         "netreach_path_route_info":
             "The kernel's route for the path per address family: its interface, the interface's type and the gateway (empty on-link).",
+        "netreach_path_traffic_info":
+            "The packet whose path is watched: its transport protocol and destination port (tcp and 443 unless --port, --protocol or the file's keys say otherwise).",
         "netreach_path_expensive": "1 when the path uses an expensive interface (cellular, or marked so).",
         "netreach_path_constrained": "1 when the path uses a constrained interface (marked so).",
         "netreach_path_supports": "1 when the path can carry the capability: ipv4, ipv6, dns.",

@@ -24,9 +24,11 @@ package enum PathSamples {
         }
     }
 
-    /// Every gauge of `path` (the counter of changes is kept apart).
+    /// Every gauge of `path` (the counter of changes is kept apart); with `traffic`,
+    /// `netreach_path_traffic_info{protocol,port}`, which tells apart two destinations whose
+    /// paths differ only by the packet asked about.
     package static func samples(
-        of path: NetworkPath, key: PathKey, routes: [Route], lastChange: Double
+        of path: NetworkPath, key: PathKey, routes: [Route], lastChange: Double, traffic: PathTraffic? = nil
     ) -> [MetricSeries.Sample] {
         let labels = key.labels
         func gauge(_ name: String, _ value: Bool, _ extra: [(String, String)] = []) -> MetricSeries.Sample {
@@ -42,6 +44,14 @@ package enum PathSamples {
             MetricSeries.Sample(
                 name: "netreach_path_last_change_timestamp_seconds", labels: labels, value: lastChange),
         ]
+        // One series per path whatever its state, not labels on every series: the traffic is
+        // configuration, fixed for the path's life (a change restarts its monitor).
+        if let traffic {
+            samples.append(
+                gauge(
+                    "netreach_path_traffic_info", true,
+                    [("protocol", traffic.transportProtocol.rawValue), ("port", String(traffic.port))]))
+        }
         // One-hot over the schema's closed set, so `== 1` finds a reason and a missing series is
         // never mistaken for 0.
         for reason in UnsatisfiedReason.allCases {

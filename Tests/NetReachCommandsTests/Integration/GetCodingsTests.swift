@@ -202,6 +202,47 @@ struct GetCodingsTests {
         }
     }
 
+    @Test("-H 'Accept-Encoding:' sends none and writes the body as it came, as curl without --compressed")
+    func acceptEncodingRemoved() async throws {
+        let (curl, netreach) = (try ExternalServer.require("curl"), try netreachPath())
+        try await CodingServer.with { server in
+            let document = try await server.document(size: 2000)
+            server.clear() // the document's own request
+            for coding in ["gzip", "deflate", "br", "unknown", "identity"] {
+                let url = server.url("/body?size=2000&coding=\(coding)")
+                let theirs = try await ChildProcess.run(curl, ["-sS", "-H", "Accept-Encoding:", url])
+                #expect(theirs.status == 0, "curl \(coding): \(theirs.standardError)")
+                #expect(server.heads().count == 1 && server.lastField("Accept-Encoding") == nil, "\(server.heads())")
+                let ours = try await ChildProcess.run(netreach, ["get", "-q", "-H", "Accept-Encoding:", url])
+                #expect(ours.status == 0, "\(coding): \(ours.status) \(ours.standardError)")
+                #expect(server.heads().count == 2 && server.lastField("Accept-Encoding") == nil, "\(server.heads())")
+                // Not decoded: nothing asked for a coding, so nothing undoes one.
+                #expect(
+                    ours.output == theirs.output, "\(coding): \(ours.output.count) against \(theirs.output.count) bytes"
+                )
+                #expect((ours.output == document) == (coding == "identity" || coding == "unknown"), "\(coding)")
+                server.clear()
+            }
+            // curl --compressed decodes gzip it did not ask for once -H removed its Accept-Encoding;
+            // get does not (its --compressed changes nothing): the body is what the server sent.
+            let gzip = server.url("/body?size=2000&coding=gzip")
+            let compressed = try await ChildProcess.run(curl, ["-sS", "--compressed", "-H", "Accept-Encoding:", gzip])
+            #expect(server.lastField("Accept-Encoding") == nil, "\(server.heads())")
+            #expect(compressed.status == 0 && compressed.output == document, "\(compressed.standardError)")
+            let ours = try await ChildProcess.run(
+                netreach, ["get", "-q", "--compressed", "-H", "Accept-Encoding:", gzip])
+            #expect(server.lastField("Accept-Encoding") == nil, "\(server.heads())")
+            #expect(ours.status == 0 && ours.output.starts(with: [0x1F, 0x8B]), "\(ours.standardError)")
+            // A field of the name given too wins over the removal, as in curl.
+            _ = try await ChildProcess.run(
+                netreach, ["get", "-q", "-H", "Accept-Encoding:", "-H", "Accept-Encoding: identity", gzip])
+            #expect(server.lastField("Accept-Encoding") == "identity")
+            _ = try await ChildProcess.run(
+                curl, ["-sS", "-H", "Accept-Encoding:", "-H", "Accept-Encoding: identity", gzip])
+            #expect(server.lastField("Accept-Encoding") == "identity")
+        }
+    }
+
     // MARK: Item 8: resuming a coded download
 
     @Test("A gzip download that breaks is finished by the retry with an identity range, as curl's whole file")

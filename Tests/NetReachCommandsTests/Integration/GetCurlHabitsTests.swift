@@ -71,6 +71,33 @@ struct GetCurlHabitsTests {
         }
     }
 
+    @Test("-H 'Host:': curl sends no Host, which HTTP/1.1 forbids; get refuses it (64) and sends nothing")
+    func hostRemovalIsRefused() async throws {
+        let curl = try ExternalServer.require("curl")
+        let netreach = try netreachPath()
+        try await Self.withServer { server in
+            let url = "http://127.0.0.1:\(server.port)/no-host"
+            let theirs = try await ChildProcess.run(curl, ["-sS", "-H", "Host:", url])
+            #expect(theirs.status == 0, "\(theirs.standardError)")
+            let curlHead = try server.heads(count: 1)[0]
+            #expect(Self.value("Host", Self.fields(curlHead)) == nil, "curl sent a Host: \(curlHead)")
+            server.clear()
+            for options in [["-H", "Host:"], ["-H", "host:", "-H", "X-Other: 1"]] {
+                let ours = try await ChildProcess.run(netreach, ["get", "-q"] + options + [url])
+                #expect(ours.status == 64, "\(options): \(ours.status) \(ours.standardError)")
+                #expect(ours.standardError.contains("HTTP/1.1 requires one"), "\(ours.standardError)")
+                #expect(server.heads().isEmpty, "a request went out: \(server.heads())")
+            }
+            // Another Host given as well replaces the removal, in both.
+            let options = ["-H", "Host:", "-H", "Host: other.invalid"]
+            let ours = try await ChildProcess.run(netreach, ["get", "-q"] + options + [url])
+            #expect(ours.status == 0, "\(ours.standardError)")
+            _ = try await ChildProcess.run(curl, ["-sS"] + options + [url])
+            let hosts = try server.heads(count: 2).map { Self.value("Host", Self.fields($0)) }
+            #expect(hosts == ["other.invalid", "other.invalid"], "\(hosts)")
+        }
+    }
+
     // MARK: --resolve and --connect-to
 
     @Test("--resolve to a made-up name over TLS: SNI, Host and certificate are the name's, as curl")

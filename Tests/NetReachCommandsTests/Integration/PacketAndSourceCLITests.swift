@@ -80,6 +80,74 @@ struct PacketAndSourceCLITests {
         }
     }
 
+    /// serve's destinations ask about their own traffic: the file's `port:`/`protocol:` keys and the
+    /// flags, against `ip route get ... ipproto P dport D` in the same lab. The internet path stays
+    /// a web client's.
+    @Test func serveNamesTheVPNForTCP443AndTheUplinkForUDP53() async throws {
+        try await NetnsLab.withLab { lab in
+            try await lab.addUplink("veth2", peer: "veth3", address: "10.124.0.2/24")
+            try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "table", "100")
+            try await lab.ip("-4", "rule", "add", "ipproto", "tcp", "dport", "443", "table", "100")
+            let target = RouteTruth.lookupAddress(.ipv4)
+            let port = try await lab.firstLocalPort()
+            // The kernel's answers, which serve's must be.
+            let device = [
+                "tcp/443": try await lab.ip([
+                    "-4", "route", "get", target, "sport", "\(port)", "ipproto", "tcp", "dport", "443",
+                ]),
+                "udp/53": try await lab.ip([
+                    "-4", "route", "get", target, "sport", "\(port)", "ipproto", "udp", "dport", "53",
+                ]),
+            ].mapValues { $0.contains("dev veth2") ? "veth2" : $0.contains("dev veth0") ? "veth0" : $0 }
+            try #require(device == ["tcp/443": "veth2", "udp/53": "veth0"], "ip route get: \(device)")
+            let scratch = try TemporaryDirectory("netreach-serve-traffic")
+            defer { scratch.remove() }
+            let config = scratch.path("serve.yaml")
+            try "to:\n  web: \(target)\n  dns: {host: \(target), protocol: udp, port: 53}\n".write(
+                toFile: config, atomically: true, encoding: .utf8)
+            // Each run: its options, then each destination with the traffic it must be the path of.
+            let runs: [([String], [(name: String, traffic: String)])] = [
+                (["--config", config], [("web", "tcp/443"), ("dns", "udp/53")]),
+                (["--to", "flagged=\(target)", "--protocol", "udp", "--port", "53"], [("flagged", "udp/53")]),
+            ]
+            for (arguments, destinations) in runs {
+                let serve = try NetreachProcess.start(
+                    ["serve", "--listen", "127.0.0.1:0", "--namespace", lab.name] + arguments)
+                defer { serve.kill() }
+                let base = try await ServeClient.baseURL(of: serve)
+                await ServeClient.until("ready", base, "/readyz") { $0.status == 200 }
+                let metrics = try await ServeClient.get(base + "/metrics").body
+                for (name, traffic) in destinations {
+                    let labels = #"namespace="\#(lab.name)",destination="\#(name)""#
+                    let expected = try #require(device[traffic])
+                    #expect(
+                        metrics.contains(
+                            #"netreach_path_route_info{\#(labels),family="ipv4",interface="\#(expected)""#),
+                        "\(arguments) \(name): \(metrics)")
+                    let parts = traffic.split(separator: "/")
+                    #expect(
+                        metrics.contains(
+                            #"netreach_path_traffic_info{\#(labels),protocol="\#(parts[0])",port="\#(parts[1])"} 1.0"#),
+                        "\(arguments) \(name)")
+                    let answer = try await ServeClient.get(base + "/api/v1/path?to=\(name)&namespace=\(lab.name)")
+                    let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+                    let interfaces = object?["availableInterfaces"] as? [[String: Any]]
+                    #expect(
+                        interfaces?.first?["name"] as? String == expected, "\(arguments) \(name): \(answer.body)")
+                }
+                // The internet path is a web client's whatever the destinations' traffic.
+                #expect(
+                    metrics.contains(
+                        #"netreach_path_route_info{namespace="\#(lab.name)",destination="",family="ipv4",interface="veth2""#
+                    ), "\(arguments): \(metrics)")
+                #expect(
+                    metrics.contains(
+                        #"netreach_path_traffic_info{namespace="\#(lab.name)",destination="",protocol="tcp",port="443"} 1.0"#
+                    ))
+            }
+        }
+    }
+
     @Test func aBadPortOrProtocolIsAUsageError() async throws {
         for arguments in [
             ["--port", "0"], ["--port", "70000"], ["--protocol", "sctp"], ["--port", "1", "--port", "2"],

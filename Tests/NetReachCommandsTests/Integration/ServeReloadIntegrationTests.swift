@@ -51,7 +51,8 @@ struct ServeAllNamespacesTests {
             }
         }
         #expect(
-            events.outputLines.contains(#"data: {"destination":"","namespace":"\#(name)","path":null}"#),
+            events.outputLines.contains(
+                #"data: {"destination":"","namespace":"\#(name)","path":null,"port":443,"protocol":"tcp"}"#),
             "\(events.outputLines.suffix(10))")
         serve.signal(SIGTERM)
         #expect(await serve.exitStatus() == 0, "standard error: \(serve.standardError)")
@@ -145,7 +146,7 @@ struct ServeConfigIntegrationTests {
     }
 
     @Test(arguments: [
-        ("to: {db: [1]}", "serve: FILE: to.db: expected a string"),
+        ("to: {db: [1]}", "serve: FILE: to.db: expected a host, or a mapping of host, port and protocol"),
         (
             "to: {db: 10.0.0.5}\nready_when: to=web",
             "serve: --ready-when to=web: no --to web=HOST is given (with FILE)."
