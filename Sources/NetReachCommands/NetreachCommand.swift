@@ -11,7 +11,7 @@ import Musl
 /// that waits for it. Every subcommand is a ``NetreachSubcommand``.
 package struct NetreachCommand: ParsableCommand {
     /// The version `--version` prints and the JSON output carries (`"version"`).
-    package static let version = "0.22.0"
+    package static let version = PackageVersion.current
 
     /// The tool's name, as its usage and help show it.
     package static let commandName = "netreach"

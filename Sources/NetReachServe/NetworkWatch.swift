@@ -6,12 +6,12 @@ import NetReachSystem
 import ServiceLifecycle
 
 /// The monitors `serve` runs: one ``PathMonitor`` per destination (the internet and each
-/// `--to NAME=DEST`, each asking about its own ``PathTraffic``) in each namespace, and each
-/// namespace's snapshots for its interfaces and its kernel routes. A path's event leaves from the thread that computed it (the netlink engine's:
-/// no hop between the kernel's message and the event stream); everything else they report, the
-/// series included, goes to ``ServeState`` from one serial queue, in the order it happened. The
-/// namespace's snapshots are subscribed to after its monitors, so a change's first event is out
-/// before that queue's thread is woken to compete for the core.
+/// `--to NAME=DEST`, each asking about its own ``PathTraffic``) in each namespace. Each monitor's
+/// ``PathUpdate``s are all serve learns: a path's event leaves from the thread that computed it
+/// (the netlink engine's: no hop between the kernel's message and the event stream); its series
+/// (the kernel's routes it was judged from, and for the internet's monitor the namespace's
+/// interfaces) go to ``ServeState`` from one serial queue, after the event, in the order they
+/// happened.
 ///
 /// What is watched can change while it runs: ``apply(_:)`` (a reload) and, with
 /// ``ServeTargets/followsNamespaceDirectory``, `ip netns` namespaces coming and going. Monitors
@@ -37,7 +37,6 @@ package final class NetworkWatch: Service, Sendable {
     /// One namespace being watched.
     private struct WatchedNamespace {
         var namespace: NetworkNamespaceLabel
-        var subscription: PathSubscription?
         /// By destination name; "" is the internet.
         var monitors: [String: Monitored] = [:]
         var judge: ConnectivityMonitor?
@@ -50,8 +49,6 @@ package final class NetworkWatch: Service, Sendable {
         var discovered: [String] = []
         var directory: NamespaceDirectory?
         var namespaces: [String: WatchedNamespace] = [:]
-        /// The internet routes last seen per namespace label.
-        var internetRoutes: [String: [PathSamples.Route]] = [:]
         /// Why a namespace may not be entered, per label, once said (``explain(_:namespace:)``).
         var problems: [String: String] = [:]
         var isCancelled = false
@@ -181,7 +178,6 @@ package final class NetworkWatch: Service, Sendable {
         for label in running.namespaces.keys where !wantedLabels.contains(label) {
             stop(label)
             running.namespaces[label] = nil
-            running.internetRoutes[label] = nil
             running.problems[label] = nil
             state.unwatch(namespace: label)
         }
@@ -190,17 +186,13 @@ package final class NetworkWatch: Service, Sendable {
             if let old = running.namespaces[namespace.label], old.namespace != namespace {
                 stop(namespace.label)
                 running.namespaces[namespace.label] = nil
-                running.internetRoutes[namespace.label] = nil
                 running.problems[namespace.label] = nil
                 state.unwatch(namespace: namespace.label)
             }
-            let isNew = running.namespaces[namespace.label] == nil
-            if isNew { running.namespaces[namespace.label] = WatchedNamespace(namespace: namespace) }
-            let started = watchDestinations(in: namespace.label, targets.destinations)
-            // After the monitors: the engine hands each snapshot to its subscribers in the order
-            // they subscribed, and this one wakes the queue, whose thread could otherwise take
-            // the core from the engine before the first event is out.
-            if isNew || started { watchSnapshots(of: namespace) }
+            if running.namespaces[namespace.label] == nil {
+                running.namespaces[namespace.label] = WatchedNamespace(namespace: namespace)
+            }
+            watchDestinations(in: namespace.label, targets.destinations)
         }
         namespacesChanged(Dictionary(uniqueKeysWithValues: wanted.map { ($0.label, $0.namespace) }))
     }
@@ -233,17 +225,14 @@ package final class NetworkWatch: Service, Sendable {
         guard let watched = running.namespaces[label] else { return }
         watched.judge?.cancel()
         watched.monitors.values.forEach { $0.monitor.cancel() }
-        watched.subscription?.cancel()
         running.namespaces[label]?.judge = nil
         running.namespaces[label]?.monitors = [:]
-        running.namespaces[label]?.subscription = nil
     }
 
     /// Starts, restarts and stops the monitors of namespace `label` so that they watch the
-    /// internet and `destinations`; returns whether it started any. On `queue`.
-    private func watchDestinations(in label: String, _ destinations: [NamedDestination]) -> Bool {
-        guard let watched = running.namespaces[label] else { return false }
-        var started = false
+    /// internet and `destinations`. On `queue`.
+    private func watchDestinations(in label: String, _ destinations: [NamedDestination]) {
+        guard let watched = running.namespaces[label] else { return }
         var wanted: [(name: String, destination: PathDestination?, traffic: PathTraffic)] = [("", nil, .web)]
         wanted += destinations.map { ($0.name, $0.destination, $0.traffic) }
         let names = Set(wanted.map(\.name))
@@ -267,16 +256,11 @@ package final class NetworkWatch: Service, Sendable {
                 } ?? PathMonitor(namespace: watched.namespace.namespace)
             running.namespaces[label]?.monitors[name] = Monitored(
                 destination: destination, traffic: traffic, monitor: monitor)
-            var family: IPAddress.Family?
-            if case .address(let address) = destination { family = address.family }
-            startMonitor(
-                monitor, key: PathKey(namespace: label, destination: name), traffic: traffic, family: family)
-            started = true
+            startMonitor(monitor, key: PathKey(namespace: label, destination: name), traffic: traffic)
             if name.isEmpty, let connectivity, watched.namespace.namespace == nil {
                 judge(monitor, with: connectivity, label: label)
             }
         }
-        return started
     }
 
     /// Starts judging the internet over `paths` (started already); each verdict goes to the state.
@@ -294,42 +278,46 @@ package final class NetworkWatch: Service, Sendable {
     }
 
     /// On `queue`.
-    private func startMonitor(_ monitor: PathMonitor, key: PathKey, traffic: PathTraffic, family: IPAddress.Family?) {
-        // The event, on the engine's thread: the state's lock and the hub's, nothing that waits
-        // for this queue (a monitor being started here waits for that thread's first snapshot).
+    private func startMonitor(_ monitor: PathMonitor, key: PathKey, traffic: PathTraffic) {
         let state = self.state
         let recorder = state.beginRecording(key, traffic: traffic)
-        monitor.pathObserver = { path in state.recordPath(path, for: key, at: Date(), recorder: recorder) }
-        // The series, here, after the event.
-        monitor.pathUpdateHandler = { [weak self, weak monitor] path in
-            guard let self, let monitor else { return }
-            // A path queued before its monitor was stopped (a reload, a namespace gone) is not news.
-            guard self.running.namespaces[key.namespace]?.monitors[key.destination]?.monitor === monitor else {
-                return
+        let queue = self.queue
+        monitor.updateObserver = { [weak self, weak monitor] update in
+            // The event, here on the engine's thread: the state's lock and the hub's, nothing that
+            // waits for the queue (a monitor being started there waits for this thread's first
+            // snapshot).
+            state.recordPath(update.path, for: key, at: update.time, recorder: recorder)
+            // The series, on the queue, after the event.
+            queue.async { [weak self, weak monitor] in
+                guard let self, let monitor,
+                    // An update queued before its monitor was stopped (a reload, a namespace gone)
+                    // is not news.
+                    self.running.namespaces[key.namespace]?.monitors[key.destination]?.monitor === monitor
+                else { return }
+                self.record(update, of: monitor, key: key)
             }
-            self.record(path, of: monitor, key: key, family: family)
         }
-        // Blocks until the first snapshot; delivers the first path on `queue`, after this returns.
+        // Blocks until the first snapshot, whose update is recorded on `queue` after this returns.
         monitor.start(queue: queue)
     }
 
-    /// On `queue`.
-    private func record(_ path: NetworkPath, of monitor: PathMonitor, key: PathKey, family: IPAddress.Family?) {
-        let routes: [PathSamples.Route]?
-        if key.destination.isEmpty {
-            // The namespace's first snapshot is absorbed after the monitors' first paths (see
-            // `reconcile`): until then the internet's series would lack its routes, so they wait
-            // for it (`absorb` records them), and so does the readiness that counts them.
-            routes = running.internetRoutes[key.namespace]
-        } else {
-            let family = family ?? monitor.destinationAddresses.first?.family ?? .ipv4
-            routes = PathSamples.routes(of: path, family: family)
+    /// Brings `key`'s series, and for the internet's monitor its namespace's interfaces, in line
+    /// with `update`; on `queue`.
+    private func record(_ update: PathUpdate, of monitor: PathMonitor, key: PathKey) {
+        state.recordSeries(for: key, routes: PathSamples.routes(of: update))
+        let available = update.path.unsatisfiedReason != .monitorUnavailable
+        // The internet's monitor speaks for its namespace: every monitor there reads the same
+        // interfaces, and each goes unavailable with it.
+        if key.destination.isEmpty || !available {
+            let classification = update.classification
+            state.record(
+                interfaces: available
+                    ? update.links.values.reduce(into: [:]) { interfaces, link in
+                        interfaces[link.name] = .init(type: classification.type(of: link), isUp: link.isOperational)
+                    } : [:],
+                available: available, namespace: key.namespace)
         }
-        if let routes { state.recordSeries(for: key, routes: routes) }
-        if path.unsatisfiedReason == .monitorUnavailable {
-            state.record(interfaces: [:], available: false, namespace: key.namespace)
-            if let failure = monitor.failure { explain(failure, namespace: key.namespace) }
-        }
+        if !available, let failure = monitor.failure { explain(failure, namespace: key.namespace) }
     }
 
     /// Says once, on standard error and in `/readyz`, why serve may not enter the namespace
@@ -357,69 +345,5 @@ package final class NetworkWatch: Service, Sendable {
         let name = code == EPERM ? "EPERM" : "EACCES"
         return
             "cannot enter \(path): \(String(cString: strerror(code))) (\(name)): it needs \(needs); nothing is read from it"
-    }
-
-    /// Subscribes to the namespace's snapshots, or subscribes again so that the subscription
-    /// comes after monitors started since; on `queue`.
-    private func watchSnapshots(of namespace: NetworkNamespaceLabel) {
-        let source = SystemPathSource.shared(namespace: namespace.namespace)
-        let label = namespace.label
-        // The old subscription is let go once the new one holds the engine (never none in
-        // between, which would stop it), and kept if subscribing again fails.
-        let old = running.namespaces[label]?.subscription
-        do {
-            let subscription = try source.subscribe { [weak self] snapshot in
-                guard let self else { return }
-                self.queue.async {
-                    // A snapshot queued before the namespace stopped being watched.
-                    guard self.running.namespaces[label]?.subscription != nil else { return }
-                    self.absorb(snapshot, namespace: label)
-                }
-            }
-            running.namespaces[label]?.subscription = subscription
-            old?.cancel()
-        } catch {
-            guard old == nil else { return }
-            explain(error, namespace: label)
-            // No routes will come: the internet's series go without them.
-            if running.internetRoutes[label] == nil {
-                running.internetRoutes[label] = []
-                recordInternetSeries(in: label)
-            }
-            state.record(interfaces: [:], available: false, namespace: label)
-        }
-    }
-
-    /// Records the internet's series in `label` with the routes known; on `queue`.
-    private func recordInternetSeries(in label: String) {
-        state.recordSeries(
-            for: PathKey(namespace: label, destination: ""), routes: running.internetRoutes[label] ?? [])
-    }
-
-    /// A namespace's snapshot: its interfaces, and its kernel routes to the internet; on `queue`.
-    private func absorb(_ snapshot: SystemSnapshot, namespace: String) {
-        let classification = InterfaceClassification.automatic
-        var interfaces: [String: ServeState.Interface] = [:]
-        for link in snapshot.links.values {
-            interfaces[link.name] = .init(type: classification.type(of: link), isUp: link.isOperational)
-        }
-        var routes: [PathSamples.Route] = []
-        for family in IPAddress.Family.allCases {
-            guard case .route(let route) = snapshot.routeLookups[family],
-                let link = snapshot.links[route.interfaceIndex]
-            else { continue }
-            routes.append(
-                .init(
-                    family: family, interface: link.name, interfaceType: classification.type(of: link),
-                    gateway: route.gateway.map { "\($0)" } ?? ""))
-        }
-        // A snapshot queued before the namespace went away must not bring its interfaces back.
-        let isAvailable = !state.paths.contains {
-            $0.key.namespace == namespace && $0.value.path.unsatisfiedReason == .monitorUnavailable
-        }
-        state.record(interfaces: isAvailable ? interfaces : [:], available: isAvailable, namespace: namespace)
-        let changed = running.internetRoutes[namespace] != routes
-        running.internetRoutes[namespace] = routes
-        if changed { recordInternetSeries(in: namespace) }
     }
 }

@@ -48,8 +48,6 @@ package struct ServeConfiguration: Sendable {
     package var replayCapacity = 1_024
     /// Events one client may have waiting before it is dropped.
     package var clientBuffer = 256
-    /// The path's `status --json` object on one line.
-    package var renderPath: @Sendable (NetworkPath) -> String
     /// The process's environment: systemd's `NOTIFY_SOCKET` and `WATCHDOG_USEC` are read from it.
     package var environment: [String: String] = [:]
     /// Whether, and how, the internet is judged in the server's own namespace (`--internet --probe`).
@@ -58,26 +56,20 @@ package struct ServeConfiguration: Sendable {
     /// every reload; `nil`: plain HTTP, every request answered.
     package var web: WebSecurity?
 
-    package init(version: String, renderPath: @escaping @Sendable (NetworkPath) -> String) {
+    package init(version: String = PackageVersion.current) {
         self.version = version
-        self.renderPath = renderPath
     }
 }
 
-/// How `serve` judges whether the internet answers: the probes and their settings, the prober
-/// that sends them, and the `check --json` renderer for `/api/v1/connectivity` and events.
+/// How `serve` judges whether the internet answers: the probes and their settings, and the
+/// prober that sends them.
 package struct ConnectivitySetup: Sendable {
     package var configuration: ConnectivityMonitor.Configuration
     package var prober: any ConnectivityProber
-    package var renderVerdict: @Sendable (Connectivity) -> String
 
-    package init(
-        configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
-        renderVerdict: @escaping @Sendable (Connectivity) -> String
-    ) {
+    package init(configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber) {
         self.configuration = configuration
         self.prober = prober
-        self.renderVerdict = renderVerdict
     }
 }
 
@@ -108,8 +100,8 @@ package enum ServeServer {
         let targets = configuration.targets
         let state = ServeState(
             keys: NetworkWatch.keys(of: targets), version: configuration.version, hub: hub,
-            registry: configuration.registry, readyWhen: targets.readyWhen, renderPath: configuration.renderPath,
-            renderVerdict: configuration.connectivity?.renderVerdict,
+            registry: configuration.registry, readyWhen: targets.readyWhen,
+            judgesConnectivity: configuration.connectivity != nil,
             judgedFamilies: configuration.connectivity?.configuration.families ?? [])
         state.recordReload(succeeded: true, at: Date())
         let targetProbe = TargetProbe(
@@ -216,7 +208,7 @@ struct EventKeepAlive: Service {
 /// monitor is made: swift-metrics allows one bootstrap.
 ///
 /// ```swift
-/// var configuration = ServeConfiguration(version: "1.0", renderPath: render)
+/// var configuration = ServeConfiguration(version: "1.0")
 /// ServeMetricsBootstrap.bootstrap(configuration.registry)
 /// ```
 package enum ServeMetricsBootstrap {

@@ -14,8 +14,7 @@ import Prometheus
 /// may be on any thread.
 ///
 /// ```swift
-/// let state = ServeState(keys: [PathKey(namespace: "", destination: "")], version: "0.23.0",
-///                        hub: hub, renderPath: { PathJSON.object($0) })
+/// let state = ServeState(keys: [PathKey(namespace: "", destination: "")], version: "0.23.0", hub: hub)
 /// state.record(path, routes: [], for: key, at: Date())
 /// state.path(for: key)?.status   // .satisfied
 /// ```
@@ -101,27 +100,23 @@ package final class ServeState: Sendable {
     package let registry: PrometheusCollectorRegistry
     /// Where events go.
     package let hub: EventHub
-    /// The path's `status --json` object, on one line.
-    package let renderPath: @Sendable (NetworkPath) -> String
-    /// A verdict's `check --json` object, on one line; `nil` when the server sends no probes.
-    package let renderVerdict: (@Sendable (Connectivity) -> String)?
+    /// Whether the server judges the internet (sends probes): `/api/v1/connectivity` and
+    /// `connectivity` events.
+    package let judgesConnectivity: Bool
     /// The families the connectivity monitor judges.
     package let judgedFamilies: Set<IPAddress.Family>
     private let state: Locked<State>
 
-    /// - Parameter renderPath: the path's `status --json` object, on one line.
     package init(
         keys: [PathKey], version: String, hub: EventHub,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         readyWhen: Health.ReadyCondition = .started,
-        renderPath: @escaping @Sendable (NetworkPath) -> String,
-        renderVerdict: (@Sendable (Connectivity) -> String)? = nil,
+        judgesConnectivity: Bool = false,
         judgedFamilies: Set<IPAddress.Family> = [.ipv4, .ipv6]
     ) {
         self.registry = registry
         self.hub = hub
-        self.renderPath = renderPath
-        self.renderVerdict = renderVerdict
+        self.judgesConnectivity = judgesConnectivity
         self.judgedFamilies = judgedFamilies
         var series = MetricSeries(registry: registry)
         series.replace(
@@ -232,7 +227,7 @@ package final class ServeState: Sendable {
     @discardableResult
     package func recordPath(_ path: NetworkPath, for key: PathKey, at date: Date, recorder: UInt64? = nil) -> Bool {
         // Rendered before the lock; a monitor sends only changes, so it is seldom thrown away.
-        let event = pathEvent(path, key: key, traffic: state.withLock { $0.traffic[key] } ?? .web)
+        let event = pathEvent(path, key: key, traffic: state.withLock { $0.traffic[key] } ?? .web, at: date)
         return state.withLock { state in
             if let recorder, state.recorders[key] != recorder { return false }
             let now = date.timeIntervalSince1970
@@ -339,10 +334,14 @@ package final class ServeState: Sendable {
             state.announcedLevels[namespace] = verdict.levels
             return true
         }
-        if announce, let renderVerdict {
-            hub.publish(
-                .connectivity, topic: "connectivity/\(namespace)",
-                data: #"{"connectivity":\#(renderVerdict(verdict)),"namespace":\#(Self.jsonString(namespace))}"#)
+        if announce, judgesConnectivity {
+            var data = JSONBuffer(capacity: 1024)
+            data.append("{\"connectivity\":")
+            ConnectivityJSON.write(verdict, at: Date(), into: &data)
+            data.append(",\"namespace\":")
+            data.appendString(namespace)
+            data.append("}")
+            hub.publish(.connectivity, topic: "connectivity/\(namespace)", data: data.text)
         }
     }
 
@@ -381,12 +380,30 @@ package final class ServeState: Sendable {
     }
 
     /// A `path` event's data: the namespace, the destination, the path as `status --json` prints
-    /// it (`null` when it is no longer watched), and the traffic it is the path of (`port`,
-    /// `protocol`), so that two destinations told apart only by their traffic read apart.
-    package func pathEvent(_ path: NetworkPath?, key: PathKey, traffic: PathTraffic = .web) -> String {
-        #"{"destination":\#(Self.jsonString(key.destination)),"namespace":\#(Self.jsonString(key.namespace)),"path":\#(path.map(renderPath) ?? "null"),"port":\#(traffic.port),"protocol":"\#(traffic.transportProtocol.rawValue)"}"#
+    /// it at `date` (`null` when it is no longer watched), and the traffic it is the path of
+    /// (`port`, `protocol`), so that two destinations told apart only by their traffic read apart.
+    package func pathEvent(
+        _ path: NetworkPath?, key: PathKey, traffic: PathTraffic = .web, at date: Date = Date()
+    ) -> String {
+        var text = JSONBuffer(capacity: 512)
+        text.append("{\"destination\":")
+        text.appendString(key.destination)
+        text.append(",\"namespace\":")
+        text.appendString(key.namespace)
+        text.append(",\"path\":")
+        if let path {
+            PathJSON.write(path, at: date, into: &text)
+        } else {
+            text.append("null")
+        }
+        text.append(",\"port\":")
+        text.append(Int(traffic.port))
+        text.append(",\"protocol\":")
+        text.appendQuoted(verbatim: traffic.transportProtocol.rawValue)
+        text.append("}")
+        return text.text
     }
 
     /// `text` as a JSON string literal, escaped as JSONEncoder escapes it.
-    package static func jsonString(_ text: String) -> String { JSONText.string(text) }
+    package static func jsonString(_ text: String) -> String { PathJSON.string(text) }
 }

@@ -90,7 +90,7 @@ struct CLIJSONSchemaTests {
 
     @Test(arguments: formattedPaths)
     func whatTheFormatterPrintsConformsWithATimestamp(_ path: NetworkPath) throws {
-        let line = PathFormatting.json(path, at: Date(timeIntervalSince1970: 1_795_376_401.123))
+        let line = PathJSON.line(path, at: Date(timeIntervalSince1970: 1_795_376_401.123))
         let violations = try Self.checker().violations(of: JSONValue.parse(line))
         #expect(violations.isEmpty, "\(line): \(violations)")
     }
@@ -127,7 +127,7 @@ struct CLIJSONSchemaTests {
 
     @Test(arguments: formattedVerdicts)
     func whatCheckAndWatchInternetPrintConforms(_ verdict: Connectivity) throws {
-        let line = PathFormatting.json(verdict, at: Date(timeIntervalSince1970: 1_795_376_401.123))
+        let line = ConnectivityJSON.line(verdict, at: Date(timeIntervalSince1970: 1_795_376_401.123))
         let violations = try Self.checker().violations(of: JSONValue.parse(line))
         #expect(violations.isEmpty, "\(line): \(violations)")
         #expect(line.contains(#""connectivity":{"#))
@@ -151,7 +151,7 @@ struct CLIJSONSchemaTests {
     func theCheckerRejectsABadVerdict(_ what: String, _ change: String, _ expectedPath: String) throws {
         guard
             case .object(var members) = try JSONValue.parse(
-                PathFormatting.json(Self.formattedVerdicts.last!, at: Date(timeIntervalSince1970: 0))),
+                ConnectivityJSON.line(Self.formattedVerdicts.last!, at: Date(timeIntervalSince1970: 0))),
             case .object(var connectivity)? = members["connectivity"],
             case .object(let replacements) = try JSONValue.parse(change)
         else {
@@ -166,7 +166,7 @@ struct CLIJSONSchemaTests {
 
     @Test func withoutATimestampTheObjectIsIncomplete() throws {
         let violations = try Self.checker().violations(
-            of: JSONValue.parse(PathFormatting.json(Self.everyInterfaceType)))
+            of: JSONValue.parse(PathJSON.line(Self.everyInterfaceType)))
         #expect(violations == ["$: timestamp is missing"])
     }
 
@@ -208,7 +208,7 @@ struct CLIJSONSchemaTests {
         // A valid satisfied line with one interface, then the change's keys replaced.
         guard
             case .object(var members) = try JSONValue.parse(
-                PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))),
+                PathJSON.line(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0))),
             case .object(let replacements) = try JSONValue.parse(change)
         else {
             Issue.record("not objects")
@@ -222,7 +222,7 @@ struct CLIJSONSchemaTests {
     @Test func aMissingKeyIsAViolation() throws {
         guard
             case .object(var members) = try JSONValue.parse(
-                PathFormatting.json(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0)))
+                PathJSON.line(Self.everyInterfaceType, at: Date(timeIntervalSince1970: 0)))
         else { return }
         members["unsatisfiedReason"] = nil
         #expect(try Self.checker().violations(of: .object(members)) == ["$: unsatisfiedReason is missing"])

@@ -40,7 +40,7 @@ struct CLIWatchTests {
     ) async -> Run {
         let run = Mutex(Run())
         let writer = PathLineWriter(
-            json: json, failure: { failure }, now: { moment },
+            json: json, failure: { failure },
             complain: { complaint in run.withLock { $0.complaints.append(complaint) } },
             write: { bytes throws(ExitCode) in
                 try run.withLock { (run) throws(ExitCode) in
@@ -49,7 +49,7 @@ struct CLIWatchTests {
                 }
             })
         writer.arm()
-        for path in paths { writer.receive(path) }
+        for path in paths { writer.receive(PathUpdate(path: path, time: moment)) }
         if finishes { writer.finish(.interrupted) }
         let ending = await writer.ending()
         return run.withLock { run in
@@ -61,20 +61,44 @@ struct CLIWatchTests {
     @Test func onlyTheLatestPathBeforeArmingIsWritten() async {
         let lines = Mutex([String]())
         let writer = PathLineWriter(
-            json: false, failure: { nil }, now: { Self.moment }, complain: { _ in },
+            json: false, failure: { nil }, complain: { _ in },
             write: { bytes throws(ExitCode) in lines.withLock { $0.append(Self.line(bytes)) } })
-        writer.receive(.unsatisfied(.linkDown))
-        writer.receive(Self.satisfied)
+        writer.receive(PathUpdate(path: .unsatisfied(.linkDown), time: Self.moment))
+        writer.receive(PathUpdate(path: Self.satisfied, time: Self.moment))
         #expect(lines.withLock { $0 }.isEmpty)
         writer.arm()
-        writer.receive(.unsatisfied(.noDefaultRoute))
+        writer.receive(PathUpdate(path: .unsatisfied(.noDefaultRoute), time: Self.moment))
         writer.finish(.interrupted)
-        writer.receive(.unsatisfied(.linkDown)) // after the end: dropped
+        writer.receive(PathUpdate(path: .unsatisfied(.linkDown), time: Self.moment)) // after the end: dropped
         #expect(await writer.ending() == .interrupted)
         #expect(
             lines.withLock { $0 } == [
                 "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
                 "2026-11-22T19:40:01.123Z unsatisfied (no default route)",
+            ])
+    }
+
+    /// An update that only changed what the path was judged from (a route's table, an interface
+    /// the path does not use) is no change of the path: no line.
+    @Test func anUpdateWithTheSamePathWritesNoLine() async {
+        let lines = Mutex([String]())
+        let writer = PathLineWriter(
+            json: false, failure: { nil }, complain: { _ in },
+            write: { bytes throws(ExitCode) in lines.withLock { $0.append(Self.line(bytes)) } })
+        writer.arm()
+        let route = RouteLookup.route(.init(interfaceIndex: 2, gateway: IPAddress("10.123.0.1")))
+        writer.receive(PathUpdate(path: Self.satisfied, routes: [.ipv4: route], time: Self.moment, sequence: 1))
+        writer.receive(
+            PathUpdate(
+                path: Self.satisfied, routes: [.ipv4: .route(.init(interfaceIndex: 2, table: 100))],
+                time: Self.moment, sequence: 2))
+        writer.receive(PathUpdate(path: .unsatisfied(.linkDown), time: Self.moment, sequence: 3))
+        writer.finish(.interrupted)
+        #expect(await writer.ending() == .interrupted)
+        #expect(
+            lines.withLock { $0 } == [
+                "2026-11-22T19:40:01.123Z satisfied veth0(wiredEthernet) ipv4 gw 10.123.0.1",
+                "2026-11-22T19:40:01.123Z unsatisfied (link down)",
             ])
     }
 
@@ -91,12 +115,12 @@ struct CLIWatchTests {
     }
 
     /// `--json` lines are written from the bytes they were made in: each the object
-    /// `PathFormatting.json` makes (held to `JSONEncoder`'s), then its newline.
+    /// `PathJSON` makes (held to `JSONEncoder`'s), then its newline.
     @Test func jsonLinesAreTheObjectsAndTheirNewlines() async throws {
         let paths = [Self.satisfied, .unsatisfied(.noDefaultRoute)]
         let run = await Self.follow(paths, json: true)
         #expect(run.thrown == nil)
-        #expect(run.lines == paths.map { PathFormatting.json($0, at: Self.moment) })
+        #expect(run.lines == paths.map { PathJSON.line($0, at: Self.moment) })
         let first = try JSONDecoder().decode(NetworkPath.self, from: Data(try #require(run.lines.first).utf8))
         #expect(first == Self.satisfied)
     }

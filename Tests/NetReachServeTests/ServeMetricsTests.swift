@@ -21,8 +21,7 @@ struct ServeMetricsTests {
     private func makeState() -> (ServeState, PrometheusCollectorRegistry) {
         let registry = PrometheusCollectorRegistry()
         let state = ServeState(
-            keys: [key], version: "9.9.9", hub: EventHub(replayCapacity: 8, clientBuffer: 8), registry: registry,
-            renderPath: { "{\"status\":\"\($0.status)\"}" })
+            keys: [key], version: "9.9.9", hub: EventHub(replayCapacity: 8, clientBuffer: 8), registry: registry)
         return (state, registry)
     }
 
@@ -97,7 +96,7 @@ struct ServeMetricsTests {
     @Test func theDefaultNamespaceIsTheFirstWatchedNotTheFirstInOrder() {
         let keys = [PathKey(namespace: "zeta", destination: ""), PathKey(namespace: "alpha", destination: "")]
         let state = ServeState(
-            keys: keys, version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8), renderPath: { _ in "{}" })
+            keys: keys, version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8))
         #expect(state.defaultNamespace == "zeta")
         #expect(state.keys.first?.namespace == "alpha")
     }
@@ -106,8 +105,7 @@ struct ServeMetricsTests {
         let odd = PathKey(namespace: "ns\"1", destination: "a\\b")
         let registry = PrometheusCollectorRegistry()
         let state = ServeState(
-            keys: [odd], version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8), registry: registry,
-            renderPath: { _ in "{}" })
+            keys: [odd], version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8), registry: registry)
         state.record(.unsatisfied(.noInterface), routes: [], for: odd, at: Date())
         #expect(registry.emitToString().contains(#"netreach_path_satisfied{namespace="ns\"1",destination="a\\b"} 0.0"#))
         let event = state.pathEvent(.unsatisfied(.noInterface), key: odd)

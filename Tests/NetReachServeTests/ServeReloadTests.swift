@@ -13,13 +13,15 @@ struct ServeReloadTests {
     private let internet = PathKey(namespace: "lab1", destination: "")
     private let db = PathKey(namespace: "lab1", destination: "db")
     private let down = NetworkPath.unsatisfied(.noDefaultRoute)
+    private let moment = Date(timeIntervalSince1970: 1_795_376_401.123)
+    /// `down`'s object in an event, as NetReach's JSON writes it at `moment`.
+    private var downJSON: String { PathJSON.line(down, at: moment) }
 
     private func makeState(_ keys: [PathKey]) -> (ServeState, PrometheusCollectorRegistry, EventHub) {
         let registry = PrometheusCollectorRegistry()
         let hub = EventHub(replayCapacity: 32, clientBuffer: 32)
         let state = ServeState(
-            keys: keys, version: "1", hub: hub, registry: registry,
-            renderPath: { "{\"status\":\"\($0.status)\"}" })
+            keys: keys, version: "1", hub: hub, registry: registry)
         return (state, registry, hub)
     }
 
@@ -44,19 +46,19 @@ struct ServeReloadTests {
     @Test func aPathFromAStoppedMonitorCannotFollowItsWithdrawal() async {
         let (state, registry, hub) = makeState([db])
         let first = state.beginRecording(db)
-        #expect(state.recordPath(down, for: db, at: Date(), recorder: first))
+        #expect(state.recordPath(down, for: db, at: moment, recorder: first))
         state.recordSeries(for: db, routes: [])
         // A reload points db elsewhere: withdrawn, and a new monitor records it.
         state.unwatch(db)
-        #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: first))
+        #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: moment, recorder: first))
         #expect(state.path(for: db) == nil)
         #expect(!state.hasReadAll)
         // The new monitor asks about other traffic: its events say which.
         let second = state.beginRecording(db, traffic: PathTraffic(transportProtocol: .udp, port: 53))
-        #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: first))
-        #expect(state.recordPath(down, for: db, at: Date(), recorder: second))
+        #expect(!state.recordPath(.unsatisfied(.noInterface), for: db, at: moment, recorder: first))
+        #expect(state.recordPath(down, for: db, at: moment, recorder: second))
         // The same path again is no change: no event.
-        #expect(!state.recordPath(down, for: db, at: Date(), recorder: second))
+        #expect(!state.recordPath(down, for: db, at: moment, recorder: second))
         state.recordSeries(for: db, routes: [])
         #expect(state.hasReadAll)
         #expect(series(registry).contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 0"#))
@@ -66,9 +68,9 @@ struct ServeReloadTests {
         let all = await events(hub, after: 0)
         #expect(
             all == [
-                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"},"port":443,"protocol":"tcp"}"#,
+                #"{"destination":"db","namespace":"lab1","path":\#(downJSON),"port":443,"protocol":"tcp"}"#,
                 #"{"destination":"db","namespace":"lab1","path":null,"port":443,"protocol":"tcp"}"#,
-                #"{"destination":"db","namespace":"lab1","path":{"status":"unsatisfied"},"port":53,"protocol":"udp"}"#,
+                #"{"destination":"db","namespace":"lab1","path":\#(downJSON),"port":53,"protocol":"udp"}"#,
             ])
     }
 
@@ -77,12 +79,12 @@ struct ServeReloadTests {
     @Test func theSeriesCountEveryChangeRecordedSinceTheyLastFollowed() {
         let (state, registry, _) = makeState([db])
         let recorder = state.beginRecording(db)
-        state.recordPath(down, for: db, at: Date(), recorder: recorder)
+        state.recordPath(down, for: db, at: moment, recorder: recorder)
         #expect(!state.hasReadAll)
         state.recordSeries(for: db, routes: [])
         #expect(state.hasReadAll)
-        state.recordPath(.unsatisfied(.noInterface), for: db, at: Date(), recorder: recorder)
-        state.recordPath(down, for: db, at: Date(), recorder: recorder)
+        state.recordPath(.unsatisfied(.noInterface), for: db, at: moment, recorder: recorder)
+        state.recordPath(down, for: db, at: moment, recorder: recorder)
         state.recordSeries(for: db, routes: [])
         let lines = series(registry)
         #expect(lines.contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 2"#), "\(lines)")
@@ -93,8 +95,8 @@ struct ServeReloadTests {
 
     @Test func pathsNoLongerWatchedAreWithdrawnFromMetricsAndEvents() async {
         let (state, registry, hub) = makeState([internet, db])
-        state.record(down, routes: [], for: internet, at: Date())
-        state.record(down, routes: [], for: db, at: Date())
+        state.record(down, routes: [], for: internet, at: moment)
+        state.record(down, routes: [], for: db, at: moment)
         #expect(series(registry).contains(#"netreach_path_satisfied{namespace="lab1",destination="db"} 0.0"#))
 
         state.watch(keys: [internet], defaultNamespace: "lab1", readyWhen: .satisfied)
@@ -110,13 +112,13 @@ struct ServeReloadTests {
         let current = await events(hub, after: nil)
         #expect(
             current == [
-                #"{"destination":"","namespace":"lab1","path":{"status":"unsatisfied"},"port":443,"protocol":"tcp"}"#
+                #"{"destination":"","namespace":"lab1","path":\#(downJSON),"port":443,"protocol":"tcp"}"#
             ])
     }
 
     @Test func aNamespaceNoLongerWatchedTakesItsInterfacesPathsAndAvailabilityAlong() async {
         let (state, registry, hub) = makeState([internet, db])
-        state.record(down, routes: [], for: internet, at: Date())
+        state.record(down, routes: [], for: internet, at: moment)
         state.record(
             interfaces: ["veth0": .init(type: .wiredEthernet, isUp: true)], available: true, namespace: "lab1")
         #expect(series(registry).contains { $0.hasPrefix("netreach_interface_up{namespace=\"lab1\"") })
@@ -132,13 +134,13 @@ struct ServeReloadTests {
 
     @Test func aDestinationGivenAnotherHostStartsAfresh() {
         let (state, registry, _) = makeState([internet, db])
-        state.record(down, routes: [], for: db, at: Date())
-        state.record(.unsatisfied(.noInterface), routes: [], for: db, at: Date())
+        state.record(down, routes: [], for: db, at: moment)
+        state.record(.unsatisfied(.noInterface), routes: [], for: db, at: moment)
         #expect(series(registry).contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 1"#))
         state.unwatch(db)
         #expect(state.keys.contains(db)) // still watched, under its new host
         #expect(!state.hasReadAll)
-        state.record(down, routes: [], for: db, at: Date())
+        state.record(down, routes: [], for: db, at: moment)
         #expect(series(registry).contains(#"netreach_path_changes_total{namespace="lab1",destination="db"} 0"#))
     }
 

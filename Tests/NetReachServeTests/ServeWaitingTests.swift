@@ -15,7 +15,7 @@ struct ServeWaitingTests {
     private func makeState(_ keys: [PathKey]) -> ServeState {
         ServeState(
             keys: keys, version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8),
-            registry: PrometheusCollectorRegistry(), renderPath: { "{\"status\":\"\($0.status)\"}" })
+            registry: PrometheusCollectorRegistry())
     }
 
     /// Counts the waiters that have returned.

@@ -86,7 +86,10 @@ public final class PathMonitor: Sendable {
     private struct State {
         var phase = Phase.idle
         var handler: (@Sendable (NetworkPath) -> Void)?
-        var observer: (@Sendable (NetworkPath) -> Void)?
+        var observer: (@Sendable (PathUpdate) -> Void)?
+        /// The last update handed to the observer, and how many were.
+        var lastUpdate: PathUpdate?
+        var sequence: UInt64 = 0
         var path = NetworkPath.unsatisfied(.monitorUnavailable)
         var hasEmitted = false
         var deliveryQueue: DispatchQueue?
@@ -357,7 +360,7 @@ public final class PathMonitor: Sendable {
             // Reported through `failure` and the path's reason, not also logged: callers that show
             // `failure` would otherwise print it twice.
             state.withLock { $0.failure = error }
-            emit(.unsatisfied(.monitorUnavailable))
+            emit(.unsatisfied(.monitorUnavailable), from: nil)
             state.withLock { if $0.phase == .starting { $0.phase = .running } }
         }
         return true
@@ -413,7 +416,7 @@ public final class PathMonitor: Sendable {
                 state.isResolving = true
                 return true
             }
-            emit(path(for: snapshot, linkTypes: &linkTypes))
+            emit(path(for: snapshot, linkTypes: &linkTypes), from: snapshot)
             return resolveAgain
         }
         if resolveAgain { resolveInBackground(on: snapshot) }
@@ -488,7 +491,9 @@ public final class PathMonitor: Sendable {
                     state.destinationRoutes = routes
                     return (previous, state.lastSnapshot, false)
                 }
-                if let latest, changed, !cancelled { self.emit(self.path(for: latest, linkTypes: &linkTypes)) }
+                if let latest, changed, !cancelled {
+                    self.emit(self.path(for: latest, linkTypes: &linkTypes), from: latest)
+                }
                 return (previous, cancelled)
             }
             previous?.cancel()
@@ -537,14 +542,25 @@ extension PathMonitor {
         set { state.withLock { $0.handler = newValue } }
     }
 
-    /// Called with the first path and every change on the thread that computed it (the source's:
-    /// the netlink engine's thread, or a simulated network's caller), in order, before the ``paths``
-    /// streams and the handler see it; set it before ``start(queue:)`` to see the first path.
+    /// Called with the first ``PathUpdate`` and every later one, on the thread that computed it
+    /// (the source's: the netlink engine's thread, or a simulated network's caller), in order,
+    /// before the ``paths`` streams and the handler see the path. Set it before ``start(queue:)``
+    /// to see the first update.
     ///
-    /// For a consumer that must not wait for a thread hop (`netreach watch` writes its line here).
-    /// The source waits while it runs: it must not block for long nor call back into the monitor,
-    /// and every other monitor sharing the source waits too.
-    package var pathObserver: (@Sendable (NetworkPath) -> Void)? {
+    /// The one way to follow what a path was judged from (the kernel's routes, the interfaces),
+    /// and the quickest: no thread hop between the kernel's message and this call. Besides each
+    /// change of the path, an update comes when only its routes or interfaces changed (see
+    /// ``PathUpdate``). The source waits while the observer runs: it must not block for long nor
+    /// call back into the monitor, and every other monitor sharing the source waits too.
+    ///
+    /// ```swift
+    /// let monitor = PathMonitor()
+    /// monitor.updateObserver = { update in
+    ///     print(update.sequence, update.time, update.path)
+    /// }
+    /// monitor.start(queue: DispatchQueue(label: "paths"))
+    /// ```
+    public var updateObserver: (@Sendable (PathUpdate) -> Void)? {
         get { state.withLock { $0.observer } }
         set { state.withLock { $0.observer = newValue } }
     }
@@ -586,26 +602,43 @@ extension PathMonitor {
     }
 
     /// Hands `path` to every ``paths`` stream at once and to the handler on the start queue,
-    /// unless it repeats the last one. Called while the monitor's evaluation lock is held, so
-    /// paths leave in the order they were computed.
-    func emit(_ path: NetworkPath) {
+    /// unless it repeats the last one, and its update (with what `snapshot` says it was judged
+    /// from) to the observer unless that repeats the last update. Called while the monitor's
+    /// evaluation lock is held, so paths leave in the order they were computed.
+    func emit(_ path: NetworkPath, from snapshot: SystemSnapshot?) {
         typealias Delivery = (
-            observer: (@Sendable (NetworkPath) -> Void)?, queue: DispatchQueue?,
-            streams: [AsyncStream<NetworkPath>.Continuation]
+            observer: (@Sendable (PathUpdate) -> Void)?, update: PathUpdate?, pathChanged: Bool,
+            queue: DispatchQueue?, streams: [AsyncStream<NetworkPath>.Continuation]
         )
         let delivery = state.withLock { state -> Delivery? in
             guard state.phase == .starting || state.phase == .running else { return nil }
-            guard !state.hasEmitted || state.path != path else { return nil }
+            let pathChanged = !state.hasEmitted || state.path != path
+            var update: PathUpdate?
+            if state.observer != nil {
+                let next = PathUpdate(
+                    path: path, routes: routes(in: snapshot, addresses: state.destinationAddresses),
+                    links: snapshot?.links ?? [:], classification: classification, time: Date(),
+                    sequence: state.sequence + 1)
+                if pathChanged || state.lastUpdate?.hasSameContent(as: next) != true {
+                    state.sequence = next.sequence
+                    state.lastUpdate = next
+                    update = next
+                }
+            }
+            guard pathChanged else { return update.map { (state.observer, $0, false, nil, []) } }
             state.path = path
             state.hasEmitted = true
             // The queue only runs the handler and posts the notification: with neither, waking it
             // would cost a thread wake-up per change for nothing (a `paths` reader wakes its own).
             let queueHasWork = state.handler != nil || state.postsNotifications
-            return (state.observer, queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values))
+            return (
+                state.observer, update, true, queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values)
+            )
         }
-        guard let (observer, queue, streams) = delivery else { return }
+        guard let (observer, update, pathChanged, queue, streams) = delivery else { return }
         // The observer first (a line written where the path was computed), the counting after.
-        observer?(path)
+        if let update { observer?(update) }
+        guard pathChanged else { return }
         for stream in streams { stream.yield(path) }
         queue?.async { [weak self] in self?.deliver(path) }
         metrics.delivered(path.status)
@@ -615,6 +648,21 @@ extension PathMonitor {
                 "status": "\(path.status)", "reason": "\(path.unsatisfiedReason.map { "\($0)" } ?? "")",
                 "interface": "\(path.primaryInterface?.name ?? "")",
             ])
+    }
+
+    /// The routes an update says its path was judged from: the internet's, or those to the first
+    /// of `addresses` in each family.
+    private func routes(in snapshot: SystemSnapshot?, addresses: [IPAddress]) -> [IPAddress.Family: RouteLookup] {
+        guard let snapshot else { return [:] }
+        var routes: [IPAddress.Family: RouteLookup] = [:]
+        guard destination != nil else {
+            for family in IPAddress.Family.allCases { routes[family] = snapshot.routeLookup(for: family) }
+            return routes
+        }
+        for address in addresses where routes[address.family] == nil {
+            routes[address.family] = snapshot.routeLookup(to: address)
+        }
+        return routes
     }
 
     /// Runs on the delivery queue.

@@ -133,17 +133,21 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
     /// the first longest run of two or more zero groups as `::`, an IPv4-compatible or -mapped
     /// address's last 32 bits dotted).
     public var description: String {
-        var text = JSONBytes(capacity: family == .ipv4 ? 15 : 45)
-        appendText(to: &text)
-        return text.text
+        String(unsafeUninitializedCapacity: Self.maximumTextLength) { writeText(into: $0) }
     }
 
-    /// Appends ``description``'s text to `text`, written here rather than by `inet_ntop` (its
-    /// IPv4 form goes through `sprintf`): every `watch --json` line writes the path's gateways.
-    package func appendText(to text: inout JSONBytes) {
+    /// The longest ``description`` can be: `ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255`.
+    package static let maximumTextLength = 45
+
+    /// Writes ``description``'s bytes at the start of `buffer` (room for ``maximumTextLength``)
+    /// and returns how many: written here rather than by `inet_ntop` (its IPv4 form goes through
+    /// `sprintf`), for writers that place the text in a buffer of their own (a JSON line's).
+    package func writeText(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        precondition(buffer.count >= Self.maximumTextLength, "room for an address's text")
+        var text = TextWriter(buffer: buffer)
         guard family == .ipv6 else {
-            Self.appendDotted(byte(at: 0), byte(at: 1), byte(at: 2), byte(at: 3), to: &text)
-            return
+            text.dotted(byte(at: 0), byte(at: 1), byte(at: 2), byte(at: 3))
+            return text.count
         }
         // The first longest run of zero groups, compressed only from two groups on.
         var runStart = -1
@@ -164,26 +168,21 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         var group = 0
         while group < 8 {
             if group == runStart {
-                text.append(byte: UInt8(ascii: ":"))
+                text.put(UInt8(ascii: ":"))
                 group += runLength
-                if group == 8 { text.append(byte: UInt8(ascii: ":")) }
+                if group == 8 { text.put(UInt8(ascii: ":")) }
                 continue
             }
-            if group != 0 { text.append(byte: UInt8(ascii: ":")) }
+            if group != 0 { text.put(UInt8(ascii: ":")) }
             // An IPv4-compatible (::a.b.c.d) or -mapped (::ffff:a.b.c.d) address, as inet_ntop.
             if group == 6 && runStart == 0 && (runLength == 6 || (runLength == 5 && self.group(5) == 0xffff)) {
-                Self.appendDotted(byte(at: 12), byte(at: 13), byte(at: 14), byte(at: 15), to: &text)
-                return
+                text.dotted(byte(at: 12), byte(at: 13), byte(at: 14), byte(at: 15))
+                return text.count
             }
-            let value = self.group(group)
-            var shift = 12
-            while shift > 0 && value >> shift == 0 { shift -= 4 }
-            while shift >= 0 {
-                text.append(byte: JSONBytes.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF))
-                shift -= 4
-            }
+            text.hex(self.group(group))
             group += 1
         }
+        return text.count
     }
 
     /// The 16-bit group `index` (0-7) of an IPv6 address.
@@ -192,14 +191,43 @@ public struct IPAddress: Sendable, Hashable, Codable, CustomStringConvertible, L
         return UInt16(truncatingIfNeeded: word >> (48 - 16 * (index % 4)))
     }
 
-    private static func appendDotted(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, to text: inout JSONBytes) {
-        text.append(Int(a))
-        text.append(byte: UInt8(ascii: "."))
-        text.append(Int(b))
-        text.append(byte: UInt8(ascii: "."))
-        text.append(Int(c))
-        text.append(byte: UInt8(ascii: "."))
-        text.append(Int(d))
+    /// Writes an address's text into a buffer with room for it.
+    private struct TextWriter {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var count = 0
+
+        mutating func put(_ byte: UInt8) {
+            buffer[count] = byte
+            count += 1
+        }
+
+        /// `a.b.c.d` in decimal.
+        mutating func dotted(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) {
+            decimal(a)
+            put(UInt8(ascii: "."))
+            decimal(b)
+            put(UInt8(ascii: "."))
+            decimal(c)
+            put(UInt8(ascii: "."))
+            decimal(d)
+        }
+
+        mutating func decimal(_ value: UInt8) {
+            if value >= 100 { put(UInt8(ascii: "0") + value / 100) }
+            if value >= 10 { put(UInt8(ascii: "0") + value / 10 % 10) }
+            put(UInt8(ascii: "0") + value % 10)
+        }
+
+        /// A group in lowercase hexadecimal, without leading zeros.
+        mutating func hex(_ value: UInt16) {
+            var shift = 12
+            while shift > 0 && value >> shift == 0 { shift -= 4 }
+            while shift >= 0 {
+                let digit = UInt8(truncatingIfNeeded: value >> shift) & 0xF
+                put(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+                shift -= 4
+            }
+        }
     }
 
     public init(from decoder: any Decoder) throws {

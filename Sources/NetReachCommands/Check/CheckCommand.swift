@@ -108,7 +108,7 @@ struct CheckCommand: NetreachSubcommand {
         let verdict = monitor.current
         do throws(StandardStream.WriteError) {
             try StandardStream.output.writeLine(
-                json ? PathFormatting.json(verdict, at: Date()) : ConnectivityReport.text(verdict))
+                json ? ConnectivityJSON.line(verdict, at: Date()) : ConnectivityReport.text(verdict))
         } catch {
             throw CLIExitCode.outputFailed(error)
         }

@@ -4,7 +4,7 @@ import NetReachConnectivity
 
 /// What `netreach check` prints: the verdict, then a line per probe (its family, URL, answer,
 /// time and verdict); with `--json`, the path's object with the verdict as `connectivity`
-/// (``Report``), as `watch --internet --json` prints each line. `watch --internet` and `wait --internet`
+/// (``ConnectivityJSON``), as `watch --internet --json` prints each line. `watch --internet` and `wait --internet`
 /// print the verdict's first line (``summary(_:)``) after the path, and its JSON as `connectivity`.
 package enum ConnectivityReport {
     /// ```
@@ -31,68 +31,5 @@ package enum ConnectivityReport {
             head += "; path: \(reason)"
         }
         return head
-    }
-
-    /// The verdict as JSON, the `connectivity` key of `check --json` and `watch --internet --json`
-    /// lines (the path's keys are at the top): `level`, `loginURL` (a portal's, when known),
-    /// `ipv4` and `ipv6` (each a `level` and its `probes`), `probesSuspended`.
-    package struct Report: Encodable {
-        var level: String
-        var loginURL: String?
-        var ipv4: Family
-        var ipv6: Family
-        var probesSuspended: String?
-
-        package init(_ verdict: Connectivity) {
-            level = verdict.level.name
-            if case .portal(let login?) = verdict.level { loginURL = login.absoluteString }
-            ipv4 = Family(verdict.ipv4)
-            ipv6 = Family(verdict.ipv6)
-            probesSuspended = verdict.probesSuspended
-        }
-    }
-
-    struct Family: Encodable {
-        var level: String
-        var probes: [Probe]
-        init(_ family: Connectivity.Family) {
-            level = family.level.name
-            probes = family.evidence.map(Probe.init)
-        }
-    }
-
-    struct Probe: Encodable {
-        var url: String
-        var expect: String
-        var family: String
-        var status: Int?
-        var latencyMilliseconds: Double
-        var verdict: String
-        var detail: String?
-        var loginURL: String?
-        var proxy: String?
-
-        init(_ result: ProbeResult) {
-            url = result.probe.url.absoluteString
-            proxy = result.proxy?.absoluteString
-            expect = result.probe.expectation.description
-            family = result.family.rawValue
-            status = result.status
-            // Microsecond precision.
-            latencyMilliseconds = (result.latency.milliseconds * 1000).rounded() / 1000
-            switch result.verdict {
-            case .passed: verdict = "passed"
-            case .portal(let login, let evidence):
-                verdict = "portal"
-                detail = evidence
-                loginURL = login?.absoluteString
-            case .intercepted(let why):
-                verdict = "intercepted"
-                detail = why
-            case .failed(let why):
-                verdict = "failed"
-                detail = why
-            }
-        }
     }
 }

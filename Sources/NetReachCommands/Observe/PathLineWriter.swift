@@ -4,8 +4,10 @@ import NetReach
 import Synchronization
 
 /// `watch`'s lines, written on the thread that computed each path (the monitor's
-/// ``PathMonitor/pathObserver``): a change reaches standard output with no thread hop and no
-/// stream between, as `ip monitor` prints what it reads.
+/// ``PathMonitor/updateObserver``): a change reaches standard output with no thread hop and no
+/// stream between, as `ip monitor` prints what it reads. A line per change of the path, stamped
+/// with the update's time; an update that only changed what the path was judged from (a route's
+/// table, an unused interface) writes nothing.
 ///
 /// Until ``arm()`` it only keeps the latest path, so nothing is written for a monitor that fails to
 /// start (the command says why instead); armed, it writes the kept path and then each one as it
@@ -26,7 +28,9 @@ final class PathLineWriter: Sendable {
 
     private struct State {
         var armed = false
-        var held: NetworkPath?
+        var held: PathUpdate?
+        /// The last path received, written or held: an update with the same path is no change.
+        var last: NetworkPath?
         var ending: Ending?
         var waiter: CheckedContinuation<Ending, Never>?
     }
@@ -34,33 +38,32 @@ final class PathLineWriter: Sendable {
     private let state = Mutex(State())
     private let json: Bool
     private let failure: @Sendable () -> PathMonitorError?
-    private let now: @Sendable () -> Date
     private let complain: @Sendable (String) -> Void
     /// Writes one line's bytes, its newline included.
     private let write: @Sendable (UnsafeRawBufferPointer) throws(ExitCode) -> Void
 
     init(
         json: Bool, failure: @escaping @Sendable () -> PathMonitorError?,
-        now: @escaping @Sendable () -> Date = Date.init,
         complain: @escaping @Sendable (String) -> Void = { StandardStream.complain($0) },
         write: @escaping @Sendable (UnsafeRawBufferPointer) throws(ExitCode) -> Void
     ) {
         self.json = json
         self.failure = failure
-        self.now = now
         self.complain = complain
         self.write = write
     }
 
-    /// A path from the monitor: written now if armed, otherwise kept until ``arm()``.
-    func receive(_ path: NetworkPath) {
+    /// An update from the monitor: its path written now if armed and changed, otherwise kept
+    /// until ``arm()``.
+    func receive(_ pathUpdate: PathUpdate) {
         update { state in
-            guard state.ending == nil else { return }
+            guard state.ending == nil, state.last != pathUpdate.path else { return }
+            state.last = pathUpdate.path
             guard state.armed else {
-                state.held = path
+                state.held = pathUpdate
                 return
             }
-            writeLine(for: path, in: &state)
+            writeLine(for: pathUpdate, in: &state)
         }
     }
 
@@ -107,15 +110,15 @@ final class PathLineWriter: Sendable {
         if let waiter, let ending { waiter.resume(returning: ending) }
     }
 
-    /// Writes `path`'s line; a failed write, or a path that says the monitor stopped observing
-    /// (after its line), ends the writing.
-    private func writeLine(for path: NetworkPath, in state: inout State) {
-        let date = now()
+    /// Writes the line of `pathUpdate`'s path; a failed write, or a path that says the monitor
+    /// stopped observing (after its line), ends the writing.
+    private func writeLine(for pathUpdate: PathUpdate, in state: inout State) {
+        let (path, date) = (pathUpdate.path, pathUpdate.time)
         do throws(ExitCode) {
             if json {
                 // The JSON's bytes and its newline, written from the buffer they were made in.
-                var line = JSONBytes(capacity: 384)
-                PathFormatting.json(path, at: date, into: &line)
+                var line = JSONBuffer(capacity: 384)
+                PathJSON.write(path, at: date, into: &line)
                 line.append(byte: UInt8(ascii: "\n"))
                 try line.withBytes(write)
             } else {

@@ -40,6 +40,6 @@ package struct StatusCommand: NetreachSubcommand {
         let monitor = try monitorOptions.startMonitor()
         defer { monitor.cancel() }
         let path = monitor.currentPath
-        try CommandOutput.writeLine(json ? PathFormatting.json(path, at: Date()) : PathFormatting.block(path))
+        try CommandOutput.writeLine(json ? PathJSON.line(path, at: Date()) : PathFormatting.block(path))
     }
 }

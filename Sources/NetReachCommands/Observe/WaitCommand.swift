@@ -189,7 +189,7 @@ package struct WaitCommand: NetreachSubcommand {
             if condition.isMet(by: verdict.path), verdict.level == .full {
                 if !quiet {
                     try CommandOutput.writeLine(
-                        json ? PathFormatting.json(verdict, at: Date()) : PathFormatting.line(verdict))
+                        json ? ConnectivityJSON.line(verdict, at: Date()) : PathFormatting.line(verdict))
                 }
                 return
             }
@@ -203,18 +203,18 @@ package struct WaitCommand: NetreachSubcommand {
             ? PathFormatting.line(last)
             : "\(condition.shortfall(of: last.path)); internet \(ConnectivityReport.summary(last))"
         StandardStream.complain("timed out after \(timeout): \(shortfall)")
-        if json && !quiet { try CommandOutput.writeLine(PathFormatting.json(last, at: Date())) }
+        if json && !quiet { try CommandOutput.writeLine(ConnectivityJSON.line(last, at: Date())) }
         throw CLIExitCode.timedOut
     }
 
     private func succeed(with path: NetworkPath) throws(ExitCode) {
         if !quiet {
-            try CommandOutput.writeLine(json ? PathFormatting.json(path, at: Date()) : PathFormatting.line(path))
+            try CommandOutput.writeLine(json ? PathJSON.line(path, at: Date()) : PathFormatting.line(path))
         }
     }
 
     private func timeOut(lastPath: NetworkPath) throws(ExitCode) -> Never {
-        if json && !quiet { try CommandOutput.writeLine(PathFormatting.json(lastPath, at: Date())) }
+        if json && !quiet { try CommandOutput.writeLine(PathJSON.line(lastPath, at: Date())) }
         StandardStream.complain("timed out after \(timeout): \(condition.shortfall(of: lastPath))")
         throw CLIExitCode.timedOut
     }

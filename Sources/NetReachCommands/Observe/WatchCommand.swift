@@ -79,7 +79,7 @@ package struct WatchCommand: NetreachSubcommand {
         let lines = PathLineWriter(
             json: json, failure: { monitor.failure },
             write: { line throws(ExitCode) in try CommandOutput.write(line) })
-        monitor.pathObserver = { lines.receive($0) }
+        monitor.updateObserver = { lines.receive($0) }
         // An interrupt is an orderly exit: status 0, every line already written.
         let signalSources = TerminationSignals.install { lines.finish(.interrupted) }
         defer { signalSources.forEach { $0.cancel() } }
@@ -134,7 +134,7 @@ package struct WatchCommand: NetreachSubcommand {
         try await follow(
             verdicts, path: \.path, isRepeat: { $0.path == $1.path && $0.levels == $1.levels },
             line: { verdict, date in
-                json ? PathFormatting.json(verdict, at: date) : PathFormatting.timestampedLine(verdict, at: date)
+                json ? ConnectivityJSON.line(verdict, at: date) : PathFormatting.timestampedLine(verdict, at: date)
             },
             failure: failure, now: now, complain: complain, write: write)
     }

@@ -262,8 +262,7 @@ package struct ServeCommand: NetreachSubcommand {
             StandardStream.complain("serve: \(configPath.map { "\($0): " } ?? "")\(error)")
             throw CLIExitCode.configInvalid
         }
-        var configuration = ServeConfiguration(
-            version: NetreachCommand.version, renderPath: { PathFormatting.json($0, at: Date()) })
+        var configuration = ServeConfiguration(version: NetreachCommand.version)
         configuration.host = address?.host ?? "127.0.0.1"
         configuration.port = address?.port ?? 9_817
         configuration.targets = targets
@@ -307,8 +306,7 @@ package struct ServeCommand: NetreachSubcommand {
         if internetOptions.internet {
             configuration.connectivity = ConnectivitySetup(
                 configuration: try internetConfiguration(file: file),
-                prober: capabilities.makeProber(internetOptions.probing.transportSettings()),
-                renderVerdict: { PathFormatting.json($0, at: Date()) })
+                prober: capabilities.makeProber(internetOptions.probing.transportSettings()))
         }
         let listening = Atomic(false)
         let scheme = configuration.web?.usesTLS == true ? "https" : "http"

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import NetReach
+import NetReachConnectivity
 
 /// Every endpoint of `serve`, routed by path and method: unknown paths are `404`, a known path
 /// asked with a method it does not answer is `405` with `Allow`, a malformed query `400` with the
@@ -128,13 +129,13 @@ package struct ServeResponder: HTTPResponder {
         case .probe:
             return await probe(query, request: request)
         case .connectivity:
-            guard let render = state.renderVerdict else {
+            guard state.judgesConnectivity else {
                 return Self.text(.notFound, "no probe is configured: serve --internet --probe URL\n")
             }
             guard let verdict = state.verdict(namespace: state.defaultNamespace) else {
                 return Self.text(.serviceUnavailable, "the internet has not been judged yet\n")
             }
-            return Self.text(.ok, render(verdict) + "\n", contentType: "application/json")
+            return Self.text(.ok, ConnectivityJSON.line(verdict, at: Date()) + "\n", contentType: "application/json")
         case .events:
             return events(request: request, context: context)
         case .livez:
@@ -160,7 +161,7 @@ package struct ServeResponder: HTTPResponder {
             let verdict = Health.health(
                 paths: state.paths, keys: state.keys,
                 verdict: state.verdict(namespace: state.defaultNamespace),
-                judges: state.renderVerdict != nil)
+                judges: state.judgesConnectivity)
             switch verdict {
             case .passing: return Self.text(.ok, "passing\n")
             case .warning(let reason): return Self.text(.init(code: verdict.statusCode), "warning: \(reason)\n")
@@ -184,7 +185,7 @@ package struct ServeResponder: HTTPResponder {
         guard let path = state.path(for: key) else {
             return Self.text(.serviceUnavailable, "the path \(key) has not been read yet\n")
         }
-        return Self.text(.ok, state.renderPath(path) + "\n", contentType: "application/json")
+        return Self.text(.ok, PathJSON.line(path, at: Date()) + "\n", contentType: "application/json")
     }
 
     /// `/probe?target=DEST[&namespace=NS]`: one destination's path, for Prometheus's multi-target
@@ -201,9 +202,9 @@ package struct ServeResponder: HTTPResponder {
             header: request.headers[HTTPField.Name("X-Prometheus-Scrape-Timeout-Seconds")!])
         let started = ContinuousClock.now
         do {
-            let path = try await targetProbe.path(to: target, namespace: namespace, timeout: timeout)
+            let update = try await targetProbe.update(to: target, namespace: namespace, timeout: timeout)
             let text = TargetProbe.exposition(
-                of: path, target: target, namespace: namespace, duration: ContinuousClock.now - started)
+                of: update, target: target, namespace: namespace, duration: ContinuousClock.now - started)
             return Self.text(.ok, text, contentType: MetricsExposition.contentType)
         } catch {
             switch error {

@@ -14,7 +14,7 @@ import Prometheus
 ///
 /// ```swift
 /// let probe = TargetProbe(namespaces: ["": nil, "blue": .named("blue")])
-/// let path = try await probe.path(to: "10.0.0.5", namespace: "blue", timeout: .seconds(5))
+/// let update = try await probe.update(to: "10.0.0.5", namespace: "blue", timeout: .seconds(5))
 /// ```
 package final class TargetProbe: Sendable {
     /// Why a probe was not made.
@@ -51,8 +51,11 @@ package final class TargetProbe: Sendable {
         self.namespaces.withLock { $0 = namespaces }
     }
 
-    /// The kernel's path to `target` in the namespace labelled `namespace`, within `timeout`.
-    package func path(to target: String, namespace: String, timeout: Duration) async throws(Refusal) -> NetworkPath {
+    /// The kernel's path to `target` in the namespace labelled `namespace`, and the routes it was
+    /// judged from, within `timeout`.
+    package func update(
+        to target: String, namespace: String, timeout: Duration
+    ) async throws(Refusal) -> PathUpdate {
         guard let entry = namespaces.withLock({ $0[namespace] }) else { throw .unknownNamespace(namespace) }
         let admitted = running.withLock { running in
             guard running < limit else { return false }
@@ -75,27 +78,29 @@ package final class TargetProbe: Sendable {
                 ?? .failure(.timedOut(host: host, seconds: seconds))
         }
         let answer = resolved
-        let unread = NetworkPath.unsatisfied(.monitorUnavailable)
+        let unread = PathUpdate(path: .unsatisfied(.monitorUnavailable))
         return await routes.run(until: deadline) {
             let monitor = PathMonitor(destination: destination, namespace: entry, resolve: { _, _ in answer })
+            let first = Locked<PathUpdate?>(nil)
+            monitor.updateObserver = { update in first.withLock { $0 = $0 ?? update } }
+            // Returns once the state has been read: the first update is in.
             monitor.start(queue: DispatchQueue(label: "netreach.serve.probe.monitor"))
-            let path = monitor.currentPath
             monitor.cancel()
-            return path
+            return first.withLock { $0 } ?? unread
         } ?? unread
     }
 
     /// The answer's text: `probe_success`, `probe_duration_seconds`, then the path's series as
     /// `/metrics` has them, labelled with the target as `destination`.
     package static func exposition(
-        of path: NetworkPath, target: String, namespace: String, duration: Duration
+        of update: PathUpdate, target: String, namespace: String, duration: Duration
     ) -> String {
         let registry = PrometheusCollectorRegistry()
         var series = MetricSeries(registry: registry)
         let key = PathKey(namespace: namespace, destination: target)
-        let family = IPAddress(target)?.family ?? path.gateways.first?.family ?? .ipv4
+        let path = update.path
         let samples = PathSamples.samples(
-            of: path, key: key, routes: PathSamples.routes(of: path, family: family), lastChange: 0
+            of: path, key: key, routes: PathSamples.routes(of: update), lastChange: 0
         ).filter { $0.name != "netreach_path_last_change_timestamp_seconds" }
         series.replace(group: "path", with: samples)
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

@@ -72,15 +72,16 @@ package enum PathSamples {
         return samples
     }
 
-    /// The routes of a path to a destination that has one family: its primary interface and its
-    /// gateway of that family.
-    package static func routes(of path: NetworkPath, family: IPAddress.Family) -> [Route] {
-        guard let interface = path.primaryInterface else { return [] }
-        let gateway = path.gateways.first { $0.family == family }
-        return [
-            Route(
+    /// The kernel's routes an update's path was judged from, one per family that has one, with
+    /// their interfaces named and typed as the monitor does.
+    package static func routes(of update: PathUpdate) -> [Route] {
+        IPAddress.Family.allCases.compactMap { family in
+            guard case .route(let route) = update.routes[family],
+                let interface = update.interface(at: route.interfaceIndex)
+            else { return nil }
+            return Route(
                 family: family, interface: interface.name, interfaceType: interface.type,
-                gateway: gateway.map { "\($0)" } ?? "")
-        ]
+                gateway: route.gateway.map { "\($0)" } ?? "")
+        }
     }
 }

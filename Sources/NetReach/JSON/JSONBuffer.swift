@@ -1,23 +1,23 @@
-/// JSON string literals written by hand, escaped exactly as Foundation's `JSONEncoder` escapes
-/// them (with `.withoutEscapingSlashes`): `"` and `\`, the control characters (`\b \f \n \r \t`
-/// by name, the others as `\u00XX`), everything else as it is. For the command line's and
-/// `serve`'s one-line JSON, which is written on every change; tests hold it to the encoder.
-package enum JSONText {
-    /// `value` as a JSON string literal, quotes included.
-    package static func string(_ value: String) -> String {
-        var text = JSONBytes(capacity: value.utf8.count + 2)
-        text.appendString(value)
-        return text.text
-    }
-}
+import Foundation
 
-/// A line of JSON built as UTF-8 bytes in one buffer: literals are copied, numbers written digit
-/// by digit, and the text is made once at the end. Building the same line with `String` appends and
-/// interpolations took ~21,000 instructions per `watch --json` line (callgrind; a fifth of a
-/// change's work); with an array of bytes ~6,800, most of them the array's checks on each append;
-/// with this buffer of its own ~4,300, timestamp and the final string included (Benchmarks/RESULTS.md,
-/// section 32).
-package struct JSONBytes: ~Copyable {
+/// The buffer of NetReach's JSON writer (``PathJSON``): one line of JSON built as UTF-8 bytes,
+/// literals copied, numbers written digit by digit, strings escaped exactly as Foundation's
+/// `JSONEncoder` escapes them (with `.withoutEscapingSlashes`: `"` and `\`, the control characters
+/// `\b \f \n \r \t` by name and the others as `\u00XX`, everything else as it is), and the text
+/// made once at the end.
+///
+/// A buffer of its own rather than `String` appends (~21,000 instructions a `watch --json` line)
+/// or an array of bytes (~6,800, most of them the array's checks on each append): ~4,300, the
+/// timestamp and the final string included (callgrind).
+///
+/// ```swift
+/// var line = JSONBuffer(capacity: 64)
+/// line.append("{\"name\":")
+/// line.appendString("eth0")
+/// line.append("}")
+/// line.text   // {"name":"eth0"}
+/// ```
+package struct JSONBuffer: ~Copyable {
     private var start: UnsafeMutablePointer<UInt8>
     private var count = 0
     private var capacity: Int
@@ -80,11 +80,50 @@ package struct JSONBytes: ~Copyable {
         append(byte: UInt8(ascii: "\""))
     }
 
-    /// Appends `address`'s text (``IPAddress/description``) in quotes.
+    /// Appends `address`'s text (``IPAddress/description``) in quotes, written in place.
     package mutating func appendQuoted(_ address: IPAddress) {
-        append(byte: UInt8(ascii: "\""))
-        address.appendText(to: &self)
-        append(byte: UInt8(ascii: "\""))
+        reserve(IPAddress.maximumTextLength + 2)
+        start[count] = UInt8(ascii: "\"")
+        let length = address.writeText(
+            into: UnsafeMutableBufferPointer(start: start + count + 1, count: IPAddress.maximumTextLength))
+        start[count + 1 + length] = UInt8(ascii: "\"")
+        count += length + 2
+    }
+
+    /// Appends `value` as `JSONEncoder` writes a `Double`: Swift's shortest form that reads back
+    /// the same, without a `.0` for a whole number (`12`, `0.5`, `1e-05`). Only finite values
+    /// (a measured latency): JSON has no NaN nor infinity.
+    package mutating func append(_ value: Double) {
+        precondition(value.isFinite, "JSON cannot carry \(value)")
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        text.withUTF8 { append(bytes: $0) }
+    }
+
+    /// Appends `date` as `2026-11-22T19:40:01.123Z`: ISO 8601 in UTC with milliseconds, by
+    /// arithmetic (``UTCDay``) rather than a Foundation format style, which brings in ICU, or
+    /// `gmtime_r`'s call and locking on every line.
+    package mutating func appendTimestamp(_ date: Date) {
+        // Nearest millisecond: truncating would turn float noise (-0.001 s is -1.0000000000000009 ms)
+        // into a wrong last digit.
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let seconds = milliseconds.quotient(dividingBy: 1000)
+        let day = UTCDay(daysSince1970: seconds.quotient(dividingBy: 86_400))
+        let secondOfDay = Int(seconds.remainder(dividingBy: 86_400))
+        append(day.year, width: 4)
+        append("-")
+        append(day.month, width: 2)
+        append("-")
+        append(day.day, width: 2)
+        append("T")
+        append(secondOfDay / 3600, width: 2)
+        append(":")
+        append(secondOfDay / 60 % 60, width: 2)
+        append(":")
+        append(secondOfDay % 60, width: 2)
+        append(".")
+        append(Int(milliseconds.remainder(dividingBy: 1000)), width: 3)
+        append("Z")
     }
 
     /// Appends `true` or `false`.
@@ -150,8 +189,41 @@ package struct JSONBytes: ~Copyable {
         byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
-    /// Lowercase, as `JSONEncoder` writes `\u001f` (and `inet_ntop` an IPv6 group).
-    package static func hexDigit(_ value: UInt8) -> UInt8 {
+    /// Lowercase, as `JSONEncoder` writes `\u001f`.
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
+}
+
+/// A day of the proleptic Gregorian calendar from its number since 1970-01-01, by arithmetic
+/// (Howard Hinnant's `civil_from_days`), as `gmtime_r` gives it; `JSONParityTests` holds the two
+/// to each other.
+package struct UTCDay: Equatable {
+    package var year: Int
+    package var month: Int
+    package var day: Int
+
+    package init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    package init(daysSince1970 days: Int64) {
+        let shifted = days + 719_468 // days since 0000-03-01
+        let era = shifted.quotient(dividingBy: 146_097)
+        let dayOfEra = shifted - era * 146_097 // 0...146_096
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100) // from March 1
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        day = Int(dayOfYear - (153 * monthFromMarch + 2) / 5 + 1)
+        month = Int(monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9)
+        year = Int(yearOfEra + era * 400) + (month <= 2 ? 1 : 0)
+    }
+}
+
+extension Int64 {
+    /// Floor division and a non-negative remainder, so dates before 1970 format correctly too.
+    fileprivate func quotient(dividingBy divisor: Int64) -> Int64 { (self - remainder(dividingBy: divisor)) / divisor }
+    fileprivate func remainder(dividingBy divisor: Int64) -> Int64 { ((self % divisor) + divisor) % divisor }
 }
