@@ -654,6 +654,11 @@ extension PathMonitor {
     /// of `addresses` in each family.
     private func routes(in snapshot: SystemSnapshot?, addresses: [IPAddress]) -> [IPAddress.Family: RouteLookup] {
         guard let snapshot else { return [:] }
+        // The kernel's answers as the snapshot holds them (shared, not copied), unless a
+        // hand-built snapshot leaves a family to the emulated lookup.
+        if destination == nil, snapshot.routeLookups.count == IPAddress.Family.allCases.count {
+            return snapshot.routeLookups
+        }
         var routes: [IPAddress.Family: RouteLookup] = [:]
         guard destination != nil else {
             for family in IPAddress.Family.allCases { routes[family] = snapshot.routeLookup(for: family) }
