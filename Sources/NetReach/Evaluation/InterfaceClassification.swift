@@ -31,9 +31,14 @@ public struct InterfaceClassification: Sendable, Hashable {
     /// The automatic rules alone.
     public static let automatic = InterfaceClassification()
 
-    /// The type of a link: an override if one matches, else the kernel's and sysfs' facts.
+    /// The type of a link: an override if one matches, else the kernel's and sysfs' facts
+    /// (``SystemSnapshot/Link/automaticType``, worked out when the link was made).
     public func type(of link: SystemSnapshot.Link) -> InterfaceType {
-        if let override = Self.lookup(link.name, in: typeOverrides) { return override }
+        Self.lookup(link.name, in: typeOverrides) ?? link.automaticType
+    }
+
+    /// The type the kernel's and sysfs' facts give `link`, without overrides.
+    static func automaticType(of link: SystemSnapshot.Link) -> InterfaceType {
         if link.isLoopback || link.hardwareType == SystemSnapshot.Link.loopbackHardwareType { return .loopback }
         if link.isWireless || link.deviceType == "wlan" { return .wifi }
         if link.deviceType == "wwan" || Self.bytes(of: link.kind, areOneOf: Self.cellularKinds) { return .cellular }
@@ -60,9 +65,8 @@ public struct InterfaceClassification: Sendable, Hashable {
     private static let wirelessPrefixes: [StaticString] = ["wlan", "wlp", "wlx"]
     private static let cellularPrefixes: [StaticString] = ["wwan"]
 
-    // Kinds and names are the kernel's bytes, compared as bytes: the classifier runs for every
-    // link on every change, and hashing the kind for a set and `hasPrefix`'s Unicode rules were
-    // ~700 instructions a link (callgrind; Benchmarks/RESULTS.md, section 32).
+    // Kinds and names are the kernel's bytes, compared as bytes, without hashing the kind for a
+    // set or `hasPrefix`'s Unicode rules.
     private static func bytes(of text: String?, areOneOf words: [StaticString]) -> Bool {
         guard var text else { return false }
         return text.withUTF8 { bytes in

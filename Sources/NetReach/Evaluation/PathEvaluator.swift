@@ -43,30 +43,8 @@ public enum PathEvaluator {
         classification: InterfaceClassification = .automatic,
         destinations: [IPAddress]? = nil
     ) -> NetworkPath {
-        var linkTypes = LinkTypes()
-        return evaluate(
-            snapshot, requirements: requirements, classification: classification, destinations: destinations,
-            linkTypes: &linkTypes)
-    }
-
-    /// The link types an evaluation classified, carried to the next one by a monitor (always with
-    /// the same classification): a snapshot whose links are the last one's reuses them instead of
-    /// classifying every link again. A route or rule change leaves the store's links as they were,
-    /// one dictionary, which `==` recognises by identity before comparing anything.
-    struct LinkTypes: Sendable {
-        var links: [Int: SystemSnapshot.Link] = [:]
-        var types: [Int: InterfaceType] = [:]
-    }
-
-    /// ``evaluate(_:requirements:classification:destinations:)`` with the link types of the last
-    /// evaluation (`linkTypes`), which it brings up to date.
-    static func evaluate(
-        _ snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification,
-        destinations: [IPAddress]? = nil, linkTypes: inout LinkTypes
-    ) -> NetworkPath {
         if snapshot.observationFailure != nil { return .unsatisfied(.monitorUnavailable) }
-        let judge = Judge(
-            snapshot: snapshot, requirements: requirements, classification: classification, carried: &linkTypes)
+        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
         if let destinations {
             let verdicts = destinations.map { destination in
                 (
@@ -81,16 +59,8 @@ public enum PathEvaluator {
         if requirements.requiredInterfaceType == .loopback {
             return evaluateLoopback(snapshot, requirements: requirements, classification: classification)
         }
-        // Why a family has no route is told by its links, which only an unsatisfied path shows:
-        // worked out when neither family is usable, not for the missing family of an IPv4-only or
-        // IPv6-only host on its every change.
-        let ipv4 = judge.familyVerdict(.ipv4, explained: false)
-        let ipv6 = judge.familyVerdict(.ipv6, explained: false)
-        guard ipv4.usable != nil || ipv6.usable != nil else {
-            return judge.path(
-                from: [(.ipv4, judge.explain(ipv4, .ipv4)), (.ipv6, judge.explain(ipv6, .ipv6))], withStandby: true)
-        }
-        return judge.path(from: [(.ipv4, ipv4), (.ipv6, ipv6)], withStandby: true)
+        return judge.path(
+            from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
     }
 
     /// Why each family cannot carry traffic to the internet, by the rules of
@@ -115,9 +85,6 @@ public enum PathEvaluator {
     enum Verdict {
         case usable(Use)
         case unusable(Failure)
-        /// Unusable for want of a route, with why (what the links say, `Judge.linkReason`) not
-        /// worked out yet: only an unsatisfied path shows it.
-        case noRouteUnexplained
 
         var usable: Use? { if case .usable(let use) = self { use } else { nil } }
         var failure: Failure? { if case .unusable(let failure) = self { failure } else { nil } }
@@ -155,56 +122,9 @@ public enum PathEvaluator {
         let snapshot: SystemSnapshot
         let requirements: PathRequirements
         let classification: InterfaceClassification
-        /// Links' types, classified once per evaluation: the rules ask for the same links' types
-        /// many times (a tenth of a change's instructions went to classifying, callgrind). All of
-        /// them up front on a host with few links; on one with hundreds (a container host), each
-        /// when first asked for, since with routes in both families the rules need only theirs.
-        private let types: [Int: InterfaceType]?
-        private let memo: TypeMemo?
-
-        /// Up to this many links, every one is classified up front.
-        static let classifiedUpFront = 64
-
-        /// One evaluation's memo of link types (one thread, one evaluation: no lock).
-        private final class TypeMemo {
-            var known: [Int: InterfaceType]
-            init(capacity: Int) { known = Dictionary(minimumCapacity: capacity) }
-        }
-
-        init(snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification) {
-            var carried = LinkTypes()
-            self.init(snapshot: snapshot, requirements: requirements, classification: classification, carried: &carried)
-        }
-
-        /// A judge that takes the link types from `carried` when its links are the snapshot's, and
-        /// leaves there the ones it classified.
-        init(
-            snapshot: SystemSnapshot, requirements: PathRequirements, classification: InterfaceClassification,
-            carried: inout LinkTypes
-        ) {
-            self.snapshot = snapshot
-            self.requirements = requirements
-            self.classification = classification
-            if snapshot.links.count <= Self.classifiedUpFront {
-                if carried.links != snapshot.links || carried.types.count != snapshot.links.count {
-                    carried = LinkTypes(
-                        links: snapshot.links, types: snapshot.links.mapValues(classification.type(of:)))
-                }
-                types = carried.types
-                memo = nil
-            } else {
-                types = nil
-                memo = TypeMemo(capacity: snapshot.links.count)
-            }
-        }
-
-        /// The type of one of the snapshot's links.
-        func interfaceType(of link: SystemSnapshot.Link) -> InterfaceType {
-            if let known = types?[link.index] ?? memo?.known[link.index] { return known }
-            let type = classification.type(of: link)
-            memo?.known[link.index] = type
-            return type
-        }
+        /// The type of one of the snapshot's links: its automatic type (worked out when the link
+        /// was made), unless the classification overrides it by name.
+        func interfaceType(of link: SystemSnapshot.Link) -> InterfaceType { classification.type(of: link) }
 
         /// The path from verdicts in order of preference: satisfied through the interfaces of the
         /// usable ones (plus, for the internet, standby interfaces), else the most telling reason.
@@ -223,9 +143,6 @@ public enum PathEvaluator {
                 case .unusable(let failure):
                     // The first of the weightiest, as `max(by:)` picks.
                     if failure.weight > telling?.weight ?? -1 { telling = failure }
-                case .noRouteUnexplained:
-                    // Only beside a usable family (`evaluate`): no reason is needed.
-                    continue
                 case .usable(let use):
                     if family == .ipv4 { supportsIPv4 = true } else { supportsIPv6 = true }
                     if !use.otherLegs.isEmpty { isMultipath = true }
@@ -257,10 +174,9 @@ public enum PathEvaluator {
         /// The verdict for traffic to the internet over `family`: the unbound route's, or, when that
         /// route uses an interface the requirements exclude, the first allowed interface whose
         /// bound lookup is usable (lowest main-table default metric first, then interface index).
-        /// Not `explained`: no route is ``Verdict/noRouteUnexplained``.
-        func familyVerdict(_ family: IPAddress.Family, explained: Bool = true) -> Verdict {
+        func familyVerdict(_ family: IPAddress.Family) -> Verdict {
             let unbound = verdict(
-                snapshot.routeLookup(for: family), family: family, manyFlows: true, explained: explained)
+                snapshot.routeLookup(for: family), family: family, manyFlows: true)
             guard let failure = unbound.failure, failure.reason == .excludedByRequirements, failure.fromRoute else {
                 return unbound
             }
@@ -274,8 +190,7 @@ public enum PathEvaluator {
             var telling: Failure?
             for link in candidates {
                 let bound = verdict(
-                    snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family,
-                    explained: explained)
+                    snapshot.scopedRouteLookup(for: family, interfaceIndex: link.index), family: family)
                 if bound.usable != nil { return bound }
                 // A bound lookup refused by a kill switch says more than "no default route".
                 if let failure = bound.failure, failure.fromRoute, failure.weight > telling?.weight ?? -1 {
@@ -286,7 +201,7 @@ public enum PathEvaluator {
             // that an excluded one works.
             guard !candidates.isEmpty else { return unbound }
             if let telling { return .unusable(telling) }
-            return noRoute(family, explained: explained)
+            return noRoute(family)
         }
 
         /// Interfaces the kernel does not use now but that could carry traffic: allowed, up with
@@ -338,7 +253,6 @@ public enum PathEvaluator {
         func verdict(
             _ lookup: RouteLookup, family: IPAddress.Family, linkLocalDestination: Bool = false,
             manyFlows: Bool = false,
-            explained: Bool = true
         ) -> Verdict {
             switch lookup {
             case .route(let route):
@@ -386,7 +300,7 @@ public enum PathEvaluator {
             case .refused:
                 return .unusable(Failure(reason: .routeRefused, fromRoute: true))
             case .noRoute, .failed:
-                return noRoute(family, explained: explained)
+                return noRoute(family)
             }
         }
 
@@ -419,16 +333,9 @@ public enum PathEvaluator {
             }
         }
 
-        /// No route for `family`: unusable, with why told by the links (``linkReason(family:)``)
-        /// when `explained`, else ``Verdict/noRouteUnexplained``.
-        func noRoute(_ family: IPAddress.Family, explained: Bool = true) -> Verdict {
-            explained ? .unusable(Failure(reason: linkReason(family: family), fromRoute: false)) : .noRouteUnexplained
-        }
-
-        /// `verdict` with its reason worked out if it is ``Verdict/noRouteUnexplained``.
-        func explain(_ verdict: Verdict, _ family: IPAddress.Family) -> Verdict {
-            guard case .noRouteUnexplained = verdict else { return verdict }
-            return noRoute(family)
+        /// No route for `family`: unusable, with why told by the links (``linkReason(family:)``).
+        func noRoute(_ family: IPAddress.Family) -> Verdict {
+            .unusable(Failure(reason: linkReason(family: family), fromRoute: false))
         }
 
         /// Why there is no route, told by the links: the furthest any allowed link got.

@@ -20,22 +20,26 @@ public struct SystemSnapshot: Sendable, Hashable {
         /// Kernel interface index.
         public var index: Int
         /// Interface name.
-        public var name: String
+        public var name: String { didSet { classify() } }
         /// `IFF_UP`: administratively up.
         public var isUp: Bool
         /// `IFF_RUNNING`: the link has carrier and is operational. `IFF_LOWER_UP` alone is not
         /// enough: a veth shows `LOWER_UP` while still `NO-CARRIER` (seen on this kernel).
         public var hasCarrier: Bool
         /// `IFF_LOOPBACK`.
-        public var isLoopback: Bool
+        public var isLoopback: Bool { didSet { classify() } }
         /// The link-layer type (`ARPHRD_*`; 1 is Ethernet).
-        public var hardwareType: UInt16
+        public var hardwareType: UInt16 { didSet { classify() } }
         /// The driver kind from `IFLA_INFO_KIND` (`veth`, `bridge`, `tun`, `wireguard`, ...), if any.
-        public var kind: String?
+        public var kind: String? { didSet { classify() } }
         /// `DEVTYPE` from sysfs `uevent` (`wlan`, `wwan`, `bridge`, ...), if readable.
-        public var deviceType: String?
+        public var deviceType: String? { didSet { classify() } }
         /// Whether sysfs shows `wireless` or `phy80211` for the interface.
-        public var isWireless: Bool
+        public var isWireless: Bool { didSet { classify() } }
+        /// The type the kernel's and sysfs' facts above give (``InterfaceClassification/automatic``),
+        /// worked out once when the link is made or one of those facts changes, not on every
+        /// evaluation; a classification's overrides by name apply on top.
+        public private(set) var automaticType: InterfaceType = .other
 
         /// Ethernet, the most common `hardwareType`.
         public static let ethernetHardwareType: UInt16 = 1
@@ -57,7 +61,10 @@ public struct SystemSnapshot: Sendable, Hashable {
             self.kind = kind
             self.deviceType = deviceType
             self.isWireless = isWireless
+            classify()
         }
+
+        private mutating func classify() { automaticType = InterfaceClassification.automaticType(of: self) }
 
         /// Up with carrier: able to carry traffic.
         public var isOperational: Bool { isUp && hasCarrier }

@@ -77,9 +77,8 @@ public final class PathMonitor: Sendable {
     /// answer, for a connectivity judge of the same path); the monitor only carries it.
     package let evidence = PathEvidence()
     /// Held while a path is computed and emitted, so paths from the source and from a finished
-    /// re-resolution reach the handler in the order they were computed; holds the link types the
-    /// last evaluation classified, for the next one.
-    private let evaluation = Locked(PathEvaluator.LinkTypes())
+    /// re-resolution reach the handler in the order they were computed.
+    private let evaluation = Locked(())
 
     private enum Phase { case idle, starting, running, cancelled }
 
@@ -402,7 +401,7 @@ public final class PathMonitor: Sendable {
 
     /// Called by the source, one snapshot at a time.
     private func receive(_ snapshot: SystemSnapshot) {
-        let resolveAgain = evaluation.withLock { linkTypes in
+        let resolveAgain = evaluation.withLock { _ in
             let resolveAgain = state.withLock { state -> Bool in
                 if let failure = snapshot.observationFailure { state.failure = failure }
                 state.lastSnapshot = snapshot
@@ -416,23 +415,21 @@ public final class PathMonitor: Sendable {
                 state.isResolving = true
                 return true
             }
-            emit(path(for: snapshot, linkTypes: &linkTypes), from: snapshot)
+            emit(path(for: snapshot), from: snapshot)
             return resolveAgain
         }
         if resolveAgain { resolveInBackground(on: snapshot) }
     }
 
-    /// The path `snapshot` gives this monitor; `linkTypes` is the evaluation lock's.
-    private func path(for snapshot: SystemSnapshot, linkTypes: inout PathEvaluator.LinkTypes) -> NetworkPath {
+    /// The path `snapshot` gives this monitor.
+    private func path(for snapshot: SystemSnapshot) -> NetworkPath {
         guard destination != nil else {
-            return PathEvaluator.evaluate(
-                snapshot, requirements: requirements, classification: classification, linkTypes: &linkTypes)
+            return PathEvaluator.evaluate(snapshot, requirements: requirements, classification: classification)
         }
         let addresses = state.withLock { $0.destinationAddresses }
         if addresses.isEmpty && snapshot.observationFailure == nil { return .unsatisfied(.destinationUnresolved) }
         return PathEvaluator.evaluate(
-            snapshot, requirements: requirements, classification: classification, destinations: addresses,
-            linkTypes: &linkTypes)
+            snapshot, requirements: requirements, classification: classification, destinations: addresses)
     }
 
     /// Resolves the destination (bounded by `resolutionTimeout`) and has the source look up the
@@ -473,7 +470,7 @@ public final class PathMonitor: Sendable {
             let changed = self.state.withLock { $0.destinationAddresses != addresses }
             // Registered before the switch, so the snapshot evaluated below already has the answers.
             let routes = changed && !addresses.isEmpty ? self.source.lookUpRoutes(to: addresses) : nil
-            let (previous, cancelled) = self.evaluation.withLock { linkTypes in
+            let (previous, cancelled) = self.evaluation.withLock { _ in
                 let (previous, latest, cancelled) = self.state.withLock {
                     state -> (PathSubscription?, SystemSnapshot?, Bool) in
                     state.isResolving = false
@@ -492,7 +489,7 @@ public final class PathMonitor: Sendable {
                     return (previous, state.lastSnapshot, false)
                 }
                 if let latest, changed, !cancelled {
-                    self.emit(self.path(for: latest, linkTypes: &linkTypes), from: latest)
+                    self.emit(self.path(for: latest), from: latest)
                 }
                 return (previous, cancelled)
             }
