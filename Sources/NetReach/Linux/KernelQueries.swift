@@ -25,13 +25,13 @@ struct KernelQueries {
     /// change what an IPv6 socket is routed by, so a change of one family asks only its own.
     var stale: LookupFamilies = .both
     /// What the last answers depend on, for ``SnapshotStore/absorb(_:watching:)``, once
-    /// ``settle()`` has run. A change of destinations always marks the lookups stale, so this is
+    /// ``settle(_:)`` has run. A change of destinations always marks the lookups stale, so this is
     /// never behind when a message is read.
     private(set) var watch: SnapshotStore.LookupWatch
     /// When to ask again with no message: a route the last answers chose expires (an IPv6 route
     /// from a router advertisement, which the kernel then stops using without a word), or a
     /// removal is due to be rechecked. `nil`: not until something happens. Current once
-    /// ``settle()`` has run.
+    /// ``settle(_:)`` has run.
     private(set) var wakeAt: ContinuousClock.Instant?
     /// When a route the last answers of each family chose expires.
     private var expiries: [IPAddress.Family: ContinuousClock.Instant] = [:]
@@ -40,8 +40,6 @@ struct KernelQueries {
     private var routeLookups: [IPAddress.Family: RouteLookup] = [:]
     private var scopedRouteLookups: [IPAddress.Family: [Int: RouteLookup]] = [:]
     private var destinationLookups: [IPAddress: RouteLookup] = [:]
-    /// What the last refresh left for ``settle()``.
-    private var unsettled: Unsettled?
     /// Counts every question asked (`netreach_route_lookups_total`).
     private let lookupCounter: Counter?
     /// The watched namespace's multipath hash policies; `nil`: not read (legs stay listed).
@@ -139,17 +137,20 @@ struct KernelQueries {
     /// `kernel` (the store's snapshot) with the kernel's route choices added, asked again first
     /// for the families that are stale or due. `removals`: what the messages since the last call
     /// announced removed, asked again while it may not be finished (``RecheckSchedule``).
+    ///
+    /// With the snapshot comes what the answers mean for later wake-ups (`nil` when nothing was
+    /// asked): the engine publishes the snapshot, then hands it to ``settle(_:)``, so none of
+    /// that bookkeeping is between the kernel's answer and the subscribers.
     mutating func snapshot(
         of kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
         requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) -> SystemSnapshot {
-        // The last refresh's bookkeeping, if the engine has not settled it yet.
-        settle()
+    ) throws(PathMonitorError) -> (SystemSnapshot, Settlement?) {
         let now = ContinuousClock.now
         markDue(now: now)
+        var settlement: Settlement?
         // A destination never asked about (a new one) is asked about whatever is stale.
         if !stale.isEmpty || destinations.contains(where: { destinationLookups[$0] == nil }) {
-            try refresh(
+            settlement = try refresh(
                 kernel, removals: removals, destinations: destinations, now: now, requests: &requests,
                 probe: probe, buffer: buffer)
         }
@@ -160,17 +161,17 @@ struct KernelQueries {
             hashPolicies.isEmpty
             ? destinationLookups
             : destinationLookups.reduce(into: [:]) { $0[$1.key] = asRead($1.value, of: $1.key) }
-        return snapshot
+        return (snapshot, settlement)
     }
 
     /// Asks the kernel again for the stale families, the way a program's socket gets its route
     /// (``RouteQuery``); the other family's answers stay as they were. Only the answers are taken
-    /// in here; what they mean for later wake-ups waits in ``unsettled`` for ``settle()``.
+    /// in here; what they mean for later wake-ups is returned, for ``settle(_:)``.
     private mutating func refresh(
         _ kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
         now: ContinuousClock.Instant, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
         buffer: UnsafeMutableRawBufferPointer
-    ) throws(PathMonitorError) {
+    ) throws(PathMonitorError) -> Settlement {
         let asked = stale
         stale = []
         // Every answer, the candidates' that do not decide too, is compared with the deleted
@@ -265,7 +266,7 @@ struct KernelQueries {
         {
             silent.neighbours.insert(.ipv4)
         }
-        unsettled = Unsettled(
+        return Settlement(
             now: now, asked: asked, removals: removals, stillSeen: stillSeen, earliest: earliest,
             destinations: destinations, defaultRoutes: kernel.defaultRoutes, silent: silent)
     }
@@ -304,7 +305,7 @@ struct KernelQueries {
     /// call for, when the routes they chose expire, what a message must touch to change them. The
     /// engine settles it after publishing, so none of it is between the kernel's last answer and
     /// the snapshot's subscribers; nothing reads it before the next wake-up.
-    private struct Unsettled {
+    struct Settlement {
         var now: ContinuousClock.Instant
         var asked: LookupFamilies
         var removals: AnnouncedRemovals
@@ -317,12 +318,12 @@ struct KernelQueries {
         var silent: SilentDependencies
     }
 
-    /// Brings in what the last refresh left for later (``Unsettled``): the rechecks, ``wakeAt``
-    /// and ``watch``. The engine calls it after publishing, before it reads or waits again (a
-    /// snapshot settles the refresh before it first, too). A refresh that threw part-way leaves
-    /// nothing to settle, as it left the rechecks and the watch as they were before.
-    mutating func settle() {
-        guard let refresh = unsettled.take() else { return }
+    /// Brings in what a refresh learnt for later (``Settlement``): the rechecks, ``wakeAt`` and
+    /// ``watch``. The engine calls it after publishing, before it reads or waits again. A refresh
+    /// that threw part-way returns nothing to settle, as it left the rechecks and the watch as
+    /// they were before.
+    mutating func settle(_ settlement: Settlement?) {
+        guard let refresh = settlement else { return }
         let now = refresh.now
         // `rta_expires` counts whole ticks, rounded down: asked in the last tick before a route
         // expires, the kernel says 0, which reads as "never" (`RouteQuery`). An expiry learnt

@@ -120,11 +120,11 @@ final class NetlinkEngine: @unchecked Sendable {
             try resync(&kernel, events: events, requests: &requests, buffer: buffer)
             let watched = destinations.withLock { $0 }
             var filtered: Set<IPAddress>? = filterRoutes(on: events, watching: watched, filtered: nil)
-            let first = try kernel.queries.snapshot(
+            let (first, settlement) = try kernel.queries.snapshot(
                 of: kernel.store.snapshot, removals: AnnouncedRemovals(), destinations: watched, requests: &requests,
                 probe: probe, buffer: buffer)
             publish(first)
-            kernel.queries.settle()
+            kernel.queries.settle(settlement)
             metrics.snapshotsPublished.increment()
             logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])
             signalReady(.success(()))
@@ -241,7 +241,7 @@ final class NetlinkEngine: @unchecked Sendable {
                 guard changed || unpublished || !kernel.queries.stale.isEmpty else { continue }
                 let watched = destinations.withLock { $0 }
                 filtered = filterRoutes(on: events, watching: watched, filtered: filtered)
-                let snapshot = try kernel.queries.snapshot(
+                let (snapshot, settlement) = try kernel.queries.snapshot(
                     of: kernel.store.snapshot, removals: kernel.removals, destinations: watched,
                     requests: &requests, probe: probe, buffer: buffer)
                 kernel.removals = AnnouncedRemovals()
@@ -253,7 +253,7 @@ final class NetlinkEngine: @unchecked Sendable {
                     logger.trace("published a snapshot")
                 }
                 // What the answers mean for later wake-ups, after the subscribers have them.
-                kernel.queries.settle()
+                kernel.queries.settle(settlement)
             } catch {
                 NetReachDiagnostics.warning("netlink resync failed, retrying in 1 s: \(error)", logger: logger)
                 resyncPending = true
