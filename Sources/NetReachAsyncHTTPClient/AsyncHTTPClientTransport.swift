@@ -651,7 +651,7 @@ extension ClientSet {
             if clients.count > Self.hostClientLimit { clients.removeFirst() }
             return made
         }
-        return (holder.client.client, HolderPair(holder, self))
+        return (holder.client.client, ClientLease(hostClient: holder, clients: self))
     }
 }
 
@@ -682,13 +682,15 @@ final class HostClient: Sendable {
     }
 }
 
-/// Two objects a transfer holds until it ends.
-final class HolderPair: Sendable {
-    let first: AnyObject & Sendable
-    let second: AnyObject & Sendable
+/// What an https transfer keeps alive until it ends: the client of its host, which the set may
+/// let go of meanwhile (it keeps only the last few hosts'), and the set, whose direct and proxied
+/// clients share the event loops.
+final class ClientLease: Sendable {
+    let hostClient: HostClient
+    let clients: ClientSet
 
-    init(_ first: AnyObject & Sendable, _ second: AnyObject & Sendable) {
-        self.first = first
-        self.second = second
+    init(hostClient: HostClient, clients: ClientSet) {
+        self.hostClient = hostClient
+        self.clients = clients
     }
 }

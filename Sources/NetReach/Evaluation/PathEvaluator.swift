@@ -44,23 +44,24 @@ public enum PathEvaluator {
         destinations: [IPAddress]? = nil
     ) -> NetworkPath {
         if snapshot.observationFailure != nil { return .unsatisfied(.monitorUnavailable) }
-        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
+        let evaluation = Evaluation(snapshot: snapshot, requirements: requirements, classification: classification)
         if let destinations {
             let verdicts = destinations.map { destination in
                 (
                     destination.family,
-                    judge.verdict(
+                    evaluation.verdict(
                         snapshot.routeLookup(to: destination), family: destination.family,
                         linkLocalDestination: destination.isLinkLocal)
                 )
             }
-            return judge.path(from: verdicts, withStandby: false)
+            return evaluation.path(from: verdicts, withStandby: false)
         }
         if requirements.requiredInterfaceType == .loopback {
             return evaluateLoopback(snapshot, requirements: requirements, classification: classification)
         }
-        return judge.path(
-            from: [(.ipv4, judge.familyVerdict(.ipv4)), (.ipv6, judge.familyVerdict(.ipv6))], withStandby: true)
+        return evaluation.path(
+            from: [(.ipv4, evaluation.familyVerdict(.ipv4)), (.ipv6, evaluation.familyVerdict(.ipv6))],
+            withStandby: true)
     }
 
     /// Why each family cannot carry traffic to the internet, by the rules of
@@ -73,10 +74,10 @@ public enum PathEvaluator {
         classification: InterfaceClassification = .automatic
     ) -> [IPAddress.Family: UnsatisfiedReason] {
         if snapshot.observationFailure != nil { return [.ipv4: .monitorUnavailable, .ipv6: .monitorUnavailable] }
-        let judge = Judge(snapshot: snapshot, requirements: requirements, classification: classification)
+        let evaluation = Evaluation(snapshot: snapshot, requirements: requirements, classification: classification)
         var reasons: [IPAddress.Family: UnsatisfiedReason] = [:]
         for family in IPAddress.Family.allCases {
-            if let failure = judge.familyVerdict(family).failure { reasons[family] = failure.reason }
+            if let failure = evaluation.familyVerdict(family).failure { reasons[family] = failure.reason }
         }
         return reasons
     }
@@ -118,7 +119,7 @@ public enum PathEvaluator {
     }
 
     /// Judges lookups against one snapshot, requirements and classification.
-    struct Judge {
+    struct Evaluation {
         let snapshot: SystemSnapshot
         let requirements: PathRequirements
         let classification: InterfaceClassification

@@ -5,7 +5,7 @@ import NetReachSystem
 /// The kernel's own route choices, which the snapshot carries beside the links, addresses and
 /// default routes the ``SnapshotStore`` keeps: where traffic to the internet goes per family, bound
 /// to each other interface that could carry it, and to each monitored destination. The engine
-/// marks a family ``stale`` when a message can change its answers; ``snapshot(of:removals:destinations:requests:probe:buffer:)``
+/// marks a family ``stale`` when a message can change its answers; ``snapshot(of:removals:destinations:requests:sources:buffer:)``
 /// asks again then, and adds the answers to the store's snapshot.
 ///
 /// "The internet" is not one address: a VPN's host route to its DNS server, or a network's
@@ -143,7 +143,7 @@ struct KernelQueries {
     /// that bookkeeping is between the kernel's answer and the subscribers.
     mutating func snapshot(
         of kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
-        requests: inout NetlinkSocket, probe: borrowing ConnectProbe, buffer: UnsafeMutableRawBufferPointer
+        requests: inout NetlinkSocket, sources: borrowing SourceQuery, buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> (SystemSnapshot, Settlement?) {
         let now = ContinuousClock.now
         markDue(now: now)
@@ -152,7 +152,7 @@ struct KernelQueries {
         if !stale.isEmpty || destinations.contains(where: { destinationLookups[$0] == nil }) {
             settlement = try refresh(
                 kernel, removals: removals, destinations: destinations, now: now, requests: &requests,
-                probe: probe, buffer: buffer)
+                sources: sources, buffer: buffer)
         }
         var snapshot = kernel
         snapshot.routeLookups = routeLookups
@@ -169,7 +169,7 @@ struct KernelQueries {
     /// in here; what they mean for later wake-ups is returned, for ``settle(_:)``.
     private mutating func refresh(
         _ kernel: SystemSnapshot, removals: AnnouncedRemovals, destinations: Set<IPAddress>,
-        now: ContinuousClock.Instant, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
+        now: ContinuousClock.Instant, requests: inout NetlinkSocket, sources: borrowing SourceQuery,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Settlement {
         let asked = stale
@@ -195,7 +195,7 @@ struct KernelQueries {
             var best: (address: IPAddress, answer: RouteQuery.Answer, breadth: Int)?
             for candidate in lookupAddresses where candidate.family == family {
                 lookupCounter?.increment()
-                let answer = try RouteQuery.connected(to: candidate, probe: probe, on: &requests, buffer: buffer)
+                let answer = try RouteQuery.connected(to: candidate, sources: sources, on: &requests, buffer: buffer)
                 compare(answer, family)
                 let breadth: Int = if case .refused = answer.lookup { 256 } else { Int(answer.prefixLength ?? 0) }
                 if breadth < best?.breadth ?? .max { best = (candidate, answer, breadth) }
@@ -214,7 +214,7 @@ struct KernelQueries {
             {
                 lookupCounter?.increment()
                 let bound = try RouteQuery.bound(
-                    to: best.address, interfaceIndex: link.index, probe: probe, on: &requests, buffer: buffer)
+                    to: best.address, interfaceIndex: link.index, sources: sources, on: &requests, buffer: buffer)
                 compare(bound, family)
                 scopedRouteLookups[family, default: [:]][link.index] = bound.lookup
                 noteExpiry(bound.expiresIn, family)
@@ -230,7 +230,7 @@ struct KernelQueries {
                 continue
             }
             lookupCounter?.increment()
-            let answer = try RouteQuery.connected(to: destination, probe: probe, on: &requests, buffer: buffer)
+            let answer = try RouteQuery.connected(to: destination, sources: sources, on: &requests, buffer: buffer)
             compare(answer, destination.family)
             answers[destination] = answer.lookup
             noteExpiry(answer.expiresIn, destination.family)
@@ -251,17 +251,17 @@ struct KernelQueries {
             } else if hashPolicies[destination.family] == .ports {
                 lookupCounter?.increment()
                 taken[destination] = try RouteQuery.legsTaken(
-                    to: destination, from: source, among: Self.namedFirst(route), transport: probe.transport,
-                    port: probe.port, on: &requests, buffer: buffer)
+                    to: destination, from: source, among: Self.namedFirst(route), transport: sources.transport,
+                    port: sources.port, on: &requests, buffer: buffer)
             }
         }
         legsTaken = taken
         if asked.includes(.ipv4),
             [routeLookups[.ipv4]].compactMap({ $0 }).contains(where: {
-                Self.dependsOnNeighbours($0, kernel: kernel, probe: probe)
+                Self.dependsOnNeighbours($0, kernel: kernel, sources: sources)
             })
                 || answers.contains(where: {
-                    $0.key.family == .ipv4 && Self.dependsOnNeighbours($0.value, kernel: kernel, probe: probe)
+                    $0.key.family == .ipv4 && Self.dependsOnNeighbours($0.value, kernel: kernel, sources: sources)
                 })
         {
             silent.neighbours.insert(.ipv4)
@@ -283,10 +283,10 @@ struct KernelQueries {
     /// route of the main table beside another with a gateway and the same metric (the kernel keeps
     /// the others of a table only for the main table: ``SnapshotStore``).
     private static func dependsOnNeighbours(
-        _ answer: RouteLookup, kernel: SystemSnapshot, probe: borrowing ConnectProbe
+        _ answer: RouteLookup, kernel: SystemSnapshot, sources: borrowing SourceQuery
     ) -> Bool {
         guard case .route(let route) = answer, !route.isLocal else { return false }
-        if !route.nextHops.isEmpty { return probe.multipathUsesNeighbours(for: .ipv4) }
+        if !route.nextHops.isEmpty { return sources.multipathUsesNeighbours(for: .ipv4) }
         guard let gateway = route.gateway else { return false }
         // The chosen default's metric, then any other default of that table and metric.
         guard

@@ -106,12 +106,12 @@ final class NetlinkEngine: @unchecked Sendable {
             let events = try NetlinkSocket(
                 .events, namespace: namespaceFD, receiveBufferSize: configuration.receiveBufferSize)
             var requests = try NetlinkSocket(.requests, namespace: namespaceFD, receiveBufferSize: 0)
-            let probe = try ConnectProbe(
+            let sources = try SourceQuery(
                 namespace: namespaceFD, transport: configuration.transportProtocol, port: configuration.port)
             let multipathSysctls = try MultipathSysctls(namespace: namespaceFD)
             // Watched only from `nameserverWatchDelay` after the first path (see `follow`).
             var watcher: ResolvConfWatcher? = nil
-            var kernel = Kernel(
+            var kernel = EngineState(
                 sysfs: configuration.namespace == nil ? SysfsReader(root: configuration.sysfsPath) : nil,
                 queries: KernelQueries(
                     lookupAddresses: configuration.routeLookupAddresses, lookups: metrics.routeLookups,
@@ -122,14 +122,14 @@ final class NetlinkEngine: @unchecked Sendable {
             var filtered: Set<IPAddress>? = filterRoutes(on: events, watching: watched, filtered: nil)
             let (first, settlement) = try kernel.queries.snapshot(
                 of: kernel.store.snapshot, removals: AnnouncedRemovals(), destinations: watched, requests: &requests,
-                probe: probe, buffer: buffer)
+                sources: sources, buffer: buffer)
             publish(first)
             kernel.queries.settle(settlement)
             metrics.snapshotsPublished.increment()
             logger.debug("read the kernel's state", metadata: ["links": "\(first.links.count)"])
             signalReady(.success(()))
             follow(
-                events: events, requests: &requests, probe: probe, watcher: &watcher,
+                events: events, requests: &requests, sources: sources, watcher: &watcher,
                 watchNameserversAt: .now + configuration.nameserverWatchDelay, namespace: namespace,
                 kernel: &kernel, published: first, filtered: &filtered, buffer: buffer)
         } catch {
@@ -139,7 +139,7 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// What the engine keeps between wake-ups: the kernel's objects, its route choices, and
     /// what the messages read since the last publish said about them.
-    private struct Kernel {
+    private struct EngineState {
         var store = SnapshotStore()
         let sysfs: SysfsReader?
         var queries: KernelQueries
@@ -172,9 +172,9 @@ final class NetlinkEngine: @unchecked Sendable {
     /// here), and the process's exit waits for it: a monitor stopped before then (`status`, a
     /// `wait` already met) makes none.
     private func follow(
-        events: borrowing NetlinkSocket, requests: inout NetlinkSocket, probe: borrowing ConnectProbe,
+        events: borrowing NetlinkSocket, requests: inout NetlinkSocket, sources: borrowing SourceQuery,
         watcher: inout ResolvConfWatcher?, watchNameserversAt: ContinuousClock.Instant,
-        namespace: NamespaceHandle?, kernel: inout Kernel, published: SystemSnapshot,
+        namespace: NamespaceHandle?, kernel: inout EngineState, published: SystemSnapshot,
         filtered: inout Set<IPAddress>?, buffer: UnsafeMutableRawBufferPointer
     ) {
         var watchNameserversAt: ContinuousClock.Instant? = watchNameserversAt
@@ -243,7 +243,7 @@ final class NetlinkEngine: @unchecked Sendable {
                 filtered = filterRoutes(on: events, watching: watched, filtered: filtered)
                 let (snapshot, settlement) = try kernel.queries.snapshot(
                     of: kernel.store.snapshot, removals: kernel.removals, destinations: watched,
-                    requests: &requests, probe: probe, buffer: buffer)
+                    requests: &requests, sources: sources, buffer: buffer)
                 kernel.removals = AnnouncedRemovals()
                 unpublished = false
                 if snapshot != published {
@@ -303,7 +303,7 @@ final class NetlinkEngine: @unchecked Sendable {
     /// overrun (ENOBUFS), a message stream that cannot be trusted, or `resync` rebuilds the state
     /// with a full dump.
     private func drain(
-        _ kernel: inout Kernel, events: borrowing NetlinkSocket, requests: inout NetlinkSocket,
+        _ kernel: inout EngineState, events: borrowing NetlinkSocket, requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer, resync forced: Bool
     ) throws(PathMonitorError) -> Bool {
         // The weightiest cause wins: lost messages, then broken framing, then a retry.
@@ -360,7 +360,7 @@ final class NetlinkEngine: @unchecked Sendable {
     /// opened with the events socket and lives as long, so a resync reads the same namespace as the
     /// events, never whatever a namespace's path names by then.
     private func resync(
-        _ kernel: inout Kernel, events: borrowing NetlinkSocket, requests dumps: inout NetlinkSocket,
+        _ kernel: inout EngineState, events: borrowing NetlinkSocket, requests dumps: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) {
         // Whatever is queued predates the dump and may miss its own deletions (lost in the overrun):
@@ -381,7 +381,7 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// Runs one dump to its end; returns `false` if the kernel flagged it inconsistent or aborted it.
     private func dump(
-        _ dump: NetlinkSocket.Dump, into kernel: inout Kernel, socket: inout NetlinkSocket,
+        _ dump: NetlinkSocket.Dump, into kernel: inout EngineState, socket: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Bool {
         let sequence = try socket.requestDump(dump)

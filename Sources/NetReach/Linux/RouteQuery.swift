@@ -302,22 +302,23 @@ extension RouteQuery {
     /// `rta_expires` counts clock ticks (USER_HZ).
     private static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
 
-    /// Where a connected socket to `destination` goes, for the probe's traffic (its protocol and
+    /// Where a connected socket to `destination` goes, for the monitored traffic (its protocol and
     /// destination port, with the first port of `ip_local_port_range` as source port): the source
-    /// the kernel picks for it (``source(for:packet:probe:on:buffer:)``), then `ip route get
+    /// the kernel picks for it (``source(for:packet:sources:on:buffer:)``), then `ip route get
     /// DESTINATION from SOURCE ipproto P sport S dport D` for the route and the same with `fibmatch`
     /// for the table entry (its prefix, its legs, its lifetime). A refused connect is the kernel's
     /// verdict as it stands (its errno).
     static func connected(
-        to destination: IPAddress, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
+        to destination: IPAddress, sources: borrowing SourceQuery, on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Answer {
-        let packet = Packet(transport: probe.transport, sourcePort: probe.sourcePort(), destinationPort: probe.port)
+        let packet = Packet(
+            transport: sources.transport, sourcePort: sources.sourcePort(), destinationPort: sources.port)
         // A link-local destination names no link without a scope, and a socket cannot connect to
         // one without it (EINVAL): the kernel's lookup answers for it, as before.
         if destination.isLinkLocal { return try ask(destination, packet: packet, on: &requests, buffer: buffer) }
         let source: IPAddress
-        switch try self.source(for: destination, packet: packet, probe: probe, on: &requests, buffer: buffer) {
+        switch try self.source(for: destination, packet: packet, sources: sources, on: &requests, buffer: buffer) {
         case .chosen(let chosen): source = chosen
         case .answered(let answer): return answer
         }
@@ -329,7 +330,7 @@ extension RouteQuery {
         if case .route(let matched) = entry.lookup { route.nextHops = matched.nextHops }
         // With `fib_multipath_use_neigh` the kernel leaves out a leg whose gateway's neighbour
         // entry is not valid (FAILED, INCOMPLETE): no route message says so, its neighbour does.
-        if route.nextHops.count > 1, probe.multipathUsesNeighbours(for: destination.family) {
+        if route.nextHops.count > 1, sources.multipathUsesNeighbours(for: destination.family) {
             route.nextHops = try withNeighbourVerdicts(route.nextHops, on: &requests, buffer: buffer)
         }
         return Answer(
@@ -343,19 +344,19 @@ extension RouteQuery {
         case answered(Answer)
     }
 
-    /// The source address a client's socket for `packet` gets. A UDP `connect` (the probe) is
+    /// The source address a client's socket for `packet` gets. A UDP `connect` (the sources) is
     /// routed as the kernel routes a UDP client's: from no source, with the port it was just given
     /// (IPv6 picks a source from any interface when no route matches without one). A TCP
     /// `connect` is routed from no source with no source port yet, and a UDP socket cannot show
     /// rules that match `ipproto tcp`: so for TCP the kernel is asked both ways from no source, in
     /// one datagram. When the answers agree, the rules do not tell the protocols apart before a
-    /// source is chosen and the probe's source stands; when they differ, TCP's route decides, and
+    /// source is chosen and the socket's source stands; when they differ, TCP's route decides, and
     /// its source (RTA_PREFSRC, the address `ip_route_connect` takes) is the one.
     static func source(
-        for destination: IPAddress, packet: Packet, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
+        for destination: IPAddress, packet: Packet, sources: borrowing SourceQuery, on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> SourceChoice {
-        let connected = probe.connect(to: destination)
+        let connected = sources.connect(to: destination)
         let fromProbe: SourceChoice =
             switch connected {
             case .success(let connection): .chosen(connection.source)
@@ -373,18 +374,19 @@ extension RouteQuery {
         return .chosen(source)
     }
 
-    /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send the probe's traffic
+    /// Where a socket bound to `interfaceIndex` (`SO_BINDTODEVICE`) would send the monitored traffic
     /// to `destination`: in two stages too, the source the kernel picks for that interface first
     /// (with no source port yet), then the route from it.
     static func bound(
-        to destination: IPAddress, interfaceIndex: Int, probe: borrowing ConnectProbe, on requests: inout NetlinkSocket,
+        to destination: IPAddress, interfaceIndex: Int, sources: borrowing SourceQuery,
+        on requests: inout NetlinkSocket,
         buffer: UnsafeMutableRawBufferPointer
     ) throws(PathMonitorError) -> Answer {
-        var packet = Packet(transport: probe.transport, sourcePort: nil, destinationPort: probe.port)
+        var packet = Packet(transport: sources.transport, sourcePort: nil, destinationPort: sources.port)
         let first = try ask(
             destination, interfaceIndex: interfaceIndex, packet: packet, on: &requests, buffer: buffer)
         guard case .route(let route) = first.lookup, let source = route.source else { return first }
-        packet.sourcePort = probe.sourcePort()
+        packet.sourcePort = sources.sourcePort()
         let answer = try ask(
             destination, source: source, interfaceIndex: interfaceIndex, packet: packet, on: &requests,
             buffer: buffer)

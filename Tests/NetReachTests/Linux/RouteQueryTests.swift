@@ -85,19 +85,19 @@ struct RouteQueryTests {
         ("32768\t60999\n", UInt16(32768)), ("1024 65535\n", 1024), ("  40000\t50000", 40000),
     ])
     func theFirstPortOfTheLocalRangeIsTheSourcePort(text: String, port: UInt16) {
-        #expect(ConnectProbe.firstPort(ofRange: Array(text.utf8)) == port)
+        #expect(SourceQuery.firstPort(ofRange: Array(text.utf8)) == port)
     }
 
     @Test(arguments: ["", "\n", "abc 1", "0 10", "70000 80000", "123456 1"])
     func aRangeWithNoPortIsNone(text: String) {
-        #expect(ConnectProbe.firstPort(ofRange: Array(text.utf8)) == nil)
+        #expect(SourceQuery.firstPort(ofRange: Array(text.utf8)) == nil)
     }
 
     @Test func theProbeReadsItsNamespacesPortRange() throws {
         // The reference: the file itself, read here (this process's namespace).
         let text = try String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
-        let probe = try ConnectProbe(namespace: nil)
-        #expect(probe.sourcePort() == ConnectProbe.firstPort(ofRange: Array(text.utf8)))
+        let sources = try SourceQuery(namespace: nil)
+        #expect(sources.sourcePort() == SourceQuery.firstPort(ofRange: Array(text.utf8)))
     }
 
     @Test func aNeighbourRequestIsWhatIpNeighGetSendsAndItsAnswerGivesTheState() {

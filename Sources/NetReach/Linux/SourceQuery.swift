@@ -10,14 +10,14 @@ import Glibc
 /// routes (`default from PREFIX`) and `ip -6 rule from PREFIX` decide where the traffic goes; and
 /// IPv6 (`ip6_dst_lookup_tail`) picks a source from any interface even when no route matches
 /// without one. A lookup with no source (`ip route get ADDRESS`) sees none of that. The source this
-/// probe learns (`getsockname`) is then asked about with `RTA_SRC` (`ip route get ADDRESS from
+/// socket learns (`getsockname`) is then asked about with `RTA_SRC` (`ip route get ADDRESS from
 /// SOURCE`) for the route's details.
 ///
 /// The socket connects to the monitored traffic's destination port (443 unless a monitor names
 /// another), so rules that match ports (`ip rule ... dport`) see that flow; a UDP socket cannot show
 /// rules that match the protocol (`ipproto tcp`), which ``RouteQuery`` asks the kernel about
 /// separately.
-struct ConnectProbe: ~Copyable {
+struct SourceQuery: ~Copyable {
     private let sockets: [IPAddress.Family: Int32]
     /// Why a family has no socket (IPv6 disabled: `EAFNOSUPPORT`).
     private let unavailable: [IPAddress.Family: Int32]
