@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import NetReach
-import Synchronization
+import NetReachSystem
 
 /// `watch`'s lines, written on the thread that computed each path (the monitor's
 /// ``PathMonitor/updateObserver``): a change reaches standard output with no thread hop and no
@@ -35,7 +35,7 @@ final class PathLineWriter: Sendable {
         var waiter: CheckedContinuation<Ending, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let json: Bool
     private let failure: @Sendable () -> PathMonitorError?
     private let complain: @Sendable (String) -> Void
