@@ -25,18 +25,13 @@
 # targets, BoringSSL's among them, -ffunction-sections -fdata-sections), so the linker's
 # --gc-sections drops unused ones one by one instead of whole files' worth (1.8 MB less code,
 # constants and unwind tables), and with lld the protocol conformance descriptors are placed side
-# by side, in the order the runtime reads them (an order file, conformances.order in the scratch
-# directory, taken from the executable itself after each link; when it changes, the executable is
-# linked once more). The Swift runtime walks all ~10,000 descriptors on the first `as?` or generic
+# by side, in the order the runtime reads them (an order file, link.order in the scratch directory,
+# taken from the executable itself after each link; when it changes, the executable is linked
+# once more). The Swift runtime walks all ~10,000 descriptors on the first `as?` or generic
 # instantiation of each type and protocol pair, and `netreach get` makes ~117 such walks before
 # its request is sent: one small GET took 10-16 % less (Benchmarks/RESULTS.md, section 26;
-# Docs/DesignNotes.md, "Close to the floor"). The same order file puts first, side by side, the
-# ~700 functions a path change runs through in `watch` (scripts/hot-path.order, made by
-# scripts/hot-path-order.sh): a change wakes a process whose code has left the caches, and its
-# code on 130 pages instead of 290 took 14 % less CPU per change (section 27); after those, the
-# functions `serve` adds and the ~3,100 one `get` runs from start to exit (fewer pages to fault in
-# at every start: 0.4 ms of a small GET, 1.3 ms when the file's pages were read back from disk,
-# section 29).
+# Docs/DesignNotes.md, "Close to the floor"). The order is made here, from the executable, at
+# every build; no list is kept in the sources.
 #
 # Extra arguments go to `swift build`; without a `--product`, it builds `netreach` (the package's
 # test-support targets need the toolchain's Testing module, which a static build does not have).
@@ -50,8 +45,8 @@ order=""
 glibc_minor="$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc 2\.\([0-9][0-9]*\).*/\1/p')"
 if [ "${NETREACH_PORTABLE:-0}" != 1 ] && [ -n "$glibc_minor" ] && [ "$glibc_minor" -ge 36 ]; then
     flags+=(-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
-    # lld's order file: names it does not find (a descriptor or function gone since the list was
-    # made) are skipped.
+    # lld's order file (below): names it does not find (a descriptor gone since the last link)
+    # are skipped.
     order="$scratch/link.order"
     flags+=(-Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
 fi
@@ -71,21 +66,9 @@ if [ -e "$scratch/release" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$settings" ]
     swift package --scratch-path "$scratch" clean
 fi
 printf '%s' "$settings" > "$stamp"
-# The linker's order: the functions a change runs through (scripts/hot-path.order), then the
-# descriptors in the order of the last link (conformances.order).
-hot_path="$root/scripts/hot-path.order"
-conformances="$scratch/conformances.order"
-# SwiftPM does not relink when only the order changed: the executable goes, so it is linked again.
-write_order() {
-    [ -n "$order" ] || return 0
-    cat "$hot_path" "$conformances" > "$order.new" 2>/dev/null || true
-    if ! cmp -s "$order.new" "$order" && [ -n "$order_from" ]; then
-        rm -f "$(swift build "${flags[@]}" "$@" --show-bin-path)/$order_from"
-    fi
-    mv "$order.new" "$order"
-}
-[ -z "$order" ] || [ -f "$conformances" ] || : > "$conformances"
-write_order "$@"
+# lld's order file holds the descriptors as the last link placed them; the first build links
+# with an empty one.
+[ -z "$order" ] || [ -f "$order" ] || : > "$order"
 swift build "${flags[@]}" "$@"
 # Another product links with the order file as it is; only `netreach` rewrites it.
 [ -n "$order" ] && [ -n "$order_from" ] || exit 0
@@ -98,13 +81,14 @@ nm_tool="$swift_bin/llvm-nm"
 [ -x "$nm_tool" ] || nm_tool="$(command -v llvm-nm || command -v nm)"
 # A private descriptor's name can occur in more than one file: each name once.
 descriptors() { "$nm_tool" -n --defined-only "$binary" | awk '$NF ~ /Mc$/ && !seen[$NF]++ { print $NF }'; }
-descriptors > "$conformances.new"
-if cmp -s "$conformances.new" "$conformances"; then rm -f "$conformances.new"; exit 0; fi
-# New or moved descriptors: link again with the new order (SwiftPM relinks a missing executable).
-mv "$conformances.new" "$conformances"
-write_order "$@"
+descriptors > "$order.new"
+if cmp -s "$order.new" "$order"; then rm -f "$order.new"; exit 0; fi
+# New or moved descriptors: link again in their order. SwiftPM does not relink when only the
+# order file changed, but does relink a missing executable.
+mv "$order.new" "$order"
+rm -f "$binary"
 swift build "${flags[@]}" "$@"
-descriptors > "$conformances.new"
-cmp -s "$conformances.new" "$conformances" || echo "$0: the conformance descriptors are not in the order" \
+descriptors > "$order.new"
+cmp -s "$order.new" "$order" || echo "$0: the conformance descriptors are not in the order" \
     "asked for; the executable works, only its start-up is slower" >&2
-rm -f "$conformances.new"
+rm -f "$order.new"

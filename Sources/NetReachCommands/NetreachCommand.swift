@@ -78,7 +78,6 @@ package struct NetreachCommand: ParsableCommand {
             try? Command.parseAsRoot(Array(arguments.dropFirst())) as? Command
         }
         guard let name = arguments.first, let command = subcommand(named: name) else { return nil }
-        if name == "get", let plain = GetCommand.plainParse(arguments.dropFirst()) { return plain }
         return parse(command)
     }
 

@@ -26,14 +26,24 @@ for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno =
     // taken on earlier turns); anything else is closed again.
     if opened >= 0, opened != descriptor { close(opened) }
 }
-// `get` sends one request at a time, on one connection, so one event loop serves it: NIO's shared
-// group would otherwise start a thread per core (64 on a 64-core server) before anything is sent.
-// Set here, once per process and before anything uses that group, as NIO requires.
-if CommandLine.arguments.dropFirst().first == "get" {
-    NIOSingletons.groupLoopCountSuggestion = 1
+/// `get`'s transport (``Capabilities/makeTransport``): AsyncHTTPClient, whose clients run on NIO's
+/// shared event loop group. `get` sends one request at a time, on one connection, which lives on
+/// one loop, so the group gets one: it would otherwise start a thread per core (64 on a 64-core
+/// server) before anything is sent. NIO takes the suggestion once per process and only before the
+/// group is first used; the first transport made sets it (a static's initialiser runs once), and
+/// its clients are the group's first users (nothing `get` does before, the parse included, uses
+/// NIO). The commands that probe (`check`, `serve`, `--internet`) make no transport and keep a
+/// loop per core.
+enum GetTransport {
+    private static let oneEventLoop: Void = { NIOSingletons.groupLoopCountSuggestion = 1 }()
+
+    static func make(_ settings: TransportSettings) throws(TransportSettingsError) -> any HTTPTransport {
+        _ = oneEventLoop
+        return try AsyncHTTPClientTransport(settings: settings)
+    }
 }
 let capabilities = Capabilities(
-    makeTransport: AsyncHTTPClientTransport.init(settings:),
+    makeTransport: GetTransport.make,
     makeProber: AsyncHTTPClientProber.init(settings:),
     enterNamespace: NamespaceEntry.enter)
 /// Runs the command and exits where it ended, on the concurrency pool. Top-level code is the main
