@@ -352,10 +352,13 @@ struct ConnectivityMonitorTests {
         defer { paths.cancel() }
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
         let seen = Locked<[ConnectivityLevel]>([])
+        // Subscribed here, before the clock moves: the sequence starts with the current verdict.
+        let updates = monitor.updates
         let reader = Task {
-            for await connectivity in monitor.updates { seen.withLock { $0.append(connectivity.level) } }
+            for await connectivity in updates { seen.withLock { $0.append(connectivity.level) } }
         }
-        try await Self.idle()
+        for _ in 0..<2_000 where seen.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(seen.withLock { $0 } == [.full])
         await clock.advance(by: .seconds(60)) // another passing round: evidence, no change
         _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 2 }
         try await Self.idle()
