@@ -54,25 +54,39 @@ struct PacketAndSourceCLITests {
         }
     }
 
-    @Test func statusNamesTheVPNForTCP443AndTheUplinkForUDP53() async throws {
+    /// A lab whose TCP to 443 leaves through a second uplink standing for a VPN (veth2, table 100,
+    /// `ipproto tcp dport 443`) and everything else through veth0; `body` gets the kernel's device
+    /// for each packet (`tcp/443`, `udp/53`), asked with `ip route get` from the namespace's first
+    /// local port, as NetReach asks.
+    private func withTCP443ThroughVPN(
+        _ body: (NetnsLab, _ target: String, _ devices: [String: String]) async throws -> Void
+    ) async throws {
         try await NetnsLab.withLab { lab in
             try await lab.addUplink("veth2", peer: "veth3", address: "10.124.0.2/24")
             try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "table", "100")
             try await lab.ip("-4", "rule", "add", "ipproto", "tcp", "dport", "443", "table", "100")
             let target = RouteTruth.lookupAddress(.ipv4)
             let port = try await lab.firstLocalPort()
-            for (arguments, device) in [([String](), "veth2"), (["--protocol", "udp", "--port", "53"], "veth0")] {
-                let packet =
-                    arguments.isEmpty
-                    ? ["ipproto", "tcp", "dport", "443"] : ["ipproto", "udp", "dport", "53"]
-                let kernel = try await lab.ip(["-4", "route", "get", target, "sport", "\(port)"] + packet)
-                #expect(kernel.contains("dev \(device)"), "ip route get \(packet): \(kernel)")
+            var devices: [String: String] = [:]
+            for (packet, transport, destinationPort) in [("tcp/443", "tcp", "443"), ("udp/53", "udp", "53")] {
+                let kernel = try await lab.ip([
+                    "-4", "route", "get", target, "sport", "\(port)", "ipproto", transport, "dport", destinationPort,
+                ])
+                devices[packet] =
+                    kernel.contains("dev veth2") ? "veth2" : kernel.contains("dev veth0") ? "veth0" : kernel
+            }
+            try #require(devices == ["tcp/443": "veth2", "udp/53": "veth0"], "ip route get: \(devices)")
+            try await body(lab, target, devices)
+        }
+    }
+
+    @Test func statusNamesTheVPNForTCP443AndTheUplinkForUDP53() async throws {
+        try await withTCP443ThroughVPN { lab, _, devices in
+            for (arguments, packet) in [([String](), "tcp/443"), (["--protocol", "udp", "--port", "53"], "udp/53")] {
+                let device = try #require(devices[packet])
                 let status = try NetreachProcess.start(["status", "--namespace", lab.name] + arguments)
                 defer { status.kill() }
                 #expect(await status.exitStatus() == 0, "standard error: \(status.standardError)")
-                #expect(
-                    status.outputLines.first { $0.hasPrefix("interfaces:") }?.contains(device) == true,
-                    "status \(arguments): \(status.outputLines)")
                 let primary = status.outputLines.first { $0.hasPrefix("interfaces:") }?
                     .split(separator: " ").dropFirst().first
                 #expect(primary?.hasPrefix(device) == true, "status \(arguments): \(status.outputLines)")
@@ -84,22 +98,8 @@ struct PacketAndSourceCLITests {
     /// flags, against `ip route get ... ipproto P dport D` in the same lab. The internet path stays
     /// a web client's.
     @Test func serveNamesTheVPNForTCP443AndTheUplinkForUDP53() async throws {
-        try await NetnsLab.withLab { lab in
-            try await lab.addUplink("veth2", peer: "veth3", address: "10.124.0.2/24")
-            try await lab.ip("-4", "route", "add", "default", "via", "10.124.0.1", "dev", "veth2", "table", "100")
-            try await lab.ip("-4", "rule", "add", "ipproto", "tcp", "dport", "443", "table", "100")
-            let target = RouteTruth.lookupAddress(.ipv4)
-            let port = try await lab.firstLocalPort()
-            // The kernel's answers, which serve's must be.
-            let device = [
-                "tcp/443": try await lab.ip([
-                    "-4", "route", "get", target, "sport", "\(port)", "ipproto", "tcp", "dport", "443",
-                ]),
-                "udp/53": try await lab.ip([
-                    "-4", "route", "get", target, "sport", "\(port)", "ipproto", "udp", "dport", "53",
-                ]),
-            ].mapValues { $0.contains("dev veth2") ? "veth2" : $0.contains("dev veth0") ? "veth0" : $0 }
-            try #require(device == ["tcp/443": "veth2", "udp/53": "veth0"], "ip route get: \(device)")
+        // The kernel's answers, which serve's must be.
+        try await withTCP443ThroughVPN { lab, target, device in
             let scratch = try TemporaryDirectory("netreach-serve-traffic")
             defer { scratch.remove() }
             let config = scratch.path("serve.yaml")
