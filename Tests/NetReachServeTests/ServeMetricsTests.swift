@@ -145,6 +145,12 @@ struct ServeMetricsTests {
         monitor.cancel()
         #expect(text.contains("# HELP netreach_path_updates_total Paths delivered"))
         #expect(text.contains("# TYPE netreach_probe_duration_seconds histogram"))
+        // Serve's families and the registry's, each once, in the table's order.
+        let types = text.split(separator: "\n").filter { $0.hasPrefix("# TYPE netreach_") }.map {
+            String($0.split(separator: " ")[2])
+        }
+        #expect(types.contains("netreach_netlink_messages_total") || types.contains("netreach_path_updates_total"))
+        #expect(types == MetricFamilies.all.map(\.name).filter(types.contains), "\(types)")
         #expect(text.contains(#"netreach_interface_up{namespace="lab1",interface="eth0",type="wiredEthernet"} 0.0"#))
         let checked = try await ChildProcess.run(
             try ExternalServer.require("promtool"), ["check", "metrics"], input: .data(Data(text.utf8)))

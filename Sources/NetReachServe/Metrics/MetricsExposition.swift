@@ -58,7 +58,7 @@ package struct MetricsExposition: Sendable {
             output += "# TYPE \(name) \(type.rawValue)\n"
             for sample in samples { Self.write(sample, as: type, into: &output) }
         }
-        if let registry { output += Self.ordered(registry.emitToString()) }
+        if let registry { output += Self.ordered(registry.emitToBuffer()) }
         return output + process
     }
 
@@ -116,33 +116,39 @@ package struct MetricsExposition: Sendable {
 
     /// The registry's families in exposition order: it writes them in its dictionary's order,
     /// which differs from process to process. Each family is a block of lines beginning with its
-    /// `# HELP` or `# TYPE` line.
-    private static func ordered(_ text: String) -> String {
-        var blocks: [(name: Substring, text: Substring)] = []
-        var start = text.startIndex
-        var current: Substring?
-        var index = text.startIndex
-        while index < text.endIndex {
-            let lineEnd = text[index...].firstIndex(of: "\n") ?? text.endIndex
-            let line = text[index..<lineEnd]
-            if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") {
-                let name = line.dropFirst(7).prefix { $0 != " " }
+    /// `# HELP` or `# TYPE` line; only those lines are looked at (bytes, not characters).
+    private static func ordered(_ bytes: [UInt8]) -> String {
+        let hash = UInt8(ascii: "#")
+        let newline = UInt8(ascii: "\n")
+        let space = UInt8(ascii: " ")
+        var blocks: [(name: String, range: Range<Int>)] = []
+        var current: ArraySlice<UInt8> = []
+        var start = 0
+        var line = 0
+        while line < bytes.count {
+            var end = line
+            while end < bytes.count, bytes[end] != newline { end += 1 }
+            // "# HELP name ..." or "# TYPE name ...": the name from the eighth byte.
+            if bytes[line] == hash, end - line > 7 {
+                var nameEnd = line + 7
+                while nameEnd < end, bytes[nameEnd] != space { nameEnd += 1 }
+                let name = bytes[(line + 7)..<nameEnd]
                 if name != current {
-                    if let current, start < index { blocks.append((current, text[start..<index])) }
+                    if !current.isEmpty { blocks.append((String(decoding: current, as: UTF8.self), start..<line)) }
                     current = name
-                    start = index
+                    start = line
                 }
             }
-            index = lineEnd < text.endIndex ? text.index(after: lineEnd) : lineEnd
+            line = end + 1
         }
-        if let current, start < text.endIndex { blocks.append((current, text[start...])) }
-        blocks.sort { inExpositionOrder(String($0.name), String($1.name)) }
-        var output = ""
-        output.reserveCapacity(text.utf8.count + 1)
+        if !current.isEmpty { blocks.append((String(decoding: current, as: UTF8.self), start..<bytes.count)) }
+        blocks.sort { inExpositionOrder($0.name, $1.name) }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 1)
         for block in blocks {
-            output += block.text
-            if !block.text.hasSuffix("\n") { output += "\n" }
+            output += bytes[block.range]
+            if output.last != newline { output.append(newline) }
         }
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 }
