@@ -7,11 +7,11 @@ import ServiceLifecycle
 
 /// The monitors `serve` runs: one ``PathMonitor`` per destination (the internet and each
 /// `--to NAME=DEST`, each asking about its own ``PathTraffic``) in each namespace. Each monitor's
-/// ``PathUpdate``s are all serve learns: a path's event leaves from the thread that computed it
-/// (the netlink engine's: no hop between the kernel's message and the event stream); its series
-/// (the kernel's routes it was judged from, and for the internet's monitor the namespace's
-/// interfaces) go to ``ServeState`` from one serial queue, after the event, in the order they
-/// happened.
+/// ``PathUpdate``s are all serve learns, recorded in ``ServeState`` on the thread that computed
+/// them (the netlink engine's: no hop between the kernel's message and the event stream): the
+/// path, and what the next scrape writes (the kernel's routes it was judged from, and for the
+/// internet's monitor the namespace's interfaces). Monitors are made from ``PathSources``: the
+/// kernel's in production, a simulated network in tests.
 ///
 /// What is watched can change while it runs: ``apply(_:)`` (a reload) and, with
 /// ``ServeTargets/followsNamespaceDirectory``, `ip netns` namespaces coming and going. Monitors
@@ -21,7 +21,7 @@ import ServiceLifecycle
 /// on graceful shutdown.
 ///
 /// ```swift
-/// let watch = NetworkWatch(targets: targets, state: state)
+/// let watch = NetworkWatch(targets: targets, state: state)   // sources: .system
 /// let group = ServiceGroup(services: [watch, server], ...)
 /// await watch.apply(reloadedTargets)
 /// ```
@@ -65,19 +65,23 @@ package final class NetworkWatch: Service, Sendable {
     private let onWarning: @Sendable (String) -> Void
     private let queue = DispatchQueue(label: "netreach.serve.watch")
     private let running: Running
+    private let sources: PathSources
 
     /// - Parameters:
+    ///   - sources: where each namespace's monitors read the network from: the kernel, or a
+    ///     simulated network in tests.
     ///   - namespaceDirectory: where `ip netns` namespaces are followed from.
     ///   - namespacesChanged: the namespaces watched, whenever they change (`/probe` may only
     ///     enter these).
     package init(
         targets: ServeTargets, connectivity: ConnectivitySetup? = nil, state: ServeState,
-        namespaceDirectory: String = "/run/netns",
+        sources: PathSources = .system, namespaceDirectory: String = "/run/netns",
         namespacesChanged: @escaping @Sendable ([String: NetworkNamespace?]) -> Void = { _ in },
         onWarning: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.connectivity = connectivity
         self.state = state
+        self.sources = sources
         self.namespaceDirectory = namespaceDirectory
         self.namespacesChanged = namespacesChanged
         self.onWarning = onWarning
@@ -248,12 +252,7 @@ package final class NetworkWatch: Service, Sendable {
                 running.namespaces[label]?.monitors[name] = nil
                 state.unwatch(PathKey(namespace: label, destination: name))
             }
-            let monitor =
-                destination.map {
-                    PathMonitor(
-                        destination: $0, port: traffic.port, protocol: traffic.transportProtocol,
-                        namespace: watched.namespace.namespace)
-                } ?? PathMonitor(namespace: watched.namespace.namespace)
+            let monitor = sources.monitor(destination, traffic, watched.namespace.namespace)
             running.namespaces[label]?.monitors[name] = Monitored(
                 destination: destination, traffic: traffic, monitor: monitor)
             startMonitor(monitor, key: PathKey(namespace: label, destination: name), traffic: traffic)
@@ -283,41 +282,24 @@ package final class NetworkWatch: Service, Sendable {
         let recorder = state.beginRecording(key, traffic: traffic)
         let queue = self.queue
         monitor.updateObserver = { [weak self, weak monitor] update in
-            // The event, here on the engine's thread: the state's lock and the hub's, nothing that
-            // waits for the queue (a monitor being started there waits for this thread's first
-            // snapshot).
-            state.recordPath(update.path, for: key, at: update.time, recorder: recorder)
-            // The series, on the queue, after the event.
+            // Here, on the engine's thread: the state's lock and the hub's, nothing that waits for
+            // the queue (a monitor being started there waits for this thread's first snapshot).
+            // The event leaves now; the routes and interfaces the update carries are what the
+            // next scrape writes.
+            guard state.record(update, for: key, recorder: recorder),
+                update.path.unsatisfiedReason == .monitorUnavailable
+            else { return }
             queue.async { [weak self, weak monitor] in
                 guard let self, let monitor,
-                    // An update queued before its monitor was stopped (a reload, a namespace gone)
-                    // is not news.
-                    self.running.namespaces[key.namespace]?.monitors[key.destination]?.monitor === monitor
+                    // A monitor stopped since (a reload, a namespace gone) is not news.
+                    self.running.namespaces[key.namespace]?.monitors[key.destination]?.monitor === monitor,
+                    let failure = monitor.failure
                 else { return }
-                self.record(update, of: monitor, key: key)
+                self.explain(failure, namespace: key.namespace)
             }
         }
-        // Blocks until the first snapshot, whose update is recorded on `queue` after this returns.
+        // Blocks until the first snapshot, whose update the observer has recorded when it returns.
         monitor.start(queue: queue)
-    }
-
-    /// Brings `key`'s series, and for the internet's monitor its namespace's interfaces, in line
-    /// with `update`; on `queue`.
-    private func record(_ update: PathUpdate, of monitor: PathMonitor, key: PathKey) {
-        state.recordSeries(for: key, routes: PathSamples.routes(of: update))
-        let available = update.path.unsatisfiedReason != .monitorUnavailable
-        // The internet's monitor speaks for its namespace: every monitor there reads the same
-        // interfaces, and each goes unavailable with it.
-        if key.destination.isEmpty || !available {
-            let classification = update.classification
-            state.record(
-                interfaces: available
-                    ? update.links.values.reduce(into: [:]) { interfaces, link in
-                        interfaces[link.name] = .init(type: classification.type(of: link), isUp: link.isOperational)
-                    } : [:],
-                available: available, namespace: key.namespace)
-        }
-        if !available, let failure = monitor.failure { explain(failure, namespace: key.namespace) }
     }
 
     /// Says once, on standard error and in `/readyz`, why serve may not enter the namespace

@@ -23,8 +23,9 @@ package struct ServeConfiguration: Sendable {
     package var reload: (@Sendable () throws -> ServeTargets)?
     /// Whether `POST /-/reload` may reload (Prometheus's `--web.enable-lifecycle`).
     package var enablesLifecycle = false
-    /// The registry `/metrics` renders. The command bootstraps swift-metrics on it too, so the
-    /// library's own series (netlink, probes; ``ServeMetricsBootstrap``) appear beside serve's.
+    /// The registry `/metrics` writes after serve's own families. The command bootstraps
+    /// swift-metrics on it, so the library's own series (netlink, probes;
+    /// ``ServeMetricsBootstrap``) appear beside serve's.
     package var registry = PrometheusCollectorRegistry()
     /// Where `ip netns` namespaces are followed from (`--all-namespaces`).
     package var namespaceDirectory = "/run/netns"
@@ -204,8 +205,9 @@ struct EventKeepAlive: Service {
 
 /// Sends every swift-metrics series of the process to `registry`: the library's (path updates,
 /// netlink messages and resyncs, probe rounds; `PathMonitor`, `SystemPathSource` and
-/// `ConnectivityMonitor` made afterwards) beside serve's own. Once per process, before any
-/// monitor is made: swift-metrics allows one bootstrap.
+/// `ConnectivityMonitor` made afterwards), each family with its help from ``MetricFamilies``
+/// (``ServeMetricsFactory``), written after serve's own. Once per process, before any monitor is
+/// made: swift-metrics allows one bootstrap.
 ///
 /// ```swift
 /// var configuration = ServeConfiguration(version: "1.0")
@@ -213,6 +215,6 @@ struct EventKeepAlive: Service {
 /// ```
 package enum ServeMetricsBootstrap {
     package static func bootstrap(_ registry: PrometheusCollectorRegistry) {
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        MetricsSystem.bootstrap(ServeMetricsFactory(registry: registry))
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import NetReach
 import NetReachServe
-import Prometheus
 import Synchronization
 import Testing
 
@@ -13,9 +12,7 @@ struct ServeWaitingTests {
     private let db = PathKey(namespace: "lab1", destination: "db")
 
     private func makeState(_ keys: [PathKey]) -> ServeState {
-        ServeState(
-            keys: keys, version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8),
-            registry: PrometheusCollectorRegistry())
+        ServeState(keys: keys, version: "1", hub: EventHub(replayCapacity: 8, clientBuffer: 8))
     }
 
     /// Counts the waiters that have returned.
@@ -34,10 +31,10 @@ struct ServeWaitingTests {
                 returned.add()
             }
         }
-        state.record(.unsatisfied(.noDefaultRoute), routes: [], for: internet, at: Date())
+        state.record(.of(.unsatisfied(.noDefaultRoute), at: Date()), for: internet)
         try? await Task.sleep(for: .milliseconds(50))
         #expect(returned.value == 0, "returned with one of two paths read")
-        state.record(.unsatisfied(.noDefaultRoute), routes: [], for: db, at: Date())
+        state.record(.of(.unsatisfied(.noDefaultRoute), at: Date()), for: db)
         for waiter in waiters { await waiter.value }
         #expect(returned.value == 3)
         // Already read: returns at once.
@@ -46,7 +43,7 @@ struct ServeWaitingTests {
 
     @Test func watchingFewerPathsCanCompleteTheSet() async {
         let state = makeState([internet, db])
-        state.record(.unsatisfied(.noDefaultRoute), routes: [], for: internet, at: Date())
+        state.record(.of(.unsatisfied(.noDefaultRoute), at: Date()), for: internet)
         let waiter = Task { await state.untilReadAll() }
         state.watch(keys: [internet], defaultNamespace: "lab1", readyWhen: .started)
         await waiter.value

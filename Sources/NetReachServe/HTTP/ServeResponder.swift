@@ -121,8 +121,7 @@ package struct ServeResponder: HTTPResponder {
         case .page:
             return Self.text(.ok, Self.page, contentType: "text/html; charset=utf-8")
         case .metrics:
-            state.recordEventClients()
-            let text = MetricsExposition.render(state.registry, process: processMetrics())
+            let text = state.exposition(process: processMetrics())
             return Self.text(.ok, text, contentType: MetricsExposition.contentType)
         case .path:
             return path(query)

@@ -95,14 +95,13 @@ package final class TargetProbe: Sendable {
     package static func exposition(
         of update: PathUpdate, target: String, namespace: String, duration: Duration
     ) -> String {
-        let registry = PrometheusCollectorRegistry()
-        var series = MetricSeries(registry: registry)
         let key = PathKey(namespace: namespace, destination: target)
         let path = update.path
-        let samples = PathSamples.samples(
-            of: path, key: key, routes: PathSamples.routes(of: update), lastChange: 0
-        ).filter { $0.name != "netreach_path_last_change_timestamp_seconds" }
-        series.replace(group: "path", with: samples)
+        var exposition = MetricsExposition()
+        exposition.add(
+            contentsOf: PathSamples.samples(
+                of: path, key: key, routes: PathSamples.routes(of: update), lastChange: 0
+            ).filter { $0.name != "netreach_path_last_change_timestamp_seconds" })
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         return """
             # HELP probe_success 1 when the kernel's path to the target is satisfied (nothing is sent to it).
@@ -112,7 +111,7 @@ package final class TargetProbe: Sendable {
             # TYPE probe_duration_seconds gauge
             probe_duration_seconds \(seconds)
 
-            """ + MetricsExposition.render(registry, process: "")
+            """ + exposition.text()
     }
 
     /// The scrape's own time limit, from Prometheus's header, less half a second for the answer to

@@ -14,11 +14,11 @@ package enum ConnectivitySamples {
 
     package static func samples(
         of verdict: Connectivity, namespace: String, families: Set<IPAddress.Family>
-    ) -> [MetricSeries.Sample] {
+    ) -> [MetricSample] {
         IPAddress.Family.allCases.filter(families.contains).flatMap { family in
             let current = verdict[family].level.name
             return levels.map { level in
-                MetricSeries.Sample(
+                MetricSample(
                     name: "netreach_connectivity_level",
                     labels: [("namespace", namespace), ("family", family.rawValue), ("level", level)],
                     value: level == current ? 1 : 0)

@@ -1,70 +1,154 @@
 import Prometheus
 
-/// `GET /metrics`: the registry's series in Prometheus's text format, each family with a
-/// `# HELP` line, then the process's own `process_*` series.
+/// One series and its value: a line of `/metrics`.
+package struct MetricSample: Sendable {
+    package var name: String
+    /// In the order written (fixed per family).
+    package var labels: [(String, String)]
+    package var value: Double
+
+    package init(name: String, labels: [(String, String)] = [], value: Double) {
+        self.name = name
+        self.labels = labels
+        self.value = value
+    }
+}
+
+/// `GET /metrics` in Prometheus's text format, written at each scrape: the samples given (serve's
+/// families, from its state), each family under its `# HELP` and `# TYPE` lines from
+/// ``MetricFamilies`` in the table's order; then the registry's families (the library's
+/// swift-metrics series and serve's probe histogram), by name; then the process's own series.
 ///
-/// swift-metrics has no place for help text, so it is added here, from ``help``, before each
-/// family's `# TYPE` line.
+/// A family with no sample writes nothing, not even its `# TYPE`: a series whose labels no longer
+/// describe anything simply is not given at the next scrape.
 ///
 /// ```swift
-/// let text = MetricsExposition.render(registry, process: ProcessMetrics.read())
+/// var exposition = MetricsExposition()
+/// exposition.add(MetricSample(name: "netreach_build_info", labels: [("version", "1.0")], value: 1))
+/// let text = exposition.text(registry: registry, process: ProcessMetrics.read())
 /// ```
-package enum MetricsExposition {
+package struct MetricsExposition: Sendable {
     /// The media type of the text format.
     package static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    /// What each of our metrics means; shown to people by Prometheus's UI and by `curl`.
-    package static let help: [String: String] = [
-        "netreach_path_satisfied": "1 when the path to the destination is satisfied (it can send and receive).",
-        "netreach_path_unsatisfied_reason":
-            "1 for the reason the path is unsatisfied, 0 for every other reason (all 0 when satisfied).",
-        "netreach_path_route_info":
-            "The kernel's route for the path per address family: its interface, the interface's type and the gateway (empty on-link).",
-        "netreach_path_traffic_info":
-            "The packet whose path is watched: its transport protocol and destination port (tcp and 443 unless --port, --protocol or the file's keys say otherwise).",
-        "netreach_path_expensive": "1 when the path uses an expensive interface (cellular, or marked so).",
-        "netreach_path_constrained": "1 when the path uses a constrained interface (marked so).",
-        "netreach_path_supports": "1 when the path can carry the capability: ipv4, ipv6, dns.",
-        "netreach_path_changes_total": "How many times the path changed since the server started.",
-        "netreach_path_last_change_timestamp_seconds":
-            "When the path last changed (or was first read), in seconds since the Unix epoch.",
-        "netreach_interface_up": "1 when the interface is up with carrier, 0 when it is down.",
-        "netreach_namespace_available": "1 while the network namespace can be observed.",
-        "netreach_build_info": "The netreach that serves these metrics; always 1.",
-        "netreach_config_last_reload_successful":
-            "1 when the last reload (SIGHUP, POST /-/reload) succeeded; 0 while the running configuration is kept.",
-        "netreach_config_last_reload_success_timestamp_seconds":
-            "When the configuration was last read successfully (the start, or a reload), in Unix seconds.",
-        // The library's own (NetReach, NetReachConnectivity), through swift-metrics.
-        "netreach_path_updates_total": "Paths delivered to PathMonitor handlers, by status.",
-        "netreach_netlink_messages_total": "rtnetlink messages the path engine handled, by kind.",
-        "netreach_netlink_malformed_messages_total": "rtnetlink messages the path engine could not parse.",
-        "netreach_netlink_resyncs_total":
-            "Times the path engine read the kernel's state afresh: overrun, malformed, retry.",
-        "netreach_netlink_snapshots_published_total": "System snapshots the path engine published.",
-        "netreach_route_lookups_total": "Route lookups (RTM_GETROUTE) the path engine asked the kernel.",
-        "netreach_connectivity_probe_rounds_total": "Rounds of connectivity probes sent.",
-        "netreach_connectivity_probe_duration_seconds": "How long each connectivity probe took, by family and verdict.",
-        "netreach_connectivity_level_changes_total": "Changes of the connectivity level, overall and per family.",
-        "netreach_event_clients": "Clients connected to the event stream.",
-        "netreach_event_clients_dropped_total": "Event-stream clients dropped because they stopped reading.",
-    ]
+    private var families: [String: [MetricSample]] = [:]
 
-    /// The registry's text with help lines, then `process`.
-    package static func render(_ registry: PrometheusCollectorRegistry, process: String) -> String {
-        let text = registry.emitToString()
+    package init() {}
+
+    /// Adds `sample` after the samples of its family given so far.
+    package mutating func add(_ sample: MetricSample) {
+        families[sample.name, default: []].append(sample)
+    }
+
+    /// Adds every one of `samples`, in order.
+    package mutating func add(contentsOf samples: some Sequence<MetricSample>) {
+        for sample in samples { add(sample) }
+    }
+
+    /// The text: the samples added, then `registry`'s families, then `process` (already text).
+    package func text(registry: PrometheusCollectorRegistry? = nil, process: String = "") -> String {
         var output = ""
-        output.reserveCapacity(text.utf8.count + help.count * 80 + process.utf8.count)
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("# TYPE "), let name = line.dropFirst(7).split(separator: " ").first,
-                let text = help[String(name)]
-            {
-                output += "# HELP \(name) \(text)\n"
-            }
-            output += line
-            output += "\n"
+        output.reserveCapacity(families.count * 512 + process.utf8.count)
+        let names = families.keys.sorted(by: Self.inExpositionOrder)
+        for name in names {
+            guard let samples = families[name], !samples.isEmpty else { continue }
+            let family = MetricFamilies.family(named: name)
+            let type = family?.type ?? .gauge
+            if let help = family?.help, !help.isEmpty { output += "# HELP \(name) \(Self.escapedHelp(help))\n" }
+            output += "# TYPE \(name) \(type.rawValue)\n"
+            for sample in samples { Self.write(sample, as: type, into: &output) }
         }
-        if output.hasSuffix("\n\n") { output.removeLast() }
+        if let registry { output += Self.ordered(registry.emitToBuffer()) }
         return output + process
+    }
+
+    /// Table order first, then by name.
+    private static func inExpositionOrder(_ a: String, _ b: String) -> Bool {
+        let (left, right) = (MetricFamilies.position[a] ?? .max, MetricFamilies.position[b] ?? .max)
+        return left != right ? left < right : a < b
+    }
+
+    private static func write(_ sample: MetricSample, as type: MetricFamilies.MetricType, into output: inout String) {
+        output += sample.name
+        if !sample.labels.isEmpty {
+            output += "{"
+            for (index, (label, value)) in sample.labels.enumerated() {
+                if index > 0 { output += "," }
+                output += label
+                output += "=\""
+                output += escapedLabelValue(value)
+                output += "\""
+            }
+            output += "}"
+        }
+        output += " "
+        // As swift-prometheus writes them, so the lines read as they always did: a counter's value
+        // as an integer, a gauge's as Swift prints a Double (`1.0`).
+        if type == .counter, sample.value == sample.value.rounded(), abs(sample.value) < 1e18 {
+            output += String(Int64(sample.value))
+        } else {
+            output += "\(sample.value)"
+        }
+        output += "\n"
+    }
+
+    /// A label value as the text format escapes it: backslash, double quote and line feed.
+    package static func escapedLabelValue(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 10 }) else {
+            return value
+        }
+        var escaped = ""
+        for character in value.unicodeScalars {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
+    }
+
+    private static func escapedHelp(_ help: String) -> String {
+        help.contains("\\") || help.contains("\n")
+            ? help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n") : help
+    }
+
+    /// The registry's families in exposition order: it writes them in its dictionary's order,
+    /// which differs from process to process. Each family is a block of lines beginning with its
+    /// `# HELP` or `# TYPE` line; only those lines are looked at (bytes, not characters).
+    private static func ordered(_ bytes: [UInt8]) -> String {
+        let hash = UInt8(ascii: "#")
+        let newline = UInt8(ascii: "\n")
+        let space = UInt8(ascii: " ")
+        var blocks: [(name: String, range: Range<Int>)] = []
+        var current: ArraySlice<UInt8> = []
+        var start = 0
+        var line = 0
+        while line < bytes.count {
+            var end = line
+            while end < bytes.count, bytes[end] != newline { end += 1 }
+            // "# HELP name ..." or "# TYPE name ...": the name from the eighth byte.
+            if bytes[line] == hash, end - line > 7 {
+                var nameEnd = line + 7
+                while nameEnd < end, bytes[nameEnd] != space { nameEnd += 1 }
+                let name = bytes[(line + 7)..<nameEnd]
+                if name != current {
+                    if !current.isEmpty { blocks.append((String(decoding: current, as: UTF8.self), start..<line)) }
+                    current = name
+                    start = line
+                }
+            }
+            line = end + 1
+        }
+        if !current.isEmpty { blocks.append((String(decoding: current, as: UTF8.self), start..<bytes.count)) }
+        blocks.sort { inExpositionOrder($0.name, $1.name) }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 1)
+        for block in blocks {
+            output += bytes[block.range]
+            if output.last != newline { output.append(newline) }
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 }

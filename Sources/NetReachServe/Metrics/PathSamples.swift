@@ -29,10 +29,10 @@ package enum PathSamples {
     /// paths differ only by the packet asked about.
     package static func samples(
         of path: NetworkPath, key: PathKey, routes: [Route], lastChange: Double, traffic: PathTraffic? = nil
-    ) -> [MetricSeries.Sample] {
+    ) -> [MetricSample] {
         let labels = key.labels
-        func gauge(_ name: String, _ value: Bool, _ extra: [(String, String)] = []) -> MetricSeries.Sample {
-            MetricSeries.Sample(name: name, labels: labels + extra, value: value ? 1 : 0)
+        func gauge(_ name: String, _ value: Bool, _ extra: [(String, String)] = []) -> MetricSample {
+            MetricSample(name: name, labels: labels + extra, value: value ? 1 : 0)
         }
         var samples = [
             gauge("netreach_path_satisfied", path.status == .satisfied),
@@ -41,7 +41,7 @@ package enum PathSamples {
             gauge("netreach_path_supports", path.supportsIPv4, [("capability", "ipv4")]),
             gauge("netreach_path_supports", path.supportsIPv6, [("capability", "ipv6")]),
             gauge("netreach_path_supports", path.supportsDNS, [("capability", "dns")]),
-            MetricSeries.Sample(
+            MetricSample(
                 name: "netreach_path_last_change_timestamp_seconds", labels: labels, value: lastChange),
         ]
         // One series per path whatever its state, not labels on every series: the traffic is
