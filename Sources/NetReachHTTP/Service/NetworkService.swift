@@ -433,44 +433,37 @@ public final class NetworkService: Sendable {
         guard let target = ResolvedTarget.resolve(request.target, queryItems: request.queryItems, base: base) else {
             throw .invalidURL(Self.describe(request.target, baseURL))
         }
-        var url = target.url
         let policy = self.policy.applying(request.policyOverrides)
         // The path is needed before an attempt only to wait or to deny; otherwise only a failure
         // needs it (to explain), so a per-destination monitor is made then, not on every request.
         let needsPathFirst =
             policy.waitsForConnectivity || !policy.allowsExpensiveNetworkAccess
             || !policy.allowsConstrainedNetworkAccess || !policy.allowsCellularAccess
-        var monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
-        var monitorIsForURL = needsPathFirst
-        var baseHead = makeHead(request, target: target)
-        var body = (requestBody ?? request.body).map(ReplayTracker.init)
-        var method = request.method
-        var redirects = 0
-        var interceptorRetried = false
         let clock = ContinuousClock()
-        let start = clock.now
-        let resourceDeadline = start + policy.timeoutIntervalForResource
+        var attempts = AttemptsStateMachine(
+            url: target.url, head: makeHead(request, target: target),
+            body: (requestBody ?? request.body).map(ReplayTracker.init), policy: policy,
+            hasIdempotencyKey: request.idempotencyKey != nil, start: clock.now)
+        var monitor = needsPathFirst ? await pathMonitor(for: attempts.url) : self.monitor
+        var monitorIsForURL = needsPathFirst
         var waited = Duration.zero
-        var attempt = 0
-        // Times the request was handed to the transport: what a failure reports as its attempts.
-        var sent = 0
         do throws(NetworkError) {
             while true {
                 if Task.isCancelled { throw .cancelled }
-                attempt += 1
+                let attempt = attempts.beginAttempt()
+                let url = attempts.url
                 // A policy that neither waits nor denies lets every path through (an unsatisfied one
                 // is attempted and explained), so the path is not asked before the attempt.
                 if needsPathFirst {
                     waited += try await clearance(
-                        for: request, url: url, policy: policy, monitor: monitor, until: resourceDeadline)
+                        for: request, url: url, policy: policy, monitor: monitor, until: attempts.deadline)
                 }
-                let remaining = resourceDeadline - clock.now
-                guard remaining > .zero else { throw .timedOut(path: monitor?.currentPath) }
+                guard attempts.deadline > clock.now else { throw .timedOut(path: monitor?.currentPath) }
 
                 let failure: RetryAttempt.Failure
                 let explained: NetworkError
                 do throws(AttemptFailure) {
-                    var head = baseHead
+                    var head = attempts.head
                     prepare(&head)
                     if let interceptor {
                         do { try await interceptor.adapt(&head, attempt: attempt) } catch {
@@ -488,32 +481,26 @@ public final class NetworkService: Sendable {
                             "url": "\(Self.withoutPassword(url))",
                         ])
                     let options = TransportOptions(
-                        stallTimeout: policy.timeoutIntervalForRequest, deadline: resourceDeadline)
+                        stallTimeout: policy.timeoutIntervalForRequest, deadline: attempts.deadline)
                     let response: HTTPResponse
                     let responseBody: HTTPBody
-                    sent += 1
+                    attempts.didSend()
                     metrics.attempts.increment()
                     do throws(TransportError) {
-                        (response, responseBody) = try await transport.send(head, body: body?.body(), options: options)
+                        (response, responseBody) = try await transport.send(
+                            head, body: attempts.body?.body(), options: options)
                     } catch {
                         throw .transport(error)
                     }
-                    if let next = try redirect(
-                        from: response, body: responseBody, url: url, head: baseHead, method: method,
-                        requestBody: body, policy: policy, followed: redirects)
+                    if let hop = try redirect(
+                        from: response, body: responseBody, url: url, head: attempts.head,
+                        requestBody: attempts.body, policy: policy, followed: attempts.redirects)
                     {
                         // Another hop, not another attempt: the retry budget and the deadline carry over.
-                        redirects += 1
-                        url = next.url
-                        baseHead = next.head
-                        method = next.head.method
-                        body = next.keepsBody ? body : nil
-                        if next.changesOrigin {
-                            monitor = needsPathFirst ? await pathMonitor(for: url) : self.monitor
+                        if attempts.follow(hop) {
+                            monitor = needsPathFirst ? await pathMonitor(for: hop.url) : self.monitor
                             monitorIsForURL = needsPathFirst
                         }
-                        attempt -= 1
-                        sent -= 1
                         continue
                     }
                     if policy.acceptableStatusCodes.contains(response.status.code) || accepts(response) {
@@ -548,14 +535,10 @@ public final class NetworkService: Sendable {
                     logger.debug(
                         "unsuccessful status", metadata: ["attempt": "\(attempt)", "status": "\(response.status.code)"])
                     // The interceptor's one extra attempt (a refreshed token), under the safety rule.
-                    if let interceptor, !interceptorRetried,
-                        RetryAttempt(
-                            method: method, number: attempt, failure: failure, elapsed: clock.now - start,
-                            hasIdempotencyKey: request.idempotencyKey != nil
-                        ).isSafeToRepeat,
-                        body?.canReplay ?? true, await interceptor.retry(after: response, attempt: attempt)
+                    if let interceptor, attempts.interceptorMayRetry(after: failure, now: clock.now),
+                        await interceptor.retry(after: response, attempt: attempt)
                     {
-                        interceptorRetried = true
+                        attempts.interceptorRetries()
                         metrics.retryingForInterceptor()
                         logger.info(
                             "retrying at the interceptor's request", metadata: ["status": "\(response.status.code)"])
@@ -589,16 +572,8 @@ public final class NetworkService: Sendable {
                 // notConnectedToInternet does). With waiting, the next attempt waits for the path first.
                 if case .notConnected = explained.reason, !policy.waitsForConnectivity { throw explained }
 
-                let context = RetryAttempt(
-                    method: method, number: attempt, failure: failure,
-                    elapsed: clock.now - start, hasIdempotencyKey: request.idempotencyKey != nil)
-                // The safety rule is the service's, not the policy's: no custom policy can make a POST
-                // that may have reached the server go out twice, and a single-pass body that was read
-                // cannot be sent again.
-                guard context.isSafeToRepeat, body?.canReplay ?? true,
-                    case .retry(let delay) = policy.retryPolicy.decision(for: context),
-                    clock.now + delay < resourceDeadline
-                else {
+                // The safety rule is the service's, not the policy's (``AttemptsStateMachine``).
+                guard case .retry(let delay) = attempts.next(after: failure, now: clock.now) else {
                     logger.debug("giving up", metadata: ["attempt": "\(attempt)", "error": "\(explained.reason)"])
                     throw explained
                 }
@@ -609,7 +584,7 @@ public final class NetworkService: Sendable {
                 do { try await Task.sleep(for: delay) } catch { throw .cancelled }
             }
         } catch {
-            throw error.after(attempts: sent)
+            throw error.after(attempts: attempts.sent)
         }
     }
 
@@ -617,7 +592,6 @@ public final class NetworkService: Sendable {
     /// `Location`, a status that is not 301, 302, 303, 307 or 308, or redirects not followed).
     private func redirect(
         from response: HTTPResponse, body responseBody: HTTPBody, url: URL, head: HTTPRequest,
-        method: HTTPRequest.Method,
         requestBody: ReplayTracker?, policy: RequestPolicy, followed: Int
     ) throws(AttemptFailure) -> Redirect.Hop? {
         guard case .follow(let limit, let allowsInsecure) = policy.redirects,
