@@ -59,7 +59,11 @@ struct AttemptsStateMachineTests {
 
     /// A single-pass body that was read cannot be sent again, whatever the method.
     @Test func aSinglePassBodyThatWasReadIsNotReplayed() async throws {
-        let body = ReplayTracker(HTTPBody(AsyncStream { $0.yield(ArraySlice("x".utf8)); $0.finish() }, length: .known(1), iterationBehavior: .single))
+        let stream = AsyncStream<ArraySlice<UInt8>> { continuation in
+            continuation.yield(ArraySlice("x".utf8))
+            continuation.finish()
+        }
+        let body = ReplayTracker(HTTPBody(stream, length: .known(1), iterationBehavior: .single))
         var attempts = Self.machine(.put, body: body)
         _ = attempts.beginAttempt()
         #expect(attempts.next(after: Self.reset, now: Self.start) == .retry(after: .milliseconds(500)))
@@ -72,7 +76,9 @@ struct AttemptsStateMachineTests {
     @Test func aRetryThatWouldEndPastTheDeadlineIsNotMade() {
         var attempts = Self.machine(resource: .seconds(2))
         _ = attempts.beginAttempt()
-        #expect(attempts.next(after: Self.reset, now: Self.start + .milliseconds(1_400)) == .retry(after: .milliseconds(500)))
+        #expect(
+            attempts.next(after: Self.reset, now: Self.start + .milliseconds(1_400))
+                == .retry(after: .milliseconds(500)))
         #expect(attempts.next(after: Self.reset, now: Self.start + .milliseconds(1_600)) == .giveUp)
         #expect(attempts.deadline == Self.start + .seconds(2))
     }
