@@ -258,6 +258,4 @@ package final class ServeState: Sendable {
         return text.text
     }
 
-    /// `text` as a JSON string literal, escaped as JSONEncoder escapes it.
-    package static func jsonString(_ text: String) -> String { PathJSON.string(text) }
 }

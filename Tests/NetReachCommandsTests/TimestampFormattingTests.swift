@@ -1,4 +1,5 @@
 import Foundation
+import NetReach
 import NetReachTestSupport
 import Testing
 
@@ -16,6 +17,6 @@ struct TimestampFormattingTests {
         (951_782_400.0, "2000-02-29T00:00:00.000Z"),
     ])
     func formatsAsISO8601WithMilliseconds(seconds: Double, expected: String) {
-        #expect(PathFormatting.timestamp(Date(timeIntervalSince1970: seconds)) == expected)
+        #expect(PathJSON.timestamp(Date(timeIntervalSince1970: seconds)) == expected)
     }
 }

@@ -29,7 +29,7 @@ package enum PathFormatting {
     /// ``line(_:)`` prefixed with an ISO-8601 UTC timestamp with milliseconds:
     /// `2026-11-22T19:40:01.123Z satisfied eth0(wiredEthernet) ipv4 dns gw 192.0.2.1`.
     static func timestampedLine(_ path: NetworkPath, at date: Date) -> String {
-        "\(timestamp(date)) \(line(path))"
+        "\(PathJSON.timestamp(date)) \(line(path))"
     }
 
     /// The path's line, then the connectivity verdict (`watch --internet`, `wait --internet`):
@@ -40,7 +40,7 @@ package enum PathFormatting {
 
     /// ``line(_:)-(Connectivity)`` prefixed with a timestamp, as ``timestampedLine(_:at:)-(NetworkPath,_)``.
     static func timestampedLine(_ verdict: Connectivity, at date: Date) -> String {
-        "\(timestamp(date)) \(line(verdict))"
+        "\(PathJSON.timestamp(date)) \(line(verdict))"
     }
 
     /// `key: value` lines for `status`, one property per line, every key always present
@@ -65,9 +65,6 @@ package enum PathFormatting {
             (key + ":").padding(toLength: width, withPad: " ", startingAt: 0) + " " + value
         }.joined(separator: "\n")
     }
-
-    /// `2026-11-22T19:40:01.123Z`: ISO 8601 in UTC with milliseconds, as the JSON's `timestamp`.
-    static func timestamp(_ date: Date) -> String { PathJSON.timestamp(date) }
 
     /// The words for the path's true flags, in the order they are printed.
     static func flagWords(_ path: NetworkPath) -> [String] {

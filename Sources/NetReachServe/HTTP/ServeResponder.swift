@@ -175,11 +175,11 @@ package struct ServeResponder: HTTPResponder {
         let key = PathKey(namespace: namespace, destination: query["to"] ?? "")
         guard state.keys.contains(key) else {
             if !state.keys.contains(where: { $0.namespace == namespace }) {
-                return Self.text(.notFound, "no namespace \(ServeState.jsonString(namespace)) is watched\n")
+                return Self.text(.notFound, "no namespace \(PathJSON.string(namespace)) is watched\n")
             }
             return Self.text(
                 .notFound,
-                "no destination named \(ServeState.jsonString(key.destination)) is watched (serve --to NAME=DEST)\n")
+                "no destination named \(PathJSON.string(key.destination)) is watched (serve --to NAME=DEST)\n")
         }
         guard let path = state.path(for: key) else {
             return Self.text(.serviceUnavailable, "the path \(key) has not been read yet\n")
@@ -194,7 +194,7 @@ package struct ServeResponder: HTTPResponder {
             return Self.text(.badRequest, "the target parameter is missing: /probe?target=HOST\n")
         }
         if let module = query["module"], module != "path" {
-            return Self.text(.badRequest, "unknown module \(ServeState.jsonString(module)); the one module is path\n")
+            return Self.text(.badRequest, "unknown module \(PathJSON.string(module)); the one module is path\n")
         }
         let namespace = query["namespace"] ?? state.defaultNamespace
         let timeout = TargetProbe.timeout(
@@ -208,7 +208,7 @@ package struct ServeResponder: HTTPResponder {
         } catch {
             switch error {
             case .unknownNamespace(let name):
-                return Self.text(.notFound, "no namespace \(ServeState.jsonString(name)) is watched\n")
+                return Self.text(.notFound, "no namespace \(PathJSON.string(name)) is watched\n")
             case .busy:
                 return Self.text(.serviceUnavailable, "\(targetProbe.limit) probes are running; try again\n")
             }
