@@ -1,12 +1,12 @@
 import Clocks
 import Dispatch
 import Foundation
-import NetReachConnectivity
 import NetReachSystem
 import NetReachTesting
 import Testing
 
 @testable import NetReach
+@testable import NetReachConnectivity
 
 /// A prober that answers from a script per family and counts what it was asked.
 final class ScriptedProber: ConnectivityProber {
@@ -87,8 +87,19 @@ struct ConnectivityMonitorTests {
         return monitor.current
     }
 
-    /// Lets the monitor's tasks run (no clock time passes).
-    static func idle() async throws { try await Task.sleep(for: .milliseconds(50)) }
+    /// Waits (bounded, in real time) until the monitor has done everything the clock's present
+    /// allows: no round in flight, every timer armed for later (``ConnectivityMonitor/isQuiet()``).
+    /// What has not happened then cannot happen before the next path change or advance, so a test
+    /// checks for an absence after this, never after a sleep. Advancing by zero wakes a timer armed
+    /// for exactly the present (see ``settle(_:clock:_:)``).
+    static func quiet(_ monitor: ConnectivityMonitor, clock: TestClock<Duration>) async throws {
+        for _ in 0..<2_000 {
+            await clock.advance(by: .zero)
+            if await monitor.isQuiet() { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        Issue.record("the monitor still had work to do after 10 s")
+    }
 
     @Test("One round at start; none while full and idle, however long")
     func fullAndQuiet() async throws {
@@ -108,7 +119,7 @@ struct ConnectivityMonitorTests {
         #expect(prober.sent(.ipv4) == 1)
         #expect(prober.sent(.ipv6) == 0)
         await clock.advance(by: .seconds(3_600))
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         #expect(prober.total == 1, "no traffic while full")
     }
 
@@ -134,7 +145,7 @@ struct ConnectivityMonitorTests {
         #expect(doubting.ipv4.evidence.first?.verdict == .failed("connection refused"))
         await clock.advance(by: .seconds(1)) // checked again soon: still within the dwell
         _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 3 }
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         #expect(monitor.current.level == .full)
         // Rounds back off 2, 4, 8 s…; the dwell (10 s from the first failure) ends before the fifth.
         await clock.advance(by: .seconds(2))
@@ -186,7 +197,7 @@ struct ConnectivityMonitorTests {
         _ = try await Self.settle(monitor, clock: clock) { $0.path.unsatisfiedReason == .linkDown }
         await clock.advance(by: .seconds(6))
         #expect(try await Self.settle(monitor, clock: clock) { $0.level == .none }.level == .none)
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         #expect(prober.total == 1, "no probe without a path")
     }
 
@@ -224,7 +235,7 @@ struct ConnectivityMonitorTests {
         }
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full && $0.path.status == .satisfied }
         await clock.advance(by: .seconds(30)) // no loss was left pending
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         #expect(monitor.current.level == .full)
         monitor.cancel()
         await reader.value
@@ -254,14 +265,14 @@ struct ConnectivityMonitorTests {
         network.setCarrier("eth0", false)
         _ = try await Self.settle(monitor, clock: clock) { $0.path.unsatisfiedReason == .linkDown }
         await clock.advance(by: .milliseconds(5_900))
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         #expect(monitor.current.level == .full, "6 s have not passed since the carrier went")
         await clock.advance(by: .milliseconds(100))
         #expect(try await Self.settle(monitor, clock: clock) { $0.level == .none }.level == .none)
         // It comes back: one round, full again.
         network.setCarrier("eth0", true)
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         monitor.cancel()
         await reader.value
         #expect(levels.withLock { $0 } == [.full, .none, .unknown, .full])
@@ -282,7 +293,7 @@ struct ConnectivityMonitorTests {
             // Ten minutes of outage, a second at a time.
             for _ in 0..<600 {
                 await clock.advance(by: .seconds(1))
-                try await Task.sleep(for: .milliseconds(2))
+                try await Self.quiet(monitor, clock: clock)
             }
             prober.answer(.ipv4, .passed)
             // Recovery: the next round is at most `cap` away (a few seconds of slack: the clock
@@ -291,7 +302,7 @@ struct ConnectivityMonitorTests {
             while waited < cap * 2 + .seconds(5), monitor.current.level != .full {
                 await clock.advance(by: .seconds(1))
                 waited += .seconds(1)
-                try await Task.sleep(for: .milliseconds(20))
+                try await Self.quiet(monitor, clock: clock)
             }
             let now = try await Self.settle(monitor, clock: clock) { $0.level == .full }
             #expect(now.level == .full, "seen within \(cap) of the recovery")
@@ -317,7 +328,7 @@ struct ConnectivityMonitorTests {
         #expect(suspended.level == .unknown, "another network, not judged")
         network.removeInterface("wwan0")
         _ = try await Self.settle(monitor, clock: clock) { $0.level == .full }
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         #expect(prober.total == 2, "one round at start, one after returning to eth0, none over wwan0")
     }
 
@@ -361,7 +372,7 @@ struct ConnectivityMonitorTests {
         #expect(seen.withLock { $0 } == [.full])
         await clock.advance(by: .seconds(60)) // another passing round: evidence, no change
         _ = try await Self.settle(monitor, clock: clock) { _ in prober.sent(.ipv4) == 2 }
-        try await Self.idle()
+        try await Self.quiet(monitor, clock: clock)
         monitor.cancel()
         await reader.value // the sequence ends with the monitor
         #expect(seen.withLock { $0 } == [.full])

@@ -31,6 +31,9 @@ actor ConnectivityEngine {
     /// verdict waits ``ConnectivityMonitor/Configuration/carrierLossDelay`` before acting on it,
     /// as NetworkManager defers a carrier loss, so a flapping link changes it at most once.
     private var pendingLoss: Task<Void, Never>?
+    /// When ``timer`` and ``pendingLoss`` are due, while they are armed: what ``isQuiet`` reads.
+    private var timerDeadline: Duration?
+    private var lossDeadline: Duration?
 
     init(
         configuration: ConnectivityMonitor.Configuration, prober: any ConnectivityProber,
@@ -61,6 +64,16 @@ actor ConnectivityEngine {
         round?.cancel()
         timer?.cancel()
         pendingLoss?.cancel()
+        (timerDeadline, lossDeadline) = (nil, nil)
+    }
+
+    /// Whether nothing can happen without a new path or the clock moving on: no round in flight,
+    /// and every armed wait due later than now. Tests wait for this instead of sleeping before they
+    /// look for something that must not have happened.
+    var isQuiet: Bool {
+        let now = elapsed()
+        let roundInFlight = round.map { !$0.isCancelled } ?? false
+        return !roundInFlight && [timerDeadline, lossDeadline].allSatisfy { $0.map { $0 > now } ?? true }
     }
 
     /// A new path: judged at once from the path where it decides (no path, no route beyond the
@@ -73,6 +86,7 @@ actor ConnectivityEngine {
         generation += 1
         round?.cancel()
         timer?.cancel()
+        (timerDeadline, lossDeadline) = (nil, nil)
         let identity = NetworkIdentity(path)
         let isAnotherNetwork = identity != network
         network = identity
@@ -123,9 +137,11 @@ actor ConnectivityEngine {
         round = nil
         timer?.cancel()
         timer = nil
+        timerDeadline = nil
         generation += 1
         let generation = self.generation
         let deadline = elapsed() + configuration.carrierLossDelay
+        lossDeadline = deadline
         let sleepUntil = self.sleepUntil
         pendingLoss = Task {
             do { try await sleepUntil(deadline) } catch { return }
@@ -139,6 +155,7 @@ actor ConnectivityEngine {
     private func lossLasted(familyReasons: [IPAddress.Family: UnsatisfiedReason], generation: Int) {
         guard generation == self.generation, pendingLoss != nil else { return }
         pendingLoss = nil
+        lossDeadline = nil
         // verdict.path is the lost path already, and no loss is pending: it is not deferred again.
         pathChanged(verdict.path, familyReasons: familyReasons)
     }
@@ -250,6 +267,7 @@ actor ConnectivityEngine {
     private func arm(_ deadline: Duration?) {
         timer?.cancel()
         timer = nil
+        timerDeadline = deadline
         guard let deadline else { return }
         let generation = self.generation
         let sleepUntil = self.sleepUntil
@@ -262,6 +280,7 @@ actor ConnectivityEngine {
     private func timerFired(generation: Int) {
         guard generation == self.generation, round == nil else { return }
         timer = nil
+        timerDeadline = nil
         // A request answered over this path since the last round, while all was well: it counts
         // as that round, and the next one is due an interval after it.
         if let evidence = lastEvidence(), let last = lastRoundEnded, evidence > last, verdict.level == .full,

@@ -186,6 +186,13 @@ public final class ConnectivityMonitor: Sendable {
         for stream in streams { stream.finish() }
     }
 
+    /// Whether the monitor has nothing left to do until a path changes or its clock moves on
+    /// (``ConnectivityEngine/isQuiet``); `true` before it starts and after it is cancelled. For tests.
+    func isQuiet() async -> Bool {
+        guard let engine = state.withLock({ $0.engine }) else { return true }
+        return await engine.isQuiet
+    }
+
     /// A request over this network just succeeded: while `full`, it counts as a passing round and
     /// postpones the next. `NetworkService` reports its own requests through the path monitor the
     /// two share; call this for requests made another way.
