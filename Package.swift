@@ -17,6 +17,9 @@ let package = Package(
         // Network.framework's path API (NWPathMonitor, NWPath, ...) on Linux, backed by NetReach:
         // Apple-platform code ports by changing its import.
         .library(name: "NetReachNetwork", targets: ["NetReachNetwork"]),
+        // PathMonitor's changes as NotificationCenter notifications: full Foundation's, which the
+        // core does not link (Docs/DesignNotes.md, "No full Foundation in the core").
+        .library(name: "NetReachNotifications", targets: ["NetReachNotifications"]),
         // A userspace link conditioner: a SwiftNIO TCP proxy with Apple's profiles and toxiproxy's faults.
         .library(name: "NetReachConditioner", targets: ["NetReachConditioner"]),
         // Every command in one executable (Docs/DesignNotes.md, "One executable").
@@ -86,6 +89,7 @@ let package = Package(
             ]
         ),
         .target(name: "NetReachNetwork", dependencies: ["NetReach", "NetReachSystem"]),
+        .target(name: "NetReachNotifications", dependencies: ["NetReach"]),
         .target(
             name: "NetReachConditioner",
             dependencies: [
@@ -218,7 +222,7 @@ let package = Package(
         .testTarget(
             name: "NetReachTests",
             dependencies: [
-                "NetReach", "NetReachSystem", "NetReachTesting", "NetReachTestSupport",
+                "NetReach", "NetReachSystem", "NetReachTesting", "NetReachTestSupport", "NetReachNotifications",
                 .target(name: "CNetReachLinux", condition: .when(platforms: [.linux])),
                 // Library metrics through an injected TestMetrics factory, never the global system.
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -315,7 +319,7 @@ let package = Package(
             name: "SnippetChecks",
             dependencies: [
                 "NetReach", "NetReachTesting", "NetReachHTTP", "NetReachURLSession", "NetReachAsyncHTTPClient",
-                "NetReachConnectivity", "NetReachNetwork", "NetReachConditioner",
+                "NetReachConnectivity", "NetReachNetwork", "NetReachConditioner", "NetReachNotifications",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,9 +1,14 @@
 import Dispatch
-import Foundation
 import HTTPTypes
 import NetReach
 import NetReachConnectivity
 import NetReachHTTP
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Sends connectivity probes on AsyncHTTPClient, each over one family, where the program's own
 /// requests go: directly, or through the proxy the settings choose for the probe's URL (by

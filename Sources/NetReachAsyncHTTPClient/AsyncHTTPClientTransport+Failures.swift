@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -8,7 +7,14 @@ import NIOPosix
 import NIOSSL
 import NetReach
 import NetReachHTTP
+import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -318,7 +324,7 @@ extension TLSFailureReason {
     private static func token(of description: String) -> String {
         var text = Substring(description)
         if let at = text.range(of: " at ") { text = text[..<at.lowerBound] }
-        return String(text.split(separator: ":").last ?? text).trimmingCharacters(in: .whitespaces)
+        return String(text.split(separator: ":").last ?? text).trimmingSpaces()
     }
 
     private static func reason(forTokens tokens: [String]) -> TLSFailureReason {

@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -10,6 +9,12 @@ import NetReach
 import NetReachHTTP
 import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -376,7 +381,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     /// the way (`Content-Length` counts the encoded bytes), none for HEAD.
     private static func bodyLength(_ response: HTTPClientResponse, method: HTTPRequest.Method) -> HTTPBody.Length {
         if method == .head { return .known(0) }
-        let coding = response.headers.first(name: "content-encoding")?.trimmingCharacters(in: .whitespaces).lowercased()
+        let coding = response.headers.first(name: "content-encoding")?.trimmingSpaces().lowercased()
         if let coding, !coding.isEmpty, coding != "identity" { return .unknown }
         return response.headers.first(name: "content-length").flatMap(Int64.init).map { .known($0) } ?? .unknown
     }

@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
@@ -10,6 +9,12 @@ import NetReach
 import NetReachHTTP
 import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,12 @@
 import CNetReachZlib
-import Foundation
 import NIOCore
+import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Decodes a body whose `Content-Encoding` lists gzip and deflate codings, in pieces of at most
 /// ``pieceSize`` bytes, whatever its compression ratio: the body's reader takes each piece before
@@ -65,7 +71,7 @@ final class ContentDecoder {
     ///   ``Failure/tooManyCodings(_:)`` for more than ``maximumCodings`` of them.
     static func make(contentEncoding: String?, limit: Int64) throws(Failure) -> ContentDecoder? {
         let names = (contentEncoding ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+            $0.trimmingSpaces().lowercased()
         }.filter { !$0.isEmpty && $0 != "identity" }
         guard !names.isEmpty else { return nil }
         guard names.count <= maximumCodings else {

@@ -139,8 +139,7 @@ package struct NetreachCommand: ParsableCommand {
     /// //   See 'netreach get --help' for more information.
     /// ```
     static func usageError(_ error: ValidationError, in command: any ParsableCommand.Type) -> String {
-        let usage = usageString(for: command).replacingOccurrences(
-            of: "\n", with: "\n" + String(repeating: " ", count: 7))
+        let usage = usageString(for: command).replacing("\n", with: "\n" + String(repeating: " ", count: 7))
         let name = "\(configuration.commandName ?? "netreach") \(command._commandName)"
         return "Error: \(error.message)\nUsage: \(usage)\n  See '\(name) --help' for more information."
     }

@@ -1,7 +1,12 @@
-import Foundation
 import NIOCore
 import NIOPosix
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A TCP proxy that makes a link bad on purpose: the root-free stand-in for `tc netem`, in the
 /// manner of Apple's Network Link Conditioner and Shopify's toxiproxy. Start one in front of a

@@ -1,7 +1,12 @@
-import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One control connection: gathers each request's body (up to 64 KiB), answers it from
 /// ``ControlRoutes``, one request at a time.

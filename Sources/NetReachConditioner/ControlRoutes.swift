@@ -1,8 +1,13 @@
-import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A control response: a status and a JSON body (none for 204).
 package struct ControlResponse: Sendable, Equatable {
@@ -119,15 +124,16 @@ package struct ControlRoutes: Sendable {
     }
 
     private func setConditions(_ listener: ConditionedListener, body: Data) -> ControlResponse {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+        guard let object = try? JSONDecoder().decode(JSONObjectKeys.self, from: body) else {
             return .error(.badRequest, "not a JSON object: expected {\"profile\": NAME} or conditions")
         }
         do {
-            if let name = object["profile"] {
-                guard object.count == 1 else {
+            if object.keys.contains("profile") {
+                guard object.keys.count == 1 else {
                     return .error(.badRequest, "a profile comes alone: {\"profile\": NAME}")
                 }
-                guard let name = name as? String, let profile = LinkProfile(name: name) else {
+                guard let name = object.strings["profile"], let profile = LinkProfile(name: name) else {
+                    let name = object.strings["profile"] ?? object.scalars["profile"] ?? "(not a string)"
                     return .error(
                         .badRequest,
                         "unknown profile \(name) (profiles: \(LinkProfile.allCases.map(\.name).joined(separator: ", ")))"
@@ -136,11 +142,11 @@ package struct ControlRoutes: Sendable {
                 try listener.proxy.setConditions(profile.conditions)
                 recordProfile(profile, for: listener.name)
             } else {
-                if let unknown = Self.unknownKey(object, allowed: Self.conditionKeys) {
+                if let unknown = Self.unknownKey(object.keys, allowed: Self.conditionKeys) {
                     return .error(.badRequest, unknown)
                 }
                 for direction in ["upstream", "downstream"] {
-                    if let nested = object[direction] as? [String: Any],
+                    if let nested = object.nested[direction],
                         let unknown = Self.unknownKey(nested, allowed: Self.directionKeys, in: direction)
                     {
                         return .error(.badRequest, unknown)
@@ -157,11 +163,11 @@ package struct ControlRoutes: Sendable {
     }
 
     private func addFault(_ listener: ConditionedListener, body: Data) -> ControlResponse {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+        guard let object = try? JSONDecoder().decode(JSONObjectKeys.self, from: body) else {
             return .error(.badRequest, "not a JSON object: expected a fault: {\"name\": ..., \"type\": ..., ...}")
         }
-        if let type = object["type"] as? String, let keys = Self.faultKeys[type],
-            let unknown = Self.unknownKey(object, allowed: keys.union(["name", "direction", "type"]))
+        if let type = object.strings["type"], let keys = Self.faultKeys[type],
+            let unknown = Self.unknownKey(object.keys, allowed: keys.union(["name", "direction", "type"]))
         {
             return .error(.badRequest, "\(unknown) for a \(type) fault")
         }
@@ -204,8 +210,8 @@ package struct ControlRoutes: Sendable {
 
     /// A key of `object` that is not in `allowed`, in a sentence (a misspelt key must not be
     /// taken for a value left at zero).
-    static func unknownKey(_ object: [String: Any], allowed: Set<String>, in parent: String? = nil) -> String? {
-        guard let key = object.keys.sorted().first(where: { !allowed.contains($0) }) else { return nil }
+    static func unknownKey(_ keys: Set<String>, allowed: Set<String>, in parent: String? = nil) -> String? {
+        guard let key = keys.sorted().first(where: { !allowed.contains($0) }) else { return nil }
         let place = parent.map { " in \($0)" } ?? ""
         return "unknown key \(key)\(place) (known: \(allowed.sorted().joined(separator: ", ")))"
     }
@@ -214,7 +220,10 @@ package struct ControlRoutes: Sendable {
     package static func isName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64
             && name.unicodeScalars.allSatisfy {
-                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0))
+                switch $0 {
+                case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "-": true
+                default: false
+                }
             }
     }
 
@@ -238,5 +247,41 @@ package struct ControlRoutes: Sendable {
 
     private static func path(_ keys: [any CodingKey]) -> String {
         keys.isEmpty ? "the body" : keys.map(\.stringValue).joined(separator: ".")
+    }
+}
+
+/// The keys of a JSON object, the keys of the objects in it, and its string values: what the
+/// control API looks at before decoding, so a misspelt key is refused rather than taken for a
+/// value left out. Anything but an object does not decode.
+struct JSONObjectKeys: Decodable {
+    var keys: Set<String> = []
+    var nested: [String: Set<String>] = [:]
+    var strings: [String: String] = [:]
+    /// Numbers and booleans, as JSON writes them.
+    var scalars: [String: String] = [:]
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        for key in container.allKeys {
+            keys.insert(key.stringValue)
+            if let inner = try? container.nestedContainer(keyedBy: AnyKey.self, forKey: key) {
+                nested[key.stringValue] = Set(inner.allKeys.map(\.stringValue))
+            } else if let string = try? container.decode(String.self, forKey: key) {
+                strings[key.stringValue] = string
+            } else if let number = try? container.decode(Int.self, forKey: key) {
+                scalars[key.stringValue] = String(number)
+            } else if let number = try? container.decode(Double.self, forKey: key) {
+                scalars[key.stringValue] = String(number)
+            } else if let flag = try? container.decode(Bool.self, forKey: key) {
+                scalars[key.stringValue] = String(flag)
+            }
+        }
     }
 }

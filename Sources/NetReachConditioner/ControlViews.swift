@@ -1,7 +1,12 @@
-import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A listener as the control API shows it.
 struct ListenerView: Encodable {

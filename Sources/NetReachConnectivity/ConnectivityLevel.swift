@@ -1,5 +1,10 @@
-import Foundation
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How far the network reaches: a path only says a route exists; the level says whether the
 /// internet answers through it.

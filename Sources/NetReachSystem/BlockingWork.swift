@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -30,15 +30,23 @@ import CNetReachLinux
 /// ```
 package enum BlockingWork {
     /// Starts `work` on a new thread named `name` (Linux keeps the first 15 bytes) and returns.
+    ///
+    /// A detached pthread with the system's default stack, as Foundation's `Thread` makes. When
+    /// the system refuses a thread (`EAGAIN`: the process or user is at its limit), `work` runs
+    /// on Dispatch's global queue instead: late and on a shared thread, but it runs, so nothing
+    /// waiting for it hangs.
     package static func start(named name: String, _ work: @escaping @Sendable () -> Void) {
-        let thread = Thread {
-            // Named from inside: Foundation's Thread.name does not reach the kernel on Linux.
-            #if os(Linux)
-            _ = cnr_set_thread_name(String(name.utf8.prefix(15)) ?? "netreach")
-            #endif
-            work()
+        let job = Unmanaged.passRetained(ThreadJob(name: name, work: work))
+        var thread = pthread_t()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let status = pthread_create(&thread, &attributes, runThreadJob, job.toOpaque())
+        pthread_attr_destroy(&attributes)
+        if status != 0 {
+            job.release()
+            DispatchQueue.global().async(execute: work)
         }
-        thread.start()
     }
 
     /// Runs `work` on a thread of its own and returns its result, without holding a thread of
@@ -144,4 +152,27 @@ package enum BlockingWork {
             }
         }
     }
+}
+
+/// What a thread started by ``BlockingWork/start(named:_:)`` runs, handed over retained.
+private final class ThreadJob {
+    let name: String
+    let work: @Sendable () -> Void
+
+    init(name: String, work: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.work = work
+    }
+}
+
+/// A new thread's entry point: names the thread (from inside: the kernel names the caller), then
+/// runs the job it was given.
+private func runThreadJob(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let argument else { return nil }
+    let job = Unmanaged<ThreadJob>.fromOpaque(argument).takeRetainedValue()
+    #if os(Linux)
+    _ = cnr_set_thread_name(String(job.name.utf8.prefix(15)) ?? "netreach")
+    #endif
+    job.work()
+    return nil
 }

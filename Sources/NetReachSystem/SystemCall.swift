@@ -227,6 +227,18 @@ package enum SystemCall {
         }
     }
 
+    /// What is at `path`, following symbolic links: `nil` when nothing is (or it cannot be
+    /// looked at), else whether it is a directory and whether this process may read it.
+    ///
+    /// ```swift
+    /// if let file = SystemCall.fileStatus("/etc/ssl/certs"), file.isDirectory, file.isReadable { ... }
+    /// ```
+    package static func fileStatus(_ path: String) -> (isDirectory: Bool, isReadable: Bool)? {
+        var information = stat()
+        guard stat(path, &information) == 0 else { return nil }
+        return ((information.st_mode & S_IFMT) == S_IFDIR, access(path, R_OK) == 0)
+    }
+
     /// Adds one to an eventfd(2) counter, waking whoever polls it. Cannot fail but for a bad
     /// descriptor (then nobody is polling it), so nothing is thrown.
     package static func signal(eventDescriptor descriptor: Int32) {

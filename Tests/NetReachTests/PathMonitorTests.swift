@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NetReach
+import NetReachNotifications
 import NetReachTesting
 import Testing
 

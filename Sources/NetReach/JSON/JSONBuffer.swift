@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The buffer of NetReach's JSON writer (``PathJSON``): one line of JSON built as UTF-8 bytes,
 /// literals copied, numbers written digit by digit, strings escaped exactly as Foundation's

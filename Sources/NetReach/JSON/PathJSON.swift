@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// NetReach's JSON for a path: the object `status --json` prints, every `watch --json` line and
 /// every serve `path` event carries. One object on one line, the path's own `Codable` keys sorted,

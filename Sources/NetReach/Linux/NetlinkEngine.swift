@@ -2,7 +2,11 @@
 import CNetReachLinux
 import NetReachSystem
 import CoreMetrics
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 import Logging
 
@@ -21,7 +25,7 @@ import Logging
 /// overrun or a broken stream re-reads everything with dumps (`resync`), here too.
 final class NetlinkEngine: @unchecked Sendable {
     // @unchecked: the sockets, watcher and store exist only as locals of `run()` on the engine's
-    // own thread; `readiness` is guarded by its lock and `destinations` is `Locked`; `wakeFD` and
+    // own thread; `readyResult` and `destinations` are `Locked`; `wakeFD` and
     // `refreshFD` are written with write(2), which is thread-safe, and closed only in deinit,
     // after every user has let go.
     private let configuration: SystemPathSource.Configuration
@@ -33,8 +37,9 @@ final class NetlinkEngine: @unchecked Sendable {
     /// The addresses per-destination monitors want looked up: set by the source
     /// (``setDestinations(_:)``), read at each refresh.
     private let destinations: Locked<Set<IPAddress>>
-    private let readiness = NSCondition()
-    private var readyResult: Result<Void, PathMonitorError>?
+    /// How reading the initial state went, once it has: `waitUntilReady` waits on `readiness`.
+    private let readyResult = Locked<Result<Void, PathMonitorError>?>(nil)
+    private let readiness = Wakeup()
     private let wakeFD: Int32
     private let refreshFD: Int32
 
@@ -72,21 +77,16 @@ final class NetlinkEngine: @unchecked Sendable {
 
     /// Blocks until the initial state has been published, or throws why it could not be read.
     func waitUntilReady() throws(PathMonitorError) {
-        readiness.lock()
-        while readyResult == nil { readiness.wait() }
-        let result = readyResult!
-        readiness.unlock()
-        try result.get()
+        readiness.wait { readyResult.withLock { $0 != nil } }
+        try readyResult.withLock { $0! }.get()
     }
 
     /// Asks the thread to finish; it closes its socket and watches on the way out.
     func stop() { SystemCall.signal(eventDescriptor: wakeFD) }
 
     private func signalReady(_ result: Result<Void, PathMonitorError>) {
-        readiness.lock()
-        readyResult = result
+        readyResult.withLock { $0 = result }
         readiness.broadcast()
-        readiness.unlock()
     }
 
     private func run() {

@@ -1,5 +1,11 @@
-import Foundation
+import Dispatch
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if os(Linux)
 // SOCK_STREAM and the addrinfo constants come through the kernel-headers module: Glibc alone does

@@ -1,8 +1,13 @@
 import CoreMetrics
 import Dispatch
-import Foundation
 import Logging
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Watches the network path and tells you the moment it changes: the Linux counterpart of
 /// Network.framework's `NWPathMonitor`, with the same vocabulary and stronger guarantees.
@@ -31,12 +36,6 @@ import NetReachSystem
 ///   start queue or from a handler, no handler starts after it returns; called from another
 ///   thread, a delivery the queue had already begun may still run its handler once.
 public final class PathMonitor: Sendable {
-    /// Posted on `NotificationCenter.default` after each change when ``postsNotifications`` is on;
-    /// the object is the monitor and `userInfo[PathMonitor.pathUserInfoKey]` the new ``NetworkPath``.
-    public static let pathDidChangeNotification = Notification.Name("NetReachPathDidChange")
-    /// The `userInfo` key of ``pathDidChangeNotification`` holding the ``NetworkPath``.
-    public static let pathUserInfoKey = "path"
-
     /// A monitor for the whole process with no requirements, started on first use and never
     /// cancelled (its ``cancel()`` does nothing). Prefer its ``paths`` to a handler, which every
     /// user of `shared` would overwrite.
@@ -95,7 +94,8 @@ public final class PathMonitor: Sendable {
         var streams: [UInt64: AsyncStream<NetworkPath>.Continuation] = [:]
         var nextStreamID: UInt64 = 0
         var subscription: PathSubscription?
-        var postsNotifications = false
+        /// Posts each change on the start queue after the handler (NetReachNotifications).
+        var poster: (@Sendable (PathMonitor, NetworkPath) -> Void)?
         var failure: PathMonitorError?
         /// A per-destination monitor's addresses (empty: the name did not resolve).
         var destinationAddresses: [IPAddress] = []
@@ -562,11 +562,12 @@ extension PathMonitor {
         set { state.withLock { $0.observer = newValue } }
     }
 
-    /// When `true`, each change is also posted as ``pathDidChangeNotification`` on
-    /// `NotificationCenter.default`, on the start queue after the handler. Off by default.
-    public var postsNotifications: Bool {
-        get { state.withLock { $0.postsNotifications } }
-        set { state.withLock { $0.postsNotifications = newValue } }
+    /// Called on the start queue after the handler with each change, when set: how
+    /// NetReachNotifications posts `PathMonitor.pathDidChangeNotification` without this module
+    /// linking Foundation's `NotificationCenter`.
+    package var changePoster: (@Sendable (PathMonitor, NetworkPath) -> Void)? {
+        get { state.withLock { $0.poster } }
+        set { state.withLock { $0.poster = newValue } }
     }
 
     /// Every path from now on, starting with the current one (once the monitor has started).
@@ -627,7 +628,7 @@ extension PathMonitor {
             state.hasEmitted = true
             // The queue only runs the handler and posts the notification: with neither, waking it
             // would cost a thread wake-up per change for nothing (a `paths` reader wakes its own).
-            let queueHasWork = state.handler != nil || state.postsNotifications
+            let queueHasWork = state.handler != nil || state.poster != nil
             return (
                 state.observer, update, true, queueHasWork ? state.deliveryQueue : nil, Array(state.streams.values)
             )
@@ -669,14 +670,10 @@ extension PathMonitor {
 
     /// Runs on the delivery queue.
     private func deliver(_ path: NetworkPath) {
-        let (handler, posts) = state.withLock { state in
-            state.phase == .cancelled ? (nil, false) : (state.handler, state.postsNotifications)
+        let (handler, poster) = state.withLock { state in
+            state.phase == .cancelled ? (nil, nil) : (state.handler, state.poster)
         }
         handler?(path)
-        if posts {
-            NotificationCenter.default.post(
-                name: Self.pathDidChangeNotification, object: self,
-                userInfo: [Self.pathUserInfoKey: path])
-        }
+        poster?(self, path)
     }
 }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One update of a monitor: its path, what the kernel said the path was judged from, when it was
 /// computed and where it stands in the monitor's order. A ``PathMonitor`` hands these to its

@@ -1,7 +1,12 @@
 import CoreMetrics
-import Foundation
 import Logging
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The operating system as a ``PathSource``: on Linux, rtnetlink (links, addresses, routes, rules and
 /// nexthops of both families, and the kernel's own route lookups), an inotify watch on resolv.conf
@@ -153,7 +158,7 @@ public final class SystemPathSource: PathSource {
         var destinationCounts: [IPAddress: Int] = [:]
     }
     /// Signalled at each delivery, for ``lookUpRoutes(to:)`` waiting for its first answers.
-    private let delivered = NSCondition()
+    private let delivered = Wakeup()
 
     private let state = Locked(State())
     /// Held while snapshots are handed out, so a subscriber's first snapshot never overtakes a later one.
@@ -239,12 +244,11 @@ public final class SystemPathSource: PathSource {
             return state.engine
         }
         if let engine {
-            let deadline = Date().addingTimeInterval(5)
-            delivered.lock()
-            while !state.withLock({ state in
-                state.engine !== engine || destinations.allSatisfy { state.latest.destinationLookups[$0] != nil }
-            }), delivered.wait(until: deadline) {}
-            delivered.unlock()
+            delivered.wait(until: .now + .seconds(5)) {
+                state.withLock { state in
+                    state.engine !== engine || destinations.allSatisfy { state.latest.destinationLookups[$0] != nil }
+                }
+            }
         }
         return PathSubscription { [weak self] in
             guard let self else { return }
@@ -273,9 +277,7 @@ public final class SystemPathSource: PathSource {
     #if os(Linux)
     private func deliver(_ snapshot: SystemSnapshot, from engine: NetlinkEngine) {
         deliveries.withLock { _ in deliverInOrder(snapshot, from: engine) }
-        delivered.lock()
         delivered.broadcast()
-        delivered.unlock()
     }
 
     /// `deliver`'s work, while `deliveries` is held.

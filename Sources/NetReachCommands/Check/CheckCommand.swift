@@ -1,9 +1,14 @@
 import ArgumentParser
 import Dispatch
-import Foundation
 import NetReach
 import NetReachConnectivity
 import NetReachHTTP
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach check`: one verdict on whether the internet answers, with every probe's evidence.
 struct CheckCommand: NetreachSubcommand {

@@ -1,8 +1,13 @@
 import ArgumentParser
-import Foundation
 import NIOCore
 import NIOPosix
 import NetReachConditioner
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach condition`: a link conditioner in front of a server, without root: a TCP proxy with
 /// Apple's Network Link Conditioner profiles, custom conditions and toxiproxy's faults, changed

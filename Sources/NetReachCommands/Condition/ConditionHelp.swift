@@ -1,5 +1,10 @@
-import Foundation
 import NetReachConditioner
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The long help of `netreach condition`: the profiles' figures (from ``LinkProfile``, the same
 /// table the documentation shows), the faults, the control API and the exit statuses.

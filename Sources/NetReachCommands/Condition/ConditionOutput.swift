@@ -1,5 +1,10 @@
-import Foundation
 import NetReachConditioner
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What `netreach condition` prints: lines for people, or JSON lines with `--json`.
 struct ConditionOutput {

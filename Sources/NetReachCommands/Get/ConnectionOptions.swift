@@ -1,6 +1,12 @@
 import ArgumentParser
-import Foundation
 import NetReachHTTP
+import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How `netreach get` connects, with curl's option names: TLS trust and client certificates,
 /// proxies, the connect timeout. Included in a command with `@OptionGroup var connection: ConnectionOptions`;
@@ -206,14 +212,13 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     private static func check(_ path: String, option: String, directory: Bool) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let file = SystemCall.fileStatus(path) else {
             throw ValidationError("\(option) \(path): no such \(directory ? "directory" : "file").")
         }
-        guard isDirectory.boolValue == directory else {
+        guard file.isDirectory == directory else {
             throw ValidationError("\(option) \(path): \(directory ? "not a directory" : "a directory, not a file").")
         }
-        guard FileManager.default.isReadableFile(atPath: path) else {
+        guard file.isReadable else {
             throw ValidationError("\(option) \(path): cannot be read.")
         }
     }

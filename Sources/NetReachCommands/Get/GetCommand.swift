@@ -1,10 +1,16 @@
 import ArgumentParser
 import Dispatch
-import Foundation
 import HTTPTypes
 import NetReach
 import NetReachHTTP
+import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach get URL`: the connectivity-aware HTTP layer from the shell. Waits for the network
 /// when asked, retries only when that is safe, and says what happened in one line.
@@ -297,12 +303,12 @@ struct GetCommand: NetreachSubcommand {
                     "'\(line)' is not a header field; write it as 'Name: value' ('Name:' removes one, 'Name;' sends it empty)."
                 )
                 func name(_ text: Substring) throws(ValidationError) -> HTTPField.Name {
-                    guard let name = HTTPField.Name(text.trimmingCharacters(in: .whitespaces)) else { throw refusal }
+                    guard let name = HTTPField.Name(text.trimmingSpaces()) else { throw refusal }
                     return name
                 }
                 if let colon = line.firstIndex(of: ":") {
                     let field = try name(line[..<colon])
-                    let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    let value = String(line[line.index(after: colon)...]).trimmingSpaces()
                     if value.isEmpty {
                         removed.insert(field)
                     } else {

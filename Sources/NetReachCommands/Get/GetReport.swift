@@ -1,7 +1,16 @@
-import Foundation
 import NetReach
 import NetReachHTTP
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `get` tells the person or program that ran it: waiting events, progress, and the outcome,
 /// as human lines on standard error or as JSON lines on standard output.
@@ -161,7 +170,7 @@ final class GetReport: Sendable {
         let bar =
             String(repeating: "=", count: max(0, filled - arrow.count)) + arrow
             + String(repeating: " ", count: width - filled)
-        return "[\(bar)] \(String(format: "%3d", Int(fraction * 100)))%  \(bytes(received)) / \(bytes(expected))"
+        return "[\(bar)] \(Self.padded(Int(fraction * 100), width: 3))%  \(bytes(received)) / \(bytes(expected))"
     }
 
     /// `512 B`, `1.2 kB`, `3.4 MB`, `1.0 GB` (decimal units, as download tools print).
@@ -174,12 +183,28 @@ final class GetReport: Sendable {
             value /= 1000
             unit += 1
         }
-        return String(format: "%.1f %@", value, units[unit])
+        return "\(Self.fixed(value, digits: 1)) \(units[unit])"
     }
 
     /// `2.41s`, for a person.
     static func seconds(_ duration: Duration) -> String {
-        String(format: "%.2fs", secondsValue(duration))
+        "\(fixed(secondsValue(duration), digits: 2))s"
+    }
+
+    /// `value` with `digits` decimals, exactly as C's `printf("%.Nf")` writes it (the C library's
+    /// own `vsnprintf`, so rounding is the same to the last digit).
+    static func fixed(_ value: Double, digits: Int) -> String {
+        // 309 digits is the largest finite Double; room for its sign, point and decimals.
+        var buffer = [CChar](repeating: 0, count: 330 + max(0, digits))
+        let count = buffer.count
+        _ = withVaList([value]) { arguments in vsnprintf(&buffer, count, "%.\(max(0, digits))f", arguments) }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `number` right-aligned in `width` columns (`printf`'s `%Nd`).
+    static func padded(_ number: Int, width: Int) -> String {
+        let text = String(number)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
     }
 
     static func secondsValue(_ duration: Duration) -> Double {

@@ -1,6 +1,11 @@
-import Foundation
 import NetReach
 import NetReachConnectivity
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What `netreach check` prints: the verdict, then a line per probe (its family, URL, answer,
 /// time and verdict); with `--json`, the path's object with the verdict as `connectivity`

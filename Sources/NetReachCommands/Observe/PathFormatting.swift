@@ -1,6 +1,11 @@
-import Foundation
 import NetReach
 import NetReachConnectivity
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How `status`, `watch` and `wait` print a ``NetworkPath``, in one place so they always agree.
 ///

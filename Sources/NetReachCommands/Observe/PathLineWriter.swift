@@ -1,7 +1,12 @@
 import ArgumentParser
-import Foundation
 import NetReach
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `watch`'s lines, written on the thread that computed each path (the monitor's
 /// ``PathMonitor/updateObserver``): a change reaches standard output with no thread hop and no

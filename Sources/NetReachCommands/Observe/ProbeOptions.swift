@@ -1,8 +1,13 @@
 import ArgumentParser
-import Foundation
 import NetReach
 import NetReachConnectivity
 import NetReachHTTP
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The probe flags `check`, `watch --internet` and `wait --internet` share: which probes, how
 /// many must pass, over which family, for how long.

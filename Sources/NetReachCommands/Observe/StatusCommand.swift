@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach status`: the current path, once.
 package struct StatusCommand: NetreachSubcommand {

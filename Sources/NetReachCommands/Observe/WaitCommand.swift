@@ -1,8 +1,13 @@
 import ArgumentParser
 import Dispatch
-import Foundation
 import NetReach
 import NetReachConnectivity
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach wait`: exit 0 as soon as the network is usable, 1 if it is not within the timeout.
 /// For systemd units, container entrypoints and CI scripts, like `systemd-networkd-wait-online`.

@@ -1,9 +1,14 @@
 import ArgumentParser
 import Dispatch
-import Foundation
 import NetReach
 import NetReachConnectivity
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach watch`: the current path, then a line per change, until SIGINT or SIGTERM; with
 /// `--internet`, whether the internet answers too.

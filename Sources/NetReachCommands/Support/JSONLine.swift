@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One line of `--json` output: the value's JSON on one line, keys sorted, slashes unescaped,
 /// with `"version"` (netreach's, ``NetreachCommand/version``) beside the value's own keys.

@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
 import NetReachHTTP
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `--proxy` and `--noproxy` over the environment's proxies, read as curl reads them: one reading
 /// for `get` and for the probes of `check`, `watch`, `wait` and `serve`, so that a probe goes

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One round of probes for one family, reduced to a level with a quorum: `full` when at least
 /// `quorum` probes passed; otherwise `portal` when any answered in the server's place (with the

@@ -1,6 +1,11 @@
-import Foundation
 import Logging
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The monitor's decisions over time: paths in, rounds of probes out, verdicts published. The
 /// judging itself is in the value types (`ProbeRound`, `ConnectivityHysteresis`, `ProbeSchedule`);

@@ -1,5 +1,10 @@
-import Foundation
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A connectivity verdict's JSON: the path's object (``PathJSON``) with the verdict as its
 /// `connectivity` key, as `check --json` prints it, every `watch --internet --json` line and every

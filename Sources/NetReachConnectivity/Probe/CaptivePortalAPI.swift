@@ -1,5 +1,11 @@
-import Foundation
 import NetReach
+import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A network's own word on whether it holds you in a captive portal: the API of RFC 8908, whose
 /// URL the network announces by DHCP (option 114, RFC 8910) or in router advertisements.
@@ -102,7 +108,7 @@ public enum CaptivePortalAPI {
     public static func announcedURL(inLinkState text: String) -> URL? {
         for line in text.split(whereSeparator: \.isNewline) {
             guard line.hasPrefix("CAPTIVE_PORTAL=") else { continue }
-            let value = line.dropFirst("CAPTIVE_PORTAL=".count).trimmingCharacters(in: .whitespaces)
+            let value = line.dropFirst("CAPTIVE_PORTAL=".count).trimmingSpaces()
             guard let url = URL(string: value), url.scheme?.lowercased() == "https", url.host?.isEmpty == false else {
                 return nil
             }

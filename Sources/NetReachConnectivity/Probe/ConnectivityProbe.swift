@@ -1,4 +1,10 @@
+import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One URL to ask whether the internet answers, and what a true answer looks like.
 ///
@@ -126,7 +132,7 @@ extension ConnectivityProbe {
         guard let value = environment["NETREACH_PROBE_URLS"] else { return [] }
         var probes: [ConnectivityProbe] = []
         for entry in value.split(whereSeparator: { $0 == "," || $0 == "\n" }) {
-            let trimmed = entry.trimmingCharacters(in: .whitespaces)
+            let trimmed = entry.trimmingSpaces()
             if !trimmed.isEmpty { probes.append(try ConnectivityProbe(parsing: trimmed)) }
         }
         return probes

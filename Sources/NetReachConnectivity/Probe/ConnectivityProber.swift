@@ -1,5 +1,10 @@
-import Foundation
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Sends one probe over one address family and says what came back. ``ConnectivityMonitor`` asks
 /// it for every probe of a round, in parallel.

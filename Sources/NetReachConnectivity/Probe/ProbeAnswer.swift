@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Judges one probe's HTTP answer as its bytes arrive, with NetworkManager's rules
 /// (`nm-connectivity.c`) as the reference: the head decides what it can (a redirect, a status

@@ -1,5 +1,10 @@
-import Foundation
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One probe's evidence: what was asked, over which family and interface, what came back, how
 /// fast, and the verdict. A level is never shown without these.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What one probe's answer says.
 public enum ProbeVerdict: Sendable, Hashable, CustomStringConvertible {

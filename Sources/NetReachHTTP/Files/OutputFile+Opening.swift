@@ -1,5 +1,10 @@
-import Foundation
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if os(Linux)
 import CNetReachLinux

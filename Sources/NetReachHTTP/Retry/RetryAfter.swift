@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads `Retry-After` (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date (§5.6.7) in any of its
 /// three formats. Anything else is ignored, as if the header were absent; a date in the past means

@@ -1,5 +1,10 @@
-import Foundation
 import HTTPTypes
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The bookkeeping of one request's attempts: where the next one goes and what it sends (the
 /// URL, head, method and body a redirect may have changed), how many attempts were begun and

@@ -1,6 +1,11 @@
-import Foundation
 import HTTPTypes
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Why a request failed, and how many times it was sent: ``reason`` is a closed set, each case
 /// carrying what is needed to understand it without a debugger, including the network path at that

@@ -1,7 +1,12 @@
-import Foundation
 import HTTPTypes
 import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension NetworkService {
     /// Sends the file at `fileURL` as the request body, read in chunks as the transport sends
@@ -175,7 +180,7 @@ final class DownloadState: Sendable {
 /// The codings a `Content-Encoding` value lists, without `identity`: `gzip, identity` → `["gzip"]`.
 enum ContentCoding {
     static func names(_ value: String) -> [String] {
-        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        value.split(separator: ",").map { $0.trimmingSpaces().lowercased() }
             .filter { !$0.isEmpty && $0 != "identity" }
     }
 }

@@ -1,11 +1,16 @@
 import Dispatch
-import Foundation
 import HTTPTypes
 import Logging
 import Metrics
 import NetReach
 import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Sends requests that wait for the network instead of failing, are retried only when that is
 /// safe, and fail with an error that explains itself.

@@ -1,5 +1,11 @@
-import Foundation
 import HTTPTypes
+import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Whether and how far ``NetworkService`` follows redirects. The service follows them itself (its
 /// transports never do), so both transports behave the same.
@@ -45,7 +51,7 @@ enum Redirect {
     /// `nil` when the status is not a redirect or the location is not an http(s) URL that can be sent.
     static func hop(status: Int, location: String, from url: URL, head: HTTPRequest) -> Hop? {
         guard [301, 302, 303, 307, 308].contains(status),
-            let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: url)?.absoluteURL,
+            let next = URL(string: location.trimmingSpaces(), relativeTo: url)?.absoluteURL,
             let target = ResolvedTarget.resolve(.url(next), queryItems: [], base: nil)
         else { return nil }
         var method = head.method

@@ -1,6 +1,11 @@
-import Foundation
 import HTTPTypes
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One HTTP request for a ``NetworkService``: method, target, query, headers, body, and policy
 /// overrides for this request alone.

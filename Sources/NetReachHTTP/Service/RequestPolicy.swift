@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How a ``NetworkService`` treats requests: waiting, network access, timeouts, retries and which
 /// statuses count as success. Set per service; override per request with

@@ -1,5 +1,10 @@
-import Foundation
 import HTTPTypes
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Where one request goes, worked out once: the URL that ``Response`` and ``WaitingEvent`` carry, and
 /// the scheme, authority and request target of the head handed to the transport.

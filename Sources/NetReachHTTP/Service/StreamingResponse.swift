@@ -1,8 +1,13 @@
-import Foundation
 import HTTPTypes
 import NetReach
 import OpenAPIRuntime
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A response whose body is still arriving: what ``NetworkService/bytes(_:)`` returns.
 ///

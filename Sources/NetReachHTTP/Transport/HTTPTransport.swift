@@ -1,6 +1,11 @@
-import Foundation
 import HTTPTypes
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Sends one HTTP request and hands back the response as it arrives: the only thing
 /// ``NetworkService`` needs from an HTTP client. Waiting, retries, redirects, resuming and errors

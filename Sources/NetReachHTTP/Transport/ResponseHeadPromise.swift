@@ -1,7 +1,12 @@
-import Foundation
 import HTTPTypes
 import NetReachSystem
 import OpenAPIRuntime
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What a transport's `send` waits for: the response head with its body, or the first failure.
 /// Whichever comes first is kept; the waiter is resumed once, whether it came before or after,

@@ -1,6 +1,11 @@
 import Dispatch
-import Foundation
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Ends a transfer that goes `stall` without a byte moving, or runs past `deadline`: one timer per
 /// transfer, re-armed lazily, so marking activity costs one atomic store per chunk.

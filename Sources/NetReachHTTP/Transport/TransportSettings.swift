@@ -1,5 +1,11 @@
-import Foundation
 import NetReach
+import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How a transport connects: whom it trusts and proves itself to over TLS, which proxy it goes
 /// through, how long it may take to connect, and how large a decoded body may grow.
@@ -298,7 +304,7 @@ public struct ProxySettings: Sendable, Hashable {
     ) -> ProxySettings {
         func value(_ names: String...) -> String? {
             for name in names {
-                if let value = environment[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty { return value }
+                if let value = environment[name]?.trimmingSpaces(), !value.isEmpty { return value }
             }
             return nil
         }
@@ -311,7 +317,7 @@ public struct ProxySettings: Sendable, Hashable {
 
     /// `a, b,c` as `["a", "b", "c"]`: the form of `NO_PROXY` and curl's `--noproxy`.
     public static func parseList(_ list: String) -> [String] {
-        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        list.split(separator: ",").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
     }
 
     /// The proxy for a request to `scheme://host`, or `nil` to connect directly.
@@ -335,7 +341,7 @@ public struct ProxySettings: Sendable, Hashable {
         let host = Self.normalize(host)
         let address = IPAddress(host)
         for entry in noProxy {
-            let entry = entry.trimmingCharacters(in: .whitespaces)
+            let entry = entry.trimmingSpaces()
             if entry == "*" { return true }
             if let address {
                 if Self.matches(address, entry: Self.normalize(entry)) { return true }
@@ -444,15 +450,14 @@ extension TransportSettings {
     }
 
     private static func check(_ path: String, directory: Bool, what: String) throws(TransportSettingsError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let file = SystemCall.fileStatus(path) else {
             throw TransportSettingsError(.unreadableFile, "\(what) \(path) does not exist")
         }
-        if isDirectory.boolValue != directory {
+        if file.isDirectory != directory {
             throw TransportSettingsError(
                 .unreadableFile, "\(what) \(path) is \(directory ? "not a directory" : "a directory")")
         }
-        guard FileManager.default.isReadableFile(atPath: path) else {
+        guard file.isReadable else {
             throw TransportSettingsError(.unreadableFile, "\(what) \(path) cannot be read")
         }
     }

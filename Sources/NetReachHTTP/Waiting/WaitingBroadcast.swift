@@ -1,5 +1,10 @@
-import Foundation
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Hands each ``WaitingEvent`` to the service's callback and to every `waitingEvents` sequence.
 final class WaitingBroadcast: Sendable {

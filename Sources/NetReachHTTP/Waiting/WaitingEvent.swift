@@ -1,6 +1,11 @@
-import Foundation
 import HTTPTypes
 import NetReach
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A request started waiting for connectivity: the counterpart of URLSession's
 /// `urlSession(_:taskIsWaitingForConnectivity:)`, fired once per wait.
