@@ -38,7 +38,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         // Already in the graph through async-http-client; named for its HTTP/2 stream codec.
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
-        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        // No FullFoundation trait: HTTPBody needs only FoundationEssentials, and full Foundation
+        // would bring ICU into every executable that sends a request.
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4", traits: []),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // `serve`: the HTTP server (no configuration or full-Foundation traits: neither is used),

@@ -323,7 +323,7 @@ extension TLSFailureReason {
     /// → `CERTIFICATE_VERIFY_FAILED`.
     private static func token(of description: String) -> String {
         var text = Substring(description)
-        if let at = text.range(of: " at ") { text = text[..<at.lowerBound] }
+        if let at = text.firstRange(of: " at ") { text = text[..<at.lowerBound] }
         return String(text.split(separator: ":").last ?? text).trimmingSpaces()
     }
 

@@ -372,9 +372,8 @@ final class ClientSet: Sendable {
             throw TransportSettingsError(.invalidProxy, "proxy \(url.absoluteString) has no host")
         }
         let bareHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        let authorization = url.user.map {
-            HTTPClient.Authorization.basic(
-                username: $0.removingPercentEncoding ?? $0, password: url.password?.removingPercentEncoding ?? "")
+        let authorization = url.user(percentEncoded: false).map {
+            HTTPClient.Authorization.basic(username: $0, password: url.password(percentEncoded: false) ?? "")
         }
         return .server(host: bareHost, port: url.port ?? 1080, authorization: authorization)
     }
