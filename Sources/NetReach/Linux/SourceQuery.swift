@@ -1,4 +1,7 @@
 #if os(Linux)
+// SOCK_DGRAM and SOCK_CLOEXEC come through the kernel-headers module: in the release build
+// (scripts/build-release.sh) Glibc alone did not make them visible to this file.
+import CNetReachLinux
 import Glibc
 
 /// What a program's `connect()` gets, asked of the kernel the way a program asks it: an unbound UDP
