@@ -268,8 +268,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // The exporter's parts on their own (metrics, events, health), then `serve` run against
-        // namespace labs in NetReachCommandsTests.
+        // The exporter's parts on their own (metrics, events, health, every endpoint through its
+        // router), then `serve` run against namespace labs in NetReachCommandsTests.
         .testTarget(
             name: "NetReachServeTests",
             dependencies: [
@@ -279,6 +279,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // ServeRoutesTests: every endpoint through the router in process, no socket.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // What only AsyncHTTPClient does: its prober, decoding limits (its conformance is in NetReachHTTPTests).

@@ -19,6 +19,8 @@ package final class ServeReloader: Service, Sendable {
     /// Why a reload changed nothing: what the loader threw, described.
     package struct Failure: Error, Sendable, CustomStringConvertible {
         package var description: String
+
+        package init(description: String) { self.description = description }
     }
 
     private let load: @Sendable () throws -> ServeTargets

@@ -118,8 +118,9 @@ package enum ServeServer {
         var reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
         if configuration.enablesLifecycle, let reloader { reload = { await reloader.reload() } }
         let listening = Latch()
+        let routes = ServeRoutes(state: state, targetProbe: targetProbe, reload: reload)
         let application = Application(
-            responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload, web: configuration.web),
+            router: routes.router(web: configuration.web),
             server: .init { [web = configuration.web] responder in
                 let http = HTTP1Channel(
                     responder: responder,
