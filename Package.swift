@@ -155,7 +155,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
-                // --web.config.file: TLS (NIOSSL), basic_auth_users (bcrypt), read from YAML.
+                // --config and --web.config.file (YAML); TLS (NIOSSL), basic_auth_users (bcrypt).
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HummingbirdCore", package: "hummingbird"), // HTTP1Channel, under WebChannel
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -176,7 +176,6 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), // condition's event loop
-                .product(name: "Yams", package: "Yams"), // serve --config
             ]
         ),
         // `main` alone: decides the Capabilities (AsyncHTTPClient for HTTP and probes) and runs.
