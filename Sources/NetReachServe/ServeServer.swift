@@ -117,7 +117,7 @@ package enum ServeServer {
         }
         var reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
         if configuration.enablesLifecycle, let reloader { reload = { await reloader.reload() } }
-        let listening = Latch()
+        let listening = ListeningSignal()
         let routes = ServeRoutes(state: state, targetProbe: targetProbe, reload: reload)
         let application = Application(
             router: routes.router(web: configuration.web),
@@ -135,7 +135,7 @@ package enum ServeServer {
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil,
                 backlog: 4096),
             onServerRunning: { channel in
-                listening.open()
+                listening.markListening()
                 onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
             },
             logger: logger)

@@ -28,13 +28,13 @@ struct SystemdNotification: Service {
     let watchdogPeriod: Duration?
     let state: ServeState
     /// Whether the server's socket is bound and accepting: READY=1 promises that too.
-    let listening: Latch
+    let listening: ListeningSignal
     /// Hops through the watch's queue and back.
     let probeWatch: @Sendable () async -> Void
 
     /// The notifier systemd asks for in `environment`, or `nil` when not run by systemd.
     static func fromEnvironment(
-        _ environment: [String: String], state: ServeState, listening: Latch,
+        _ environment: [String: String], state: ServeState, listening: ListeningSignal,
         probeWatch: @escaping @Sendable () async -> Void
     ) -> SystemdNotification? {
         guard let path = environment["NOTIFY_SOCKET"], path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108
@@ -53,7 +53,7 @@ struct SystemdNotification: Service {
         try? await cancelWhenGracefulShutdown {
             // Ready once every path has been read and the server listens; each wakes this, no polling.
             await state.untilReadAll()
-            await listening.wait()
+            await listening.untilListening()
             try Task.checkCancellation()
             send("READY=1\nSTATUS=watching \(state.keys.count) paths")
             guard let watchdogPeriod else {
