@@ -61,7 +61,8 @@ let package = Package(
             name: "CNetReachNamespaceEntry",
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]),
         // The one layer over system calls (EINTR and EAGAIN handled once), the one lock type and
-        // the one executor for blocking work; every target above uses these. Not a product.
+        // the one executor for blocking work; every target above uses these. Also the text grammars
+        // (durations, HOST:PORT) the command line and serve's --config file share. Not a product.
         .target(
             name: "NetReachSystem",
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
