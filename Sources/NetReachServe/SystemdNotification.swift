@@ -11,9 +11,9 @@ import Musl
 /// systemd's notification protocol (`sd_notify`) for `Type=notify` units: `READY=1` once every
 /// watched path has been read, `WATCHDOG=1` while the watch answers, `STOPPING=1` on shutdown.
 ///
-/// Does nothing outside systemd (no `NOTIFY_SOCKET`). The watchdog is fed only after a round trip
-/// through the watch's own queue, the one every kernel change passes: a watch that is stuck
-/// stops feeding it, and systemd restarts the service.
+/// Does nothing outside systemd (no `NOTIFY_SOCKET`). The watchdog is fed only once the watch
+/// answers (``NetworkWatch/roundTrip()``: its lock is free and every monitor start asked for before
+/// has finished): a watch that is stuck stops feeding it, and systemd restarts the service.
 ///
 /// ```ini
 /// [Service]
@@ -29,7 +29,7 @@ struct SystemdNotification: Service {
     let state: ServeState
     /// Whether the server's socket is bound and accepting: READY=1 promises that too.
     let listening: ListeningSignal
-    /// Hops through the watch's queue and back.
+    /// Returns once the watch answers.
     let probeWatch: @Sendable () async -> Void
 
     /// The notifier systemd asks for in `environment`, or `nil` when not run by systemd.
