@@ -66,7 +66,8 @@ let package = Package(
             name: "CNetReachNamespaceEntry",
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]),
         // The one layer over system calls (EINTR and EAGAIN handled once), the one lock type and
-        // the one executor for blocking work; every target above uses these. Not a product.
+        // the one executor for blocking work; every target above uses these. Also the text grammars
+        // (durations, HOST:PORT) the command line and serve's --config file share. Not a product.
         .target(
             name: "NetReachSystem",
             dependencies: [.target(name: "CNetReachLinux", condition: .when(platforms: [.linux]))]
@@ -161,7 +162,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
-                // --web.config.file: TLS (NIOSSL), basic_auth_users (bcrypt), read from YAML.
+                // --config and --web.config.file (YAML); TLS (NIOSSL), basic_auth_users (bcrypt).
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HummingbirdCore", package: "hummingbird"), // HTTP1Channel, under WebChannel
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -182,7 +183,6 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), // condition's event loop
-                .product(name: "Yams", package: "Yams"), // serve --config
             ]
         ),
         // `main` alone: decides the Capabilities (AsyncHTTPClient for HTTP and probes) and runs.
@@ -274,8 +274,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // The exporter's parts on their own (metrics, events, health), then `serve` run against
-        // namespace labs in NetReachCommandsTests.
+        // The exporter's parts on their own (metrics, events, health, every endpoint through its
+        // router), then `serve` run against namespace labs in NetReachCommandsTests.
         .testTarget(
             name: "NetReachServeTests",
             dependencies: [
@@ -285,6 +285,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // ServeRoutesTests: every endpoint through the router in process, no socket.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // What only AsyncHTTPClient does: its prober, decoding limits (its conformance is in NetReachHTTPTests).

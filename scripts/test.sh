@@ -123,7 +123,7 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMU
 swift test --skip-build
 
 if $tsan; then
-    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests|ConditionedProxyTests|ConditionerControlTests|LockAndExecutorTests|EventHubTests|EventLoopTaskExecutorTests|FoundationFreeTests'
+    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests|ConditionedProxyTests|ConditionerControlTests|LockAndExecutorTests|EventHubTests|EventLoopTaskExecutorTests|NetworkWatchTests|ServeRoutesTests|FoundationFreeTests'
     echo "== ThreadSanitizer: $suites"
     # One test at a time: TSan multiplies CPU cost many times over, and 67 tests, each with its own
     # event loops and sockets, at once on two cores starve each other past their timeouts (seen

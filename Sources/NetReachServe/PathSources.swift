@@ -33,13 +33,31 @@ package struct PathSources: Sendable {
             destination: destination, port: traffic.port, protocol: traffic.transportProtocol, namespace: namespace)
     }
 
+    /// How a watch's monitor resolves a destination's host name in a namespace (`nil`: the
+    /// server's own): the namespace's own resolver by default, as `.system` resolves.
+    package typealias Resolver =
+        @Sendable (_ host: String, _ timeout: Duration, _ namespace: NetworkNamespace?) -> Result<
+            [IPAddress], HostResolutionError
+        >
+
     /// `source(namespace)` for every monitor in that namespace, whatever its traffic (a
-    /// simulated network answers every packet alike); host names are resolved by this process's
-    /// resolver, so tests name destinations by address.
-    package static func each(_ source: @escaping @Sendable (NetworkNamespace?) -> any PathSource) -> PathSources {
+    /// simulated network answers every packet alike). A destination's host name is resolved by
+    /// `resolve` for the monitor's namespace: by default inside it, with its `/etc/netns/NAME`
+    /// files, as ``system`` resolves (``HostResolver/resolve(_:family:timeout:in:)``), never by
+    /// this process's resolver for another namespace.
+    ///
+    /// ```swift
+    /// let sources = PathSources.each { namespace in networks[namespace?.path ?? ""]! }
+    /// ```
+    package static func each(
+        _ source: @escaping @Sendable (NetworkNamespace?) -> any PathSource,
+        resolve: @escaping Resolver = { HostResolver.resolve($0, timeout: $1, in: $2) }
+    ) -> PathSources {
         PathSources { destination, _, namespace in
             guard let destination else { return PathMonitor(source: source(namespace)) }
-            return PathMonitor(destination: destination, source: source(namespace))
+            return PathMonitor(
+                destination: destination, source: source(namespace),
+                resolve: { host, timeout in resolve(host, timeout, namespace) })
         }
     }
 }

@@ -19,6 +19,8 @@ package final class ServeReloader: Service, Sendable {
     /// Why a reload changed nothing: what the loader threw, described.
     package struct Failure: Error, Sendable, CustomStringConvertible {
         package var description: String
+
+        package init(description: String) { self.description = description }
     }
 
     private let load: @Sendable () throws -> ServeTargets
@@ -44,7 +46,8 @@ package final class ServeReloader: Service, Sendable {
     /// Reads the configuration and watches what it names; returns once the new paths have been
     /// read. Reloads apply in the order they were asked for.
     package func reload() async -> Result<Void, Failure> {
-        // Read and queued under one lock: two reloads at once cannot apply the older file last.
+        // Read and handed to the watch under one lock: two reloads at once cannot apply the older
+        // file last.
         let loaded: Result<Void, Failure> = ordering.withLock { _ in
             do {
                 watch.schedule(try load())

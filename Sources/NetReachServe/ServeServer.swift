@@ -117,9 +117,10 @@ package enum ServeServer {
         }
         var reload: (@Sendable () async -> Result<Void, ServeReloader.Failure>)?
         if configuration.enablesLifecycle, let reloader { reload = { await reloader.reload() } }
-        let listening = Latch()
+        let listening = ListeningSignal()
+        let routes = ServeRoutes(state: state, targetProbe: targetProbe, reload: reload)
         let application = Application(
-            responder: ServeResponder(state: state, targetProbe: targetProbe, reload: reload, web: configuration.web),
+            router: routes.router(web: configuration.web),
             server: .init { [web = configuration.web] responder in
                 let http = HTTP1Channel(
                     responder: responder,
@@ -134,7 +135,7 @@ package enum ServeServer {
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil,
                 backlog: 4096),
             onServerRunning: { channel in
-                listening.open()
+                listening.markListening()
                 onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
             },
             logger: logger)

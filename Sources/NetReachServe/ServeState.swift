@@ -14,7 +14,8 @@ import Prometheus
 /// order its updates were recorded, and none after its withdrawal), waiters are resumed and probe
 /// results counted after it. Updates come from the thread that computed them (a monitor's
 /// observer, the netlink engine's: no hop between the kernel's message and the event stream);
-/// the rest from ``NetworkWatch``'s queue and the HTTP handlers, on any thread.
+/// the rest from ``NetworkWatch`` (a reload, the namespace directory's thread) and the HTTP
+/// handlers, on any thread.
 ///
 /// ```swift
 /// let state = ServeState(keys: [PathKey(namespace: "", destination: "")], version: "0.23.0", hub: hub)

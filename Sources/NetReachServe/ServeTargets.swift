@@ -65,6 +65,18 @@ package struct NamedDestination: Sendable, Hashable {
         self.destination = destination
         self.traffic = traffic
     }
+
+    /// Whether `name` may name a destination: 1 to 64 ASCII letters, digits, `.`, `_` and `-`
+    /// (a label value and a `?to=` query both carry it unescaped).
+    package static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || [UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-")].contains(byte)
+            }
+    }
 }
 
 /// The packet a watched path is the path of: policy rules can send traffic apart by protocol and

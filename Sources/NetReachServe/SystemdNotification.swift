@@ -11,9 +11,9 @@ import Musl
 /// systemd's notification protocol (`sd_notify`) for `Type=notify` units: `READY=1` once every
 /// watched path has been read, `WATCHDOG=1` while the watch answers, `STOPPING=1` on shutdown.
 ///
-/// Does nothing outside systemd (no `NOTIFY_SOCKET`). The watchdog is fed only after a round trip
-/// through the watch's own queue, the one every kernel change passes: a watch that is stuck
-/// stops feeding it, and systemd restarts the service.
+/// Does nothing outside systemd (no `NOTIFY_SOCKET`). The watchdog is fed only once the watch
+/// answers (``NetworkWatch/roundTrip()``: its lock is free and every monitor start asked for before
+/// has finished): a watch that is stuck stops feeding it, and systemd restarts the service.
 ///
 /// ```ini
 /// [Service]
@@ -28,13 +28,13 @@ struct SystemdNotification: Service {
     let watchdogPeriod: Duration?
     let state: ServeState
     /// Whether the server's socket is bound and accepting: READY=1 promises that too.
-    let listening: Latch
-    /// Hops through the watch's queue and back.
+    let listening: ListeningSignal
+    /// Returns once the watch answers.
     let probeWatch: @Sendable () async -> Void
 
     /// The notifier systemd asks for in `environment`, or `nil` when not run by systemd.
     static func fromEnvironment(
-        _ environment: [String: String], state: ServeState, listening: Latch,
+        _ environment: [String: String], state: ServeState, listening: ListeningSignal,
         probeWatch: @escaping @Sendable () async -> Void
     ) -> SystemdNotification? {
         guard let path = environment["NOTIFY_SOCKET"], path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108
@@ -53,7 +53,7 @@ struct SystemdNotification: Service {
         try? await cancelWhenGracefulShutdown {
             // Ready once every path has been read and the server listens; each wakes this, no polling.
             await state.untilReadAll()
-            await listening.wait()
+            await listening.untilListening()
             try Task.checkCancellation()
             send("READY=1\nSTATUS=watching \(state.keys.count) paths")
             guard let watchdogPeriod else {

@@ -58,20 +58,20 @@ struct ServeWaitingTests {
         #expect(!state.hasReadAll)
     }
 
-    @Test func aLatchWakesEveryWaiterOnceOpened() async {
-        let latch = Latch()
+    @Test func theListeningSignalWakesEveryWaiterOnceMarked() async {
+        let listening = ListeningSignal()
         let returned = Returned()
         let waiters = (0..<4).map { _ in
             Task {
-                await latch.wait()
+                await listening.untilListening()
                 returned.add()
             }
         }
         try? await Task.sleep(for: .milliseconds(50))
         #expect(returned.value == 0)
-        latch.open()
+        listening.markListening()
         for waiter in waiters { await waiter.value }
-        #expect(returned.value == 4 && latch.isOpen)
-        await latch.wait()
+        #expect(returned.value == 4 && listening.isListening)
+        await listening.untilListening()
     }
 }

@@ -261,8 +261,16 @@ public final class PathMonitor: Sendable {
             resolve: resolve)
     }
 
-    /// For tests: a per-destination monitor whose host names `resolve` answers.
-    convenience init(
+    /// A per-destination monitor fed by `source`, whose host names `resolve` answers: serve's
+    /// watch on a simulated network resolves each namespace's names inside that namespace, and
+    /// tests answer names without asking DNS.
+    ///
+    /// ```swift
+    /// let monitor = PathMonitor(
+    ///     destination: "db.internal", source: network,
+    ///     resolve: { host, timeout in HostResolver.resolve(host, timeout: timeout, in: .named("blue")) })
+    /// ```
+    package convenience init(
         destination: PathDestination, source: any PathSource,
         resolve: @escaping @Sendable (String, Duration) -> Result<[IPAddress], HostResolutionError>
     ) {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NetReachConditioner
+import NetReachSystem
 
 /// The values `netreach condition` parses by hand: addresses, rates, loss shares and faults.
 /// Each parser throws a `ValidationError` that says what was wrong and what is accepted.
@@ -27,29 +28,13 @@ package enum ConditionArguments {
                 throw ValidationError("\(option) \(text): a listener's name is letters, digits, '.', '_' and '-'.")
             }
         }
-        let host: Substring
-        let portText: Substring
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else {
-                throw ValidationError("\(option) \(text): expected [IPV6]:PORT, such as [::1]:8080.")
-            }
-            host = rest[rest.index(after: rest.startIndex)..<close]
-            portText = rest[rest.index(close, offsetBy: 2)...]
-        } else {
-            guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].contains(":") else {
-                throw ValidationError(
-                    "\(option) \(text): expected HOST:PORT, such as 127.0.0.1:8080 (IPv6 in brackets: [::1]:8080).")
-            }
-            host = rest[..<colon]
-            portText = rest[rest.index(after: colon)...]
+        // The grammar serve's --listen and its file's listen share (NetReachSystem).
+        do {
+            let address = try HostPort(parsing: rest, allowsZeroPort: allowsZeroPort)
+            return Address(name: name, host: address.host, port: address.port)
+        } catch {
+            throw ValidationError("\(option) \(text): \(error.message)")
         }
-        let lowest = allowsZeroPort ? 0 : 1
-        guard !host.isEmpty, portText.allSatisfy(\.isDigitASCII), let port = Int(portText),
-            (lowest...65535).contains(port)
-        else {
-            throw ValidationError("\(option) \(text): expected HOST:PORT with a port from \(lowest) to 65535.")
-        }
-        return Address(name: name, host: String(host), port: port)
     }
 
     /// Parses a bandwidth: a number and a unit of bits (`bit`, `kbit`, `mbit`, `gbit`, decimal, as

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import NetReach
-import NetReachConditioner
 import NetReachConnectivity
 import NetReachServe
 import Synchronization
@@ -229,47 +228,41 @@ package struct ServeCommand: NetreachSubcommand {
             if let value, value.duration <= .zero { throw ValidationError("\(option) must be longer than 0.") }
         }
         // With --config, what the flags say together with the file is checked once it is read.
-        _ = try arguments.targets(file: config == nil ? ServeConfigFile() : nil)
+        do {
+            _ = try flags.targets(file: config == nil ? ServeConfigFile() : nil)
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
 
-    /// The flags that say what to watch, as values a reload can reuse.
-    private var arguments: ServeArguments {
-        ServeArguments(
-            destinations: destinations, namespaces: namespaces, allNamespaces: allNamespaces,
-            readyWhen: readyWhen, judgesInternet: internetOptions.internet, port: ports.last,
-            transportProtocol: protocols.last)
+    /// The flags as plain values, for serve to combine with the `--config` file, at start and on
+    /// each reload.
+    var flags: ServeFlags {
+        var flags = ServeFlags()
+        flags.listen = listen
+        flags.destinations = destinations
+        flags.namespaces = namespaces
+        flags.allNamespaces = allNamespaces
+        flags.readyWhen = readyWhen
+        flags.judgesInternet = internetOptions.internet
+        flags.port = ports.last
+        flags.transportProtocol = protocols.last
+        flags.maxConnections = maxConnections
+        flags.idleTimeout = idleTimeout?.duration
+        flags.headerTimeout = headerTimeout?.duration
+        flags.eventKeepAlive = eventKeepAlive?.duration
+        return flags
     }
 
     package func run(_ capabilities: Capabilities) async throws {
-        let arguments = self.arguments
-        let configPath = config
+        let flags = self.flags
         var file = ServeConfigFile()
-        let targets: ServeTargets
+        var configuration: ServeConfiguration
         do {
-            if let configPath { file = try ServeConfigFile.read(configPath) }
-            targets = try arguments.targets(file: file, path: configPath)
+            if let config { file = try ServeConfigFile.read(config) }
+            configuration = try flags.configuration(file: file, path: config, version: NetreachCommand.version)
         } catch {
             StandardStream.complain("serve: \(error)")
-            throw CLIExitCode.configInvalid
-        }
-        let listenText = listen ?? file.listen
-        let address: ConditionArguments.Address?
-        do {
-            address = try listenText.map {
-                try ConditionArguments.address($0, option: "listen", allowsName: false, allowsZeroPort: true)
-            }
-        } catch {
-            StandardStream.complain("serve: \(configPath.map { "\($0): " } ?? "")\(error)")
-            throw CLIExitCode.configInvalid
-        }
-        var configuration = ServeConfiguration(version: NetreachCommand.version)
-        configuration.host = address?.host ?? "127.0.0.1"
-        configuration.port = address?.port ?? 9_817
-        configuration.targets = targets
-        do {
-            try applyConnectionSettings(file: file, to: &configuration)
-        } catch {
-            StandardStream.complain("serve: \(configPath.map { "\($0): " } ?? "")\(error)")
             throw CLIExitCode.configInvalid
         }
         if let webConfigFile {
@@ -288,20 +281,8 @@ package struct ServeCommand: NetreachSubcommand {
         configuration.enablesLifecycle = enableLifecycle
         configuration.onWarning = { StandardStream.complain("serve: \($0)") }
         configuration.onInfo = { StandardStream.complain("serve: \($0)") }
-        configuration.reload = { [listen, startListen = file.listen] in
-            do {
-                let reloaded = try configPath.map(ServeConfigFile.read) ?? ServeConfigFile()
-                let targets = try arguments.targets(file: reloaded, path: configPath)
-                if listen == nil, reloaded.listen != startListen {
-                    StandardStream.complain("serve: listen changes need a restart; still listening where it was")
-                }
-                StandardStream.complain(
-                    "serve: reloaded\(configPath.map { " " + $0 } ?? ""): \(ServeArguments.summary(targets))")
-                return targets
-            } catch {
-                StandardStream.complain("serve: not reloaded, the running configuration is kept: \(error)")
-                throw error
-            }
+        configuration.reload = flags.reloading(path: config, startListen: file.listen) {
+            StandardStream.complain("serve: \($0)")
         }
         if internetOptions.internet {
             configuration.connectivity = ConnectivitySetup(
@@ -329,154 +310,12 @@ package struct ServeCommand: NetreachSubcommand {
     func internetConfiguration(file: ServeConfigFile) throws -> ConnectivityMonitor.Configuration {
         let fallback: Duration?
         do {
-            fallback = try Self.duration(nil, file.maxProbeBackOff, key: "max_probe_backoff")
-            if let fallback, fallback < .seconds(1) { throw ValidationError("max_probe_backoff must be at least 1s.") }
+            fallback = try ServeFlags.maximumProbeBackOff(file: file, path: config)
         } catch {
-            StandardStream.complain("serve: \(config.map { "\($0): " } ?? "")\(error)")
+            StandardStream.complain("serve: \(error)")
             throw CLIExitCode.configInvalid
         }
         return try internetOptions.configuration(
             fallbackMaximumBackOff: fallback ?? InternetOptions.defaultMaximumBackOff)
-    }
-
-    /// The connection cap and timeouts: the flags, else the file's keys (read at start only).
-    private func applyConnectionSettings(
-        file: ServeConfigFile, to configuration: inout ServeConfiguration
-    ) throws(ValidationError) {
-        if let count = maxConnections ?? file.maxConnections {
-            guard count >= 1 else { throw ValidationError("max_connections must be at least 1.") }
-            configuration.maxConnections = count
-        }
-        if let duration = try Self.duration(idleTimeout, file.idleTimeout, key: "idle_timeout") {
-            configuration.idleTimeout = duration
-        }
-        if let duration = try Self.duration(headerTimeout, file.headerTimeout, key: "header_timeout") {
-            configuration.headerTimeout = duration
-        }
-        if let eventKeepAlive { configuration.keepAliveInterval = eventKeepAlive.duration }
-    }
-
-    /// The flag's duration, else the file's `key` parsed; `nil` when neither is given.
-    private static func duration(
-        _ flag: WaitDuration?, _ text: String?, key: String
-    ) throws(ValidationError) -> Duration? {
-        var value = flag
-        if value == nil, let text {
-            do throws(ValidationError) {
-                value = try WaitDuration(parsing: text)
-            } catch {
-                throw ValidationError("\(key): \(error.message)")
-            }
-        }
-        guard let value else { return nil }
-        guard value.duration > .zero else { throw ValidationError("\(key) must be longer than 0.") }
-        return value.duration
-    }
-}
-
-/// What serve's flags say to watch, combined with a `--config` file's (at start and on each
-/// reload): names from both, each once.
-struct ServeArguments: Sendable {
-    var destinations: [String]
-    var namespaces: [String]
-    var allNamespaces: Bool
-    var readyWhen: String?
-    var judgesInternet: Bool
-    /// `--port` and `--protocol`: the traffic of every destination, the file's included (they
-    /// replace its `port:` and `protocol:`, as `--ready-when` replaces `ready_when`).
-    var port: UInt16? = nil
-    var transportProtocol: TransportProtocol? = nil
-
-    /// The targets of the flags and `file` (`path` names it in errors); `nil` skips the checks
-    /// that need the file (it is read later).
-    func targets(file: ServeConfigFile?, path: String? = nil) throws(ValidationError) -> ServeTargets {
-        let inFile = path.map { " (with \($0))" } ?? ""
-        var targets = ServeTargets()
-        var named: [NamedDestination] = []
-        let fromFile = (file?.to ?? [:]).sorted { $0.key < $1.key }.map { name, entry in
-            (text: "\(name)=\(entry.host)", option: "to: \(name)=\(entry.host)", entry: Optional(entry))
-        }
-        let fromFlags = destinations.map {
-            (text: $0, option: "--to \($0)", entry: nil as ServeConfigFile.Destination?)
-        }
-        for (text, option, entry) in fromFile + fromFlags {
-            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, !parts[1].isEmpty else {
-                throw ValidationError("\(option): expected NAME=HOST, such as db=10.0.0.5.")
-            }
-            let name = String(parts[0])
-            guard ControlRoutes.isName(name) else {
-                throw ValidationError("\(option): a name is letters, digits, '.', '_' and '-'.")
-            }
-            guard !named.contains(where: { $0.name == name }) else {
-                throw ValidationError("\(option): the name \(name) is given twice\(inFile).")
-            }
-            named.append(
-                .init(
-                    name: name, destination: PathDestination(String(parts[1])),
-                    traffic: try traffic(of: entry, option: option)))
-        }
-        targets.destinations = named
-        let namespaces = (file?.namespaces ?? []) + self.namespaces
-        if namespaces.contains(where: \.isEmpty) {
-            throw ValidationError(
-                "--namespace needs an `ip netns` name, a process id or a path such as /proc/PID/ns/net.")
-        }
-        if let twice = namespaces.first(where: { name in namespaces.filter { $0 == name }.count > 1 }) {
-            throw ValidationError("the namespace \(twice) is named twice\(inFile).")
-        }
-        if !namespaces.isEmpty { targets.namespaces = namespaces.map(NetworkNamespaceLabel.init(argument:)) }
-        targets.followsNamespaceDirectory = allNamespaces || file?.allNamespaces == true
-        if let text = readyWhen ?? file?.readyWhen {
-            guard let condition = Health.ReadyCondition(argument: text) else {
-                throw ValidationError("--ready-when must be started, satisfied, internet or to=NAME, not \(text).")
-            }
-            if file != nil, case .destination(let name) = condition, !named.contains(where: { $0.name == name }) {
-                throw ValidationError("--ready-when to=\(name): no --to \(name)=HOST is given\(inFile).")
-            }
-            if condition == .internet, !judgesInternet {
-                throw ValidationError("--ready-when internet needs --internet and a --probe.")
-            }
-            targets.readyWhen = condition
-        }
-        if judgesInternet, !namespaces.isEmpty {
-            throw ValidationError(
-                "--internet sends probes from this namespace; to judge another, run serve inside it: ip netns exec NAME netreach serve --internet ..."
-            )
-        }
-        return targets
-    }
-
-    /// The traffic of a destination: `--port` and `--protocol`, else the file's `port:` and
-    /// `protocol:` for it (`entry`, checked even when a flag replaces them), else TCP to 443.
-    private func traffic(
-        of entry: ServeConfigFile.Destination?, option: String
-    ) throws(ValidationError) -> PathTraffic {
-        var traffic = PathTraffic.web
-        if let given = entry?.port {
-            guard let valid = UInt16(exactly: given), valid > 0 else {
-                throw ValidationError("\(option): port must be from 1 to 65535, not \(given).")
-            }
-            traffic.port = valid
-        }
-        if let given = entry?.transportProtocol {
-            guard let valid = TransportProtocol(rawValue: given) else {
-                throw ValidationError("\(option): protocol must be tcp or udp, not \(given).")
-            }
-            traffic.transportProtocol = valid
-        }
-        if let port { traffic.port = port }
-        if let transportProtocol { traffic.transportProtocol = transportProtocol }
-        return traffic
-    }
-
-    /// `2 namespaces (and those of /run/netns), 3 destinations`, for the reload message.
-    static func summary(_ targets: ServeTargets) -> String {
-        let namespaces =
-            targets.namespaces.count == 1 && targets.namespaces[0] == .own
-            ? "this namespace" : "\(targets.namespaces.count) namespaces"
-        return namespaces + (targets.followsNamespaceDirectory ? " and those of /run/netns" : "")
-            + ", \(targets.destinations.count) destination\(targets.destinations.count == 1 ? "" : "s")"
-            + ", ready when \(targets.readyWhen)"
     }
 }

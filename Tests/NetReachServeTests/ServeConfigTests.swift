@@ -1,19 +1,15 @@
-import ArgumentParser
 import Foundation
 import NetReach
-import NetReachHTTP
 import NetReachServe
+import NetReachSystem
 import NetReachTestSupport
 import Testing
-
-@testable import NetReachCommands
 
 /// `serve --config FILE`: YAML or JSON, strict about its keys and types, with a reason that
 /// names the file and the key; and how the file and the flags combine.
 @Suite("serve --config")
 struct ServeConfigTests {
-    private let noFlags = ServeArguments(
-        destinations: [], namespaces: [], allNamespaces: false, readyWhen: nil, judgesInternet: false)
+    private let noFlags = ServeFlags()
 
     @Test func yamlAndJSONSayTheSameThing() throws {
         let yaml = try ServeConfigFile.parse(
@@ -208,31 +204,88 @@ struct ServeConfigTests {
         expectRefusal(message) { _ = try flags.targets(file: file, path: "f") }
     }
 
+    /// The start-only settings: each flag, else the file's key, else the default; a value that
+    /// is not valid names the file and the key.
+    @Test func listenAndConnectionSettingsTakeTheFlagElseTheFile() throws {
+        let file = try ServeConfigFile.parse(
+            "listen: '[::1]:9900'\nmax_connections: 50\nidle_timeout: 1m30s\nheader_timeout: 500ms\n", path: "f")
+        let fromFile = try noFlags.configuration(file: file, path: "f", version: "1")
+        #expect(fromFile.host == "::1" && fromFile.port == 9900)
+        #expect(fromFile.maxConnections == 50)
+        #expect(fromFile.idleTimeout == .seconds(90) && fromFile.headerTimeout == .milliseconds(500))
+        #expect(fromFile.version == "1")
+
+        var flags = noFlags
+        flags.listen = "127.0.0.1:0"
+        flags.maxConnections = 7
+        flags.idleTimeout = .seconds(5)
+        flags.eventKeepAlive = .seconds(1)
+        let fromFlags = try flags.configuration(file: file, path: "f", version: "1")
+        #expect(fromFlags.host == "127.0.0.1" && fromFlags.port == 0)
+        #expect(fromFlags.maxConnections == 7 && fromFlags.idleTimeout == .seconds(5))
+        #expect(fromFlags.headerTimeout == .milliseconds(500), "the file's, no flag given")
+        #expect(fromFlags.keepAliveInterval == .seconds(1))
+
+        let neither = try noFlags.configuration(file: ServeConfigFile(), path: nil, version: "1")
+        let defaults = ServeConfiguration(version: "1")
+        #expect(neither.host == defaults.host && neither.port == defaults.port && neither.maxConnections == nil)
+        #expect(neither.idleTimeout == defaults.idleTimeout && neither.headerTimeout == defaults.headerTimeout)
+    }
+
     @Test(arguments: [
-        ["--to", "a=10.0.0.1", "--port", "0"], ["--to", "a=10.0.0.1", "--port", "70000"],
-        ["--to", "a=10.0.0.1", "--protocol", "sctp"], ["--to", "a=10.0.0.1", "--port", "1", "--port", "2"],
-        ["--to", "a=10.0.0.1", "--protocol", "udp", "--protocol", "tcp"], ["--port", "53"], ["--protocol", "udp"],
+        (
+            "listen: fd00::7:9817",
+            "f: listen fd00::7:9817: expected HOST:PORT, such as 127.0.0.1:8080 (IPv6 in brackets: [::1]:8080)."
+        ),
+        ("listen: 127.0.0.1:70000", "f: listen 127.0.0.1:70000: expected HOST:PORT with a port from 0 to 65535."),
+        ("max_connections: 0", "f: max_connections must be at least 1."),
+        (
+            "idle_timeout: soon",
+            "f: idle_timeout: expected a duration such as 30s, 500ms, 2m, 1h, 1.5s, 1m30s, 2m500ms, or a number of seconds."
+        ),
+        ("header_timeout: 0s", "f: header_timeout must be longer than 0."),
     ])
-    func badPortAndProtocolFlagsAreUsageErrors(_ arguments: [String]) {
-        let error = Self.error(["serve"] + arguments)
-        #expect(!(error is CancellationError), "\(arguments) was accepted")
-        #expect(NetreachCommand.exitCode(for: error) == .validationFailure, "\(arguments): \(error)")
+    func aStartSettingTheFileGetsWrongIsRefusedNamingFileAndKey(text: String, message: String) throws {
+        let file = try ServeConfigFile.parse(text, path: "f")
+        expectRefusal(message) { _ = try noFlags.configuration(file: file, path: "f", version: "1") }
     }
 
-    @Test func portAndProtocolFlagsWithAConfigFileNeedNoToOfTheirOwn() throws {
-        let serve = try #require(
-            try NetreachCommand.parseAsRoot(["serve", "--config", "f.yaml", "--protocol", "udp", "--port", "53"])
-                as? ServeCommand)
-        #expect(serve.ports == [53] && serve.protocols == [.udp])
-    }
-
-    private static func error(_ arguments: [String]) -> any Error {
-        do {
-            _ = try NetreachCommand.parseAsRoot(arguments)
-            return CancellationError()
-        } catch {
-            return error
+    @Test func theProbesBackOffCapIsTheFilesWhenGivenAndAtLeastASecond() throws {
+        #expect(try ServeFlags.maximumProbeBackOff(file: ServeConfigFile(), path: nil) == nil)
+        let file = try ServeConfigFile.parse("max_probe_backoff: 2m\n", path: "f")
+        #expect(try ServeFlags.maximumProbeBackOff(file: file, path: "f") == .seconds(120))
+        let short = try ServeConfigFile.parse("max_probe_backoff: 500ms\n", path: "f")
+        expectRefusal("f: max_probe_backoff must be at least 1s.") {
+            _ = try ServeFlags.maximumProbeBackOff(file: short, path: "f")
         }
+    }
+
+    /// A reload reads the file again with the flags; a file that became invalid keeps nothing
+    /// of it, says why, and throws (the reloader keeps what runs).
+    @Test func aReloadReadsTheFileAgainWithTheFlags() throws {
+        let directory = try TemporaryDirectory("netreach-serve-reload")
+        defer { directory.remove() }
+        let path = directory.path("serve.yaml")
+        try "listen: 127.0.0.1:9900\nto: {db: 10.0.0.5}\n".write(toFile: path, atomically: true, encoding: .utf8)
+        var flags = noFlags
+        flags.destinations = ["web=10.0.0.6"]
+        let said = Locked<[String]>([])
+        let reload = flags.reloading(path: path, startListen: "127.0.0.1:9900") { line in
+            said.withLock { $0.append(line) }
+        }
+        #expect(try reload().destinations.map(\.name) == ["db", "web"])
+        #expect(said.withLock { $0 } == ["reloaded \(path): this namespace, 2 destinations, ready when started"])
+
+        try "listen: 127.0.0.1:9901\nto: {dns: 10.0.0.53}\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try reload().destinations.map(\.name) == ["dns", "web"])
+        #expect(said.withLock { $0 }.contains("listen changes need a restart; still listening where it was"))
+
+        try "to: {web: 10.0.0.7}\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: ServeSettingsError("--to web=10.0.0.6: the name web is given twice (with \(path)).")) {
+            try reload()
+        }
+        #expect(
+            said.withLock { $0.last }?.hasPrefix("not reloaded, the running configuration is kept: --to web=") == true)
     }
 
     @Test func whatOnlyTheFileCanCheckIsCheckedWhenItIsRead() throws {
@@ -246,86 +299,23 @@ struct ServeConfigTests {
         flags.readyWhen = nil
         flags.judgesInternet = true
         let namespaced = try ServeConfigFile.parse("namespaces: [blue]", path: "f")
-        #expect(throws: ValidationError.self) { try flags.targets(file: namespaced, path: "f") }
+        #expect(throws: ServeSettingsError.self) { try flags.targets(file: namespaced, path: "f") }
         // This namespace is still watched with --all-namespaces: probes leave from it.
         flags.allNamespaces = true
         #expect(try flags.targets(file: ServeConfigFile()).followsNamespaceDirectory)
     }
 }
 
-/// Expects `body` to throw a ValidationError saying exactly `message`.
+/// Expects `body` to throw a ServeSettingsError saying exactly `message`.
 private func expectRefusal(
     _ message: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) {
     do {
         try body()
         Issue.record("not refused; expected: \(message)", sourceLocation: sourceLocation)
-    } catch let error as ValidationError {
-        #expect(error.message == message, sourceLocation: sourceLocation)
+    } catch let error as ServeSettingsError {
+        #expect(error.description == message, sourceLocation: sourceLocation)
     } catch {
         Issue.record("\(error)", sourceLocation: sourceLocation)
-    }
-}
-
-/// The probes' back-off cap and proxy, as the flags, serve's file and the environment give them.
-@Suite("Probe options: back-off cap and proxy")
-struct ProbeSettingsTests {
-    static let probe = ["--internet", "--probe", "http://192.0.2.10/generate_204"]
-
-    @Test("watch and serve cap the back-off at 30 s, wait at 1 s; the flag, else serve's file, changes it")
-    func backOffCap() throws {
-        let watch = try #require(try NetreachCommand.parseAsRoot(["watch"] + Self.probe) as? WatchCommand)
-        #expect(try watch.internetOptions.configuration().maximumBackOff == .seconds(30))
-        let flagged = try #require(
-            try NetreachCommand.parseAsRoot(["watch", "--max-probe-backoff", "2m"] + Self.probe) as? WatchCommand)
-        #expect(try flagged.internetOptions.configuration().maximumBackOff == .seconds(120))
-        let wait = try #require(try NetreachCommand.parseAsRoot(["wait"] + Self.probe) as? WaitCommand)
-        #expect(
-            try wait.internetOptions.configuration(fallbackMaximumBackOff: .seconds(1)).maximumBackOff == .seconds(1))
-
-        let file = try ServeConfigFile.parse("max_probe_backoff: 5s\n", path: "f.yaml")
-        let serve = try #require(try NetreachCommand.parseAsRoot(["serve"] + Self.probe) as? ServeCommand)
-        #expect(try serve.internetConfiguration(file: file).maximumBackOff == .seconds(5))
-        #expect(try serve.internetConfiguration(file: ServeConfigFile()).maximumBackOff == .seconds(30))
-        let serveFlag = try #require(
-            try NetreachCommand.parseAsRoot(["serve", "--max-probe-backoff", "10s"] + Self.probe) as? ServeCommand)
-        #expect(try serveFlag.internetConfiguration(file: file).maximumBackOff == .seconds(10), "the flag wins")
-        #expect(throws: (any Error).self) {
-            _ = try NetreachCommand.parseAsRoot(["watch", "--max-probe-backoff", "500ms"] + Self.probe)
-        }
-        #expect(throws: (any Error).self) {
-            _ = try NetreachCommand.parseAsRoot(["watch", "--max-probe-backoff", "5s"])
-        }
-    }
-
-    @Test("The probes read the proxy as get does: the environment as curl reads it, --proxy over it, '' for none")
-    func proxyAsGetReadsIt() throws {
-        let check = try #require(
-            try NetreachCommand.parseAsRoot(["check", "--probe", "http://192.0.2.10/generate_204"]) as? CheckCommand)
-        let environment = [
-            "http_proxy": "http://10.0.0.1:3128", "HTTP_PROXY": "http://10.9.9.9:1", "no_proxy": "10.1.0.0/16",
-        ]
-        let settings = check.probing.transportSettings(environment: environment).proxy
-        #expect(settings.proxy(forScheme: "http", host: "192.0.2.10")?.absoluteString == "http://10.0.0.1:3128")
-        #expect(settings.proxy(forScheme: "http", host: "10.1.2.3") == nil, "no_proxy's CIDR, as curl 7.88")
-        #expect(
-            ProbeOptionsReading.proxy(["check", "--probe", "http://h/", "--proxy", ""], environment)
-                .proxy(forScheme: "http", host: "h") == nil)
-        #expect(
-            ProbeOptionsReading.proxy(["check", "--probe", "http://h/", "--proxy", "10.0.0.2:8080"], [:])
-                .proxy(forScheme: "http", host: "h")?.absoluteString == "http://10.0.0.2:8080")
-        #expect(throws: (any Error).self) {
-            _ = try NetreachCommand.parseAsRoot(["check", "--probe", "http://h/", "--proxy", "socks5://10.0.0.1"])
-        }
-        // get reads them the same way.
-        let get = try #require(try NetreachCommand.parseAsRoot(["get", "http://h/"]) as? GetCommand)
-        #expect(get.connection.settings(environment: environment).proxy == settings)
-    }
-}
-
-private enum ProbeOptionsReading {
-    static func proxy(_ arguments: [String], _ environment: [String: String]) -> ProxySettings {
-        let check = try? NetreachCommand.parseAsRoot(arguments) as? CheckCommand
-        return check?.probing.transportSettings(environment: environment).proxy ?? ProxySettings(noProxy: ["never"])
     }
 }

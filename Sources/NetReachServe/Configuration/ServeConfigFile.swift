@@ -3,7 +3,8 @@ import NetReachSystem
 import Yams
 
 /// `serve --config FILE`: what serve watches, in YAML (or JSON, which YAML reads too). Read at
-/// start, and again on SIGHUP or `POST /-/reload`; the command-line flags are added to it each time.
+/// start, and again on SIGHUP or `POST /-/reload`; the command-line flags are added to it each time
+/// (``ServeFlags``).
 ///
 /// ```yaml
 /// listen: 127.0.0.1:9817          # read at start only
@@ -22,19 +23,19 @@ import Yams
 ///
 /// A key it does not know is an error, not ignored: a misspelt `namespace:` would otherwise
 /// silently watch nothing of what was meant.
-struct ServeConfigFile: Decodable, Equatable {
-    var listen: String?
-    var to: [String: Destination] = [:]
-    var namespaces: [String] = []
-    var allNamespaces: Bool?
-    var readyWhen: String?
-    var maxConnections: Int?
-    var idleTimeout: String?
-    var headerTimeout: String?
-    var maxProbeBackOff: String?
+package struct ServeConfigFile: Decodable, Equatable, Sendable {
+    package var listen: String?
+    package var to: [String: Destination] = [:]
+    package var namespaces: [String] = []
+    package var allNamespaces: Bool?
+    package var readyWhen: String?
+    package var maxConnections: Int?
+    package var idleTimeout: String?
+    package var headerTimeout: String?
+    package var maxProbeBackOff: String?
 
     /// The keys, as written in the file.
-    enum CodingKeys: String, CodingKey, CaseIterable {
+    package enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, to, namespaces
         case allNamespaces = "all_namespaces"
         case readyWhen = "ready_when"
@@ -45,11 +46,11 @@ struct ServeConfigFile: Decodable, Equatable {
     }
 
     /// A configuration file larger than this is refused: it is a few lines.
-    static let maximumSize = 1 << 20
+    package static let maximumSize = 1 << 20
 
-    init() {}
+    package init() {}
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
         if let unknown = keys.first(where: { CodingKeys(rawValue: $0) == nil }) {
             throw ServeConfigError.Detail(
@@ -70,27 +71,27 @@ struct ServeConfigFile: Decodable, Equatable {
 
     /// One `to:` entry: a host alone (`db: 10.0.0.5`), or a mapping that also names the traffic
     /// whose path is watched (`dns: {host: 10.0.0.53, protocol: udp, port: 53}`). The port and
-    /// protocol are checked with the flags (``ServeArguments/targets(file:path:)``), as
+    /// protocol are checked with the flags (``ServeFlags/targets(file:path:)``), as
     /// `ready_when` is.
-    struct Destination: Decodable, Equatable, ExpressibleByStringLiteral {
-        var host: String
-        var port: Int?
-        var transportProtocol: String?
+    package struct Destination: Decodable, Equatable, Sendable, ExpressibleByStringLiteral {
+        package var host: String
+        package var port: Int?
+        package var transportProtocol: String?
 
-        enum CodingKeys: String, CodingKey, CaseIterable {
+        package enum CodingKeys: String, CodingKey, CaseIterable {
             case host, port
             case transportProtocol = "protocol"
         }
 
-        init(host: String, port: Int? = nil, protocol transportProtocol: String? = nil) {
+        package init(host: String, port: Int? = nil, protocol transportProtocol: String? = nil) {
             self.host = host
             self.port = port
             self.transportProtocol = transportProtocol
         }
 
-        init(stringLiteral host: String) { self.init(host: host) }
+        package init(stringLiteral host: String) { self.init(host: host) }
 
-        init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             if let host = try? decoder.singleValueContainer().decode(String.self) {
                 self.init(host: host)
                 return
@@ -111,7 +112,7 @@ struct ServeConfigFile: Decodable, Equatable {
     }
 
     /// Reads and parses the file at `path`.
-    static func read(_ path: String) throws(ServeConfigError) -> ServeConfigFile {
+    package static func read(_ path: String) throws(ServeConfigError) -> ServeConfigFile {
         let text: String
         do {
             text = try SystemCall.readConfigurationText(path, limit: maximumSize)
@@ -125,7 +126,7 @@ struct ServeConfigFile: Decodable, Equatable {
     }
 
     /// Parses a configuration's text; `path` names it in errors.
-    static func parse(_ text: String, path: String) throws(ServeConfigError) -> ServeConfigFile {
+    package static func parse(_ text: String, path: String) throws(ServeConfigError) -> ServeConfigFile {
         do {
             // Parsed once. An empty file (or one of comments only) configures nothing: the flags alone.
             guard let node = try Yams.compose(yaml: text) else { return ServeConfigFile() }
@@ -188,13 +189,13 @@ struct ServeConfigFile: Decodable, Equatable {
 }
 
 /// Why `serve --config FILE` could not be used.
-enum ServeConfigError: Error, Equatable, CustomStringConvertible {
+package enum ServeConfigError: Error, Equatable, CustomStringConvertible {
     /// It cannot be read: missing, not a file, too large, no permission.
     case cannotRead(path: String, String)
     /// It is not YAML or JSON, or says something serve does not understand.
     case invalid(path: String, String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .cannotRead(let path, let reason): "cannot read \(path): \(reason)"
         case .invalid(let path, let reason): "\(path): \(reason)"

@@ -1,41 +1,5 @@
 import NetReachSystem
 
-/// Something that happens once (the server listens): tasks wait for it without polling.
-///
-/// ```swift
-/// let listening = Latch()
-/// // on the server's thread, once bound:
-/// listening.open()
-/// // in a task:
-/// await listening.wait()
-/// ```
-package final class Latch: Sendable {
-    private struct State {
-        var isOpen = false
-        var waiters = ConditionWaiters()
-    }
-
-    private let state = Locked(State())
-
-    package init() {}
-
-    /// Whether ``open()`` was called.
-    package var isOpen: Bool { state.withLock { $0.isOpen } }
-
-    /// Opens the latch: every waiter returns, and every later ``wait()`` at once.
-    package func open() {
-        state.withLock { state in
-            state.isOpen = true
-            return state.waiters.takeAll()
-        }.forEach { $0.resume() }
-    }
-
-    /// Returns once the latch is open, or when the task is cancelled.
-    package func wait() async {
-        await ConditionWaiters.wait(in: state, \.waiters) { $0.isOpen }
-    }
-}
-
 /// Tasks waiting for a condition on state kept in a `Locked`: whoever changes the state takes the
 /// waiters (``takeAll()``) when the condition holds, and resumes them after the lock is released.
 package struct ConditionWaiters: Sendable {
