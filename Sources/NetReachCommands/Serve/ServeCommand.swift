@@ -1,9 +1,14 @@
 import ArgumentParser
-import Foundation
 import NetReach
 import NetReachConnectivity
 import NetReachServe
 import Synchronization
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `netreach serve`: the paths of chosen destinations in chosen namespaces, for Prometheus
 /// (`/metrics`), for programs (`/api/v1/path`, `/api/v1/events`) and for health checkers
