@@ -1,11 +1,5 @@
-import NetReachSystem
-import OpenAPIRuntime
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
+import OpenAPIRuntime
 
 /// A queue of body chunks from one producer (a transport's read loop or callback) to the one
 /// consumer of a response `HTTPBody`, with backpressure for producers that can wait (``send(_:)``):
@@ -16,12 +10,12 @@ import Foundation
 /// the transport can stop the transfer. An error from the producer reaches the consumer after the
 /// chunks that came before it.
 ///
-/// `@unchecked Sendable`: every stored property is read and written only while `lock` (a pthread
-/// mutex, which TSan understands) is held; continuations are resumed outside it, once each.
+/// `@unchecked Sendable`: every stored property is read and written only while `condition` (an
+/// `NSCondition`, which TSan understands) is held; continuations are resumed outside it, once each.
 package final class BodyChannel: @unchecked Sendable {
     package typealias Chunk = HTTPBody.ByteChunk
 
-    private let lock = Locked(())
+    private let condition = NSCondition()
     private var chunks: [Chunk] = []
     private var first = 0
     private var buffered = 0
@@ -48,7 +42,7 @@ package final class BodyChannel: @unchecked Sendable {
 
     /// Sets what to call when the consumer goes away before the body ended.
     package func onConsumerTermination(_ action: @escaping @Sendable () -> Void) {
-        lock.withLock { _ in onTerminate = action }
+        condition.withLock { onTerminate = action }
     }
 
     // MARK: Producer
@@ -56,12 +50,12 @@ package final class BodyChannel: @unchecked Sendable {
     /// Queues `chunk`, suspending while the buffer is full; `false` once the consumer is gone (stop
     /// producing).
     package func send(_ chunk: Chunk) async -> Bool {
-        guard !chunk.isEmpty else { return lock.withLock { _ in !consumerGone } }
+        guard !chunk.isEmpty else { return condition.withLock { !consumerGone } }
         let (accepted, mustWait) = enqueue(chunk)
         guard accepted else { return false }
         guard mustWait else { return true }
         return await withCheckedContinuation { continuation in
-            let answer: Bool? = lock.withLock { _ in
+            let answer: Bool? = condition.withLock {
                 if consumerGone { return false }
                 if buffered <= limit / 2 || ending != nil { return true }
                 producer = continuation
@@ -76,7 +70,7 @@ package final class BodyChannel: @unchecked Sendable {
     /// Queues `chunk` without ever waiting, whatever is buffered (for clients that deliver bytes
     /// through a callback and cannot be paused); `false` once the consumer is gone.
     package func push(_ chunk: Chunk) -> Bool {
-        guard !chunk.isEmpty else { return lock.withLock { _ in !consumerGone } }
+        guard !chunk.isEmpty else { return condition.withLock { !consumerGone } }
         return enqueue(chunk).0
     }
 
@@ -84,9 +78,10 @@ package final class BodyChannel: @unchecked Sendable {
     /// already queued. Only the first ending counts.
     package func finish(throwing error: TransportError? = nil) {
         let (consumer, held): (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) =
-            lock.withLock { _ in
+            condition.withLock {
                 guard ending == nil else { return (nil, nil) }
                 ending = error.map(Ending.failed) ?? .finished
+                condition.broadcast()
                 // A consumer waits only when nothing is queued.
                 let waiting = self.consumer
                 self.consumer = nil
@@ -104,8 +99,8 @@ package final class BodyChannel: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Chunk?, any Error>) in
                 let ready: Result<Chunk?, any Error>?
                 let held: CheckedContinuation<Bool, Never>?
-                (ready, held) = lock.withLock {
-                    _ -> (Result<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) in
+                (ready, held) = condition.withLock {
+                    () -> (Result<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) in
                     if let chunk = dequeue() { return (.success(chunk), wakeProducerIfRoom()) }
                     switch ending {
                     case .finished?: return (.success(nil), nil)
@@ -132,7 +127,7 @@ package final class BodyChannel: @unchecked Sendable {
     private func terminate(with error: TransportError?) {
         let (consumer, held, action):
             (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?, (@Sendable () -> Void)?) =
-                lock.withLock { _ in
+                condition.withLock {
                     let endedAlready = ending != nil
                     consumerGone = true
                     chunks = []
@@ -141,6 +136,7 @@ package final class BodyChannel: @unchecked Sendable {
                     if ending == nil {
                         ending = .failed(error ?? TransportError(.cancelled, "the body was dropped unread"))
                     }
+                    condition.broadcast()
                     let waiting = self.consumer
                     self.consumer = nil
                     let action = endedAlready ? nil : onTerminate
@@ -156,17 +152,24 @@ package final class BodyChannel: @unchecked Sendable {
 
     /// Appends `chunk` (or hands it to a waiting consumer): (accepted, must the producer wait).
     private func enqueue(_ chunk: Chunk) -> (Bool, Bool) {
-        let (waiting, result): (CheckedContinuation<Chunk?, any Error>?, (Bool, Bool))
-        (waiting, result) = lock.withLock { _ in
-            if consumerGone || ending != nil { return (nil, (false, false)) }
-            if let consumer {
-                self.consumer = nil
-                return (consumer, (true, false))
-            }
+        let waiting: CheckedContinuation<Chunk?, any Error>?
+        let result: (Bool, Bool)
+        condition.lock()
+        if consumerGone || ending != nil {
+            condition.unlock()
+            return (false, false)
+        }
+        if let consumer {
+            self.consumer = nil
+            waiting = consumer
+            result = (true, false)
+        } else {
             chunks.append(chunk)
             buffered += chunk.count
-            return (nil, (true, buffered > limit))
+            waiting = nil
+            result = (true, buffered > limit)
         }
+        condition.unlock()
         if let waiting {
             watchdog?.touch()
             waiting.resume(returning: chunk)
@@ -193,6 +196,7 @@ package final class BodyChannel: @unchecked Sendable {
 
     private func wakeProducerIfRoom() -> CheckedContinuation<Bool, Never>? {
         guard buffered <= limit / 2 else { return nil }
+        condition.broadcast()
         return releaseProducer()
     }
 
