@@ -85,20 +85,6 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // ConnectivityMonitor: verdict after a path change, probes and wake-ups while full, memory
-        // (issue 14); the probe server is this executable re-launched with `--serve`.
-        .executableTarget(
-            name: "ConnectivityLatency",
-            dependencies: [
-                "BenchStatistics",
-                .product(name: "NetReach", package: "NetReach"),
-                .product(name: "NetReachTesting", package: "NetReach"),
-                .product(name: "NetReachConnectivity", package: "NetReach"),
-                .product(name: "NetReachHTTP", package: "NetReach"),
-                .product(name: "NetReachAsyncHTTPClient", package: "NetReach"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
-        ),
         // One GET with AsyncHTTPClient alone, nothing else linked: the HTTP stack's own cost from a
         // fresh process, the reference `netreach get`'s start-up is read against (run-transfer.sh
         // small).
