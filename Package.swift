@@ -82,7 +82,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        .target(name: "NetReachTesting", dependencies: ["NetReach"]),
+        .target(name: "NetReachTesting", dependencies: ["NetReach", "NetReachSystem"]),
         .target(
             name: "NetReachConnectivity",
             dependencies: [

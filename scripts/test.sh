@@ -17,8 +17,11 @@
 # - With CI=true (or --tsan), runs the suites that race threads again under ThreadSanitizer: the
 #   monitor's concurrency stress and lifecycle suites, the HTTP service and both transports, the
 #   porting kit's monitor and the link conditioner (event loops, locks, timers).
-# - With CI=true (or --fuzz), last, fuzzes the rtnetlink parser, the resolv.conf reader, Retry-After
+# - With CI=true (or --fuzz), fuzzes the rtnetlink parser, the resolv.conf reader, Retry-After
 #   and URL building with libFuzzer and AddressSanitizer (scripts/fuzz.sh, Docs/Fuzzing.md).
+# - With CI=true (or --bench), last, builds the benchmark suites of Benchmarks/ in release and checks
+#   their allocations per path change and per request against Benchmarks/Thresholds/ (package-benchmark;
+#   Benchmarks/README.md says what is checked and how to update the thresholds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +31,9 @@ tsan=false
 fuzz=false
 [ "${CI:-}" = "true" ] && fuzz=true
 [ "${1:-}" = "--fuzz" ] && fuzz=true
+bench=false
+[ "${CI:-}" = "true" ] && bench=true
+[ "${1:-}" = "--bench" ] && bench=true
 
 # What the namespace suites run: ip (iproute2), python3 with ctypes (tun devices held open, glibc's
 # resolver asked what it read), unshare and mount (util-linux: a private mount namespace).
@@ -141,4 +147,42 @@ if $fuzz; then
     # timeout, printing the reproducer; `scripts/fuzz.sh --long 600` is the longer run (Docs/Fuzzing.md).
     echo "== fuzz: libFuzzer + AddressSanitizer, 4 targets (scripts/fuzz.sh)"
     scripts/fuzz.sh
+fi
+
+if $bench; then
+    # The suites of Benchmarks/ (a package of its own, built in release into Benchmarks/.build) run
+    # once, and each benchmark's p90 allocations are compared with its file for this Swift version.
+    # package-benchmark fails on a run worse than a file by more than the suite's tolerance, and on
+    # one better (swift-nio's practice: the better figure is then recorded); Benchmarks/README.md
+    # says what is checked, why the tolerances, and how to record new figures. From a clean
+    # Benchmarks/.build 5 min 42 s on two cores at load 4-7: resolving ~1 min, the release build
+    # ~3 min 50 s, the check ~50 s.
+    swift_version=$(swift --version 2>&1 | sed -n 's/.*Swift version \([0-9]*\.[0-9]*\).*/\1/p' | head -n 1)
+    thresholds="$PWD/Benchmarks/Thresholds/$swift_version"
+    echo "== benchmarks: allocations per path change and per request against Benchmarks/Thresholds/$swift_version"
+    if [ ! -d "$thresholds" ]; then
+        echo "error: no thresholds for Swift $swift_version: record them (Benchmarks/README.md)" >&2
+        exit 1
+    fi
+    log=$(mktemp)
+    status=0
+    (cd Benchmarks && swift package benchmark thresholds check --path "$thresholds") >"$log" 2>&1 || status=$?
+    grep -Ev '^\[[0-9]+/[0-9]+\]|ETA:' "$log" || true
+    if [ "$status" != 0 ]; then
+        echo "error: the benchmarks moved from Benchmarks/Thresholds/$swift_version (above; Benchmarks/README.md)" >&2
+        exit 1
+    fi
+    # package-benchmark checks only the benchmarks it finds a file for, and passes when it finds one:
+    # every benchmark it ran must have its file.
+    checked=$(sed -n 's/^Checking \[\(.*\)\]$/\1/p' "$log" | tr -d '" ' | tr ',' ' ')
+    if [ -z "$checked" ]; then
+        echo "error: the benchmark check named no benchmark (above)" >&2
+        exit 1
+    fi
+    for benchmark in $checked; do
+        if [ ! -f "$thresholds/${benchmark/:/.}.p90.json" ]; then
+            echo "error: no threshold for $benchmark in Benchmarks/Thresholds/$swift_version (Benchmarks/README.md)" >&2
+            exit 1
+        fi
+    done
 fi
