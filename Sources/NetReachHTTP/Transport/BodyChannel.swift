@@ -1,4 +1,4 @@
-import Foundation
+import NetReachSystem
 import OpenAPIRuntime
 
 /// A queue of body chunks from one producer (a transport's read loop or callback) to the one
@@ -10,39 +10,24 @@ import OpenAPIRuntime
 /// the transport can stop the transfer. An error from the producer reaches the consumer after the
 /// chunks that came before it.
 ///
-/// `@unchecked Sendable`: every stored property is read and written only while `condition` (an
-/// `NSCondition`, which TSan understands) is held; continuations are resumed outside it, once each.
-package final class BodyChannel: @unchecked Sendable {
+/// Everything that changes lives in one ``State`` behind one lock; its methods say which
+/// continuations to resume, and they are resumed after the lock is let go, once each.
+package final class BodyChannel: Sendable {
     package typealias Chunk = HTTPBody.ByteChunk
 
-    private let condition = NSCondition()
-    private var chunks: [Chunk] = []
-    private var first = 0
-    private var buffered = 0
-    private var ending: Ending?
-    private var consumerGone = false
-    private var consumer: CheckedContinuation<Chunk?, any Error>?
-    private var producer: CheckedContinuation<Bool, Never>?
-    private var producerHeld = false
-    private var onTerminate: (@Sendable () -> Void)?
-    private let limit: Int
+    private let state: Locked<State>
     private let watchdog: StallWatchdog?
-
-    private enum Ending {
-        case finished
-        case failed(TransportError)
-    }
 
     /// Creates a channel that holds the producer once `limit` bytes wait; `watchdog` is told of
     /// every chunk the consumer takes, and that a held producer is not a stalled network.
     package init(limit: Int = 1 << 20, watchdog: StallWatchdog? = nil) {
-        self.limit = limit
+        state = Locked(State(limit: limit, watchdog: watchdog))
         self.watchdog = watchdog
     }
 
     /// Sets what to call when the consumer goes away before the body ended.
     package func onConsumerTermination(_ action: @escaping @Sendable () -> Void) {
-        condition.withLock { onTerminate = action }
+        state.withLock { $0.onTerminate = action }
     }
 
     // MARK: Producer
@@ -50,17 +35,15 @@ package final class BodyChannel: @unchecked Sendable {
     /// Queues `chunk`, suspending while the buffer is full; `false` once the consumer is gone (stop
     /// producing).
     package func send(_ chunk: Chunk) async -> Bool {
-        guard !chunk.isEmpty else { return condition.withLock { !consumerGone } }
+        guard !chunk.isEmpty else { return state.withLock { !$0.consumerGone } }
         let (accepted, mustWait) = enqueue(chunk)
         guard accepted else { return false }
         guard mustWait else { return true }
         return await withCheckedContinuation { continuation in
-            let answer: Bool? = condition.withLock {
-                if consumerGone { return false }
-                if buffered <= limit / 2 || ending != nil { return true }
-                producer = continuation
-                producerHeld = true
-                watchdog?.hold(true)
+            let answer: Bool? = state.withLock { state in
+                if state.consumerGone { return false }
+                if state.buffered <= state.limit / 2 || state.ending != nil { return true }
+                state.hold(continuation)
                 return nil
             }
             if let answer { continuation.resume(returning: answer) }
@@ -70,23 +53,21 @@ package final class BodyChannel: @unchecked Sendable {
     /// Queues `chunk` without ever waiting, whatever is buffered (for clients that deliver bytes
     /// through a callback and cannot be paused); `false` once the consumer is gone.
     package func push(_ chunk: Chunk) -> Bool {
-        guard !chunk.isEmpty else { return condition.withLock { !consumerGone } }
-        return enqueue(chunk).0
+        guard !chunk.isEmpty else { return state.withLock { !$0.consumerGone } }
+        return enqueue(chunk).accepted
     }
 
     /// Ends the body: normally (`nil`) or with `error`, which the consumer gets after the chunks
     /// already queued. Only the first ending counts.
     package func finish(throwing error: TransportError? = nil) {
-        let (consumer, held): (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) =
-            condition.withLock {
-                guard ending == nil else { return (nil, nil) }
-                ending = error.map(Ending.failed) ?? .finished
-                condition.broadcast()
-                // A consumer waits only when nothing is queued.
-                let waiting = self.consumer
-                self.consumer = nil
-                return (waiting, releaseProducer())
-            }
+        let (consumer, held) = state.withLock { state -> (State.Consumer?, State.Producer?) in
+            guard state.ending == nil else { return (nil, nil) }
+            state.ending = error.map(Ending.failed) ?? .finished
+            // A consumer waits only when nothing is queued.
+            let waiting = state.consumer
+            state.consumer = nil
+            return (waiting, state.releaseProducer())
+        }
         held?.resume(returning: true)
         if let error { consumer?.resume(throwing: error) } else { consumer?.resume(returning: nil) }
     }
@@ -96,17 +77,14 @@ package final class BodyChannel: @unchecked Sendable {
     /// The next chunk, `nil` at the end, or the producer's error.
     package func next() async throws -> Chunk? {
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Chunk?, any Error>) in
-                let ready: Result<Chunk?, any Error>?
-                let held: CheckedContinuation<Bool, Never>?
-                (ready, held) = condition.withLock {
-                    () -> (Result<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?) in
-                    if let chunk = dequeue() { return (.success(chunk), wakeProducerIfRoom()) }
-                    switch ending {
+            try await withCheckedThrowingContinuation { (continuation: State.Consumer) in
+                let (ready, held) = state.withLock { state -> (Result<Chunk?, any Error>?, State.Producer?) in
+                    if let chunk = state.dequeue() { return (.success(chunk), state.releaseProducerIfRoom()) }
+                    switch state.ending {
                     case .finished?: return (.success(nil), nil)
                     case .failed(let error)?: return (.failure(error), nil)
                     case nil:
-                        consumer = continuation
+                        state.consumer = continuation
                         return (nil, nil)
                     }
                 }
@@ -125,51 +103,40 @@ package final class BodyChannel: @unchecked Sendable {
     }
 
     private func terminate(with error: TransportError?) {
-        let (consumer, held, action):
-            (CheckedContinuation<Chunk?, any Error>?, CheckedContinuation<Bool, Never>?, (@Sendable () -> Void)?) =
-                condition.withLock {
-                    let endedAlready = ending != nil
-                    consumerGone = true
-                    chunks = []
-                    first = 0
-                    buffered = 0
-                    if ending == nil {
-                        ending = .failed(error ?? TransportError(.cancelled, "the body was dropped unread"))
-                    }
-                    condition.broadcast()
-                    let waiting = self.consumer
-                    self.consumer = nil
-                    let action = endedAlready ? nil : onTerminate
-                    onTerminate = nil
-                    return (waiting, releaseProducer(), action)
-                }
+        let (consumer, held, action) = state.withLock {
+            state -> (State.Consumer?, State.Producer?, (@Sendable () -> Void)?) in
+            let endedAlready = state.ending != nil
+            state.consumerGone = true
+            state.chunks = []
+            state.first = 0
+            state.buffered = 0
+            if state.ending == nil {
+                state.ending = .failed(error ?? TransportError(.cancelled, "the body was dropped unread"))
+            }
+            let waiting = state.consumer
+            state.consumer = nil
+            let action = endedAlready ? nil : state.onTerminate
+            state.onTerminate = nil
+            return (waiting, state.releaseProducer(), action)
+        }
         held?.resume(returning: false)
         consumer?.resume(throwing: error ?? TransportError(.cancelled, "the body was dropped unread"))
         action?()
     }
 
-    // MARK: Under the lock
-
-    /// Appends `chunk` (or hands it to a waiting consumer): (accepted, must the producer wait).
-    private func enqueue(_ chunk: Chunk) -> (Bool, Bool) {
-        let waiting: CheckedContinuation<Chunk?, any Error>?
-        let result: (Bool, Bool)
-        condition.lock()
-        if consumerGone || ending != nil {
-            condition.unlock()
-            return (false, false)
+    /// Appends `chunk`, or hands it to a waiting consumer: whether it was taken, and whether the
+    /// producer must now wait.
+    private func enqueue(_ chunk: Chunk) -> (accepted: Bool, mustWait: Bool) {
+        let (result, waiting) = state.withLock { state -> ((Bool, Bool), State.Consumer?) in
+            if state.consumerGone || state.ending != nil { return ((false, false), nil) }
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return ((true, false), consumer)
+            }
+            state.chunks.append(chunk)
+            state.buffered += chunk.count
+            return ((true, state.buffered > state.limit), nil)
         }
-        if let consumer {
-            self.consumer = nil
-            waiting = consumer
-            result = (true, false)
-        } else {
-            chunks.append(chunk)
-            buffered += chunk.count
-            waiting = nil
-            result = (true, buffered > limit)
-        }
-        condition.unlock()
         if let waiting {
             watchdog?.touch()
             waiting.resume(returning: chunk)
@@ -177,37 +144,68 @@ package final class BodyChannel: @unchecked Sendable {
         return result
     }
 
-    private func dequeue() -> Chunk? {
-        guard first < chunks.count else { return nil }
-        let chunk = chunks[first]
-        chunks[first] = []
-        first += 1
-        buffered -= chunk.count
-        if first == chunks.count {
-            chunks.removeAll(keepingCapacity: true)
-            first = 0
-        } else if first > 64 && first * 2 > chunks.count {
-            chunks.removeFirst(first)
-            first = 0
+    private enum Ending {
+        case finished
+        case failed(TransportError)
+    }
+
+    /// What the lock guards. The watchdog is told of each chunk taken and of the producer held and
+    /// let go under the same lock, so it sees them in order.
+    private struct State {
+        typealias Consumer = CheckedContinuation<Chunk?, any Error>
+        typealias Producer = CheckedContinuation<Bool, Never>
+
+        let limit: Int
+        let watchdog: StallWatchdog?
+        var chunks: [Chunk] = []
+        var first = 0
+        var buffered = 0
+        var ending: Ending?
+        var consumerGone = false
+        var consumer: Consumer?
+        var producer: Producer?
+        var onTerminate: (@Sendable () -> Void)?
+
+        init(limit: Int, watchdog: StallWatchdog?) {
+            self.limit = limit
+            self.watchdog = watchdog
         }
-        watchdog?.touch()
-        return chunk
-    }
 
-    private func wakeProducerIfRoom() -> CheckedContinuation<Bool, Never>? {
-        guard buffered <= limit / 2 else { return nil }
-        condition.broadcast()
-        return releaseProducer()
-    }
+        mutating func dequeue() -> Chunk? {
+            guard first < chunks.count else { return nil }
+            let chunk = chunks[first]
+            chunks[first] = []
+            first += 1
+            buffered -= chunk.count
+            if first == chunks.count {
+                chunks.removeAll(keepingCapacity: true)
+                first = 0
+            } else if first > 64 && first * 2 > chunks.count {
+                chunks.removeFirst(first)
+                first = 0
+            }
+            watchdog?.touch()
+            return chunk
+        }
 
-    private func releaseProducer() -> CheckedContinuation<Bool, Never>? {
-        guard let producer else { return nil }
-        self.producer = nil
-        if producerHeld {
-            producerHeld = false
+        /// Keeps the producer waiting for room: the network is not to blame meanwhile.
+        mutating func hold(_ waiting: Producer) {
+            producer = waiting
+            watchdog?.hold(true)
+        }
+
+        /// The held producer, once half the buffer is free.
+        mutating func releaseProducerIfRoom() -> Producer? {
+            buffered <= limit / 2 ? releaseProducer() : nil
+        }
+
+        /// The held producer, to resume once the lock is let go.
+        mutating func releaseProducer() -> Producer? {
+            guard let producer else { return nil }
+            self.producer = nil
             watchdog?.hold(false)
+            return producer
         }
-        return producer
     }
 }
 
