@@ -49,8 +49,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // `serve --config`: YAML (and so JSON, a subset of it).
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // HummingbirdBcrypt alone (OpenBSD's bcrypt in C): serve's basic_auth_users.
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
         // Tests only: a clock the tests move by hand (OfflineIndicator's grace periods).
@@ -162,11 +160,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
-                // --config and --web.config.file (YAML); TLS (NIOSSL), basic_auth_users (bcrypt).
+                // --web.config.file: TLS (NIOSSL), basic_auth_users (bcrypt). Its YAML, and --config's,
+                // are read by YAMLReader, our own: a YAML library brought full Foundation and ICU.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HummingbirdCore", package: "hummingbird"), // HTTP1Channel, under WebChannel
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "Yams", package: "Yams"),
             ]
         ),
         // Every command of `netreach` (status, watch, wait, get, check, condition), what they share
@@ -314,9 +312,9 @@ let package = Package(
             name: "NetReachCommandsTests",
             dependencies: [
                 "NetReachCommands", "NetReach", "NetReachSystem", "NetReachConnectivity", "NetReachTestSupport",
+                "NetReachServe", // YAMLReader: Deploy/'s DaemonSet, read for its container's args
                 "netreach", // built before the tests run: the command tests execute it
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Yams", package: "Yams"), // Deploy/'s DaemonSet, read as the API server would
             ],
             // The status page's Chromium driver (Python), run by StatusPageTests.
             exclude: ["Integration/Scripts"]

@@ -56,22 +56,18 @@ install -m 0644 "$root/Deploy/prometheus/prometheus.yml" "$root/Deploy/prometheu
     "$root/Deploy/alertmanager/alertmanager.yml" "$root/Deploy/netreach/serve.yaml" "$root/Deploy/netreach/web.yml" \
     "$package/usr/share/doc/netreach/examples/"
 
-install -d "$package/usr/share/lintian/overrides"
-cat > "$package/usr/share/lintian/overrides/netreach" <<'OVERRIDES'
-# Yams (serve --config), linked in statically as every Swift package is, carries its own libyaml
-# (its CYaml target).
-netreach: embedded-library libyaml [usr/bin/netreach]
-OVERRIDES
 # The zlib override goes in only when lintian can see zlib: it knows it by zlib's copyright
 # strings, which the release build drops with every other unused constant (build-release.sh,
-# -fdata-sections), and it flags an override that matches nothing.
+# -fdata-sections), and it flags an override that matches nothing. (No libyaml any more: serve's
+# YAML is read by our own YAMLReader.)
 if grep -aqE '(in|de)flate [0-9][0-9.]* Copyright' "$binary"; then
-    cat >> "$package/usr/share/lintian/overrides/netreach" <<'OVERRIDES'
+    install -d "$package/usr/share/lintian/overrides"
+    cat > "$package/usr/share/lintian/overrides/netreach" <<'OVERRIDES'
 # swift-nio-extras carries its own zlib (its CNIOExtrasZlib target) for HTTP decompression.
 netreach: embedded-library zlib [usr/bin/netreach]
 OVERRIDES
+    chmod 0644 "$package/usr/share/lintian/overrides/netreach"
 fi
-chmod 0644 "$package/usr/share/lintian/overrides/netreach"
 cat > "$package/usr/share/doc/netreach/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: netreach

@@ -55,6 +55,8 @@ command -v amtool >/dev/null 2>&1 || missing="$missing prometheus-alertmanager"
 command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
 # serve runs under its unit's own system call filter, loaded with libseccomp from Debian's python.
 /usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1 || missing="$missing python3-seccomp"
+# serve's YAML reader is compared with PyYAML (Tests/NetReachServeTests/YAMLReaderTests.swift).
+python3 -c 'import yaml' >/dev/null 2>&1 || missing="$missing python3-yaml"
 # serve's --web.config.file users are hashed as operators hash them: htpasswd -B.
 command -v htpasswd >/dev/null 2>&1 || missing="$missing apache2-utils"
 # serve's status page is tested in headless Chromium; the Debian package with lintian.

@@ -1,9 +1,17 @@
 import Dispatch
-import Foundation
 import NetReach
 import NetReachConnectivity
 import NetReachSystem
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The monitors `serve` runs: one ``PathMonitor`` per destination (the internet and each
 /// `--to NAME=DEST`, each asking about its own ``PathTraffic``) in each namespace. Each monitor's

@@ -1,7 +1,12 @@
-import Foundation
 import NetReachSystem
 import ServiceLifecycle
 import UnixSignals
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Re-reads what `serve` watches and applies it: on SIGHUP, and on `POST /-/reload` when the
 /// lifecycle API is enabled. A configuration that cannot be read or is not valid changes nothing:

@@ -1,5 +1,4 @@
 import CoreMetrics
-import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -9,6 +8,12 @@ import NetReachConnectivity
 import NetReachSystem
 import Prometheus
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What `netreach serve` runs with.
 package struct ServeConfiguration: Sendable {

@@ -1,6 +1,11 @@
-import Foundation
 import NetReach
 import NetReachConnectivity
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension ServeState {
     /// What `serve` knows, as a value: each input (a monitor's update, a verdict, a reload, a

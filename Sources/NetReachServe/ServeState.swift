@@ -1,8 +1,13 @@
-import Foundation
 import NetReach
 import NetReachConnectivity
 import NetReachSystem
 import Prometheus
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// What `serve` knows now: the latest update of every watched destination in every namespace
 /// (its path, the kernel's routes and the namespace's interfaces it was judged from), whether

@@ -90,6 +90,58 @@ struct ServeConfigTests {
         }
     }
 
+    /// What YAMLReader adds: where the value is, numbers only in decimal and unquoted, YAML 1.1's
+    /// booleans, and a key given twice refused.
+    @Test(arguments: [
+        (
+            "to:\n  dns: {host: 10.0.0.53, port: \"53\"}\n",
+            "f.yaml: to.dns.port: expected a whole number, found text (line 2, column 32)"
+        ),
+        (
+            "max_connections: 0x10\n",
+            "f.yaml: max_connections: expected a whole number, in decimal (YAML 1.1 and 1.2 read 0x10 differently), found text (line 1, column 18)"
+        ),
+        ("all_namespaces: 'true'\n", "f.yaml: all_namespaces: expected true or false, found text (line 1, column 17)"),
+        (
+            "namespaces: [blue, [red]]\n",
+            "f.yaml: namespaces[1]: expected a namespace name, found a list (line 1, column 20)"
+        ),
+        (
+            "to:\n  db: 10.0.0.5\n  db: 10.0.0.6\n",
+            "f.yaml: not YAML or JSON: line 3, column 3: the key \"db\" is given twice in this mapping"
+        ),
+        (
+            "to: {db: 10.0.0.5\n",
+            "f.yaml: not YAML or JSON: line 1, column 5: the [ or { that starts here is never closed"
+        ),
+        (
+            "listen: &l 127.0.0.1:9817\n",
+            "f.yaml: not YAML or JSON: line 1, column 9: anchors (&name) are not supported"
+        ),
+        (
+            "listen: 127.0.0.1:1\nnamespace: [blue]\n",
+            "f.yaml: unknown key \"namespace\"; the keys are listen, to, namespaces, all_namespaces, ready_when, max_connections, idle_timeout, header_timeout, max_probe_backoff (line 2, column 1)"
+        ),
+    ])
+    func aWrongValueIsNamedByKeyAndPlace(text: String, reason: String) {
+        do {
+            _ = try ServeConfigFile.parse(text, path: "f.yaml")
+            Issue.record("read: \(text)")
+        } catch {
+            #expect("\(error)".hasPrefix(reason), "\(error)")
+        }
+    }
+
+    @Test func yesAndNoAreBooleansAndAnythingElseThatIsNotNullIsText() throws {
+        let file = try ServeConfigFile.parse(
+            "all_namespaces: yes\nlisten: 9817\nready_when: ~\nidle_timeout: 90\nnamespaces: [1, true]\n", path: "f")
+        #expect(file.allNamespaces == true)
+        #expect(file.listen == "9817" && file.readyWhen == nil && file.idleTimeout == "90")
+        #expect(file.namespaces == ["1", "true"])
+        #expect(try ServeConfigFile.parse("~\n", path: "f") == ServeConfigFile())
+        #expect(try ServeConfigFile.parse("---\n", path: "f") == ServeConfigFile())
+    }
+
     @Test func aFileThatCannotBeReadIsRefusedWithoutReadingForever() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serve-config-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

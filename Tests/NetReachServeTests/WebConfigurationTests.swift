@@ -122,6 +122,46 @@ struct WebConfigurationTests {
         #expect(web.tls == nil)
     }
 
+    /// exporter-toolkit's tlsInline shape: the certificate and key written in the file, in literal
+    /// blocks; CRLF line ends as a Windows editor saves them.
+    @Test(arguments: ["\n", "\r\n"])
+    func inlinePEMIsReadAsWritten(lineEnd: String) throws {
+        let certificate =
+            "-----BEGIN CERTIFICATE-----\nMIIFsDCCA5igAwIBAgIRAMMSh5NoexSCjSvDRf1fpgMw\n-----END CERTIFICATE-----\n"
+        let key =
+            "-----BEGIN PRIVATE KEY-----\nMIIJQwIBADANBgkqhkiG9w0BAQEFAASCCS0wggkpAgEA\n-----END PRIVATE KEY-----\n"
+        func block(_ pem: String) -> String {
+            pem.split(separator: "\n").map { "    " + $0 }.joined(separator: lineEnd) + lineEnd
+        }
+        let text = [
+            "tls_server_config:", "  cert: |", block(certificate) + "  key: |",
+            block(key) + "  client_auth_type: \"RequireAnyClientCert\"", "",
+        ]
+        .joined(separator: lineEnd)
+        let tls = try #require(try parse(text).tls)
+        #expect(tls.certificate == .text(certificate))
+        #expect(tls.key == .text(key))
+        #expect(tls.clientAuth == .requireAnyClientCert)
+    }
+
+    @Test func aUserGivenTwiceIsRefusedAsYAMLv2StrictRefusesIt() {
+        let said = reason(
+            "basic_auth_users:\n  alice: $2y$10$qRTBuFoULoYNA7AQ/F3ck.trZBPyjV64.oA4ZsSBCIWvXuvQlQTuu\n  alice: x\n")
+        #expect(
+            said.hasPrefix("not YAML: line 3, column 3: the key \"alice\" is given twice") && said.contains("yaml.v2"),
+            "\(said)")
+    }
+
+    /// The directory relative file names are taken from, as Foundation's
+    /// `deletingLastPathComponent` gives it (which serve no longer links), "." for none.
+    @Test(arguments: [
+        "/etc/netreach/web.yml", "web.yml", "/web.yml", "a/b/web.yml", "./web.yml", "/etc/netreach/", "a//b",
+    ])
+    func relativeNamesAreTakenFromTheFilesDirectoryAsFoundationSays(path: String) {
+        let foundation = (path as NSString).deletingLastPathComponent
+        #expect(WebConfiguration.directory(of: path) == (foundation.isEmpty ? "." : foundation), "\(path)")
+    }
+
     @Test func aFileThatCannotBeReadIsAnErrorNamingIt() throws {
         #expect(throws: WebConfigurationError.self) { try WebConfiguration.read("/nonexistent/web.yml") }
         #expect(throws: WebConfigurationError.self) { try WebConfiguration.read("/tmp") }

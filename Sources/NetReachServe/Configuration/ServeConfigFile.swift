@@ -1,6 +1,4 @@
-import Foundation
 import NetReachSystem
-import Yams
 
 /// `serve --config FILE`: what serve watches, in YAML (or JSON, which YAML reads too). Read at
 /// start, and again on SIGHUP or `POST /-/reload`; the command-line flags are added to it each time
@@ -22,8 +20,10 @@ import Yams
 /// ```
 ///
 /// A key it does not know is an error, not ignored: a misspelt `namespace:` would otherwise
-/// silently watch nothing of what was meant.
-package struct ServeConfigFile: Decodable, Equatable, Sendable {
+/// silently watch nothing of what was meant. Read with ``YAMLReader``, so a value of the wrong
+/// kind is named by its key and its place: `to.dns.port: expected a whole number, found text (line
+/// 4, column 37)`.
+package struct ServeConfigFile: Equatable, Sendable {
     package var listen: String?
     package var to: [String: Destination] = [:]
     package var namespaces: [String] = []
@@ -35,7 +35,7 @@ package struct ServeConfigFile: Decodable, Equatable, Sendable {
     package var maxProbeBackOff: String?
 
     /// The keys, as written in the file.
-    package enum CodingKeys: String, CodingKey, CaseIterable {
+    package enum Key: String, CaseIterable {
         case listen, to, namespaces
         case allNamespaces = "all_namespaces"
         case readyWhen = "ready_when"
@@ -50,35 +50,16 @@ package struct ServeConfigFile: Decodable, Equatable, Sendable {
 
     package init() {}
 
-    package init(from decoder: any Decoder) throws {
-        let keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-        if let unknown = keys.first(where: { CodingKeys(rawValue: $0) == nil }) {
-            throw ServeConfigError.Detail(
-                "unknown key \"\(unknown)\"; the keys are "
-                    + CodingKeys.allCases.map(\.rawValue).joined(separator: ", "))
-        }
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        listen = try container.decodeIfPresent(String.self, forKey: .listen)
-        to = try container.decodeIfPresent([String: Destination].self, forKey: .to) ?? [:]
-        namespaces = try container.decodeIfPresent([String].self, forKey: .namespaces) ?? []
-        allNamespaces = try container.decodeIfPresent(Bool.self, forKey: .allNamespaces)
-        readyWhen = try container.decodeIfPresent(String.self, forKey: .readyWhen)
-        maxConnections = try container.decodeIfPresent(Int.self, forKey: .maxConnections)
-        idleTimeout = try container.decodeIfPresent(String.self, forKey: .idleTimeout)
-        headerTimeout = try container.decodeIfPresent(String.self, forKey: .headerTimeout)
-        maxProbeBackOff = try container.decodeIfPresent(String.self, forKey: .maxProbeBackOff)
-    }
-
     /// One `to:` entry: a host alone (`db: 10.0.0.5`), or a mapping that also names the traffic
     /// whose path is watched (`dns: {host: 10.0.0.53, protocol: udp, port: 53}`). The port and
     /// protocol are checked with the flags (``ServeFlags/targets(file:path:)``), as
     /// `ready_when` is.
-    package struct Destination: Decodable, Equatable, Sendable, ExpressibleByStringLiteral {
+    package struct Destination: Equatable, Sendable, ExpressibleByStringLiteral {
         package var host: String
         package var port: Int?
         package var transportProtocol: String?
 
-        package enum CodingKeys: String, CodingKey, CaseIterable {
+        package enum Key: String, CaseIterable {
             case host, port
             case transportProtocol = "protocol"
         }
@@ -91,23 +72,22 @@ package struct ServeConfigFile: Decodable, Equatable, Sendable {
 
         package init(stringLiteral host: String) { self.init(host: host) }
 
-        package init(from decoder: any Decoder) throws {
-            if let host = try? decoder.singleValueContainer().decode(String.self) {
+        fileprivate init(_ node: YAMLNode, at path: String) throws(ServeConfigError.Detail) {
+            if node.scalar != nil, let host = node.text {
                 self.init(host: host)
                 return
             }
-            let keys = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-            if let unknown = keys.first(where: { CodingKeys(rawValue: $0) == nil }) {
-                let name = decoder.codingPath.last?.stringValue ?? "a destination"
-                throw ServeConfigError.Detail(
-                    "to.\(name): unknown key \"\(unknown)\"; the keys are "
-                        + CodingKeys.allCases.map(\.rawValue).joined(separator: ", "))
+            guard node.mapping != nil else {
+                throw .expected("a host, or a mapping of host, port and protocol", at: path, node)
             }
-            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let values = try ServeConfigFile.settings(node, at: path, keys: Key.self)
+            guard let hostNode = values[.host] else { throw ServeConfigError.Detail("\(path).host: missing") }
+            guard let host = try ServeConfigFile.text(hostNode, at: "\(path).host") else {
+                throw .expected("a host", at: "\(path).host", hostNode)
+            }
             self.init(
-                host: try container.decode(String.self, forKey: .host),
-                port: try container.decodeIfPresent(Int.self, forKey: .port),
-                protocol: try container.decodeIfPresent(String.self, forKey: .transportProtocol))
+                host: host, port: try ServeConfigFile.integer(values[.port], at: "\(path).port"),
+                protocol: try ServeConfigFile.text(values[.transportProtocol], at: "\(path).protocol"))
         }
     }
 
@@ -127,64 +107,91 @@ package struct ServeConfigFile: Decodable, Equatable, Sendable {
 
     /// Parses a configuration's text; `path` names it in errors.
     package static func parse(_ text: String, path: String) throws(ServeConfigError) -> ServeConfigFile {
+        let root: YAMLNode?
         do {
-            // Parsed once. An empty file (or one of comments only) configures nothing: the flags alone.
-            guard let node = try Yams.compose(yaml: text) else { return ServeConfigFile() }
-            return try YAMLDecoder().decode(ServeConfigFile.self, from: node)
-        } catch let error as ServeConfigError.Detail {
-            throw .invalid(path: path, error.description)
-        } catch let error as DecodingError {
-            throw .invalid(path: path, Self.describe(error))
-        } catch let error as YamlError {
-            throw .invalid(path: path, "not YAML or JSON: \(error)")
+            root = try YAMLReader.parse(text)
         } catch {
-            throw .invalid(path: path, "\(error)")
+            throw .invalid(path: path, "not YAML or JSON: \(error)")
+        }
+        // An empty file (or one of comments only) configures nothing: the flags alone.
+        guard let root, !root.isNull else { return ServeConfigFile() }
+        do {
+            return try ServeConfigFile(root)
+        } catch {
+            throw .invalid(path: path, error.description)
         }
     }
 
-    private static func describe(_ error: DecodingError) -> String {
-        func at(_ path: [any CodingKey]) -> String {
-            path.isEmpty
-                ? "the file" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    private init(_ root: YAMLNode) throws(ServeConfigError.Detail) {
+        guard root.mapping != nil else {
+            throw .expected(
+                "a mapping of keys (" + Key.allCases.map(\.rawValue).joined(separator: ", ") + ")", at: "the file", root
+            )
         }
-        switch error {
-        case .typeMismatch(let type, let context):
-            return "\(at(context.codingPath)): expected \(Self.name(of: type, at: context.codingPath))"
-        case .valueNotFound(let type, let context):
-            return "\(at(context.codingPath)): expected \(Self.name(of: type, at: context.codingPath)), found nothing"
-        case .keyNotFound(let key, let context):
-            return "\(at(context.codingPath + [key])): missing"
-        case .dataCorrupted(let context):
-            // What our own init(from:) threw, wrapped by the decoder.
-            if let detail = context.underlyingError as? ServeConfigError.Detail { return detail.description }
-            return "\(at(context.codingPath)): \(context.debugDescription)"
-        @unknown default:
-            return "\(error)"
+        let values = try Self.settings(root, at: nil, keys: Key.self)
+        listen = try Self.text(values[.listen], at: "listen")
+        if let node = values[.to], !node.isNull {
+            guard let entries = node.mapping else {
+                throw .expected(
+                    "a mapping of names to hosts (name: host, or name: {host: HOST, port: PORT, protocol: tcp|udp})",
+                    at: "to", node)
+            }
+            for entry in entries {
+                to[entry.key.text] = try Destination(entry.value, at: "to.\(entry.key.text)")
+            }
         }
+        if let node = values[.namespaces], !node.isNull {
+            guard let items = node.sequence else { throw .expected("a list", at: "namespaces", node) }
+            for (offset, item) in items.enumerated() {
+                guard item.scalar != nil, let name = item.text else {
+                    throw .expected("a namespace name", at: "namespaces[\(offset)]", item)
+                }
+                namespaces.append(name)
+            }
+        }
+        if let node = values[.allNamespaces], !node.isNull {
+            guard let value = node.bool else { throw .expected("true or false", at: "all_namespaces", node) }
+            allNamespaces = value
+        }
+        readyWhen = try Self.text(values[.readyWhen], at: "ready_when")
+        maxConnections = try Self.integer(values[.maxConnections], at: "max_connections")
+        idleTimeout = try Self.text(values[.idleTimeout], at: "idle_timeout")
+        headerTimeout = try Self.text(values[.headerTimeout], at: "header_timeout")
+        maxProbeBackOff = try Self.text(values[.maxProbeBackOff], at: "max_probe_backoff")
     }
 
-    /// What a value of `type` is called in the file, at `path`.
-    private static func name(of type: Any.Type, at path: [any CodingKey]) -> String {
-        switch type {
-        case is Node.Mapping.Type, is [String: Destination].Type:
-            path.isEmpty
-                ? "a mapping of keys (" + CodingKeys.allCases.map(\.rawValue).joined(separator: ", ") + ")"
-                : path.count == 1
-                    ? "a mapping of names to hosts (name: host, or name: {host: HOST, port: PORT, protocol: tcp|udp})"
-                    : "a host, or a mapping of host, port and protocol"
-        case is Node.Sequence.Type, is [String].Type: "a list"
-        case is Bool.Type: "true or false"
-        case is Int.Type: "a whole number"
-        case is Node.Scalar.Type, is String.Type: "a string"
-        default: "\(type)"
+    /// A mapping's values by key, every key one of `keys`. (The reader has refused a key given twice.)
+    fileprivate static func settings<Keys: RawRepresentable & CaseIterable & Hashable>(
+        _ node: YAMLNode, at path: String?, keys: Keys.Type
+    ) throws(ServeConfigError.Detail) -> [Keys: YAMLNode] where Keys.RawValue == String {
+        var values: [Keys: YAMLNode] = [:]
+        for entry in node.mapping ?? [] {
+            guard let key = Keys(rawValue: entry.key.text) else {
+                throw ServeConfigError.Detail(
+                    (path.map { "\($0): " } ?? "") + "unknown key \"\(entry.key.text)\"; the keys are "
+                        + Keys.allCases.map(\.rawValue).joined(separator: ", ") + " (\(entry.keyMark))")
+            }
+            values[key] = entry.value
         }
+        return values
     }
 
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+    /// A setting that takes text: any scalar but null, as written (`listen: 9817` is "9817").
+    fileprivate static func text(_ node: YAMLNode?, at path: String) throws(ServeConfigError.Detail) -> String? {
+        guard let node, !node.isNull else { return nil }
+        guard node.scalar != nil else { throw .expected("a string", at: path, node) }
+        return node.text
+    }
+
+    /// A setting that takes a whole number, in decimal and not quoted.
+    fileprivate static func integer(_ node: YAMLNode?, at path: String) throws(ServeConfigError.Detail) -> Int? {
+        guard let node, !node.isNull else { return nil }
+        if let value = node.integer { return value }
+        if node.scalar?.isOtherNumber == true {
+            throw .expected(
+                "a whole number, in decimal (YAML 1.1 and 1.2 read \(node.text ?? "") differently)", at: path, node)
+        }
+        throw .expected("a whole number", at: path, node)
     }
 }
 
@@ -202,9 +209,14 @@ package enum ServeConfigError: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A reason found while decoding, given its file's path by ``ServeConfigFile/parse(_:path:)``.
+    /// A reason found in the file's values, given its file's path by ``ServeConfigFile/parse(_:path:)``.
     struct Detail: Error, CustomStringConvertible {
         var description: String
         init(_ description: String) { self.description = description }
+
+        /// `to.dns.port: expected a whole number, found text (line 3, column 27)`.
+        static func expected(_ what: String, at path: String, _ node: YAMLNode) -> Detail {
+            Detail("\(path): expected \(what), found \(node.kind) (\(node.mark))")
+        }
     }
 }

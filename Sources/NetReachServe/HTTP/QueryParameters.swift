@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A request's query string, checked against the parameters an endpoint takes: each at most once,
 /// properly percent-encoded, none unknown. Anything else is a `400` with the reason, so a typo
@@ -44,8 +48,31 @@ package struct QueryParameters: Sendable, Hashable {
 
     package subscript(_ name: String) -> String? { values[name] }
 
-    /// `+` is a space in a query (HTML forms); then `%XX` escapes.
+    /// `+` is a space in a query (HTML forms); then `%XX` escapes, read as UTF-8. `nil` when an
+    /// escape is malformed or the bytes are not UTF-8 (swift-foundation's `removingPercentEncoding`
+    /// would make U+FFFD of a lone `%A9`; it is also not in FoundationEssentials).
     private static func decode(_ text: Substring) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        var bytes: [UInt8] = []
+        var rest = text.utf8[...]
+        while let byte = rest.popFirst() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue)
+                else { return nil }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

@@ -1,9 +1,14 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
 import NetReach
 import NetReachConnectivity
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Every endpoint of `serve`, on Hummingbird's `Router`. Nothing changes state, except
 /// `POST /-/reload` when the lifecycle API is enabled (`403` when it is not).

@@ -18,8 +18,8 @@ import NetReachConnectivity
 package enum StatusPage {
     package static func html(policy: OfflineIndicatorPolicy = OfflineIndicatorPolicy()) -> String {
         template
-            .replacingOccurrences(of: "@GRACE_MS@", with: String(milliseconds(policy.gracePeriod)))
-            .replacingOccurrences(of: "@MINIMUM_MS@", with: String(milliseconds(policy.minimumDisplayTime)))
+            .replacing("@GRACE_MS@", with: String(milliseconds(policy.gracePeriod)))
+            .replacing("@MINIMUM_MS@", with: String(milliseconds(policy.minimumDisplayTime)))
     }
 
     private static func milliseconds(_ duration: Duration) -> Int64 {

@@ -111,7 +111,7 @@ package struct MetricsExposition: Sendable {
 
     private static func escapedHelp(_ help: String) -> String {
         help.contains("\\") || help.contains("\n")
-            ? help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n") : help
+            ? help.replacing("\\", with: "\\\\").replacing("\n", with: "\\n") : help
     }
 
     /// The registry's families in exposition order: it writes them in its dictionary's order,

@@ -1,6 +1,11 @@
-import Foundation
 import HummingbirdBcrypt
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Checks `Authorization: Basic` against `basic_auth_users`, as exporter-toolkit does: a name it
 /// does not know costs the same bcrypt as one it knows (so timing does not tell which names
@@ -109,7 +114,7 @@ package final class BasicAuthentication: Sendable {
     static func credentials(_ field: String) -> (String, String)? {
         let parts = field.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "basic",
-            let data = Data(base64Encoded: parts[1].trimmingCharacters(in: .whitespaces)),
+            let data = Data(base64Encoded: parts[1].trimmingSpaces()),
             let text = String(validating: data, as: UTF8.self), !text.contains("\0"),
             let colon = text.firstIndex(of: ":")
         else { return nil }

@@ -1,6 +1,4 @@
-import Foundation
 import NetReachSystem
-import Yams
 
 /// `serve --web.config.file FILE`: TLS and basic authentication, in the web configuration file
 /// every Prometheus exporter reads (exporter-toolkit's), so one file serves node_exporter and
@@ -106,24 +104,33 @@ package struct WebConfiguration: Sendable, Equatable {
             case .notText: throw .init(path, "not UTF-8 text")
             }
         }
-        let directory = (path as NSString).deletingLastPathComponent
         do {
-            return try WebConfiguration(yaml: text, directory: directory.isEmpty ? "." : directory)
+            return try WebConfiguration(yaml: text, directory: directory(of: path))
         } catch {
             throw .init(path, error.description)
         }
     }
 
+    /// The directory a file name is in: `.` for a name without one.
+    static func directory(of path: String) -> String {
+        var path = Substring(path)
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        var directory = path[..<slash]
+        while directory.hasSuffix("/") { directory.removeLast() }
+        return directory.isEmpty ? "/" : String(directory)
+    }
+
     /// Parses the file's text; `directory` is where relative file names point.
     package init(yaml text: String, directory: String) throws(Invalid) {
-        let root: Node?
+        let root: YAMLNode?
         do {
-            root = try Yams.compose(yaml: text)
+            root = try YAMLReader.parse(text)
         } catch {
             throw Invalid("not YAML: \(error)")
         }
         // An empty file is a valid one: nothing configured, as exporter-toolkit.
-        guard let root, root != Node("") else { return }
+        guard let root, !root.isNull else { return }
         let top = try Self.mapping(
             root, at: nil, keys: ["tls_server_config", "http_server_config", "basic_auth_users"])
         if let node = top["tls_server_config"] {
@@ -152,13 +159,16 @@ package struct WebConfiguration: Sendable, Equatable {
     ]
 
     /// `node` as a mapping whose keys are all in `keys`; the values by key.
-    private static func mapping(_ node: Node, at parent: String?, keys: [String]) throws(Invalid) -> [String: Node] {
+    private static func mapping(
+        _ node: YAMLNode, at parent: String?, keys: [String]
+    ) throws(Invalid) -> [String: YAMLNode] {
         let place = parent.map { "\($0): " } ?? ""
-        if node.scalar?.string.isEmpty == true || node.null != nil { return [:] }
+        if node.scalar?.text.isEmpty == true || node.isNull { return [:] }
         guard let mapping = node.mapping else { throw Invalid("\(place)must be a mapping of keys to values") }
-        var values: [String: Node] = [:]
-        for (keyNode, value) in mapping {
-            guard let key = keyNode.string else { throw Invalid("\(place)a key must be text") }
+        var values: [String: YAMLNode] = [:]
+        for entry in mapping {
+            let key = entry.key.text
+            let value = entry.value
             if let reason = unsupported[key] { throw Invalid("\(place)\(key) \(reason)") }
             guard keys.contains(key) else {
                 throw Invalid("\(place)unknown key \"\(key)\"; the keys are \(keys.joined(separator: ", "))")
@@ -169,13 +179,13 @@ package struct WebConfiguration: Sendable, Equatable {
         return values
     }
 
-    private static func text(_ node: Node?, _ key: String, in parent: String) throws(Invalid) -> String? {
-        guard let node, node.null == nil else { return nil }
+    private static func text(_ node: YAMLNode?, _ key: String, in parent: String) throws(Invalid) -> String? {
+        guard let node, !node.isNull else { return nil }
         guard let scalar = node.scalar else { throw Invalid("\(parent): \(key) must be text") }
-        return scalar.string.isEmpty ? nil : scalar.string
+        return scalar.text.isEmpty ? nil : scalar.text
     }
 
-    private static func tls(_ node: Node, directory: String) throws(Invalid) -> TLS? {
+    private static func tls(_ node: YAMLNode, directory: String) throws(Invalid) -> TLS? {
         let here = "tls_server_config"
         let values = try mapping(
             node, at: here,
@@ -247,7 +257,7 @@ package struct WebConfiguration: Sendable, Equatable {
         "Content-Security-Policy": [],
     ]
 
-    private static func headers(_ node: Node) throws(Invalid) -> [String: String] {
+    private static func headers(_ node: YAMLNode) throws(Invalid) -> [String: String] {
         let here = "http_server_config"
         // http2 is accepted for the files written for Go exporters; serve speaks HTTP/1.1.
         let values = try mapping(node, at: here, keys: ["headers", "http2"])
@@ -270,20 +280,23 @@ package struct WebConfiguration: Sendable, Equatable {
         return result
     }
 
-    private static func users(_ node: Node) throws(Invalid) -> [String: String] {
+    private static func users(_ node: YAMLNode) throws(Invalid) -> [String: String] {
         let here = "basic_auth_users"
-        if node.null != nil || node.scalar?.string.isEmpty == true { return [:] }
+        if node.isNull || node.scalar?.text.isEmpty == true { return [:] }
         guard let mapping = node.mapping else {
             throw Invalid("\(here) must be a mapping of user names to bcrypt hashes")
         }
         var users: [String: String] = [:]
-        for (nameNode, hashNode) in mapping {
-            guard let name = nameNode.string, !name.isEmpty else { throw Invalid("\(here): a user name must be text") }
+        for entry in mapping {
+            let name = entry.key.text
+            guard !name.isEmpty else { throw Invalid("\(here): a user name must be text") }
             guard !name.contains(":") else {
                 throw Invalid("\(here): user \"\(name)\" has a colon, which basic authentication cannot send")
             }
             guard users[name] == nil else { throw Invalid("\(here): user \"\(name)\" is given twice") }
-            guard let hash = hashNode.string else { throw Invalid("\(here): \(name)'s password hash must be text") }
+            guard let hash = entry.value.scalar?.text else {
+                throw Invalid("\(here): \(name)'s password hash must be text")
+            }
             if let problem = BcryptHash.problem(hash) { throw Invalid("\(here): \(name)'s password hash \(problem)") }
             users[name] = hash
         }

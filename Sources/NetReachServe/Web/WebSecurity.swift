@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -6,6 +5,12 @@ import Logging
 import NIOCore
 import NIOSSL
 import NetReachSystem
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Foundation
+import NetReachServe
 import NetReachTestSupport
 import Testing
-import Yams
 
 #if canImport(Glibc)
 import Glibc
@@ -31,7 +31,7 @@ struct DaemonSetListenTests {
         let text = try String(
             contentsOf: DeployTests.deploy.appendingPathComponent("kubernetes/netreach-daemonset.yaml"), encoding: .utf8
         )
-        let document = try #require(try Yams.load(yaml: text) as? [String: Any])
+        let document = try #require(try YAMLReader.parse(text).map(plain) as? [String: Any])
         let spec = try #require(((document["spec"] as? [String: Any])?["template"] as? [String: Any])?["spec"])
         let containers = try #require((spec as? [String: Any])?["containers"] as? [[String: Any]])
         let container = try #require(containers.first { $0["name"] as? String == "netreach" })
@@ -52,6 +52,23 @@ struct DaemonSetListenTests {
         return Container(
             args: try #require(container["args"] as? [String]), fieldRefs: fieldRefs, containerPort: try #require(port),
             webMount: webMount, probes: probes)
+    }
+
+    /// A node as plain values: mappings as dictionaries, lists as arrays, scalars as what they resolve to.
+    private static func plain(_ node: YAMLNode) -> Any {
+        switch node.content {
+        case .mapping(let entries):
+            return Dictionary(entries.map { ($0.key.text, plain($0.value)) }, uniquingKeysWith: { $1 })
+        case .sequence(let items):
+            return items.map(plain)
+        case .scalar(let scalar):
+            switch scalar.value {
+            case .null: return NSNull()
+            case .bool(let value): return value
+            case .integer(let value): return value
+            case .text(let value): return value
+            }
+        }
     }
 
     /// The kubelet's expansion of a container's args: `$(NAME)` becomes the value of the env var
