@@ -157,4 +157,22 @@ struct CLIWatchTests {
         #expect(run.thrown == CLIExitCode.outputFailed)
         #expect(run.complaints.isEmpty)
     }
+
+    /// `status`'s block: every key, each value in one column, so `awk '/^dns:/ {print $2}'` and the
+    /// eye both find it.
+    @Test func statusBlockAlignsEveryValueInOneColumn() {
+        let block = PathFormatting.block(Self.satisfied)
+        let lines = block.split(separator: "\n").map(String.init)
+        #expect(
+            lines.map { String($0.prefix { $0 != ":" }) } == [
+                "status", "reason", "interfaces", "ipv4", "ipv6", "dns", "expensive", "constrained", "multipath",
+                "gateways",
+            ])
+        // "constrained:" is the longest key: one space after the colon that follows it.
+        #expect(lines.contains("constrained: no"))
+        #expect(lines.contains("status:      satisfied"))
+        #expect(lines.contains("gateways:    10.123.0.1"))
+        let valueColumns = Set(lines.map { line in line.distance(from: line.startIndex, to: line.lastIndex(of: " ")!) })
+        #expect(valueColumns == ["constrained: ".count - 1], "\(lines)")
+    }
 }

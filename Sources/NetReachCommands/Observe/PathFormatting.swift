@@ -67,7 +67,7 @@ package enum PathFormatting {
         ]
         let width = rows.map(\.0.count).max()! + 1
         return rows.map { key, value in
-            (key + ":").padding(toLength: width, withPad: " ", startingAt: 0) + " " + value
+            key + ":" + String(repeating: " ", count: width - key.count - 1) + " " + value
         }.joined(separator: "\n")
     }
 
