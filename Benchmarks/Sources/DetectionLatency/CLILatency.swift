@@ -113,6 +113,15 @@ struct CLILatency: Codable {
     var watchLines: Int
     var ipLines: Int
     var askingLines: Int?
+    /// The load average after the phase.
+    var loadAfter: String?
+    /// `ip -o monitor`'s lines over the whole phase: every watch read these changes (warm-up included).
+    var changesSeen: Int?
+    /// The watch's memory after the phase (VmRSS, VmHWM, RssAnon, RssFile in kB).
+    var rssAfterKB: Int?
+    var hwmAfterKB: Int?
+    var anonAfterKB: Int?
+    var fileAfterKB: Int?
 }
 
 extension Change {
@@ -194,120 +203,163 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     return (sched, ticks)
 }
 
-@MainActor func measureCLILatency(_ cli: String) -> CLILatency? {
+/// The CLI phase for the first `--cli` (with `--cli-asking`, rounds alternate between it and
+/// AskingMonitor), or, with `--cli-compare`, for every `--cli` in the same phase: one `watch` runs at
+/// a time, the others stopped with SIGSTOP (as AskingMonitor is), in rounds ordered A B B A (for two;
+/// for more, forward then backward), so a drift in the machine's load falls on every build alike and
+/// each sees the same changes beside the same `ip -o monitor`. One result per `--cli` measured.
+@MainActor func measureCLILatency(_ clis: [String]) -> [CLILatency]? {
     let loadBefore = readFile("/proc/loadavg")
-    log("watch --json vs ip monitor: \(options.cliFlaps) route flaps + \(options.cliFlaps) link flaps (load \(loadBefore))")
-    let watch: LineReader, ip: LineReader
+    let compared = options.cliCompare ? clis : Array(clis.prefix(1))
+    log("watch --json vs ip monitor: \(options.cliFlaps) route flaps + \(options.cliFlaps) link flaps per build, \(compared.count) build(s) (load \(loadBefore))")
+    var watches: [LineReader] = []
+    let ip: LineReader
     do {
-        watch = try LineReader(executable: cli, arguments: ["watch", "--json", "--namespace", namespaces.name])
+        for cli in compared {
+            watches.append(try LineReader(executable: cli, arguments: ["watch", "--json", "--namespace", namespaces.name]))
+        }
         ip = try LineReader(executable: "/usr/bin/env", arguments: ["ip", "-n", namespaces.name, "-o", "monitor", "link", "address", "route", "rule"])
     } catch {
         log("cannot start the CLI readers: \(error)")
+        for watch in watches { watch.stop() }
         return nil
     }
     var asking: LineReader?
-    if let path = options.cliAsking {
+    if let path = options.cliAsking, compared.count == 1 {
         let candidates = SystemPathSource.Configuration.defaultRouteLookupAddresses.map { "\($0)" }
         do { asking = try LineReader(executable: path, arguments: [namespaces.path] + candidates) } catch {
             log("cannot start \(path): \(error)")
+            for watch in watches { watch.stop() }
+            ip.stop()
             return nil
         }
     }
     defer {
         if let asking { kill(asking.process.processIdentifier, SIGCONT); asking.stop() }
-        kill(watch.process.processIdentifier, SIGCONT)
-        watch.stop(); ip.stop()
+        for watch in watches { kill(watch.process.processIdentifier, SIGCONT); watch.stop() }
+        ip.stop()
     }
     // watch prints the current path first; ip prints nothing until a change.
-    guard watch.waitForMatch(from: 0, deadline: nrb_now_ns() + 10_000_000_000, { _ in true }) != nil else {
-        log("netreach watch printed nothing within 10 s")
-        return nil
+    for (watch, cli) in zip(watches, compared) {
+        guard watch.waitForMatch(from: 0, deadline: nrb_now_ns() + 10_000_000_000, { _ in true }) != nil else {
+            log("netreach watch printed nothing within 10 s [\(cli)]")
+            return nil
+        }
     }
     usleep(300_000)
-    var timeouts = 0
-    /// (ip monitor, watch) latencies in ns, or nil on a timeout; `reader` is watch or AskingMonitor.
-    func change(_ change: Change, reader: LineReader? = nil) -> (Int64, Int64)? {
-        let reader = reader ?? watch
-        let matches = reader === watch ? change.watchMatches : change.askingMatches
-        let watchStart = reader.count, ipStart = ip.count
+    var timeouts = Array(repeating: 0, count: watches.count)
+    /// (ip monitor, reader) latencies in ns, or nil on a timeout; `reader` is a watch or AskingMonitor.
+    func change(_ change: Change, reader: LineReader) -> (Int64, Int64)? {
+        let isWatch = reader !== asking
+        let matches = isWatch ? change.watchMatches : change.askingMatches
+        let readerStart = reader.count, ipStart = ip.count
         sequence &+= 1
         let t0 = nrb_now_ns()
         let sent = change.send(sequence: sequence)
         guard sent == 0 else { fail("\(change.rawValue): sendmsg: \(String(cString: strerror(-sent)))") }
         let deadline = t0 + 3_000_000_000
-        let w = reader.waitForMatch(from: watchStart, deadline: deadline, matches)
+        let w = reader.waitForMatch(from: readerStart, deadline: deadline, matches)
         let i = ip.waitForMatch(from: ipStart, deadline: deadline, change.ipMatches)
         var error: Int32 = 0
         if nrb_drain_errors(issuer, &error) > 0 { fail("\(change.rawValue) refused by the kernel: \(String(cString: strerror(error)))") }
         guard let w, let i else {
-            timeouts += 1
-            log("CLI phase: timeout on \(change.rawValue): \(reader === watch ? "watch" : "asking monitor") \(w != nil), ip monitor \(i != nil)")
+            if let index = watches.firstIndex(where: { $0 === reader }) { timeouts[index] += 1 }
+            log("CLI phase: timeout on \(change.rawValue): \(isWatch ? "watch" : "asking monitor") \(w != nil), ip monitor \(i != nil)")
             return nil
         }
         return (i.ts - t0, w.ts - t0)
     }
-    // Warm-up (also makes sure ip monitor has joined its groups): not recorded.
-    for _ in 0..<5 {
-        for c in Change.measured { _ = change(c); pauseBetweenChanges() }
+    /// The readers that take turns: the watches, then AskingMonitor.
+    let readers = watches + (asking.map { [$0] } ?? [])
+    /// Stops every reader but `running` (SIGSTOP: it gets no CPU, its socket queues what comes), lets
+    /// `running` catch up on what it missed, and waits until it is quiet.
+    func run(only running: LineReader) {
+        for other in readers where other !== running { kill(other.process.processIdentifier, SIGSTOP) }
+        kill(running.process.processIdentifier, SIGCONT)
+        usleep(50_000)
+    }
+    // Warm-up (also makes sure ip monitor has joined its groups): not recorded. With one watch and
+    // no AskingMonitor, as before: it runs all along.
+    for watch in watches {
+        if readers.count > 1 && watches.count > 1 { run(only: watch) }
+        for _ in 0..<5 {
+            for c in Change.measured { _ = change(c, reader: watch); pauseBetweenChanges() }
+        }
     }
     if let asking {
         for _ in 0..<2 {
             for c in Change.measured { _ = change(c, reader: asking); pauseBetweenChanges() }
         }
     }
-    timeouts = 0
-    var samples: [Change: [(Int64, Int64)]] = [:]
+    timeouts = Array(repeating: 0, count: watches.count)
+    var samples: [[Change: [(Int64, Int64)]]] = Array(repeating: [:], count: watches.count)
     var askingSamples: [Change: [(Int64, Int64)]] = [:]
-    var cpuSpent = (watch: Int64(0), ip: Int64(0), watchTicks: Int64(0), ipTicks: Int64(0))
-    var changes = 0
-    /// Stops `stopped` (SIGSTOP: it gets no CPU, its socket queues what comes), lets `running` catch
-    /// up on what it missed, and waits until it is quiet.
-    func swap(running: LineReader, stopped: LineReader) {
-        kill(stopped.process.processIdentifier, SIGSTOP)
-        kill(running.process.processIdentifier, SIGCONT)
-        usleep(50_000)
+    var cpuSpent = Array(repeating: (watch: Int64(0), ip: Int64(0), watchTicks: Int64(0), ipTicks: Int64(0)), count: watches.count)
+    var changes = Array(repeating: 0, count: watches.count)
+    /// Which reader a round belongs to: watch and AskingMonitor alternate; builds compared go
+    /// A B B A (forward, then backward).
+    func turn(_ round: Int) -> Int {
+        guard readers.count > 1 else { return 0 }
+        if asking != nil { return round % 2 }
+        let n = readers.count, position = round % n
+        return (round / n).isMultiple(of: 2) ? position : n - 1 - position
     }
-    for round in 0..<(asking == nil ? options.cliFlaps : 2 * options.cliFlaps) {
-        let reader = asking.flatMap { round % 2 == 1 ? $0 : nil } ?? watch
-        if let asking { swap(running: reader, stopped: reader === watch ? asking : watch) }
-        let cpuStart = (processCPU(watch.process.processIdentifier), processCPU(ip.process.processIdentifier))
+    for round in 0..<(readers.count * options.cliFlaps) {
+        let reader = readers[turn(round)]
+        // Every round alike: the others stopped, this one given time to catch up (also when it ran
+        // the round before, as B does in A B B A).
+        if readers.count > 1 { run(only: reader) }
+        let index = watches.firstIndex { $0 === reader }
+        let cpuStart = index.map { (processCPU(watches[$0].process.processIdentifier), processCPU(ip.process.processIdentifier)) }
         for c in Change.measured {
-            if reader === watch { changes += 1 }
+            if let index { changes[index] += 1 }
             if let sample = change(c, reader: reader) {
-                if reader === watch { samples[c, default: []].append(sample) } else { askingSamples[c, default: []].append(sample) }
+                if let index { samples[index][c, default: []].append(sample) } else { askingSamples[c, default: []].append(sample) }
             }
             pauseBetweenChanges()
         }
-        if reader === watch {
-            let cpuEnd = (processCPU(watch.process.processIdentifier), processCPU(ip.process.processIdentifier))
-            cpuSpent.watch += cpuEnd.0.schedNS - cpuStart.0.schedNS
-            cpuSpent.ip += cpuEnd.1.schedNS - cpuStart.1.schedNS
-            cpuSpent.watchTicks += cpuEnd.0.ticks - cpuStart.0.ticks
-            cpuSpent.ipTicks += cpuEnd.1.ticks - cpuStart.1.ticks
+        if let index, let cpuStart {
+            let cpuEnd = (processCPU(watches[index].process.processIdentifier), processCPU(ip.process.processIdentifier))
+            cpuSpent[index].watch += cpuEnd.0.schedNS - cpuStart.0.schedNS
+            cpuSpent[index].ip += cpuEnd.1.schedNS - cpuStart.1.schedNS
+            cpuSpent[index].watchTicks += cpuEnd.0.ticks - cpuStart.0.ticks
+            cpuSpent[index].ipTicks += cpuEnd.1.ticks - cpuStart.1.ticks
         }
     }
-    let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
-    func group(_ kind: String, _ of: [Change]) -> CLILatencyGroup {
-        let pairs = of.flatMap { samples[$0] ?? [] }
-        let ipDist = Distribution(pairs.map(\.0)), watchDist = Distribution(pairs.map(\.1))
-        let askingPairs = of.flatMap { askingSamples[$0] ?? [] }
-        let askingDist = asking == nil ? nil : Distribution(askingPairs.map(\.1))
-        let ipBeside = asking == nil ? nil : Distribution(askingPairs.map(\.0))
-        return CLILatencyGroup(kind: kind, ipMonitor: ipDist, watch: watchDist, delta: Distribution(pairs.map { $0.1 - $0.0 }),
-                               p50Ratio: watchDist.p50 / ipDist.p50, askingMonitor: askingDist, ipBesideAsking: ipBeside,
-                               askingP50Ratio: askingDist.flatMap { a in ipBeside.map { a.p50 / $0.p50 } })
+    // Every watch has now read every change of the phase (the stopped ones caught up in their
+    // turns): its memory after them. Each one runs alone for its reading, so it has caught up.
+    var memoryAfter: [(rss: Int, hwm: Int, anon: Int, file: Int)?] = []
+    for watch in watches {
+        if readers.count > 1 { run(only: watch); usleep(200_000) }
+        memoryAfter.append(memory(ofProcess: watch.process.processIdentifier))
     }
-    var groups = [group("route changes (delete, add, re-add after link up)", [.routeDelete, .routeAdd, .routeReadd]),
-                  group("link changes (down, up)", [.linkDown, .linkUp]),
-                  group("rule changes (add, delete)", [.ruleAdd, .ruleDelete])]
-    groups += Change.measured.map { group($0.rawValue, [$0]) }
-    groups.append(group("all changes", Change.measured))
-    let n = Double(changes)
-    return CLILatency(
-        cli: cli, flaps: options.cliFlaps, timeouts: timeouts, loadBefore: loadBefore, groups: groups,
-        watchCPUMicrosPerChange: Double(cpuSpent.watch) / 1000 / n,
-        ipCPUMicrosPerChange: Double(cpuSpent.ip) / 1000 / n,
-        watchTickCPUMicrosPerChange: Double(cpuSpent.watchTicks) * tick / n,
-        ipTickCPUMicrosPerChange: Double(cpuSpent.ipTicks) * tick / n,
-        watchLines: watch.count, ipLines: ip.count, askingLines: asking?.count)
+    let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    return watches.indices.map { index in
+        func group(_ kind: String, _ of: [Change]) -> CLILatencyGroup {
+            let pairs = of.flatMap { samples[index][$0] ?? [] }
+            let ipDist = Distribution(pairs.map(\.0)), watchDist = Distribution(pairs.map(\.1))
+            let askingPairs = of.flatMap { askingSamples[$0] ?? [] }
+            let askingDist = asking == nil ? nil : Distribution(askingPairs.map(\.1))
+            let ipBeside = asking == nil ? nil : Distribution(askingPairs.map(\.0))
+            return CLILatencyGroup(kind: kind, ipMonitor: ipDist, watch: watchDist, delta: Distribution(pairs.map { $0.1 - $0.0 }),
+                                   p50Ratio: watchDist.p50 / ipDist.p50, askingMonitor: askingDist, ipBesideAsking: ipBeside,
+                                   askingP50Ratio: askingDist.flatMap { a in ipBeside.map { a.p50 / $0.p50 } })
+        }
+        var groups = [group("route changes (delete, add, re-add after link up)", [.routeDelete, .routeAdd, .routeReadd]),
+                      group("link changes (down, up)", [.linkDown, .linkUp]),
+                      group("rule changes (add, delete)", [.ruleAdd, .ruleDelete])]
+        groups += Change.measured.map { group($0.rawValue, [$0]) }
+        groups.append(group("all changes", Change.measured))
+        let n = Double(changes[index])
+        let after = memoryAfter[index]
+        return CLILatency(
+            cli: compared[index], flaps: options.cliFlaps, timeouts: timeouts[index], loadBefore: loadBefore, groups: groups,
+            watchCPUMicrosPerChange: Double(cpuSpent[index].watch) / 1000 / n,
+            ipCPUMicrosPerChange: Double(cpuSpent[index].ip) / 1000 / n,
+            watchTickCPUMicrosPerChange: Double(cpuSpent[index].watchTicks) * tick / n,
+            ipTickCPUMicrosPerChange: Double(cpuSpent[index].ipTicks) * tick / n,
+            watchLines: watches[index].count, ipLines: ip.count, askingLines: asking?.count,
+            loadAfter: readFile("/proc/loadavg"), changesSeen: ip.count,
+            rssAfterKB: after?.rss, hwmAfterKB: after?.hwm, anonAfterKB: after?.anon, fileAfterKB: after?.file)
+    }
 }

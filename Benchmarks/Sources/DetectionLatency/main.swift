@@ -3,7 +3,7 @@
 //
 //   DetectionLatency [--flaps 200] [--pause-ms 10] [--storm 10000] [--idle-seconds 10]
 //                    [--namespace NAME] [--cli PATH]... [--json PATH] [--same-peer-index] [--small-buffer BYTES]
-//                    [--second-wait-seconds S] [--cli-flaps 100] [--asking-flaps 100]
+//                    [--second-wait-seconds S] [--cli-flaps 100] [--asking-flaps 100] [--cli-compare]
 //
 // --asking-flaps rounds (0: none) follow the latency phase, alternating, round by round, a floor
 // that only reads and one that then asks, in C, the kernel questions NetReach's engine asks about
@@ -16,6 +16,10 @@
 // `ip -n NAME -o monitor link address route` side by side, both started before, each writing into
 // a pipe read by a thread of ours that timestamps every line on arrival (CLOCK_MONOTONIC), and makes
 // --cli-flaps route flaps + link flaps while the in-process monitor and the floor are stopped.
+// --cli-compare runs that phase for every --cli, in the same phase: one watch at a time (the
+// others stopped with SIGSTOP), rounds ordered A B B A, --cli-flaps rounds each, every kind of
+// change reported per build beside `ip -o monitor` in that build's rounds, and each watch's memory
+// after the phase (it has read every change of it).
 //
 // Both readers watch the same changes at the same time: the floor (a C thread blocked in poll on
 // a NETLINK_ROUTE socket that timestamps right after recv) and a NetReach PathMonitor (timestamp
@@ -44,6 +48,7 @@ struct Options {
     var cliFlaps = 100
     var askingFlaps = 100
     var cliAsking: String?
+    var cliCompare = false
 
     init() {
         var arguments = CommandLine.arguments.dropFirst()
@@ -67,6 +72,7 @@ struct Options {
             case "--cli-flaps": cliFlaps = Int(value(flag)) ?? cliFlaps
             case "--asking-flaps": askingFlaps = Int(value(flag)) ?? askingFlaps
             case "--cli-asking": cliAsking = value(flag)
+            case "--cli-compare": cliCompare = true
             default: fail("unknown option \(flag)")
             }
         }
@@ -134,6 +140,8 @@ struct Report: Codable {
     var idleOtherThreads: [String]
     var cli: [CLIMemory]
     var cliLatency: CLILatency?
+    /// With --cli-compare, one per --cli (the first is `cliLatency`).
+    var cliLatencies: [CLILatency]?
     var askingFloor: AskingReport?
 }
 
@@ -684,7 +692,8 @@ final class LineCounter: @unchecked Sendable {
 
 monitor.cancel()
 nrb_floor_stop()
-let cliLatency = options.clis.first.flatMap { options.cliFlaps > 0 ? measureCLILatency($0) : nil }
+let cliLatencies = options.clis.isEmpty || options.cliFlaps == 0 ? nil : measureCLILatency(options.clis)
+let cliLatency = cliLatencies?.first
 namespaces.tearDown()
 let loadAfter = readFile("/proc/loadavg")
 
@@ -700,7 +709,8 @@ let report = Report(
     latencyPhaseFloorCPUPerChange: Double(latencyCPU.floor) / 1000 / Double(latencyChanges),
     storms: storms, idleSeconds: options.idleSeconds,
     idleEngineSwitches: switches(engineTID), idleFloorSwitches: switches(nrb_floor_tid()),
-    idleOtherThreads: otherThreads, cli: cliMemory, cliLatency: cliLatency, askingFloor: askingReport)
+    idleOtherThreads: otherThreads, cli: cliMemory, cliLatency: cliLatency,
+    cliLatencies: options.cliCompare ? cliLatencies : nil, askingFloor: askingReport)
 
 func yesNo(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
 var out = ""
@@ -767,7 +777,7 @@ for cli in cliMemory {
         say("netreach watch: \(cli.note) [\(cli.path)]")
     }
 }
-if let c = cliLatency {
+for c in cliLatencies ?? [] {
     say("")
     say("netreach watch --json vs ip -o monitor link address route (both into pipes, lines timestamped on arrival), \(c.flaps) route flaps + \(c.flaps) link flaps, \(options.pauseMS) ms apart, \(c.timeouts) timeouts, in-process monitor and floor stopped [\(c.cli)]")
     for group in c.groups {
@@ -785,7 +795,29 @@ if let c = cliLatency {
     }
     say(String(format: "  CPU per change (schedstat of live threads): watch %.1f µs, ip monitor %.1f µs; by utime+stime ticks: watch %.1f µs, ip %.1f µs",
                c.watchCPUMicrosPerChange, c.ipCPUMicrosPerChange, c.watchTickCPUMicrosPerChange, c.ipTickCPUMicrosPerChange))
-    say("  lines: watch \(c.watchLines), ip monitor \(c.ipLines); load before \(c.loadBefore)")
+    if let rss = c.rssAfterKB {
+        say(String(format: "  watch after the phase (%d changes read): VmRSS %.1f MB (anon %.1f, file-backed %.1f), VmHWM %.1f MB",
+                   c.changesSeen ?? -1, Double(rss) / 1024, Double(c.anonAfterKB ?? 0) / 1024, Double(c.fileAfterKB ?? 0) / 1024,
+                   Double(c.hwmAfterKB ?? 0) / 1024))
+    }
+    say("  lines: watch \(c.watchLines), ip monitor \(c.ipLines); load before \(c.loadBefore), after \(c.loadAfter ?? "?")")
+}
+if options.cliCompare, let all = cliLatencies, all.count > 1 {
+    say("")
+    say("Builds compared in the same CLI phase (rounds A B B A; ip monitor's p50 in each build's own rounds), p50 / p90 µs:")
+    for (index, group) in all[0].groups.enumerated() {
+        say("  \(group.kind)")
+        for c in all {
+            let g = c.groups[index]
+            say(String(format: "    watch %8.1f / %8.1f  ip %8.1f / %8.1f  watch/ip p50 %.2f× p90 %.2f×  vs first build p50 %.2f×  n=%d  [%@]",
+                       g.watch.p50, g.watch.p90, g.ipMonitor.p50, g.ipMonitor.p90, g.p50Ratio, g.watch.p90 / g.ipMonitor.p90,
+                       g.watch.p50 / all[0].groups[index].watch.p50, g.watch.count, c.cli))
+        }
+    }
+    for c in all {
+        say(String(format: "  CPU per change: watch %.1f µs, ip %.1f µs; after: VmRSS %.1f MB, VmHWM %.1f MB [%@]",
+                   c.watchCPUMicrosPerChange, c.ipCPUMicrosPerChange, Double(c.rssAfterKB ?? 0) / 1024, Double(c.hwmAfterKB ?? 0) / 1024, c.cli))
+    }
 }
 let other = diagnostics.otherMessages
 if !other.isEmpty { say("NetReach diagnostics: \(other.prefix(5).joined(separator: " | "))") }
