@@ -1,4 +1,5 @@
 import HTTPTypes
+import NetReachSystem
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -81,37 +82,10 @@ struct ResolvedTarget: Sendable, Equatable {
             let colon = userInfo.firstIndex(of: ":")
             let rawUser = colon.map { userInfo[..<$0] } ?? userInfo
             let rawPassword = colon.map { userInfo[userInfo.index(after: $0)...] } ?? ""
-            guard let user = Self.percentDecoded(rawUser), let password = Self.percentDecoded(rawPassword),
+            guard let user = rawUser.percentDecoded(), let password = rawPassword.percentDecoded(),
                 !user.contains(":"), !Self.hasControlCharacter(user), !Self.hasControlCharacter(password)
             else { return nil }
             self.init(user: user, password: password)
-        }
-
-        /// `text` with every `%XX` decoded, read as UTF-8; `nil` when an escape is malformed or the
-        /// bytes are not UTF-8. Not `removingPercentEncoding`: swift-foundation (Linux) decodes a lone
-        /// `%A9` to U+FFFD rather than failing, and Basic would then send credentials nobody wrote.
-        private static func percentDecoded(_ text: Substring) -> String? {
-            var bytes: [UInt8] = []
-            var rest = text.utf8[...]
-            while let byte = rest.popFirst() {
-                guard byte == UInt8(ascii: "%") else {
-                    bytes.append(byte)
-                    continue
-                }
-                guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue)
-                else { return nil }
-                bytes.append(high << 4 | low)
-            }
-            return String(validating: bytes, as: UTF8.self)
-        }
-
-        private static func hexValue(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
         }
 
         private static func hasControlCharacter(_ text: String) -> Bool {
