@@ -68,8 +68,12 @@ prefix="nrsb-$$"
 ns="$prefix-w"
 peer="$prefix-p"
 gateway=10.123.0.1
-# SERVE_TO replaces the four --to destinations (word-split; empty: the internet path alone).
-read -r -a destinations <<< "${SERVE_TO---to gw=10.123.0.1 --to db=10.124.0.5 --to web=192.0.2.80 --to peer=10.123.0.9}"
+# SERVE_TO replaces the four --to destinations (word-split; empty: the internet path alone). With
+# WATCH=1 the default is none: serve then watches what watch watches, so serve - watch is what
+# serving adds and not four more lookups (Docs/DesignNotes.md, "Where serve's event waits").
+default_to="--to gw=10.123.0.1 --to db=10.124.0.5 --to web=192.0.2.80 --to peer=10.123.0.9"
+[[ -n "$watch_reader" ]] && default_to=""
+read -r -a destinations <<< "${SERVE_TO-$default_to}"
 
 if [[ "$(id -u)" != 0 ]]; then echo "run-serve.sh: needs root (network namespaces)" >&2; exit 2; fi
 for tool in ip gcc python3 curl; do
