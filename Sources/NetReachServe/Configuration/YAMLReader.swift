@@ -334,8 +334,7 @@ package struct YAMLReader {
                 throw syntax("expected ':' after the key \"\(key.text)\"")
             }
             advance()
-            if key.style == .plain, key.text == "<<" { throw error(.mergeKey, at: keyMark) }
-            guard seen.insert(key.value).inserted else { throw error(.duplicateKey(key.text), at: keyMark) }
+            try checkKey(key, at: keyMark, seen: &seen)
             let value = try blockValue(parentIndent: indent, collectionsOnThisLine: false, sequenceAtParentIndent: true)
             entries.append(YAMLNode.Entry(key: key, keyMark: keyMark, value: value))
             guard peek() != nil, !atDocumentMarker(), column >= indent else { break }
@@ -529,6 +528,7 @@ package struct YAMLReader {
         return YAMLNode(isMapping ? .mapping(entries) : .sequence(items), at: start)
     }
 
+    /// Refuses a merge key, and a key this mapping already has (`seen`, which it joins).
     private func checkKey(_ key: YAMLScalar, at mark: YAMLMark, seen: inout Set<YAMLScalar.Value>) throws(YAMLError) {
         if key.style == .plain, key.text == "<<" { throw error(.mergeKey, at: mark) }
         guard seen.insert(key.value).inserted else { throw error(.duplicateKey(key.text), at: mark) }
