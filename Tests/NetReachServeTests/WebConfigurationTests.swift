@@ -152,16 +152,6 @@ struct WebConfigurationTests {
             "\(said)")
     }
 
-    /// The directory relative file names are taken from, as Foundation's
-    /// `deletingLastPathComponent` gives it (which serve no longer links), "." for none.
-    @Test(arguments: [
-        "/etc/netreach/web.yml", "web.yml", "/web.yml", "a/b/web.yml", "./web.yml", "/etc/netreach/", "a//b",
-    ])
-    func relativeNamesAreTakenFromTheFilesDirectoryAsFoundationSays(path: String) {
-        let foundation = (path as NSString).deletingLastPathComponent
-        #expect(WebConfiguration.directory(of: path) == (foundation.isEmpty ? "." : foundation), "\(path)")
-    }
-
     @Test func aFileThatCannotBeReadIsAnErrorNamingIt() throws {
         #expect(throws: WebConfigurationError.self) { try WebConfiguration.read("/nonexistent/web.yml") }
         #expect(throws: WebConfigurationError.self) { try WebConfiguration.read("/tmp") }

@@ -71,7 +71,7 @@ final class NamespaceHandle {
         guard watchFD < 0, Self.processID(in: path) == nil else { return false }
         let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         if watch >= 0 {
-            let directory = Self.directory(of: path)
+            let directory = path.directoryName
             let mask = UInt32(
                 IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
             if inotify_add_watch(watch, directory, mask) < 0 {
@@ -125,12 +125,6 @@ final class NamespaceHandle {
         let parts = path.split(separator: "/")
         guard parts.count == 4, parts[0] == "proc", parts[2] == "ns", parts[3] == "net" else { return nil }
         return Int32(parts[1])
-    }
-
-    private static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let directory = String(path[..<slash])
-        return directory.isEmpty ? "/" : directory
     }
 }
 #endif

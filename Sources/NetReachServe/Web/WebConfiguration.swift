@@ -105,20 +105,10 @@ package struct WebConfiguration: Sendable, Equatable {
             }
         }
         do {
-            return try WebConfiguration(yaml: text, directory: directory(of: path))
+            return try WebConfiguration(yaml: text, directory: path.directoryName)
         } catch {
             throw .init(path, error.description)
         }
-    }
-
-    /// The directory a file name is in: `.` for a name without one.
-    static func directory(of path: String) -> String {
-        var path = Substring(path)
-        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        var directory = path[..<slash]
-        while directory.hasSuffix("/") { directory.removeLast() }
-        return directory.isEmpty ? "/" : String(directory)
     }
 
     /// Parses the file's text; `directory` is where relative file names point.
