@@ -128,7 +128,17 @@ echo "== swift test"
 # Measured here, one run each: unbounded 61 s with that stall; 16: 71 s, longest stall 2.1 s;
 # 8: 94 s, none over 0.2 s. Tests must pass either way; this keeps their clocks honest.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-16}"
-swift test --skip-build
+# The run's output is kept so that a failure ends with what failed: a log that shows only its tail
+# (as CI's record does) otherwise shows a count of issues and none of them.
+test_log=$(mktemp)
+status=0
+swift test --skip-build 2>&1 | tee "$test_log" || status=${PIPESTATUS[0]}
+if [ "$status" != 0 ]; then
+    echo "== swift test failed (exit $status): what failed, from the output above"
+    grep -E -A 6 '✘ Test .*(recorded an issue|failed after)|[Ff]atal error|Exited with (unexpected )?signal|error: ' "$test_log" |
+        grep -v '^✘ Test run with' | head -n 200 || true
+    exit "$status"
+fi
 
 if $tsan; then
     suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests|ConditionedProxyTests|ConditionerControlTests|LockAndExecutorTests|EventHubTests|EventLoopTaskExecutorTests|NetworkWatchTests|ServeRoutesTests|FoundationFreeTests'

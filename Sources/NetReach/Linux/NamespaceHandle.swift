@@ -15,6 +15,10 @@ import Logging
 ///   (same device and inode), so `ip netns del NAME` and a reused name both count as gone.
 ///   Unmounting the bind mount without removing the file raises no event; that is seen at the
 ///   next event in the directory.
+/// - when neither can be had (`pidfd_open` refused; inotify refused, as when the user's
+///   `fs.inotify.max_user_instances`, 128 by default, are all taken): the engine checks the path
+///   every ``NetlinkEngine/unwatchedRecheck`` instead (``isUnwatched``, ``pathLeadsElsewhere()``),
+///   and says so once.
 final class NamespaceHandle {
     let path: String
     /// The namespace, open for as long as the handle lives.
@@ -55,7 +59,7 @@ final class NamespaceHandle {
             }
             if pidFD < 0 {
                 NetReachDiagnostics.warning(
-                    "cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); its exit will not be noticed",
+                    "cannot watch the process of \(path) (pidfd_open: \(errnoDescription(errno))); checking the path every \(NetlinkEngine.unwatchedRecheck) instead",
                     logger: logger)
             }
             watchFD = pidFD
@@ -67,22 +71,28 @@ final class NamespaceHandle {
     /// an inotify instance that has watches waits for a kernel grace period, and so does the
     /// process's exit: a monitor stopped sooner never makes one. Returns whether the namespace
     /// went while it was not watched (the caller then treats it as gone).
-    func startWatching() -> Bool {
+    /// `inotifyAvailable: false` behaves as when `inotify_init1` fails with EMFILE (for tests).
+    func startWatching(inotifyAvailable: Bool = true) -> Bool {
         guard watchFD < 0, Self.processID(in: path) == nil else { return false }
-        let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        if watch >= 0 {
-            let directory = path.directoryName
-            let mask = UInt32(
-                IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-            if inotify_add_watch(watch, directory, mask) < 0 {
-                NetReachDiagnostics.warning(
-                    "cannot watch \(directory) (\(errnoDescription(errno))); the deletion of \(path) will not be noticed",
-                    logger: logger)
-            }
+        let directory = path.directoryName
+        let watch = inotifyAvailable ? inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) : Self.refused(EMFILE)
+        let mask = UInt32(
+            IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+        if watch < 0 || inotify_add_watch(watch, directory, mask) < 0 {
+            let reason = errnoDescription(errno)
+            if watch >= 0 { close(watch) }
+            NetReachDiagnostics.warning(
+                "cannot watch \(directory) with inotify (\(reason)); checking \(path) every \(NetlinkEngine.unwatchedRecheck) instead",
+                logger: logger)
+            return pathLeadsElsewhere()
         }
         watchFD = watch
         return isGone()
     }
+
+    /// Whether nothing tells the engine that the namespace went (no pidfd, no inotify): it must
+    /// ask ``pathLeadsElsewhere()`` itself from time to time.
+    var isUnwatched: Bool { watchFD < 0 }
 
     deinit {
         close(fd)
@@ -94,6 +104,12 @@ final class NamespaceHandle {
         if Self.processID(in: path) != nil { return true } // a pidfd is readable only once its process exited
         var buffer = [UInt8](repeating: 0, count: 4096)
         while (buffer.withUnsafeMutableBytes { try? SystemCall.read(watchFD, into: $0) } ?? 0) > 0 {}
+        return pathLeadsElsewhere()
+    }
+
+    /// Whether the path no longer leads to the namespace first opened: it is missing (`ip netns
+    /// del`, the process exited), or names another file (a name reused).
+    func pathLeadsElsewhere() -> Bool {
         var status = stat()
         guard stat(path, &status) == 0 else { return true }
         return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)) != identity
@@ -118,6 +134,11 @@ final class NamespaceHandle {
                 logger: PathMonitor.defaultLogger)
         }
         return try result.get()
+    }
+
+    private static func refused(_ code: Int32) -> Int32 {
+        errno = code
+        return -1
     }
 
     /// The PID of a `/proc/PID/ns/net` path.

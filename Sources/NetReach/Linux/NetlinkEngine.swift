@@ -178,6 +178,9 @@ final class NetlinkEngine: @unchecked Sendable {
         filtered: inout Set<IPAddress>?, buffer: UnsafeMutableRawBufferPointer
     ) {
         var watchNameserversAt: ContinuousClock.Instant? = watchNameserversAt
+        // When inotify was refused for the nameserver files or the namespace's path: the next time
+        // they are read or checked without an event.
+        var recheckAt: ContinuousClock.Instant? = nil
         var resyncPending = false
         var published = published
         // A wake-up that failed part-way may have applied changes it never published: publish
@@ -196,6 +199,7 @@ final class NetlinkEngine: @unchecked Sendable {
             do throws(SystemError) {
                 var wakeAt = kernel.queries.wakeAt
                 if let due = watchNameserversAt { wakeAt = min(wakeAt ?? due, due) }
+                if let due = recheckAt { wakeAt = min(wakeAt ?? due, due) }
                 let timeout = Self.pollTimeout(resyncPending: resyncPending, expiry: wakeAt)
                 _ = try SystemCall.poll(&fds, timeout: timeout)
             } catch {
@@ -212,8 +216,15 @@ final class NetlinkEngine: @unchecked Sendable {
                 watchNameserversAt = nil
                 fds[2].fd = startWatchingNameservers(&watcher)
                 changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
-                namespaceGone = namespace?.startWatching() ?? false
+                namespaceGone = namespace?.startWatching(inotifyAvailable: configuration.inotifyAvailable) ?? false
                 fds[3].fd = namespace?.watchFD ?? -1
+                if fds[2].fd < 0 || namespace?.isUnwatched == true { recheckAt = .now + Self.unwatchedRecheck }
+            } else if let due = recheckAt, ContinuousClock.now >= due {
+                recheckAt = .now + Self.unwatchedRecheck
+                if fds[2].fd < 0 {
+                    changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
+                }
+                if let namespace, namespace.isUnwatched { namespaceGone = namespace.pathLeadsElsewhere() }
             }
             if !namespaceGone, fds[3].revents != 0 { namespaceGone = namespace?.isGone() ?? false }
             if namespaceGone, let namespace {
@@ -268,14 +279,20 @@ final class NetlinkEngine: @unchecked Sendable {
     /// compiler's debug-build pass for moved variables (Swift 6.3) into a very long run.
     private func startWatchingNameservers(_ watcher: inout ResolvConfWatcher?) -> Int32 {
         let source = configuration.nameserverSource
-        watcher = ResolvConfWatcher(source: source)
+        watcher = configuration.inotifyAvailable ? ResolvConfWatcher(source: source) : nil
         guard let fd = watcher?.fd else {
+            let reason = errnoDescription(configuration.inotifyAvailable ? errno : EMFILE)
             NetReachDiagnostics.warning(
-                "cannot watch \(source.currentPath): \(errnoDescription(errno))", logger: logger)
+                "cannot watch \(source.currentPath) with inotify (\(reason)); reading it every \(Self.unwatchedRecheck) instead",
+                logger: logger)
             return -1
         }
         return fd
     }
+
+    /// How often the nameserver files are read, and a namespace's path checked, when inotify (or
+    /// a pidfd) cannot tell when they change: a change is then seen this late at most.
+    static let unwatchedRecheck: Duration = .seconds(2)
 
     /// Keeps the events socket's ``RouteNotificationFilter`` on the addresses the next lookups
     /// ask about (the candidates for the internet and `destinations`); returns the destinations it

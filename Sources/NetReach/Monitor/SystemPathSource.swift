@@ -74,6 +74,11 @@ public final class SystemPathSource: PathSource {
         /// closed, at the latest at exit: a monitor stopped sooner (`netreach status`, a `wait`
         /// already met) never makes one.
         var nameserverWatchDelay: Duration = .milliseconds(25)
+        /// `false` behaves as when `inotify_init1` fails with EMFILE, as it does once the user's
+        /// `fs.inotify.max_user_instances` (128 by default) are all taken: the engine then reads
+        /// the nameserver files and checks a namespace's path every ``NetlinkEngine/unwatchedRecheck``.
+        /// For tests, which cannot take every instance of the machine's user from its other tests.
+        var inotifyAvailable = true
 
         /// Four public resolvers' addresses per family, from four operators (Google, Cloudflare,
         /// Quad9, OpenDNS): addresses the internet routes like any other, so that one of them is

@@ -49,6 +49,40 @@ struct NamespaceLifetimeIntegrationTests {
         }
     }
 
+    /// Without inotify (the user's `fs.inotify.max_user_instances`, 128 by default, all taken: a
+    /// busy host, or this suite's parallel run), the path is checked every
+    /// `NetlinkEngine.unwatchedRecheck`: a deletion is seen, late, not never.
+    @Test func withInotifyRefusedADeletionIsSeenByCheckingThePath() async throws {
+        try await NetnsLab.withLab { lab in
+            var configuration = SystemPathSource.Configuration(namespace: lab.namespace)
+            configuration.inotifyAvailable = false
+            // The watch starts (and is refused) at once, so the deletion is found by a recheck.
+            configuration.nameserverWatchDelay = .zero
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
+            monitor.start(queue: DispatchQueue(label: "namespace, unwatched"))
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            try await Self.expectGoneAfterDeleting(lab, monitor: monitor, log: log)
+        }
+    }
+
+    @Test func withInotifyRefusedAReusedNameIsSeenByCheckingThePath() async throws {
+        try await NetnsLab.withLab { lab in
+            var configuration = SystemPathSource.Configuration(namespace: lab.namespace)
+            configuration.inotifyAvailable = false
+            configuration.nameserverWatchDelay = .zero
+            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
+            monitor.start(queue: DispatchQueue(label: "namespace, unwatched, reused"))
+            defer { monitor.cancel() }
+            try await LabCommand.ip(["netns", "del", lab.name])
+            try await LabCommand.ip(["netns", "add", lab.name])
+            await LabPoll.until("the monitor reports the namespace gone") {
+                monitor.currentPath.unsatisfiedReason == .monitorUnavailable
+            }
+            #expect(monitor.failure == .namespaceGone(path: lab.namespace.path))
+        }
+    }
+
     @Test func aReusedNameIsAnotherNamespaceAndANewMonitorSeesTheNewOne() async throws {
         try await NetnsLab.withLab { lab in
             let monitor = PathMonitor.started(in: lab)

@@ -14,10 +14,12 @@ import Glibc
 @Suite("resolv.conf changes (integration)", .offPool, .needsNamespaceRoot)
 struct ResolvConfIntegrationTests {
     private static func startedMonitor(
-        in lab: NetnsLab, resolvedUpstreamPath: String? = nil, nameserverWatchDelay: Duration? = nil
+        in lab: NetnsLab, resolvedUpstreamPath: String? = nil, nameserverWatchDelay: Duration? = nil,
+        inotifyAvailable: Bool = true
     ) -> PathMonitor {
         var configuration = SystemPathSource.Configuration(namespace: lab.namespace, resolvConfPath: lab.resolvConfPath)
         configuration.resolvedUpstreamPath = resolvedUpstreamPath
+        configuration.inotifyAvailable = inotifyAvailable
         if let nameserverWatchDelay { configuration.nameserverWatchDelay = nameserverWatchDelay }
         let source = SystemPathSource(configuration: configuration)
         let monitor = PathMonitor(source: source)
@@ -68,6 +70,25 @@ struct ResolvConfIntegrationTests {
             await LabPoll.until("the write is read when the watch starts") { log.last?.supportsDNS == true }
             try lab.writeResolvConf("# the nameserver removed\n")
             await LabPoll.until("a write after the watch started is seen") { log.last?.supportsDNS == false }
+            #expect(log.paths.map(\.supportsDNS) == [false, true, false])
+        }
+    }
+
+    /// Without inotify (the user's `fs.inotify.max_user_instances`, 128 by default, all taken),
+    /// the files are read every `NetlinkEngine.unwatchedRecheck`: a write in place and a symlink
+    /// swap are seen, late, not never.
+    @Test func withInotifyRefusedTheFilesAreReadEveryFewSeconds() async throws {
+        try await NetnsLab.withLab { lab in
+            try lab.writeResolvConf("search lab.invalid\n")
+            let monitor = Self.startedMonitor(in: lab, inotifyAvailable: false)
+            defer { monitor.cancel() }
+            let log = PathLog.consuming(monitor.paths)
+            #expect(!monitor.currentPath.supportsDNS)
+
+            try lab.writeResolvConf("nameserver 10.123.0.53\n")
+            await LabPoll.until("a write in place is read") { log.last?.supportsDNS == true }
+            try lab.replaceResolvConfWithSymlink(toNewFileIn: "stub", containing: "# no nameserver\n")
+            await LabPoll.until("a symlink swap is read") { log.last?.supportsDNS == false }
             #expect(log.paths.map(\.supportsDNS) == [false, true, false])
         }
     }
