@@ -9,22 +9,22 @@ import Logging
 /// namespace), and a watch says when the namespace can no longer be reached by its path.
 ///
 /// How "gone" is seen, without polling:
-/// - `/proc/PID/ns/net`: a pidfd, readable when that process exits;
-/// - any other path (`/var/run/netns/NAME`, a container runtime's bind mount): inotify on its
-///   directory; on any event for the name, the path must still lead to the namespace first opened
-///   (same device and inode), so `ip netns del NAME` and a reused name both count as gone.
-///   Unmounting the bind mount without removing the file raises no event; that is seen at the
-///   next event in the directory.
+/// - `/proc/PID/ns/net`: a pidfd (``watchFD``), readable when that process exits;
+/// - any other path (`/var/run/netns/NAME`, a container runtime's bind mount): its name is watched
+///   with the engine's other files (``ResolvConfWatcher``, on the process's one inotify instance);
+///   on any event for the name, the path must still lead to the namespace first opened (same
+///   device and inode, ``pathLeadsElsewhere()``), so `ip netns del NAME` and a reused name both
+///   count as gone. Unmounting the bind mount without removing the file raises no event; that is
+///   seen at the next event in the directory.
 /// - when neither can be had (`pidfd_open` refused; inotify refused, as when the user's
 ///   `fs.inotify.max_user_instances`, 128 by default, are all taken): the engine checks the path
-///   every ``NetlinkEngine/unwatchedRecheck`` instead (``isUnwatched``, ``pathLeadsElsewhere()``),
-///   and says so once.
+///   every ``NetlinkEngine/unwatchedRecheck`` instead, and says so once.
 final class NamespaceHandle {
     let path: String
     /// The namespace, open for as long as the handle lives.
     let fd: Int32
-    /// Readable when the namespace may have gone; -1 when nothing can watch this path, or, for a
-    /// path watched with inotify, until ``startWatching()``.
+    /// For a process's namespace, its pidfd, readable when the process exits; otherwise -1 (and
+    /// -1 when `pidfd_open` was refused).
     private(set) var watchFD: Int32 = -1
     private let identity: FileIdentity?
     private let logger: Logger
@@ -66,46 +66,17 @@ final class NamespaceHandle {
         }
     }
 
-    /// Starts watching a path that is not a process's (a pidfd watches from the start): inotify on
-    /// its directory. Called a while after the monitor's first path, not at once, because closing
-    /// an inotify instance that has watches waits for a kernel grace period, and so does the
-    /// process's exit: a monitor stopped sooner never makes one. Returns whether the namespace
-    /// went while it was not watched (the caller then treats it as gone).
-    /// `inotifyAvailable: false` behaves as when `inotify_init1` fails with EMFILE (for tests).
-    func startWatching(inotifyAvailable: Bool = true) -> Bool {
-        guard watchFD < 0, Self.processID(in: path) == nil else { return false }
-        let directory = path.directoryName
-        let watch = inotifyAvailable ? inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) : Self.refused(EMFILE)
-        let mask = UInt32(
-            IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-        if watch < 0 || inotify_add_watch(watch, directory, mask) < 0 {
-            let reason = errnoDescription(errno)
-            if watch >= 0 { close(watch) }
-            NetReachDiagnostics.warning(
-                "cannot watch \(directory) with inotify (\(reason)); checking \(path) every \(NetlinkEngine.unwatchedRecheck) instead",
-                logger: logger)
-            return pathLeadsElsewhere()
-        }
-        watchFD = watch
-        return isGone()
-    }
-
-    /// Whether nothing tells the engine that the namespace went (no pidfd, no inotify): it must
-    /// ask ``pathLeadsElsewhere()`` itself from time to time.
-    var isUnwatched: Bool { watchFD < 0 }
+    /// Whether the path is a process's (`/proc/PID/ns/net`), watched by ``watchFD``; any other
+    /// path is watched by its name.
+    var isProcess: Bool { Self.processID(in: path) != nil }
 
     deinit {
         close(fd)
         if watchFD >= 0 { close(watchFD) }
     }
 
-    /// Call when ``watchFD`` is readable: drains it and says whether the namespace is gone.
-    func isGone() -> Bool {
-        if Self.processID(in: path) != nil { return true } // a pidfd is readable only once its process exited
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while (buffer.withUnsafeMutableBytes { try? SystemCall.read(watchFD, into: $0) } ?? 0) > 0 {}
-        return pathLeadsElsewhere()
-    }
+    /// Call when ``watchFD`` is readable: a pidfd is readable only once its process exited.
+    func isGone() -> Bool { isProcess }
 
     /// Whether the path no longer leads to the namespace first opened: it is missing (`ip netns
     /// del`, the process exited), or names another file (a name reused).
@@ -134,11 +105,6 @@ final class NamespaceHandle {
                 logger: PathMonitor.defaultLogger)
         }
         return try result.get()
-    }
-
-    private static func refused(_ code: Int32) -> Int32 {
-        errno = code
-        return -1
     }
 
     /// The PID of a `/proc/PID/ns/net` path.

@@ -170,7 +170,8 @@ final class NetlinkEngine: @unchecked Sendable {
     /// everything later as it happens) and the namespace's path is checked. Closing an inotify
     /// instance that has watches waits for a grace period of the kernel's (fsnotify's SRCU: 5-8 ms
     /// here), and the process's exit waits for it: a monitor stopped before then (`status`, a
-    /// `wait` already met) makes none.
+    /// `wait` already met) makes none (the process's one instance, ``FileWatchHub``, is made at
+    /// the first watch).
     private func follow(
         events: borrowing NetlinkSocket, requests: inout NetlinkSocket, sources: borrowing SourceQuery,
         watcher: inout ResolvConfWatcher?, watchNameserversAt: ContinuousClock.Instant,
@@ -211,20 +212,31 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             if fds[0].revents != 0 { return }
             var changed = false
+            // A namespace named by a path is watched by its name with the files; one that is a
+            // process's, by its pidfd.
+            let pathNamed = namespace.map { !$0.isProcess } ?? false
             var namespaceGone = false
             if let due = watchNameserversAt, ContinuousClock.now >= due {
                 watchNameserversAt = nil
-                fds[2].fd = startWatchingNameservers(&watcher)
+                fds[2].fd = startWatchingFiles(&watcher, namespacePath: pathNamed ? namespace?.path : nil)
                 changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
-                namespaceGone = namespace?.startWatching(inotifyAvailable: configuration.inotifyAvailable) ?? false
-                fds[3].fd = namespace?.watchFD ?? -1
-                if fds[2].fd < 0 || namespace?.isUnwatched == true { recheckAt = .now + Self.unwatchedRecheck }
+                // Deleted before the watch began: no event will ever say so.
+                if pathNamed { namespaceGone = namespace?.pathLeadsElsewhere() ?? false }
+                if fds[2].fd < 0 || (namespace.map { $0.isProcess && $0.watchFD < 0 } ?? false) {
+                    recheckAt = .now + Self.unwatchedRecheck
+                }
             } else if let due = recheckAt, ContinuousClock.now >= due {
                 recheckAt = .now + Self.unwatchedRecheck
                 if fds[2].fd < 0 {
                     changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
                 }
-                if let namespace, namespace.isUnwatched { namespaceGone = namespace.pathLeadsElsewhere() }
+                if let namespace, pathNamed ? fds[2].fd < 0 : namespace.watchFD < 0 {
+                    namespaceGone = namespace.pathLeadsElsewhere()
+                }
+            }
+            if fds[2].revents != 0, watcher?.drain() == true {
+                changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers()) || changed
+                if pathNamed, !namespaceGone { namespaceGone = namespace?.pathLeadsElsewhere() ?? false }
             }
             if !namespaceGone, fds[3].revents != 0 { namespaceGone = namespace?.isGone() ?? false }
             if namespaceGone, let namespace {
@@ -239,9 +251,6 @@ final class NetlinkEngine: @unchecked Sendable {
                 kernel.queries.stale = .both
             }
             if let due = kernel.queries.wakeAt, ContinuousClock.now >= due { kernel.queries.markDue() }
-            if fds[2].revents != 0, watcher?.drain() == true {
-                changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
-            }
             do throws(PathMonitorError) {
                 if fds[1].revents != 0 || resyncPending {
                     changed =
@@ -273,17 +282,20 @@ final class NetlinkEngine: @unchecked Sendable {
         }
     }
 
-    /// Makes `watcher` watch the nameserver files; returns its descriptor for `poll` (-1 when
-    /// inotify refused, which is said once: the nameservers are then not followed).
-    /// Its own function: assigning the non-copyable watcher inside `follow`'s loop sends the
-    /// compiler's debug-build pass for moved variables (Swift 6.3) into a very long run.
-    private func startWatchingNameservers(_ watcher: inout ResolvConfWatcher?) -> Int32 {
+    /// Makes `watcher` watch the nameserver files, and the name of `namespacePath`; returns its
+    /// descriptor for `poll` (-1 when inotify was refused, which is said once: the files are then
+    /// read, and the path checked, every ``unwatchedRecheck``).
+    /// Its own function: assigning the watcher inside `follow`'s loop sent the compiler's
+    /// debug-build pass for moved variables (Swift 6.3) into a very long run.
+    private func startWatchingFiles(_ watcher: inout ResolvConfWatcher?, namespacePath: String?) -> Int32 {
         let source = configuration.nameserverSource
-        watcher = configuration.inotifyAvailable ? ResolvConfWatcher(source: source) : nil
+        watcher =
+            configuration.inotifyAvailable ? ResolvConfWatcher(source: source, namespacePath: namespacePath) : nil
         guard let fd = watcher?.fd else {
             let reason = errnoDescription(configuration.inotifyAvailable ? errno : EMFILE)
+            let what = ([source.currentPath] + (namespacePath.map { [$0] } ?? [])).joined(separator: " and ")
             NetReachDiagnostics.warning(
-                "cannot watch \(source.currentPath) with inotify (\(reason)); reading it every \(Self.unwatchedRecheck) instead",
+                "cannot watch \(what) with inotify (\(reason)); checking every \(Self.unwatchedRecheck) instead",
                 logger: logger)
             return -1
         }

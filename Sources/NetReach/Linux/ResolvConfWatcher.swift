@@ -1,5 +1,4 @@
 #if os(Linux)
-import CNetReachLinux // inotify (IN_NONBLOCK, IN_CLOEXEC): not in the Glibc module
 import NetReachSystem
 import Glibc
 
@@ -8,47 +7,40 @@ import Glibc
 /// not exist yet: for each file it follows the symlink chain link by link and watches the
 /// directory of every link and of the final target; where a directory is missing, it watches the
 /// nearest existing ancestor for the next component, and walks again when that appears.
-struct ResolvConfWatcher: ~Copyable {
-    let fd: Int32
+///
+/// It also watches the name of a namespace's path (`/run/netns/NAME`), when its engine has one.
+/// The watches are the process's ``FileWatchHub``'s: one inotify instance for every engine.
+struct ResolvConfWatcher {
+    private let subscription: FileWatchHub.Subscription
     let source: NameserverSource
-    private var watches: [Int32: (directory: String, names: Set<String>)] = [:]
+    /// The namespace path's directory and name, watched besides the files.
+    private let namespaceWatch: [String: Set<String>]
     /// How many symlinks a chain may have (the kernel's own limit).
     static let maximumLinks = 40
 
-    init?(source: NameserverSource) {
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { return nil }
-        self.fd = fd
+    /// Readable when a watched name changed: then ``drain()``.
+    var fd: Int32 { subscription.fd }
+
+    /// `nil` with `errno` set when the hub cannot watch (inotify refused: EMFILE once the user's
+    /// instances are all taken).
+    init?(source: NameserverSource, namespacePath: String? = nil) {
+        guard let subscription = FileWatchHub.shared.subscribe() else { return nil }
+        self.subscription = subscription
         self.source = source
+        namespaceWatch =
+            namespacePath.map { path in
+                let (directory, name) = Self.split(path)
+                return [directory: [name]]
+            } ?? [:]
         refreshWatches()
     }
 
-    deinit { close(fd) }
-
-    /// Drains pending events; returns whether any concerned the files (so they must be re-read).
-    mutating func drain() -> Bool {
-        var relevant = false
-        var buffer = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { try? SystemCall.read(fd, into: $0) }
-            guard let count, count > 0 else { break }
-            buffer.withUnsafeBytes { raw in
-                var offset = 0
-                // struct inotify_event { s32 wd; u32 mask; u32 cookie; u32 len; char name[len]; }
-                while offset + 16 <= count {
-                    let wd = Int32(bitPattern: raw.loadU32(at: offset))
-                    let mask = raw.loadU32(at: offset + 4)
-                    let nameLength = Int(raw.loadU32(at: offset + 12))
-                    let end = min(offset + 16 + nameLength, count)
-                    let name = String(decoding: raw[(offset + 16)..<end].prefix { $0 != 0 }, as: UTF8.self)
-                    let selfEvents = UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
-                    if mask & selfEvents != 0 || (watches[wd]?.names.contains(name) ?? false) { relevant = true }
-                    offset = end
-                }
-            }
-        }
-        if relevant { refreshWatches() }
-        return relevant
+    /// Whether a watched name changed since the last call (the files must then be read again, and
+    /// the namespace's path checked); watches again where the files now lead.
+    func drain() -> Bool {
+        guard subscription.takeChange() else { return false }
+        refreshWatches()
+        return true
     }
 
     /// The directories to watch, and the names in each that matter, for the source's files now.
@@ -71,35 +63,19 @@ struct ResolvConfWatcher: ~Copyable {
         return wanted
     }
 
-    /// (Re)adds watches so they are exactly ``wantedWatches(for:)``.
+    /// Watches exactly ``wantedWatches(for:)`` and the namespace's name.
     ///
     /// A directory created between looking and watching (`mkdir -p` racing with us) raises no
     /// event for a watch that does not exist yet, so look again after watching, until what is
     /// wanted stays the same (bounded: each round follows one more created level).
-    private mutating func refreshWatches() {
+    private func refreshWatches() {
         var wanted = Self.wantedWatches(for: source)
         for _ in 0..<Self.maximumLinks {
-            apply(wanted)
+            subscription.watch(wanted.merging(namespaceWatch) { $0.union($1) })
             let again = Self.wantedWatches(for: source)
             if again == wanted { return }
             wanted = again
         }
-    }
-
-    private mutating func apply(_ wanted: [String: Set<String>]) {
-        let mask = UInt32(
-            IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
-                | IN_DELETE_SELF | IN_MOVE_SELF)
-        // Two spellings of one directory (`/etc/../run/systemd/resolve` from a relative link, and
-        // `/run/systemd/resolve`) get the same watch: its names are the union of both.
-        var fresh: [Int32: (directory: String, names: Set<String>)] = [:]
-        for (directory, names) in wanted {
-            let wd = inotify_add_watch(fd, directory, mask)
-            guard wd >= 0 else { continue }
-            fresh[wd, default: (directory, [])].names.formUnion(names)
-        }
-        for wd in watches.keys where fresh[wd] == nil { inotify_rm_watch(fd, wd) }
-        watches = fresh
     }
 
     private static func split(_ path: String) -> (String, String) {

@@ -13,7 +13,7 @@ import Glibc
 /// `PathMonitor(destination:)` in a namespace, against `ip route get DESTINATION`. Destinations
 /// are documentation addresses, only looked up. (`status --to` and `get` judged by their own
 /// destination: DestinationCommandTests.)
-@Suite("Per-destination paths in a network namespace (integration)", .needsNamespaceRoot)
+@Suite("Per-destination paths in a network namespace (integration)", .offPool, .needsNamespaceRoot)
 struct DestinationIntegrationTests {
     private static let destination = "198.51.100.7"
 

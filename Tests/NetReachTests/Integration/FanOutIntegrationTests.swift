@@ -4,7 +4,7 @@ import Testing
 
 /// Monitors of one namespace share one netlink engine; each monitor and each `paths` consumer must
 /// still see every change, in the same order (PathMonitor's guarantees: change-only and ordered).
-@Suite("Fan-out to monitors and consumers (integration)", .needsNamespaceRoot)
+@Suite("Fan-out to monitors and consumers (integration)", .offPool, .needsNamespaceRoot)
 struct FanOutIntegrationTests {
     @Test func twoMonitorsAndThreeStreamsSeeTheSameSequenceOverTwentyRouteFlaps() async throws {
         try await NetnsLab.withLab { lab in

@@ -11,7 +11,7 @@ import Glibc
 
 /// A watched namespace that goes away: the monitor keeps the namespace it opened (never re-opening
 /// it by path), and says so when its name is deleted, reused, or its process exits.
-@Suite("Watched namespace deleted or its name reused (integration)", .needsNamespaceRoot)
+@Suite("Watched namespace deleted or its name reused (integration)", .offPool, .needsNamespaceRoot)
 struct NamespaceLifetimeIntegrationTests {
     /// Deletes the lab's namespace under a satisfied `monitor` and expects it to say so, with the
     /// reason, once and for good.

@@ -9,7 +9,7 @@ import Testing
 /// own: each notification read counted by kind (a route that covers nothing watched is not
 /// read), the kernel asked again only when its answer may have changed, and an overrun counted as
 /// a resync.
-@Suite("Netlink engine metrics (integration)", .needsNamespaceRoot)
+@Suite("Netlink engine metrics (integration)", .offPool, .needsNamespaceRoot)
 struct NetlinkMetricsIntegrationTests {
     static func count(_ metrics: TestMetrics, _ label: String, _ dimensions: [(String, String)] = []) -> Int64 {
         (try? metrics.expectCounter(label, dimensions).totalValue) ?? 0

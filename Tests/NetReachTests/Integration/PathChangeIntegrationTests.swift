@@ -6,7 +6,7 @@ import Testing
 
 /// The kernel changes LinuxPathSemantics.md names, made in a real namespace and watched
 /// through `PathMonitor(namespace:)`.
-@Suite("Path changes in a network namespace (integration)", .needsNamespaceRoot)
+@Suite("Path changes in a network namespace (integration)", .offPool, .needsNamespaceRoot)
 struct PathChangeIntegrationTests {
     @Test func currentPathIsSatisfiedWhenStartReturnsAndIsTheFirstDelivery() async throws {
         try await NetnsLab.withLab { lab in

@@ -4,7 +4,7 @@ import Testing
 
 /// `requiredInterfaceType` / `prohibitedInterfaceTypes` against a namespace whose only interface is
 /// a veth, which is wired Ethernet (InterfaceType: a container's eth0 is its wire).
-@Suite("Interface requirements in a network namespace (integration)", .needsNamespaceRoot)
+@Suite("Interface requirements in a network namespace (integration)", .offPool, .needsNamespaceRoot)
 struct RequirementsIntegrationTests {
     @Test func requiringWiFiOnAVethOnlyNamespaceIsExcludedByRequirements() async throws {
         try await NetnsLab.withLab { lab in

@@ -9,7 +9,7 @@ import Testing
 /// events sockets in one namespace, one filtered, see the same changes. The kernel must keep
 /// exactly what the interpreter (`RouteNotificationFilterTests`) keeps, byte for byte, and so
 /// drop only what the store reads as nothing.
-@Suite("Route filter in the kernel (integration)", .needsNamespaceRoot)
+@Suite("Route filter in the kernel (integration)", .offPool, .needsNamespaceRoot)
 struct RouteFilterIntegrationTests {
     static let watched = ["8.8.8.8", "1.1.1.1", "2001:4860:4860::8888"].map { IPAddress($0)! }
 

@@ -5,7 +5,7 @@ import Testing
 
 /// Data flow (Docs/Architecture.md): a burst beyond the socket buffer is an overrun (ENOBUFS) that costs a full
 /// re-dump but never a stale state.
-@Suite("Route storm (integration)", .needsNamespaceRoot)
+@Suite("Route storm (integration)", .offPool, .needsNamespaceRoot)
 struct RouteStormIntegrationTests {
     @Test func tenThousandChangesEndWithTheSamePathAFreshMonitorSees() async throws {
         try await NetnsLab.withLab(.init(ipv4: true, ipv6: true)) { lab in

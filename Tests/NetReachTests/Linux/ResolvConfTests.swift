@@ -32,10 +32,84 @@ private struct TemporaryDirectory {
 }
 
 /// Waits (up to 5 s) until the watcher's descriptor is readable, then drains it.
-private func drainWhenReadable(_ watcher: inout ResolvConfWatcher) -> Bool {
+private func drainWhenReadable(_ watcher: ResolvConfWatcher) -> Bool {
     var descriptor = pollfd(fd: watcher.fd, events: Int16(POLLIN), revents: 0)
     _ = poll(&descriptor, 1, 5_000)
     return watcher.drain()
+}
+
+/// Waits (up to `milliseconds`) until `subscription`'s descriptor is readable; whether it was.
+private func signalled(_ subscription: FileWatchHub.Subscription, within milliseconds: Int32) -> Bool {
+    var descriptor = pollfd(fd: subscription.fd, events: Int16(POLLIN), revents: 0)
+    return poll(&descriptor, 1, milliseconds) == 1 && subscription.takeChange()
+}
+
+/// The inotify instances this process holds (`/proc/self/fd` links to `anon_inode:inotify`).
+private func inotifyInstances() -> Int {
+    let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return descriptors.filter { name in
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)) == "anon_inode:inotify"
+    }.count
+}
+
+@Suite("FileWatchHub: one inotify instance for every engine", .offPool)
+struct FileWatchHubTests {
+    /// Root's 128 instances (`fs.inotify.max_user_instances`) are shared with every other program:
+    /// 200 engines' watches, in one namespace's directory and many files, take at most one more.
+    @Test func twoHundredWatchersShareOneInstance() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let before = inotifyInstances()
+        var watchers: [ResolvConfWatcher] = []
+        for index in 0..<200 {
+            let file = try directory.write("nameserver 192.0.2.53\n", to: "resolv-\(index).conf")
+            let watcher = try #require(
+                ResolvConfWatcher(
+                    source: NameserverSource(candidates: [file], resolvedUpstreamPath: nil),
+                    namespacePath: directory.path + "/netns/ns-\(index)"))
+            watchers.append(watcher)
+        }
+        // One instance at most (the hub's, made here if no test made it before); the margin is
+        // for tests running beside this one that open their own (serve's namespace directory).
+        let after = inotifyInstances()
+        #expect(after - before < 20, "\(before) instances before 200 watchers, \(after) after")
+        // Each still hears of its own file, and only of it. The hub reads events in order, on its
+        // own thread: once the last watcher has heard of a write, every earlier event (a file
+        // written while the next watcher was being made) has been handed out, and is cleared.
+        try directory.write("nameserver 192.0.2.54\n", to: "resolv-199.conf")
+        #expect(drainWhenReadable(watchers[199]))
+        for watcher in watchers { _ = watcher.drain() }
+        try directory.write("nameserver 192.0.2.54\n", to: "resolv-7.conf")
+        #expect(drainWhenReadable(watchers[7]))
+        #expect(!watchers[8].drain())
+    }
+
+    @Test func aNameIsSignalledToWhoWatchesItAndAReleasedSubscriberFreesNothingOthersNeed() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let hub = FileWatchHub.shared
+        let first = try #require(hub.subscribe())
+        var second = try #require(hub.subscribe())
+        first.watch([directory.path: ["a"]])
+        second.watch([directory.path: ["a", "b"]])
+        try directory.write("x", to: "b")
+        #expect(signalled(second, within: 5_000))
+        #expect(!signalled(first, within: 100), "b is not first's")
+        // The directory's watch outlives the subscriber that leaves it.
+        second = try #require(hub.subscribe())
+        try directory.write("x", to: "a")
+        #expect(signalled(first, within: 5_000))
+        // A directory deleted and made again: the subscriber is told, and watches anew.
+        let sub = directory.path + "/sub"
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+        first.watch([sub: ["f"]])
+        try FileManager.default.removeItem(atPath: sub)
+        #expect(signalled(first, within: 5_000), "its directory went")
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+        first.watch([sub: ["f"]])
+        try directory.write("x", to: "sub/f")
+        #expect(signalled(first, within: 5_000))
+    }
 }
 
 @Suite("ResolvConfWatcher", .offPool)
@@ -54,7 +128,7 @@ struct ResolvConfWatcherTests {
         try FileManager.default.createSymbolicLink(
             atPath: root + "/etc/resolv.conf", withDestinationPath: "../run/resolve/stub-resolv.conf")
         guard
-            var watcher = ResolvConfWatcher(
+            let watcher = ResolvConfWatcher(
                 source: NameserverSource(
                     candidates: [root + "/etc/resolv.conf"], resolvedUpstreamPath: root + "/run/resolve/resolv.conf"))
         else {
@@ -69,7 +143,7 @@ struct ResolvConfWatcherTests {
                 toFile: root + "/run/resolve/" + name, atomically: false, encoding: .utf8)
             // The close that raises IN_CLOSE_WRITE can be delayed: a process spawned by another
             // test at that moment holds a copy of the descriptor until it execs. Wait for it.
-            let seen = drainWhenReadable(&watcher)
+            let seen = drainWhenReadable(watcher)
             #expect(seen, "a write to \(name)")
         }
     }
