@@ -16,7 +16,8 @@
 #   message otherwise, and must run, not skip, when CI=true).
 # - With CI=true (or --tsan), runs the suites that race threads again under ThreadSanitizer: the
 #   monitor's concurrency stress and lifecycle suites, the HTTP service and both transports, the
-#   porting kit's monitor and the link conditioner (event loops, locks, timers).
+#   porting kit's monitor, the link conditioner and the file watch hub (event loops, locks, timers,
+#   the inotify thread).
 # - With CI=true (or --fuzz), fuzzes the rtnetlink parser, the resolv.conf reader, Retry-After
 #   and URL building with libFuzzer and AddressSanitizer (scripts/fuzz.sh, Docs/Fuzzing.md).
 # - With CI=true (or --bench), last, builds the benchmark suites of Benchmarks/ in release and checks
@@ -141,7 +142,7 @@ if [ "$status" != 0 ]; then
 fi
 
 if $tsan; then
-    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests|ConditionedProxyTests|ConditionerControlTests|LockAndExecutorTests|EventHubTests|EventLoopTaskExecutorTests|NetworkWatchTests|ServeRoutesTests|FoundationFreeTests'
+    suites='ConcurrencyStressTests|PathMonitorTests|DestinationPathTests|NetworkServiceTests|ServiceSafetyTests|ServiceStreamingTests|TransportConformanceTests|OfflineIndicatorTests|ConnectivityMonitorTests|CaptivePortalAPITests|AsyncHTTPClientProberTests|ConnectivityEvidenceTests|NWPathMonitorTests|PortedPatternTests|ConditionedProxyTests|ConditionerControlTests|LockAndExecutorTests|EventHubTests|EventLoopTaskExecutorTests|NetworkWatchTests|ServeRoutesTests|FoundationFreeTests|FileWatchHubTests|ResolvConfWatcherTests'
     echo "== ThreadSanitizer: $suites"
     # One test at a time: TSan multiplies CPU cost many times over, and 67 tests, each with its own
     # event loops and sockets, at once on two cores starve each other past their timeouts (seen
