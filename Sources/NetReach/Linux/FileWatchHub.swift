@@ -108,25 +108,24 @@ final class FileWatchHub: Sendable {
                 fresh[wd, default: []].formUnion(names)
                 if state.watches[wd] == nil { state.watches[wd] = Watch() }
             }
-            for wd in Array(state.watches.keys) {
-                state.watches[wd]?.names[id] = fresh[wd]
-                if state.watches[wd]?.names.isEmpty == true {
-                    state.watches[wd] = nil
-                    inotify_rm_watch(state.inotify, wd)
-                }
-            }
+            Self.replaceNames(of: id, with: fresh, in: &state)
         }
     }
 
     private func remove(_ id: UInt64) {
         state.withLock { state in
             state.subscribers[id] = nil
-            for wd in Array(state.watches.keys) {
-                state.watches[wd]?.names[id] = nil
-                if state.watches[wd]?.names.isEmpty == true {
-                    state.watches[wd] = nil
-                    inotify_rm_watch(state.inotify, wd)
-                }
+            Self.replaceNames(of: id, with: [:], in: &state)
+        }
+    }
+
+    /// Makes `names` the subscriber's names in each watch, and ends the watches nobody needs.
+    private static func replaceNames(of id: UInt64, with names: [Int32: Set<String>], in state: inout State) {
+        for wd in Array(state.watches.keys) {
+            state.watches[wd]?.names[id] = names[wd]
+            if state.watches[wd]?.names.isEmpty == true {
+                state.watches[wd] = nil
+                inotify_rm_watch(state.inotify, wd)
             }
         }
     }

@@ -52,14 +52,20 @@ struct NamespaceLifetimeIntegrationTests {
     /// Without inotify (the user's `fs.inotify.max_user_instances`, 128 by default, all taken: a
     /// busy host, or this suite's parallel run), the path is checked every
     /// `NetlinkEngine.unwatchedRecheck`: a deletion is seen, late, not never.
+    /// A monitor of the lab whose watches are refused inotify, at once (so that a change is found
+    /// by a recheck, not by the watch's start).
+    private static func unwatchedMonitor(of lab: NetnsLab) -> PathMonitor {
+        var configuration = SystemPathSource.Configuration(namespace: lab.namespace)
+        configuration.inotifyAvailable = false
+        configuration.nameserverWatchDelay = .zero
+        let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
+        monitor.start(queue: DispatchQueue(label: "namespace, unwatched"))
+        return monitor
+    }
+
     @Test func withInotifyRefusedADeletionIsSeenByCheckingThePath() async throws {
         try await NetnsLab.withLab { lab in
-            var configuration = SystemPathSource.Configuration(namespace: lab.namespace)
-            configuration.inotifyAvailable = false
-            // The watch starts (and is refused) at once, so the deletion is found by a recheck.
-            configuration.nameserverWatchDelay = .zero
-            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
-            monitor.start(queue: DispatchQueue(label: "namespace, unwatched"))
+            let monitor = Self.unwatchedMonitor(of: lab)
             defer { monitor.cancel() }
             let log = PathLog.consuming(monitor.paths)
             try await Self.expectGoneAfterDeleting(lab, monitor: monitor, log: log)
@@ -68,11 +74,7 @@ struct NamespaceLifetimeIntegrationTests {
 
     @Test func withInotifyRefusedAReusedNameIsSeenByCheckingThePath() async throws {
         try await NetnsLab.withLab { lab in
-            var configuration = SystemPathSource.Configuration(namespace: lab.namespace)
-            configuration.inotifyAvailable = false
-            configuration.nameserverWatchDelay = .zero
-            let monitor = PathMonitor(source: SystemPathSource(configuration: configuration))
-            monitor.start(queue: DispatchQueue(label: "namespace, unwatched, reused"))
+            let monitor = Self.unwatchedMonitor(of: lab)
             defer { monitor.cancel() }
             try await LabCommand.ip(["netns", "del", lab.name])
             try await LabCommand.ip(["netns", "add", lab.name])
