@@ -75,9 +75,6 @@ final class NamespaceHandle {
         if watchFD >= 0 { close(watchFD) }
     }
 
-    /// Call when ``watchFD`` is readable: a pidfd is readable only once its process exited.
-    func isGone() -> Bool { isProcess }
-
     /// Whether the path no longer leads to the namespace first opened: it is missing (`ip netns
     /// del`, the process exited), or names another file (a name reused).
     func pathLeadsElsewhere() -> Bool {

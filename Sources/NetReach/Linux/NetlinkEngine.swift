@@ -187,6 +187,10 @@ final class NetlinkEngine: @unchecked Sendable {
         // A wake-up that failed part-way may have applied changes it never published: publish
         // them once a later one succeeds, even if that one changes nothing more.
         var unpublished = false
+        // A namespace named by a path is watched by its name with the files; one that is a
+        // process's, by its pidfd. Known once the watches start: whether neither can tell.
+        let pathNamed = namespace.map { !$0.isProcess } ?? false
+        var namespaceUnwatched = false
         var fds = [
             pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
             pollfd(fd: events.fd, events: Int16(POLLIN), revents: 0),
@@ -212,9 +216,6 @@ final class NetlinkEngine: @unchecked Sendable {
             }
             if fds[0].revents != 0 { return }
             var changed = false
-            // A namespace named by a path is watched by its name with the files; one that is a
-            // process's, by its pidfd.
-            let pathNamed = namespace.map { !$0.isProcess } ?? false
             var namespaceGone = false
             if let due = watchNameserversAt, ContinuousClock.now >= due {
                 watchNameserversAt = nil
@@ -222,23 +223,21 @@ final class NetlinkEngine: @unchecked Sendable {
                 changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
                 // Deleted before the watch began: no event will ever say so.
                 if pathNamed { namespaceGone = namespace?.pathLeadsElsewhere() ?? false }
-                if fds[2].fd < 0 || (namespace.map { $0.isProcess && $0.watchFD < 0 } ?? false) {
-                    recheckAt = .now + Self.unwatchedRecheck
-                }
+                namespaceUnwatched = namespace.map { pathNamed ? fds[2].fd < 0 : $0.watchFD < 0 } ?? false
+                if fds[2].fd < 0 || namespaceUnwatched { recheckAt = .now + Self.unwatchedRecheck }
             } else if let due = recheckAt, ContinuousClock.now >= due {
                 recheckAt = .now + Self.unwatchedRecheck
                 if fds[2].fd < 0 {
                     changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers())
                 }
-                if let namespace, pathNamed ? fds[2].fd < 0 : namespace.watchFD < 0 {
-                    namespaceGone = namespace.pathLeadsElsewhere()
-                }
+                if namespaceUnwatched { namespaceGone = namespace?.pathLeadsElsewhere() ?? false }
             }
             if fds[2].revents != 0, watcher?.drain() == true {
                 changed = kernel.store.setNameservers(configuration.nameserverSource.nameservers()) || changed
                 if pathNamed, !namespaceGone { namespaceGone = namespace?.pathLeadsElsewhere() ?? false }
             }
-            if !namespaceGone, fds[3].revents != 0 { namespaceGone = namespace?.isGone() ?? false }
+            // A process's pidfd is readable only once the process has exited.
+            if fds[3].revents != 0 { namespaceGone = true }
             if namespaceGone, let namespace {
                 // Say so and stop: the sockets (closed on return) were all that kept it alive.
                 var snapshot = published
