@@ -82,8 +82,14 @@ package enum StatusPage {
         let primary = null;
         let connectivityLevel = null;
         const overlay = document.getElementById("overlay");
-        // The indicator's state: hidden, pending (offline, within the grace period) or shown.
+        // The indicator's state: hidden, pending (offline, within the grace period) or shown,
+        // mirrored on the overlay's data-indicator attribute for whoever watches the page.
         let indicator = { state: "hidden", timer: null, shownAt: 0 };
+
+        function enter(state) {
+          indicator.state = state;
+          overlay.dataset.indicator = state;
+        }
 
         function text(value) { return value === null || value === undefined ? "" : String(value); }
 
@@ -97,11 +103,11 @@ package enum StatusPage {
           const offline = isOffline();
           const now = performance.now();
           if (offline && indicator.state === "hidden") {
-            indicator.state = "pending";
+            enter("pending");
             indicator.timer = setTimeout(show, GRACE_MS);
           } else if (!offline && indicator.state === "pending") {
             clearTimeout(indicator.timer);
-            indicator.state = "hidden";
+            enter("hidden");
           } else if (!offline && indicator.state === "shown") {
             clearTimeout(indicator.timer);
             indicator.timer = setTimeout(hide, Math.max(0, indicator.shownAt + MINIMUM_MS - now));
@@ -111,7 +117,7 @@ package enum StatusPage {
         }
 
         function show() {
-          indicator.state = "shown";
+          enter("shown");
           indicator.shownAt = performance.now();
           const path = primary && paths.get(primary);
           document.getElementById("overlay-reason").textContent =
@@ -121,7 +127,7 @@ package enum StatusPage {
         }
 
         function hide() {
-          indicator.state = "hidden";
+          enter("hidden");
           overlay.hidden = true;
           overlay.dataset.offline = "false";
         }

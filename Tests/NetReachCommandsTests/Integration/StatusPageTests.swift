@@ -83,10 +83,13 @@ struct StatusPageTests {
             #expect(report.outageShown)
             #expect(report.overlayText.contains("noDefaultRoute"), "\(report.overlayText)")
             #expect(report.recoveryHidden)
+            // The grace period is timed from the page's own handler ("pending"): the probe's second
+            // reader may hear the event tens of milliseconds before or after it on a busy machine.
             let heard = try #require(report.outage.first { $0.kind == "unsatisfied" }?.at, "\(report.outage)")
+            let pending = try #require(report.outage.first { $0.kind == "pending" }?.at, "\(report.outage)")
             let shown = try #require(report.outage.first { $0.kind == "shown" }?.at, "\(report.outage)")
             let hidden = try #require(report.outage.last { $0.kind == "hidden" }?.at, "\(report.outage)")
-            #expect(shown - heard >= report.grace - 50, "shown \(shown - heard) ms after the event")
+            #expect(shown - pending >= report.grace - 5, "shown \(shown - pending) ms after the page took the event")
             #expect(shown - heard <= report.grace + 1000, "shown \(shown - heard) ms after the event")
             #expect(hidden - shown >= report.minimum - 50, "shown for only \(hidden - shown) ms")
             #expect(report.changes >= 5, "recent changes: \(report.changes)")

@@ -40,8 +40,14 @@ PROBE = """
     if (!e.destination) window.__log.push({kind: e.path.status, at: performance.now()});
   });
   const overlay = document.getElementById("overlay");
-  new MutationObserver(() => window.__log.push({kind: overlay.hidden ? "hidden" : "shown", at: performance.now()}))
-    .observe(overlay, {attributes: true, attributeFilter: ["hidden"]});
+  // "pending": the page's own handler took the path event and started the grace period's timer.
+  new MutationObserver(records => {
+    const at = performance.now();
+    for (const record of records) {
+      if (record.attributeName === "hidden") window.__log.push({kind: overlay.hidden ? "hidden" : "shown", at});
+      else if (overlay.dataset.indicator === "pending") window.__log.push({kind: "pending", at});
+    }
+  }).observe(overlay, {attributes: true, attributeFilter: ["hidden", "data-indicator"]});
   return true;
 })()
 """
