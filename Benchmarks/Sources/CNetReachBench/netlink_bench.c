@@ -29,6 +29,18 @@ int64_t nrb_now_ns(void) {
 
 int nrb_gettid(void) { return (int)syscall(SYS_gettid); }
 
+int nrb_pin_thread(int tid, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (cpu >= 0) {
+        CPU_SET(cpu, &set);
+    } else {
+        long count = sysconf(_SC_NPROCESSORS_ONLN);
+        for (long i = 0; i < count && i < CPU_SETSIZE; i++) CPU_SET(i, &set);
+    }
+    return sched_setaffinity(tid, sizeof set, &set) == 0 ? 0 : -errno;
+}
+
 // The kernel's per-thread CPU clock id for a tid (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)):
 // valid for any thread of the caller's thread group.
 int64_t nrb_thread_cpu_ns(int tid) {

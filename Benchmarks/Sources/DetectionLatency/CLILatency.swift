@@ -15,6 +15,8 @@ final class LineReader: @unchecked Sendable {
     private let condition = NSCondition()
     private var lines: [Line] = []
     private var ended = false
+    /// The reading thread's kernel id, once it runs (for `pin(to:)`).
+    private var readerTID: Int32 = 0
     let process = Process()
     /// Children still running: the CLI phase stops one of them (SIGSTOP) at a time, and a stopped
     /// child would outlive a harness that failed or was interrupted.
@@ -34,6 +36,7 @@ final class LineReader: @unchecked Sendable {
     }
 
     private func readLoop(_ fd: Int32) {
+        condition.lock(); readerTID = nrb_gettid(); condition.broadcast(); condition.unlock()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 8)
         defer { buffer.deallocate() }
         var pending: [UInt8] = []
@@ -74,6 +77,21 @@ final class LineReader: @unchecked Sendable {
         }
     }
 
+    /// Pins the child (every thread it has; threads it starts later inherit) and the thread of ours
+    /// that reads it to `cpu`, or lets them run anywhere when `cpu` is nil.
+    func pin(to cpu: Int?) {
+        condition.lock()
+        while readerTID == 0 && !ended { condition.wait() }
+        let reader = readerTID
+        condition.unlock()
+        let pid = process.processIdentifier
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for tid in tasks.compactMap({ Int32($0) }) + (reader == 0 ? [] : [reader]) {
+            let status = nrb_pin_thread(tid, Int32(cpu ?? -1))
+            if status != 0 && tid == reader { fail("cannot pin a reader thread: \(String(cString: strerror(-status)))") }
+        }
+    }
+
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
@@ -100,6 +118,13 @@ struct CLILatencyGroup: Codable {
     var askingP50Ratio: Double?
 }
 
+/// With --cli-pin, the CPUs of one placement: the issuer (this process's main thread) runs on CPU 0;
+/// one reader shares it, the other has CPU 1 to itself. Rounds alternate the two placements.
+struct CLIPlacement: Codable {
+    var name: String
+    var groups: [CLILatencyGroup]
+}
+
 struct CLILatency: Codable {
     var cli: String
     var flaps: Int
@@ -117,6 +142,8 @@ struct CLILatency: Codable {
     var loadAfter: String?
     /// `ip -o monitor`'s lines over the whole phase: every watch read these changes (warm-up included).
     var changesSeen: Int?
+    /// With --cli-pin, the same groups for each placement alone (half the rounds each).
+    var placements: [CLIPlacement]?
     /// The watch's memory after the phase (VmRSS, VmHWM, RssAnon, RssFile in kB).
     var rssAfterKB: Int?
     var hwmAfterKB: Int?
@@ -239,6 +266,20 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
         for watch in watches { kill(watch.process.processIdentifier, SIGCONT); watch.stop() }
         ip.stop()
     }
+    // --cli-pin: the issuer on CPU 0 for the whole phase; each round places the readers (below).
+    if options.cliPin {
+        guard sysconf(Int32(_SC_NPROCESSORS_ONLN)) >= 2 else { fail("--cli-pin needs two CPUs") }
+        let status = nrb_pin_thread(nrb_gettid(), 0)
+        if status != 0 { fail("cannot pin the issuer: \(String(cString: strerror(-status)))") }
+    }
+    defer { if options.cliPin { _ = nrb_pin_thread(nrb_gettid(), -1) } }
+    /// Placement 0: watch (or AskingMonitor) alone on CPU 1, ip monitor beside the issuer on CPU 0;
+    /// placement 1 the other way round.
+    let placementNames = ["watch alone on CPU 1, ip beside the issuer", "ip alone on CPU 1, watch beside the issuer"]
+    func place(_ reader: LineReader, _ placement: Int) {
+        reader.pin(to: placement == 0 ? 1 : 0)
+        ip.pin(to: placement == 0 ? 0 : 1)
+    }
     // watch prints the current path first; ip prints nothing until a change.
     for (watch, cli) in zip(watches, compared) {
         guard watch.waitForMatch(from: 0, deadline: nrb_now_ns() + 10_000_000_000, { _ in true }) != nil else {
@@ -293,6 +334,8 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     }
     timeouts = Array(repeating: 0, count: watches.count)
     var samples: [[Change: [(Int64, Int64)]]] = Array(repeating: [:], count: watches.count)
+    /// With --cli-pin, each watch's samples by placement.
+    var placed: [[[Change: [(Int64, Int64)]]]] = Array(repeating: [[:], [:]], count: watches.count)
     var askingSamples: [Change: [(Int64, Int64)]] = [:]
     var cpuSpent = Array(repeating: (watch: Int64(0), ip: Int64(0), watchTicks: Int64(0), ipTicks: Int64(0)), count: watches.count)
     var changes = Array(repeating: 0, count: watches.count)
@@ -306,6 +349,10 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
     }
     for round in 0..<(readers.count * options.cliFlaps) {
         let reader = readers[turn(round)]
+        // With --cli-pin, placements alternate every `readers.count` rounds, so with two builds
+        // (A B B A A B B A ...) each build gets each placement equally often.
+        let placement = (round / readers.count) % 2
+        if options.cliPin { place(reader, placement) }
         // Every round alike: the others stopped, this one given time to catch up (also when it ran
         // the round before, as B does in A B B A).
         if readers.count > 1 { run(only: reader) }
@@ -314,7 +361,12 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
         for c in Change.measured {
             if let index { changes[index] += 1 }
             if let sample = change(c, reader: reader) {
-                if let index { samples[index][c, default: []].append(sample) } else { askingSamples[c, default: []].append(sample) }
+                if let index {
+                    samples[index][c, default: []].append(sample)
+                    placed[index][placement][c, default: []].append(sample)
+                } else {
+                    askingSamples[c, default: []].append(sample)
+                }
             }
             pauseBetweenChanges()
         }
@@ -334,9 +386,10 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
         memoryAfter.append(memory(ofProcess: watch.process.processIdentifier))
     }
     let tick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let samplesOfAllRounds = samples
     return watches.indices.map { index in
-        func group(_ kind: String, _ of: [Change]) -> CLILatencyGroup {
-            let pairs = of.flatMap { samples[index][$0] ?? [] }
+        func group(_ kind: String, _ of: [Change], from samples: [Change: [(Int64, Int64)]]? = nil) -> CLILatencyGroup {
+            let pairs = of.flatMap { (samples ?? samplesOfAllRounds[index])[$0] ?? [] }
             let ipDist = Distribution(pairs.map(\.0)), watchDist = Distribution(pairs.map(\.1))
             let askingPairs = of.flatMap { askingSamples[$0] ?? [] }
             let askingDist = asking == nil ? nil : Distribution(askingPairs.map(\.1))
@@ -350,6 +403,12 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
                       group("rule changes (add, delete)", [.ruleAdd, .ruleDelete])]
         groups += Change.measured.map { group($0.rawValue, [$0]) }
         groups.append(group("all changes", Change.measured))
+        let placements = !options.cliPin ? nil : placementNames.indices.map { placement in
+            CLIPlacement(
+                name: placementNames[placement],
+                groups: Change.measured.map { group($0.rawValue, [$0], from: placed[index][placement]) }
+                    + [group("all changes", Change.measured, from: placed[index][placement])])
+        }
         let n = Double(changes[index])
         let after = memoryAfter[index]
         return CLILatency(
@@ -359,7 +418,7 @@ func processCPU(_ pid: Int32) -> (schedNS: Int64, ticks: Int64) {
             watchTickCPUMicrosPerChange: Double(cpuSpent[index].watchTicks) * tick / n,
             ipTickCPUMicrosPerChange: Double(cpuSpent[index].ipTicks) * tick / n,
             watchLines: watches[index].count, ipLines: ip.count, askingLines: asking?.count,
-            loadAfter: readFile("/proc/loadavg"), changesSeen: ip.count,
+            loadAfter: readFile("/proc/loadavg"), changesSeen: ip.count, placements: placements,
             rssAfterKB: after?.rss, hwmAfterKB: after?.hwm, anonAfterKB: after?.anon, fileAfterKB: after?.file)
     }
 }

@@ -17,6 +17,9 @@ int nrb_gettid(void);
 int64_t nrb_thread_cpu_ns(int tid);
 /// CPU time in ns of the whole process (CLOCK_PROCESS_CPUTIME_ID).
 int64_t nrb_process_cpu_ns(void);
+/// Pins thread `tid` (any process's) to CPU `cpu`, or lets it run on every CPU when `cpu` < 0.
+/// Returns 0, or -errno.
+int nrb_pin_thread(int tid, int cpu);
 
 // Multicast groups (RTMGRP_*), so Swift does not need <linux/rtnetlink.h>.
 #define NRB_GROUPS_NETREACH 0x5D1u  /* LINK | IPV4_IFADDR | IPV4_ROUTE | IPV4_RULE | IPV6_IFADDR | IPV6_ROUTE */
