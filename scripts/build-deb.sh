@@ -11,7 +11,8 @@
 # build), to check the package's layout where a release build takes too long (CI): its RUNPATH is
 # kept (lintian says custom-library-search-path) and the package is not for installing.
 #
-# Prints the path of the .deb it wrote.
+# Prints the path of the .deb it wrote, and on standard error its size: the .deb, installed, and
+# the executable as packaged (stripped), in bytes.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 binary=""
@@ -113,4 +114,6 @@ CONTROL
 mkdir -p "$output"
 deb="$output/netreach_${version}_${architecture}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$package" "$deb" >&2
+echo "build-deb.sh: size: $(basename "$deb") $(stat -c %s "$deb") bytes; installed $((size * 1024)) bytes;" \
+    "usr/bin/netreach $(stat -c %s "$package/usr/bin/netreach") bytes" >&2
 echo "$deb"

@@ -35,6 +35,20 @@ struct DebianPackageTests {
         try #require(built.status == 0, "\(built.standardError)")
         let deb = built.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
 
+        // The size report names the file's real size and the executable's as packaged.
+        let debBytes = try #require(
+            (try FileManager.default.attributesOfItem(atPath: deb)[.size] as? NSNumber)?.intValue)
+        let report = try #require(
+            built.standardError.split(separator: "\n").last { $0.hasPrefix("build-deb.sh: size: ") },
+            "\(built.standardError)")
+        #expect(report.contains(" \(debBytes) bytes;"), "\(report); the file has \(debBytes) bytes")
+        let packaged = try await ChildProcess.run(
+            "/bin/sh", ["-c", "dpkg-deb --fsys-tarfile \"$1\" | tar -xOf - ./usr/bin/netreach | wc -c", "sh", deb],
+            timeout: .seconds(900))
+        let executableBytes = packaged.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(
+            report.hasSuffix("usr/bin/netreach \(executableBytes) bytes"), "\(report); packaged: \(executableBytes)")
+
         let lintian = try await ChildProcess.run(
             ExternalServer.require("lintian"),
             ["--tag-display-limit", "0"] + (release ? [] : ["--suppress-tags", "custom-library-search-path"]) + [deb],
