@@ -246,10 +246,13 @@ package enum SystemCall {
         _ = try? retryingInterrupts { systemWrite(descriptor, &one, MemoryLayout<UInt64>.size) }
     }
 
-    /// Reads an eventfd(2) counter back to zero (non-blocking descriptors: nothing to read is fine).
-    package static func clear(eventDescriptor descriptor: Int32) {
+    /// Reads an eventfd(2) counter back to zero (non-blocking descriptors: nothing to read is fine);
+    /// returns whether it had been signalled.
+    @discardableResult
+    package static func clear(eventDescriptor descriptor: Int32) -> Bool {
         var count: UInt64 = 0
-        _ = try? retryingInterrupts { systemRead(descriptor, &count, MemoryLayout<UInt64>.size) }
+        let read = try? retryingInterrupts { systemRead(descriptor, &count, MemoryLayout<UInt64>.size) }
+        return read == MemoryLayout<UInt64>.size && count > 0
     }
 
     /// Whole milliseconds from now until `deadline`, rounded up (a wait never ends early), at

@@ -209,8 +209,9 @@ struct SystemCallTests {
         SystemCall.signal(eventDescriptor: descriptor)
         SystemCall.signal(eventDescriptor: descriptor)
         #expect(try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: .zero) & Int16(POLLIN) != 0)
-        SystemCall.clear(eventDescriptor: descriptor)
+        #expect(SystemCall.clear(eventDescriptor: descriptor), "it had been signalled")
         #expect(try SystemCall.poll(descriptor, events: Int16(POLLIN), timeout: .zero) == 0)
+        #expect(!SystemCall.clear(eventDescriptor: descriptor), "nothing since")
     }
 
     @Test("A datagram is received whole, an empty socket says so, and a closed one's error is thrown")

@@ -40,10 +40,7 @@ final class FileWatchHub: Sendable {
         func watch(_ wanted: [String: Set<String>]) { hub.set(wanted, for: id) }
 
         /// Whether a watched name changed since the last call; clears the descriptor.
-        func takeChange() -> Bool {
-            var count: UInt64 = 0
-            return read(fd, &count, MemoryLayout<UInt64>.size) == MemoryLayout<UInt64>.size && count > 0
-        }
+        func takeChange() -> Bool { SystemCall.clear(eventDescriptor: fd) }
 
         deinit {
             // Forgotten under the hub's lock before the descriptor closes: the hub never signals

@@ -49,9 +49,6 @@ struct NamespaceLifetimeIntegrationTests {
         }
     }
 
-    /// Without inotify (the user's `fs.inotify.max_user_instances`, 128 by default, all taken: a
-    /// busy host, or this suite's parallel run), the path is checked every
-    /// `NetlinkEngine.unwatchedRecheck`: a deletion is seen, late, not never.
     /// A monitor of the lab whose watches are refused inotify, at once (so that a change is found
     /// by a recheck, not by the watch's start).
     private static func unwatchedMonitor(of lab: NetnsLab) -> PathMonitor {
@@ -63,6 +60,9 @@ struct NamespaceLifetimeIntegrationTests {
         return monitor
     }
 
+    /// Without inotify (the user's `fs.inotify.max_user_instances`, 128 by default, all taken: a
+    /// busy host, or this suite's parallel run), the path is checked every
+    /// `NetlinkEngine.unwatchedRecheck`: a deletion is seen, late, not never.
     @Test func withInotifyRefusedADeletionIsSeenByCheckingThePath() async throws {
         try await NetnsLab.withLab { lab in
             let monitor = Self.unwatchedMonitor(of: lab)
