@@ -24,14 +24,17 @@
 # Every function and constant gets a section of its own (Swift's -function-sections; for the C
 # targets, BoringSSL's among them, -ffunction-sections -fdata-sections), so the linker's
 # --gc-sections drops unused ones one by one instead of whole files' worth (1.8 MB less code,
-# constants and unwind tables), and with lld the protocol conformance descriptors are placed side
-# by side, in the order the runtime reads them (an order file, link.order in the scratch directory,
-# taken from the executable itself after each link; when it changes, the executable is linked
-# once more). The Swift runtime walks all ~10,000 descriptors on the first `as?` or generic
-# instantiation of each type and protocol pair, and `netreach get` makes ~117 such walks before
-# its request is sent: one small GET took 10-16 % less (Benchmarks/RESULTS.md, section 26;
-# Docs/DesignNotes.md, "Close to the floor"). The order is made here, from the executable, at
-# every build; no list is kept in the sources.
+# constants and unwind tables), and with lld the code and descriptors are placed in an order made
+# from the executable just linked (scripts/link-order.sh; link.order in the scratch directory; when
+# it changes, the executable is linked once more): first the functions the commands entered in a
+# training run of `watch`, `status`, `serve` and `get`, so what a daemon runs sits together instead
+# of in some hundred 64 KB windows across the text (`netreach watch` ~3 MB smaller resident;
+# Docs/DesignNotes.md, "A link order made by the build"), then the protocol conformance
+# descriptors side by side, in the order the runtime reads them. The Swift runtime walks all
+# ~8,400 descriptors on the first `as?` or generic instantiation of each type and protocol pair,
+# and `netreach get` makes ~117 such walks before its request is sent: one small GET took 10-16 %
+# less (Benchmarks/RESULTS.md, section 26; Docs/DesignNotes.md, "Close to the floor"). The order
+# is made here, at every link; no list is kept in the sources.
 #
 # Extra arguments go to `swift build`; without a `--product`, it builds `netreach` (the package's
 # test-support targets need the toolchain's Testing module, which a static build does not have).
@@ -66,29 +69,32 @@ if [ -e "$scratch/release" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$settings" ]
     swift package --scratch-path "$scratch" clean
 fi
 printf '%s' "$settings" > "$stamp"
-# lld's order file holds the descriptors as the last link placed them; the first build links
-# with an empty one.
+# lld's order file is the one made after the last link; the first build links with an empty one.
 [ -z "$order" ] || [ -f "$order" ] || : > "$order"
 swift build "${flags[@]}" "$@"
 # Another product links with the order file as it is; only `netreach` rewrites it.
 [ -n "$order" ] && [ -n "$order_from" ] || exit 0
 
-# The descriptors of the executable just linked, in address order: the symbols ending in `Mc`.
+# The order for the next link, made from the executable just linked (scripts/link-order.sh): the
+# functions a training run of the commands entered, then the conformance descriptors.
 binary="$(swift build "${flags[@]}" "$@" --show-bin-path)/$order_from"
 [ -x "$binary" ] || exit 0
-swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
-nm_tool="$swift_bin/llvm-nm"
-[ -x "$nm_tool" ] || nm_tool="$(command -v llvm-nm || command -v nm)"
-# A private descriptor's name can occur in more than one file: each name once.
-descriptors() { "$nm_tool" -n --defined-only "$binary" | awk '$NF ~ /Mc$/ && !seen[$NF]++ { print $NF }'; }
-descriptors > "$order.new"
-if cmp -s "$order.new" "$order"; then rm -f "$order.new"; exit 0; fi
-# New or moved descriptors: link again in their order. SwiftPM does not relink when only the
-# order file changed, but does relink a missing executable.
+# Not linked again since its order was made: nothing to do.
+linked="$order.linked"
+[ "$(stat -c '%s %Y' "$binary")" != "$(cat "$linked" 2>/dev/null)" ] || exit 0
+"$root/scripts/link-order.sh" "$binary" > "$order.new"
+if cmp -s "$order.new" "$order"; then rm -f "$order.new"; stat -c '%s %Y' "$binary" > "$linked"; exit 0; fi
+# A new order: link again in it. SwiftPM does not relink when only the order file changed, but does
+# relink a missing executable. One more link only: the training run's list can differ by a few
+# functions from one run to the next (which threads got where first), and any list is as good.
 mv "$order.new" "$order"
 rm -f "$binary"
 swift build "${flags[@]}" "$@"
-descriptors > "$order.new"
-cmp -s "$order.new" "$order" || echo "$0: the conformance descriptors are not in the order" \
-    "asked for; the executable works, only its start-up is slower" >&2
-rm -f "$order.new"
+swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
+nm_tool="$swift_bin/llvm-nm"
+[ -x "$nm_tool" ] || nm_tool="$(command -v llvm-nm || command -v nm)"
+"$nm_tool" -n --defined-only "$binary" | awk '$NF ~ /Mc$/ && !seen[$NF]++ { print $NF }' > "$order.placed"
+grep -x -F -f "$order.placed" "$order" | cmp -s - "$order.placed" || echo "$0: the conformance" \
+    "descriptors are not in the order asked for; the executable works, only its start-up is slower" >&2
+rm -f "$order.placed"
+stat -c '%s %Y' "$binary" > "$linked"
