@@ -60,8 +60,8 @@ bounded. Prints a table per section with "met"/"missed" per figure; exit status 
 measurement failed (a process died, printed nothing, a wait timed out), 0 otherwise (bars missed
 included), 2 on a usage or setup error.
 """
-import argparse, collections, http.client, json, os, platform, selectors, shutil, signal, socket, \
-    statistics, subprocess, sys, tempfile, threading, time
+import argparse, collections, http.client, importlib.util, json, os, platform, selectors, shutil, \
+    signal, socket, statistics, subprocess, sys, tempfile, threading, time
 
 SIZE_BAR_MB = 30.0
 WATCH_BAR_MB = 12.0
@@ -218,15 +218,18 @@ def memory(child):
     return fields
 
 
-def prepare_cache(path, state):
-    """The executable's pages in the page cache in `state` before a start (run-cli-footprint.py's
-    prepare_cache): "evicted" drops them (this file only), "full" reads the whole file."""
-    with open(path, "rb") as f:
-        if state == "evicted":
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        else:
-            while f.read(1 << 20):
-                pass
+def _load_cli_footprint():
+    """run-cli-footprint.py, beside this file, as a module: its prepare_cache is this script's."""
+    location = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run-cli-footprint.py")
+    spec = importlib.util.spec_from_file_location("run_cli_footprint", location)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The executable's pages in the page cache in a state before a start: "evicted" drops them (this
+# file only), "full" reads the whole file.
+prepare_cache = _load_cli_footprint().prepare_cache
 
 
 def http_get(port, path, timeout=5.0, headers=None):
