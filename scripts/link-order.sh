@@ -64,7 +64,7 @@ watch_while_changing() {
         kill -TERM "$watch"
         wait "$watch" || [ $? = 143 ]'
     local status=0
-    if command -v ip > /dev/null && command -v unshare > /dev/null; then
+    if command -v ip > /dev/null && unshare --user --map-root-user --net true 2> /dev/null; then
         timeout -s KILL 20 unshare --user --map-root-user --net bash -c "$script" training \
             "$work/hits.watch" "$work/hot-functions.so" "$binary" 2> /dev/null || status=$?
         [ "$status" = 90 ] || return "$status"
