@@ -42,6 +42,26 @@ traced() {
     HOT_FUNCTIONS_OUT="$work/hits.$name" LD_PRELOAD="$work/hot-functions.so" "$@"
 }
 
+# `traced_until NAME PATTERN COMMAND...`: runs COMMAND traced, in the background, until its output
+# has a line matching PATTERN (at most 120 s: a debug build under the tracer on a busy machine
+# takes seconds to start), then 0.3 s more; then SIGTERM. Its status: 0 when it ended on that
+# signal (by itself or by it), else what it exited with (124: no such line in time).
+traced_until() {
+    local name="$1" pattern="$2" output="$work/output.$1" pid waited=0
+    shift 2
+    traced "$name" "$@" > "$output" 2>&1 &
+    pid=$!
+    until grep -q -- "$pattern" "$output" 2> /dev/null; do
+        if ! kill -0 "$pid" 2> /dev/null; then wait "$pid"; return $?; fi
+        [ "$waited" -lt 1200 ] || { kill -KILL "$pid"; wait "$pid"; return 124; }
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    sleep 0.3
+    kill -TERM "$pid"
+    wait "$pid" || [ $? = 143 ]
+}
+
 # `watch` from its start through the changes a daemon sees: in a network namespace of its own (a
 # user namespace makes one without root), a veth pair's link goes down and up, an address comes and
 # goes, the default route is deleted and added, a rule added and deleted, five times. Where no such
@@ -51,8 +71,12 @@ watch_while_changing() {
         ip link set lo up && ip link add nrtrain0 type veth peer name nrtrain1 &&
             ip address add 10.77.0.2/24 dev nrtrain0 && ip link set nrtrain1 up &&
             ip link set nrtrain0 up && ip route add default via 10.77.0.1 || exit 90
-        HOT_FUNCTIONS_OUT="$1" LD_PRELOAD="$2" "$3" watch --json > /dev/null 2>&1 & watch=$!
-        sleep 0.5
+        HOT_FUNCTIONS_OUT="$1" LD_PRELOAD="$2" "$3" watch --json > "$4" 2>&1 & watch=$!
+        lines() { wc -l < "$4"; }
+        waited=0
+        while [ "$(lines)" -lt 1 ] && [ "$waited" -lt 1200 ] && kill -0 "$watch" 2> /dev/null; do
+            sleep 0.1; waited=$((waited + 1))
+        done
         for round in 1 2 3 4 5; do
             ip route del default && ip route add default via 10.77.0.1
             ip link set nrtrain0 down && ip link set nrtrain0 up && ip route replace default via 10.77.0.1
@@ -60,18 +84,23 @@ watch_while_changing() {
             ip rule add from 10.77.2.0/24 table 100 && ip rule del from 10.77.2.0/24 table 100
             sleep 0.05
         done
+        # Each round changes the path: wait (at most 60 s) for watch to have told some of them.
+        waited=0
+        while [ "$(lines)" -lt 6 ] && [ "$waited" -lt 600 ] && kill -0 "$watch" 2> /dev/null; do
+            sleep 0.1; waited=$((waited + 1))
+        done
         sleep 0.3
         kill -TERM "$watch"
         wait "$watch" || [ $? = 143 ]'
     local status=0
     if command -v ip > /dev/null && unshare --user --map-root-user --net true 2> /dev/null; then
-        timeout -s KILL 20 unshare --user --map-root-user --net bash -c "$script" training \
-            "$work/hits.watch" "$work/hot-functions.so" "$binary" 2> /dev/null || status=$?
+        timeout -s KILL 300 unshare --user --map-root-user --net bash -c "$script" training \
+            "$work/hits.watch" "$work/hot-functions.so" "$binary" "$work/output.watch" 2> /dev/null || status=$?
         [ "$status" = 90 ] || return "$status"
     fi
     echo "$0: no network namespace to change: \`watch\` is trained on its start only" >&2
     rm -f "$work/hits.watch"
-    traced watch timeout -s TERM 2 "$binary" watch --json > /dev/null 2>&1
+    traced_until watch '"status"' "$binary" watch --json
 }
 
 train() {
@@ -91,16 +120,16 @@ train() {
     export HOT_FUNCTIONS_EXE="$binary" HOT_FUNCTIONS_IN="$work/entries" SWIFT_BACKTRACE=enable=no
     local command status
     for command in watch status serve get; do
-        # `watch` and `serve` run until stopped: SIGTERM after 2 s (timeout's status 124).
+        # `watch` and `serve` run until stopped: each is stopped once it has said what it does.
         status=0
         case "$command" in
             watch) watch_while_changing || status=$? ;;
-            status) traced status "$binary" status > /dev/null 2>&1 || status=$? ;;
-            serve) traced serve timeout -s TERM 2 "$binary" serve --listen 127.0.0.1:0 > /dev/null 2>&1 || status=$? ;;
-            get) traced get "$binary" get --max-time 2 http://127.0.0.1:1/ > /dev/null 2>&1 || status=$? ;;
+            status) traced status timeout 120 "$binary" status > /dev/null 2>&1 || status=$? ;;
+            serve) traced_until serve "listening on" "$binary" serve --listen 127.0.0.1:0 || status=$? ;;
+            get) traced get timeout 120 "$binary" get --max-time 60 http://127.0.0.1:1/ > /dev/null 2>&1 || status=$? ;;
         esac
-        # `get` fails by design (nothing listens on port 1): only a crash is a failure.
-        if [ "$status" -ge 128 ] || { [ "$command" != get ] && [ "$status" != 0 ] && [ "$status" != 124 ]; }; then
+        # `get` fails by design (nothing listens on port 1): only a crash or a hang is a failure.
+        if [ "$status" -ge 124 ] || { [ "$command" != get ] && [ "$status" != 0 ]; }; then
             echo "$0: \`netreach $command\` ended with status $status under the training run: its functions are left out" >&2
             rm -f "$work/hits.$command"
         fi
