@@ -4,11 +4,12 @@
 #
 #   1. The functions the commands run first, found by running them (a training run). Each command
 #      in turn, `watch`, `status`, `serve`, then `get`: the functions `watch` enters from its start
-#      to its first lines, then those `status` enters that `watch` did not, and so on. So the code
-#      a daemon runs sits together at the front of the text instead of in some hundred places
-#      across 22 MB: the kernel maps an executable's pages 64 KB at a time around each page
-#      touched, and each of those places cost a window. `netreach watch` is ~3 MB smaller resident
-#      (Docs/DesignNotes.md, "A link order made by the build").
+#      through changes of links, addresses, routes and rules (below), then those `status` enters
+#      that `watch` did not, and so on. So the code a daemon runs sits together at the front of
+#      the text instead of in some hundred places across 22 MB: the kernel maps an executable's
+#      pages 64 KB at a time around each page touched, and each of those places cost a window.
+#      `netreach watch` is ~3 MB smaller resident (Docs/DesignNotes.md, "A link order made by the
+#      build").
 #   2. The protocol conformance descriptors, in the address order of the executable given: the
 #      Swift runtime reads all of them on each first `as?` or generic instantiation of a type and
 #      protocol pair, so they sit side by side (Docs/DesignNotes.md, "Close to the floor").
