@@ -50,7 +50,9 @@ traced() {
 traced_until() {
     local name="$1" pattern="$2" output="$work/output.$1" pid waited=0
     shift 2
-    traced "$name" "$@" > "$output" 2>&1 &
+    # A simple command, not the function `traced`: in the background, the process is then the
+    # command itself, and the signal below reaches it rather than a subshell around it.
+    HOT_FUNCTIONS_OUT="$work/hits.$name" LD_PRELOAD="$work/hot-functions.so" "$@" > "$output" 2>&1 &
     pid=$!
     until grep -q -- "$pattern" "$output" 2> /dev/null; do
         if ! kill -0 "$pid" 2> /dev/null; then wait "$pid"; return $?; fi
