@@ -91,20 +91,18 @@ binary="$(swift build "${flags[@]}" "$@" --show-bin-path)/$order_from"
 [ -x "$binary" ] || exit 0
 # Not linked again since its order was made: nothing to do.
 linked="$order.linked"
-[ "$(stat -c '%s %Y' "$binary")" != "$(cat "$linked" 2>/dev/null)" ] || exit 0
+identity() { stat -c '%s %Y' "$binary"; }
+[ "$(identity)" != "$(cat "$linked" 2>/dev/null)" ] || exit 0
 "$root/scripts/link-order.sh" "$binary" > "$order.new"
-if cmp -s "$order.new" "$order"; then rm -f "$order.new"; stat -c '%s %Y' "$binary" > "$linked"; exit 0; fi
+if cmp -s "$order.new" "$order"; then rm -f "$order.new"; identity > "$linked"; exit 0; fi
 # A new order: link again in it. SwiftPM does not relink when only the order file changed, but does
 # relink a missing executable. One more link only: the training run's list can differ by a few
 # functions from one run to the next (which threads got where first), and any list is as good.
 mv "$order.new" "$order"
 rm -f "$binary"
 swift build "${flags[@]}" "$@"
-swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
-nm_tool="$swift_bin/llvm-nm"
-[ -x "$nm_tool" ] || nm_tool="$(command -v llvm-nm || command -v nm)"
-"$nm_tool" -n --defined-only "$binary" | awk '$NF ~ /Mc$/ && !seen[$NF]++ { print $NF }' > "$order.placed"
+"$root/scripts/link-order.sh" --descriptors "$binary" > "$order.placed"
 grep -x -F -f "$order.placed" "$order" | cmp -s - "$order.placed" || echo "$0: the conformance" \
     "descriptors are not in the order asked for; the executable works, only its start-up is slower" >&2
 rm -f "$order.placed"
-stat -c '%s %Y' "$binary" > "$linked"
+identity > "$linked"

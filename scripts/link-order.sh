@@ -15,6 +15,7 @@
 #      protocol pair, so they sit side by side (Docs/DesignNotes.md, "Close to the floor").
 #
 #   scripts/link-order.sh EXECUTABLE > link.order
+#   scripts/link-order.sh --descriptors EXECUTABLE   # part 2 alone: where the descriptors lie now
 #
 # The training run needs a C compiler (the Swift toolchain's clang, or cc) and an x86-64 machine:
 # scripts/hot-functions.c, loaded with LD_PRELOAD, writes a breakpoint over the first byte of every
@@ -28,6 +29,8 @@
 # of, such as `objectdestroy.2Tm`) is left out: lld would move every section that defines the name,
 # whole modules' code among them where a library was built without a section per function.
 set -euo pipefail
+descriptors_only=0
+if [ "${1:-}" = --descriptors ]; then descriptors_only=1; shift; fi
 binary="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
@@ -148,7 +151,7 @@ train() {
     done | awk '!seen[$2]++ { print $2 }'
 }
 
-train
+[ "$descriptors_only" = 1 ] || train
 # The descriptors of the executable, in address order: the symbols ending in `Mc`. A private
 # descriptor's name can occur in more than one file: each name once.
 "$nm_tool" -n --defined-only "$binary" | awk '$NF ~ /Mc$/ && !seen[$NF]++ { print $NF }'
